@@ -1,0 +1,185 @@
+//===- AttnOps.td - operations of the attn dialect ---------*- tablegen -*-===//
+
+#ifndef ATTNC_DIALECT_ATTN_OPS_TD
+#define ATTNC_DIALECT_ATTN_OPS_TD
+
+include "AttnAttrs.td"
+include "AttnTypes.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// attn.attention
+//===----------------------------------------------------------------------===//
+
+def Attn_AttentionOp : Attn_Op<"attention", [
+    AttrSizedOperandSegments, IsolatedFromAbove, SingleBlock, Pure,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "one attention variant over a batch of requests";
+  let description = [{
+    Computes, for every request, query and query head `h`,
+
+    ```
+    s_j = mask_j ? score_mod(modifiers(scale * q . k_j)) : -inf
+    out = sum_j softmax(s)_j * v_j        lse = log(sum_j exp(s_j))
+    ```
+
+    where query head `h` reads key/value head `h / (q_heads / kv_heads)`
+    (grouped-query attention; a single KV head is multi-query attention).
+    Score modifiers apply in a fixed order: `scale` (default
+    `1/sqrt(head_dim)`), tanh soft-cap `softcap * tanh(s / softcap)`, the
+    ALiBi bias `slope_h * (j - p)` with the standard geometric slopes, then
+    the `score_mod` region. A key is visible when every declarative mask
+    admits it (`causal`: `j <= p`; `window<l, r>`: `p - l <= j <= p + r`,
+    where the first `sinks` keys are exempt from the window's left bound;
+    `segments`: both tokens carry the same document id) and `mask_mod`
+    yields true. A query that sees no key produces a zero output and an
+    `lse` of `-inf`.
+
+    With a `!attn.latent_kv` key (multi-head latent attention) there is no
+    value operand: the value is the latent part of the same cache.
+
+    The regions are isolated from above; buffers they read come in through
+    `captures` and appear as trailing block arguments.
+
+    ```mlir
+    %out, %lse = attn.attention(%q, %k, %v) {causal, softcap = 30.0 : f32}
+        : !attn.q<?x32x128xbf16, ragged>, !attn.kv<?x8x128xbf16, ragged>,
+          !attn.kv<?x8x128xbf16, ragged>
+        -> !attn.out<?x32x128xbf16, ragged>, !attn.lse<?x32, ragged>
+    ```
+  }];
+
+  let arguments = (ins
+    Attn_QueryType:$query,
+    Attn_AnyKV:$key,
+    Optional<Attn_KVType>:$value,
+    Optional<AnyMemRef>:$query_segments,
+    Optional<AnyMemRef>:$key_segments,
+    Variadic<AnyMemRef>:$captures,
+    UnitAttr:$causal,
+    OptionalAttr<Attn_WindowAttr>:$window,
+    OptionalAttr<I64Attr>:$sinks,
+    OptionalAttr<F32Attr>:$scale,
+    OptionalAttr<F32Attr>:$softcap,
+    UnitAttr:$alibi
+  );
+  let results = (outs Attn_OutputType:$output, Optional<Attn_LseType>:$lse);
+  let regions = (region MaxSizedRegion<1>:$score_mod,
+                        MaxSizedRegion<1>:$mask_mod);
+
+  let assemblyFormat = [{
+    `(` $query `,` $key (`,` $value^)? `)`
+    (`segments` `(` $query_segments^ `,` $key_segments `:`
+                    qualified(type($query_segments)) `,` qualified(type($key_segments)) `)`)?
+    (`captures` `(` $captures^ `:` qualified(type($captures)) `)`)?
+    attr-dict `:` qualified(type($query)) `,` qualified(type($key)) (`,` qualified(type($value))^)?
+    `->` qualified(type($output)) (`,` qualified(type($lse))^)?
+    (`score_mod` $score_mod^)?
+    (`mask_mod` $mask_mod^)?
+  }];
+
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let hasCanonicalizer = 1;
+
+  let extraClassDeclaration = [{
+    /// Query heads that share one key/value head (1 for MHA).
+    int64_t getGroupSize();
+    /// Whether the keys are an MLA latent cache (the value aliases them).
+    bool isLatent() { return ::llvm::isa<LatentKVType>(getKey().getType()); }
+    /// Number of key/value heads (1 for MLA and MQA).
+    int64_t getNumKVHeads();
+    int64_t getQKHeadDim() { return getQuery().getType().getHeadDim(); }
+    int64_t getVHeadDim() { return getOutput().getType().getHeadDim(); }
+    /// The scale applied to q . k, explicit or the default 1/sqrt(qk dim).
+    double getEffectiveScale();
+    /// The default scale 1/sqrt(qk head dim).
+    double getDefaultScale();
+    /// Static number of keys per request, or ShapedType::kDynamic.
+    int64_t getStaticKVLen();
+    /// Block arguments the regions take before the captures.
+    static constexpr unsigned kScoreModIndexArgs = 5;
+    static constexpr unsigned kMaskModIndexArgs = 4;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// attn.merge_states
+//===----------------------------------------------------------------------===//
+
+def Attn_MergeStatesOp : Attn_Op<"merge_states", [
+    Pure, SameVariadicOperandSize,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "merge attention states computed over disjoint key sets";
+  let description = [{
+    Each operand pair `(out_i, lse_i)` is the attention state of the same
+    queries over a disjoint set of keys. The merge is the state over their
+    union:
+
+    ```
+    lse = log(sum_i exp(lse_i))      out = sum_i exp(lse_i - lse) * out_i
+    ```
+
+    The operator is commutative and associative, which is what lets passes
+    split, reorder and fuse partial attentions (split-KV decode, cascade over
+    shared prefixes, sequence parallelism). A state whose `lse` is `-inf`
+    (no visible key) contributes nothing.
+
+    ```mlir
+    %out, %lse = attn.merge_states (%o0, %l0), (%o1, %l1)
+        : !attn.out<1x32x128xf32>, !attn.lse<1x32> -> !attn.out<1x32x128xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<Attn_OutputType>:$outputs,
+                       Variadic<Attn_LseType>:$lses);
+  let results = (outs Attn_OutputType:$output, Attn_LseType:$lse);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// attn.repeat_kv
+//===----------------------------------------------------------------------===//
+
+def Attn_RepeatKVOp : Attn_Op<"repeat_kv", [Pure]> {
+  let summary = "repeat each key/value head (a view, never a copy)";
+  let description = [{
+    Head `h` of the result is head `h / group` of the source, the way
+    reference model code expands grouped KV heads to the query head count.
+    attnc never materializes it: `attn-canonicalize` folds it into the
+    `attn.attention` that reads it, which then reads the grouped heads
+    directly; a repeat by 1 folds away.
+
+    ```mlir
+    %k32 = attn.repeat_kv %k by 4
+        : !attn.kv<?x8x128xbf16> -> !attn.kv<?x32x128xbf16>
+    ```
+  }];
+  let arguments = (ins Attn_KVType:$source, I64Attr:$group);
+  let results = (outs Attn_KVType:$result);
+  let assemblyFormat = [{
+    $source `by` $group attr-dict `:` qualified(type($source)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// attn.yield
+//===----------------------------------------------------------------------===//
+
+def Attn_YieldOp : Attn_Op<"yield", [
+    Pure, ReturnLike, Terminator, HasParent<"AttentionOp">]> {
+  let summary = "result of a score_mod or mask_mod region";
+  let description = [{
+    Terminates a `score_mod` region with the modified `f32` score, or a
+    `mask_mod` region with an `i1` that is true where the key is visible.
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` qualified(type($values)))?";
+  let builders = [OpBuilder<(ins), [{ /* nothing */ }]>];
+}
+
+#endif // ATTNC_DIALECT_ATTN_OPS_TD

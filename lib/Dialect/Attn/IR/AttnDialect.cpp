@@ -1,0 +1,35 @@
+//===- AttnDialect.cpp - the attn dialect ---------------------------------===//
+
+#include "attnc/Dialect/Attn/AttnDialect.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+#include "attnc/Dialect/Attn/AttnDialect.cpp.inc"
+#include "attnc/Dialect/Attn/AttnEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "attnc/Dialect/Attn/AttnAttrs.cpp.inc"
+
+void AttnDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "attnc/Dialect/Attn/AttnOps.cpp.inc"
+      >();
+  registerTypes();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "attnc/Dialect/Attn/AttnAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult WindowAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t left, int64_t right) {
+  if (left < 0 || right < 0)
+    return emitError() << "window extents must be non-negative, got <" << left
+                       << ", " << right << ">";
+  return success();
+}

@@ -1,0 +1,374 @@
+//===- AttnOps.cpp - operations of the attn dialect -----------------------===//
+
+#include "attnc/Dialect/Attn/AttnDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+#define GET_OP_CLASSES
+#include "attnc/Dialect/Attn/AttnOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+int64_t AttentionOp::getNumKVHeads() {
+  if (auto kv = dyn_cast<KVType>(getKey().getType()))
+    return kv.getNumHeads();
+  return 1;
+}
+
+int64_t AttentionOp::getGroupSize() {
+  return getQuery().getType().getNumHeads() / getNumKVHeads();
+}
+
+double AttentionOp::getDefaultScale() {
+  return 1.0 / std::sqrt(static_cast<double>(getQKHeadDim()));
+}
+
+double AttentionOp::getEffectiveScale() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToDouble();
+  return getDefaultScale();
+}
+
+int64_t AttentionOp::getStaticKVLen() {
+  if (auto kv = dyn_cast<KVType>(getKey().getType()))
+    return kv.getSeqLen();
+  return cast<LatentKVType>(getKey().getType()).getSeqLen();
+}
+
+void AttentionOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getOutput(), "out");
+  if (getLse())
+    setNameFn(getLse(), "lse");
+}
+
+namespace {
+
+bool isFp8(Type type) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(type);
+}
+
+/// Queries and keys meet in one matrix product: they share an element type,
+/// except that an fp8 cache is widened to the queries' type on load.
+LogicalResult verifyElementTypes(AttentionOp op, Type queryType,
+                                 Type keyType) {
+  if (keyType != queryType && !isFp8(keyType))
+    return op.emitOpError("key element type (")
+           << keyType << ") must match the query element type (" << queryType
+           << ") unless keys are fp8";
+  return success();
+}
+
+LogicalResult verifyLatentOperands(AttentionOp op, LatentKVType latent) {
+  QueryType query = op.getQuery().getType();
+  if (op.getValue())
+    return op.emitOpError("takes no value operand with a !attn.latent_kv key: "
+                          "the value is the latent part of the same cache");
+  if (query.getHeadDim() != latent.getHeadDim())
+    return op.emitOpError("query head dim (")
+           << query.getHeadDim() << ") must equal the latent cache's dim ("
+           << latent.getHeadDim()
+           << "): absorb the key up-projection into the queries";
+  if (op.getVHeadDim() != latent.getLatentDim())
+    return op.emitOpError("output head dim (")
+           << op.getVHeadDim() << ") must equal the latent dim ("
+           << latent.getLatentDim() << ")";
+  return verifyElementTypes(op, query.getElementType(),
+                            latent.getElementType());
+}
+
+LogicalResult verifyKVOperands(AttentionOp op, KVType key) {
+  QueryType query = op.getQuery().getType();
+  if (!op.getValue())
+    return op.emitOpError("needs a value operand unless the key is a "
+                          "!attn.latent_kv cache");
+  auto value = cast<KVType>(op.getValue().getType());
+  if (key.getNumHeads() != value.getNumHeads())
+    return op.emitOpError("key heads (")
+           << key.getNumHeads() << ") and value heads (" << value.getNumHeads()
+           << ") must match";
+  if (key.getSeqLen() != value.getSeqLen() ||
+      key.getLayout() != value.getLayout() ||
+      key.getPageSize() != value.getPageSize() ||
+      key.getPageOrder() != value.getPageOrder())
+    return op.emitOpError("keys and values must have the same sequence length "
+                          "and layout");
+  if (key.getElementType() != value.getElementType())
+    return op.emitOpError("keys and values must share an element type");
+  if (query.getNumHeads() % key.getNumHeads() != 0)
+    return op.emitOpError("query heads (")
+           << query.getNumHeads() << ") must be a multiple of key/value heads ("
+           << key.getNumHeads() << ")";
+  if (query.getHeadDim() != key.getHeadDim())
+    return op.emitOpError("query head dim (")
+           << query.getHeadDim() << ") must equal the key head dim ("
+           << key.getHeadDim() << ")";
+  if (op.getVHeadDim() != value.getHeadDim())
+    return op.emitOpError("output head dim (")
+           << op.getVHeadDim() << ") must equal the value head dim ("
+           << value.getHeadDim() << ")";
+  return verifyElementTypes(op, query.getElementType(), key.getElementType());
+}
+
+/// Segment ids are indexed like the tokens they label: `[total]` for a ragged
+/// batch, `[batch, seq]` otherwise (a paged cache by logical position).
+LogicalResult verifySegments(AttentionOp op, Value segments, StringRef role,
+                             TokenLayout layout) {
+  auto type = cast<MemRefType>(segments.getType());
+  int64_t rank = layout == TokenLayout::Ragged ? 1 : 2;
+  if (!type.getElementType().isInteger(32) || type.getRank() != rank)
+    return op.emitOpError()
+           << role << " segment ids of a " << stringifyTokenLayout(layout)
+           << " batch must be a rank-" << rank << " memref of i32, got "
+           << type;
+  return success();
+}
+
+bool isCapturableElementType(Type type) {
+  return type.isInteger(32) || type.isInteger(64) || type.isF32();
+}
+
+} // namespace
+
+LogicalResult AttentionOp::verify() {
+  QueryType query = getQuery().getType();
+  OutputType output = getOutput().getType();
+
+  if (auto latent = dyn_cast<LatentKVType>(getKey().getType())) {
+    if (failed(verifyLatentOperands(*this, latent)))
+      return failure();
+  } else if (failed(verifyKVOperands(*this, cast<KVType>(getKey().getType())))) {
+    return failure();
+  }
+
+  if (output.getNumHeads() != query.getNumHeads())
+    return emitOpError("output heads (")
+           << output.getNumHeads() << ") must equal query heads ("
+           << query.getNumHeads() << ")";
+  if (output.getSeqLen() != query.getSeqLen() ||
+      output.getLayout() != query.getLayout())
+    return emitOpError("output must have the queries' sequence length and "
+                       "layout");
+  if (Value lse = getLse()) {
+    auto lseType = cast<LseType>(lse.getType());
+    if (lseType.getSeqLen() != query.getSeqLen() ||
+        lseType.getNumHeads() != query.getNumHeads() ||
+        lseType.getLayout() != query.getLayout())
+      return emitOpError("log-sum-exp must have one entry per query and head, "
+                         "laid out like the queries");
+  }
+
+  if (std::optional<WindowAttr> window = getWindow())
+    if (getCausal() && window->getRight() != 0)
+      return emitOpError("a causal window must have right extent 0, got ")
+             << window->getRight();
+  if (std::optional<int64_t> sinks = getSinks(); sinks && *sinks < 0)
+    return emitOpError("sinks must be non-negative, got ") << *sinks;
+  if (std::optional<APFloat> scale = getScale()) {
+    double value = scale->convertToDouble();
+    if (!std::isfinite(value) || value <= 0)
+      return emitOpError("scale must be positive and finite, got ") << value;
+  }
+  if (std::optional<APFloat> softcap = getSoftcap()) {
+    double value = softcap->convertToDouble();
+    if (!std::isfinite(value) || value <= 0)
+      return emitOpError("softcap must be positive and finite, got ") << value;
+  }
+
+  if (static_cast<bool>(getQuerySegments()) !=
+      static_cast<bool>(getKeySegments()))
+    return emitOpError("query and key segment ids must be given together");
+  if (getQuerySegments()) {
+    auto keyLayout = isLatent()
+                         ? cast<LatentKVType>(getKey().getType()).getLayout()
+                         : cast<KVType>(getKey().getType()).getLayout();
+    if (failed(verifySegments(*this, getQuerySegments(), "query",
+                              query.getLayout())) ||
+        failed(verifySegments(*this, getKeySegments(), "key", keyLayout)))
+      return failure();
+  }
+  for (Value capture : getCaptures()) {
+    auto type = cast<MemRefType>(capture.getType());
+    if (type.getRank() < 1 || type.getRank() > 2 ||
+        !isCapturableElementType(type.getElementType()) ||
+        !type.getLayout().isIdentity())
+      return emitOpError("captured buffers must be memrefs of rank 1 or 2 "
+                         "with an identity layout and i32, i64 or f32 "
+                         "elements, got ")
+             << type;
+  }
+  return success();
+}
+
+namespace {
+
+/// Checks one modifier region: its block arguments (index arguments, then
+/// the captures), the ops it may hold, and what it yields.
+LogicalResult verifyModifierRegion(AttentionOp op, Region &region,
+                                   StringRef name, ArrayRef<Type> leading,
+                                   Type yielded) {
+  if (region.empty())
+    return success();
+  Block &block = region.front();
+
+  SmallVector<Type> expected(leading);
+  llvm::append_range(expected, op.getCaptures().getTypes());
+  if (block.getArgumentTypes() != TypeRange(expected)) {
+    InFlightDiagnostic diag = op.emitOpError()
+                              << "'" << name << "' block arguments must be (";
+    llvm::interleaveComma(expected, diag);
+    diag << "), the captures' types last, got (";
+    llvm::interleaveComma(block.getArgumentTypes(), diag);
+    return diag << ")";
+  }
+
+  WalkResult walk = region.walk([&](Operation *nested) {
+    StringRef dialect = nested->getDialect()
+                            ? nested->getDialect()->getNamespace()
+                            : StringRef();
+    if (dialect == "arith" || dialect == "math" ||
+        isa<memref::LoadOp, YieldOp>(nested))
+      return WalkResult::advance();
+    nested->emitOpError("is not allowed in '")
+        << name << "': use arith and math ops, and memref.load on captures";
+    return WalkResult::interrupt();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return op.emitOpError("'") << name << "' must end with attn.yield";
+  if (yield.getValues().getTypes() != TypeRange(yielded))
+    return yield.emitOpError("in '")
+           << name << "' must yield exactly one " << yielded;
+  return success();
+}
+
+} // namespace
+
+LogicalResult AttentionOp::verifyRegions() {
+  Builder b(getContext());
+  Type index = b.getIndexType();
+  if (failed(verifyModifierRegion(*this, getScoreMod(), "score_mod",
+                                  {b.getF32Type(), index, index, index, index},
+                                  b.getF32Type())))
+    return failure();
+  return verifyModifierRegion(*this, getMaskMod(), "mask_mod",
+                              {index, index, index, index}, b.getI1Type());
+}
+
+//===----------------------------------------------------------------------===//
+// MergeStatesOp
+//===----------------------------------------------------------------------===//
+
+// attn.merge_states (%o0, %l0), (%o1, %l1) attr-dict
+//     : !attn.out<...>, !attn.lse<...> -> !attn.out<...>
+ParseResult MergeStatesOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::UnresolvedOperand> outputs, lses;
+  auto parseState = [&]() -> ParseResult {
+    if (parser.parseLParen() ||
+        parser.parseOperand(outputs.emplace_back()) || parser.parseComma() ||
+        parser.parseOperand(lses.emplace_back()) || parser.parseRParen())
+      return failure();
+    return success();
+  };
+  OutputType stateType, mergedType;
+  LseType lseType;
+  if (parser.parseCommaSeparatedList(parseState) ||
+      parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColonType(stateType) || parser.parseComma() ||
+      parser.parseType(lseType) || parser.parseArrow() ||
+      parser.parseType(mergedType))
+    return failure();
+  if (parser.resolveOperands(outputs, stateType, result.operands) ||
+      parser.resolveOperands(lses, lseType, result.operands))
+    return failure();
+  result.addTypes({mergedType, lseType});
+  return success();
+}
+
+void MergeStatesOp::print(OpAsmPrinter &printer) {
+  printer << " ";
+  llvm::interleaveComma(llvm::zip(getOutputs(), getLses()), printer,
+                        [&](auto state) {
+                          printer << "(" << std::get<0>(state) << ", "
+                                  << std::get<1>(state) << ")";
+                        });
+  printer.printOptionalAttrDict((*this)->getAttrs());
+  printer << " : " << getOutputs().front().getType() << ", "
+          << getLses().front().getType() << " -> " << getOutput().getType();
+}
+
+void MergeStatesOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getOutput(), "out");
+  setNameFn(getLse(), "lse");
+}
+
+LogicalResult MergeStatesOp::verify() {
+  if (getOutputs().size() < 2)
+    return emitOpError("needs at least two states to merge, got ")
+           << getOutputs().size();
+  Type stateType = getOutputs().front().getType();
+  Type lseType = getLses().front().getType();
+  if (!llvm::all_equal(getOutputs().getTypes()))
+    return emitOpError("all partial outputs must have the same type");
+  if (!llvm::all_equal(getLses().getTypes()))
+    return emitOpError("all partial log-sum-exps must have the same type");
+  auto state = cast<OutputType>(stateType);
+  auto lse = cast<LseType>(lseType);
+  if (lse.getSeqLen() != state.getSeqLen() ||
+      lse.getNumHeads() != state.getNumHeads() ||
+      lse.getLayout() != state.getLayout())
+    return emitOpError("each log-sum-exp must have one entry per query and "
+                       "head of its output");
+  OutputType merged = getOutput().getType();
+  if (merged.getSeqLen() != state.getSeqLen() ||
+      merged.getNumHeads() != state.getNumHeads() ||
+      merged.getHeadDim() != state.getHeadDim() ||
+      merged.getLayout() != state.getLayout())
+    return emitOpError("merged output must have the partial outputs' shape "
+                       "and layout; only its element type may differ");
+  if (getLse().getType() != lseType)
+    return emitOpError("merged log-sum-exp must have the partial ones' type");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RepeatKVOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RepeatKVOp::verify() {
+  int64_t group = getGroup();
+  if (group < 1)
+    return emitOpError("group must be at least 1, got ") << group;
+  KVType source = getSource().getType();
+  KVType result = getResult().getType();
+  if (result.getNumHeads() != source.getNumHeads() * group)
+    return emitOpError("result heads (")
+           << result.getNumHeads() << ") must be the source heads ("
+           << source.getNumHeads() << ") times the group (" << group << ")";
+  if (result.getSeqLen() != source.getSeqLen() ||
+      result.getHeadDim() != source.getHeadDim() ||
+      result.getElementType() != source.getElementType() ||
+      result.getLayout() != source.getLayout() ||
+      result.getPageSize() != source.getPageSize() ||
+      result.getPageOrder() != source.getPageOrder())
+    return emitOpError("result must keep the source's sequence length, head "
+                       "dim, element type and layout");
+  return success();
+}
+
+OpFoldResult RepeatKVOp::fold(FoldAdaptor) {
+  if (getGroup() == 1)
+    return getSource();
+  return {};
+}

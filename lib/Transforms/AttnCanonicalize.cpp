@@ -1,0 +1,48 @@
+//===- AttnCanonicalize.cpp - the attn-canonicalize pass ------------------===//
+//
+// Runs every registered canonicalization pattern (the attn normal form of
+// AttnCanonicalization.cpp plus upstream folding inside the modifier regions)
+// to a fixed point.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnc/Dialect/Attn/AttnDialect.h"
+#include "attnc/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNCANONICALIZE
+#include "attnc/Dialect/Attn/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+
+namespace {
+
+struct AttnCanonicalizePass
+    : attn::impl::AttnCanonicalizeBase<AttnCanonicalizePass> {
+  LogicalResult initialize(MLIRContext *context) override {
+    RewritePatternSet patterns(context);
+    for (Dialect *dialect : context->getLoadedDialects())
+      dialect->getCanonicalizationPatterns(patterns);
+    for (RegisteredOperationName op : context->getRegisteredOperations())
+      op.getCanonicalizationPatterns(patterns, context);
+    frozenPatterns = FrozenRewritePatternSet(std::move(patterns));
+    return success();
+  }
+
+  void runOnOperation() override {
+    if (failed(applyPatternsGreedily(getOperation(), frozenPatterns))) {
+      getOperation()->emitError("attn-canonicalize did not reach a fixed "
+                                "point; please report this variant");
+      signalPassFailure();
+    }
+  }
+
+  FrozenRewritePatternSet frozenPatterns;
+};
+
+} // namespace

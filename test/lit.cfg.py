@@ -1,0 +1,24 @@
+# lit configuration for attnc's regression tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "attnc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.attnc_obj_root, "test")
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt"]
+
+config.substitutions.append(("%examples", os.path.join(config.attnc_src_root, "examples")))
+config.substitutions.append(("%docs", os.path.join(config.attnc_obj_root, "docs")))
+
+llvm_config.with_system_environment(["HOME", "TMPDIR", "XDG_CACHE_HOME"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.attnc_tools_dir, config.llvm_tools_dir]
+tools = [ToolSubst("attn-opt", unresolved="fatal")]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
