@@ -20,5 +20,5 @@ llvm_config.with_system_environment(["HOME", "TMPDIR", "XDG_CACHE_HOME"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.attnc_tools_dir, config.llvm_tools_dir]
-tools = [ToolSubst("attn-opt", unresolved="fatal")]
+tools = [ToolSubst("attn-opt", unresolved="fatal"), ToolSubst("not", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -210,6 +210,14 @@ LogicalResult AttentionOp::verify() {
 
 namespace {
 
+/// `f32, index` rather than the diagnostic's quoted `'f32', 'index'`.
+std::string formatTypes(TypeRange types) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(types, os);
+  return text;
+}
+
 /// Checks one modifier region: its block arguments (index arguments, then
 /// the captures), the ops it may hold, and what it yields.
 LogicalResult verifyModifierRegion(AttentionOp op, Region &region,
@@ -221,14 +229,11 @@ LogicalResult verifyModifierRegion(AttentionOp op, Region &region,
 
   SmallVector<Type> expected(leading);
   llvm::append_range(expected, op.getCaptures().getTypes());
-  if (block.getArgumentTypes() != TypeRange(expected)) {
-    InFlightDiagnostic diag = op.emitOpError()
-                              << "'" << name << "' block arguments must be (";
-    llvm::interleaveComma(expected, diag);
-    diag << "), the captures' types last, got (";
-    llvm::interleaveComma(block.getArgumentTypes(), diag);
-    return diag << ")";
-  }
+  if (block.getArgumentTypes() != TypeRange(expected))
+    return op.emitOpError()
+           << "'" << name << "' block arguments must be ("
+           << formatTypes(expected) << "), the captures' types last, got ("
+           << formatTypes(block.getArgumentTypes()) << ")";
 
   WalkResult walk = region.walk([&](Operation *nested) {
     StringRef dialect = nested->getDialect()

@@ -1,0 +1,482 @@
+// RUN: attn-opt %s -split-input-file -verify-diagnostics -allow-unregistered-dialect
+
+// -----
+
+// Head counts must be positive.
+// expected-error @+1 {{query head count must be positive, got 0}}
+func.func @f(%a: !attn.q<?x0x64xbf16>) {
+  return
+}
+
+// -----
+
+// Head dims keep rows 16-byte aligned.
+// expected-error @+1 {{key/value head dim must be a positive multiple of 8, got 100}}
+func.func @f(%a: !attn.kv<?x8x100xbf16>) {
+  return
+}
+
+// -----
+
+// Sequence lengths are positive or dynamic.
+// expected-error @+1 {{sequence length must be positive or '?', got 0}}
+func.func @f(%a: !attn.out<0x8x64xbf16>) {
+  return
+}
+
+// -----
+
+// Queries are bf16 or f16.
+// expected-error @+1 {{query element type must be bf16 or f16, got 'f32'}}
+func.func @f(%a: !attn.q<?x8x64xf32>) {
+  return
+}
+
+// -----
+
+// Keys and values are bf16, f16 or fp8.
+// expected-error @+1 {{key/value element type must be bf16, f16, f8E4M3FN or f8E5M2, got 'f32'}}
+func.func @f(%a: !attn.kv<?x8x64xf32>) {
+  return
+}
+
+// -----
+
+// Outputs are bf16, f16 or f32.
+// expected-error @+1 {{output element type must be bf16, f16 or f32, got 'i8'}}
+func.func @f(%a: !attn.out<?x8x64xi8>) {
+  return
+}
+
+// -----
+
+// Only keys and values can be paged.
+// expected-error @+1 {{query cannot be paged: only keys and values live in a paged cache}}
+func.func @f(%a: !attn.q<?x8x64xbf16, paged<16, nhd>>) {
+  return
+}
+
+// -----
+
+// Page sizes range from 1 to 256.
+// expected-error @+1 {{page size must be between 1 and 256, got 512}}
+func.func @f(%a: !attn.kv<?x8x64xbf16, paged<512, nhd>>) {
+  return
+}
+
+// -----
+
+// A page size of 0 is out of range too.
+// expected-error @+1 {{page size must be between 1 and 256, got 0}}
+func.func @f(%a: !attn.kv<?x8x64xbf16, paged<0, hnd>>) {
+  return
+}
+
+// -----
+
+// Layouts are dense, ragged or paged.
+// expected-error @+1 {{expected a layout: 'dense', 'ragged' or 'paged<page_size, nhd|hnd>', got 'blocked'}}
+func.func @f(%a: !attn.kv<?x8x64xbf16, blocked>) {
+  return
+}
+
+// -----
+
+// Pages are ordered nhd or hnd.
+// expected-error @+1 {{expected a page order 'nhd' or 'hnd', got 'dhn'}}
+func.func @f(%a: !attn.kv<?x8x64xbf16, paged<16, dhn>>) {
+  return
+}
+
+// -----
+
+// Head tensors have three dimensions.
+// expected-error @+1 {{expected SEQxHEADSxDIMxELEMENT, got 2 dimensions}}
+func.func @f(%a: !attn.kv<?x64xbf16>) {
+  return
+}
+
+// -----
+
+// The rotary part is smaller than the latent cache.
+// expected-error @+1 {{rope dims must be a non-negative multiple of 8 smaller than the cache's dim (64), got 64}}
+func.func @f(%a: !attn.latent_kv<?x64xbf16, rope = 64>) {
+  return
+}
+
+// -----
+
+// A log-sum-exp has a sequence and a head dimension.
+// expected-error @+1 {{expected SEQxHEADS, got 3 dimensions}}
+func.func @f(%a: !attn.lse<?x8x64>) {
+  return
+}
+
+// -----
+
+// Window extents are non-negative.
+func.func @f() {
+  // expected-error @+1 {{window extents must be non-negative, got <-1, 0>}}
+  "test.use"() {w = #attn.window<-1, 0>} : () -> ()
+  return
+}
+
+// -----
+
+// Query heads are a multiple of KV heads.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x3x64xbf16>, %v: !attn.kv<?x3x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op query heads (8) must be a multiple of key/value heads (3)}}
+  %out = attn.attention(%q, %k, %v) 
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x3x64xbf16>, !attn.kv<?x3x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Keys and values have the same heads.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x4x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op key heads (8) and value heads (4) must match}}
+  %out = attn.attention(%q, %k, %v) 
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x4x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Keys and values share a layout.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16, ragged>) {
+  // expected-error @+1 {{'attn.attention' op keys and values must have the same sequence length and layout}}
+  %out = attn.attention(%q, %k, %v) 
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16, ragged> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Keys and values share an element type.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xf16>) {
+  // expected-error @+1 {{'attn.attention' op keys and values must share an element type}}
+  %out = attn.attention(%q, %k, %v) 
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Queries and keys meet in one product.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x128xbf16>, %v: !attn.kv<?x8x128xbf16>) {
+  // expected-error @+1 {{'attn.attention' op query head dim (64) must equal the key head dim (128)}}
+  %out = attn.attention(%q, %k, %v) 
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x128xbf16>, !attn.kv<?x8x128xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// The output has the value head dim.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op output head dim (128) must equal the value head dim (64)}}
+  %out = attn.attention(%q, %k, %v) 
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x128xbf16>
+  return
+}
+
+// -----
+
+// The output has one head per query head.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op output heads (4) must equal query heads (8)}}
+  %out = attn.attention(%q, %k, %v) 
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x4x64xbf16>
+  return
+}
+
+// -----
+
+// The output is laid out like the queries.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op output must have the queries' sequence length and layout}}
+  %out = attn.attention(%q, %k, %v) 
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16, ragged>
+  return
+}
+
+// -----
+
+// Non-fp8 keys share the queries' element type.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xf16>, %v: !attn.kv<?x8x64xf16>) {
+  // expected-error @+1 {{'attn.attention' op key element type ('f16') must match the query element type ('bf16') unless keys are fp8}}
+  %out = attn.attention(%q, %k, %v) 
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xf16>, !attn.kv<?x8x64xf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Plain keys need a value operand.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op needs a value operand unless the key is a !attn.latent_kv cache}}
+  %out = attn.attention(%q, %k) 
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// The log-sum-exp matches the queries.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op log-sum-exp must have one entry per query and head, laid out like the queries}}
+  %out, %lse = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>, !attn.lse<?x4>
+  return
+}
+
+// -----
+
+// An MLA cache is its own value.
+func.func @f(%q: !attn.q<1x16x576xbf16>, %kv: !attn.latent_kv<?x576xbf16, rope = 64>, %v: !attn.kv<?x1x512xbf16>) {
+  // expected-error @+1 {{'attn.attention' op takes no value operand with a !attn.latent_kv key: the value is the latent part of the same cache}}
+  %out = attn.attention(%q, %kv, %v) : !attn.q<1x16x576xbf16>, !attn.latent_kv<?x576xbf16, rope = 64>, !attn.kv<?x1x512xbf16> -> !attn.out<1x16x512xbf16>
+  return
+}
+
+// -----
+
+// MLA queries are absorbed to the cache width.
+func.func @f(%q: !attn.q<1x16x128xbf16>, %kv: !attn.latent_kv<?x576xbf16, rope = 64>) {
+  // expected-error @+1 {{'attn.attention' op query head dim (128) must equal the latent cache's dim (576): absorb the key up-projection into the queries}}
+  %out = attn.attention(%q, %kv) : !attn.q<1x16x128xbf16>, !attn.latent_kv<?x576xbf16, rope = 64> -> !attn.out<1x16x512xbf16>
+  return
+}
+
+// -----
+
+// MLA outputs have the latent width.
+func.func @f(%q: !attn.q<1x16x576xbf16>, %kv: !attn.latent_kv<?x576xbf16, rope = 64>) {
+  // expected-error @+1 {{'attn.attention' op output head dim (576) must equal the latent dim (512)}}
+  %out = attn.attention(%q, %kv) : !attn.q<1x16x576xbf16>, !attn.latent_kv<?x576xbf16, rope = 64> -> !attn.out<1x16x576xbf16>
+  return
+}
+
+// -----
+
+// A causal window cannot look ahead.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op a causal window must have right extent 0, got 8}}
+  %out = attn.attention(%q, %k, %v) {causal, window = #attn.window<128, 8>}
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Sinks are non-negative.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op sinks must be non-negative, got -1}}
+  %out = attn.attention(%q, %k, %v) {window = #attn.window<128, 0>, sinks = -1}
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// The scale is positive.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op scale must be positive and finite, got -1.000000e+00}}
+  %out = attn.attention(%q, %k, %v) {scale = -1.0 : f32}
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// The soft-cap is positive.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op softcap must be positive and finite, got 0.000000e+00}}
+  %out = attn.attention(%q, %k, %v) {softcap = 0.0 : f32}
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Segment ids come in pairs (generic form).
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>, %s: memref<?x?xi32>) {
+  // expected-error @+1 {{'attn.attention' op query and key segment ids must be given together}}
+  %out = "attn.attention"(%q, %k, %v, %s) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}> ({}, {}) : (!attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, memref<?x?xi32>) -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Segment ids of a dense batch are [batch, seq].
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>, %s: memref<?xi32>) {
+  // expected-error @+1 {{'attn.attention' op query segment ids of a dense batch must be a rank-2 memref of i32, got 'memref<?xi32>'}}
+  %out = attn.attention(%q, %k, %v) segments(%s, %s : memref<?xi32>, memref<?xi32>) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Captured buffers hold i32, i64 or f32.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>, %c: memref<8xf16>) {
+  // expected-error @+1 {{'attn.attention' op captured buffers must be memrefs of rank 1 or 2 with an identity layout and i32, i64 or f32 elements, got 'memref<8xf16>'}}
+  %out = attn.attention(%q, %k, %v) captures(%c : memref<8xf16>) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// score_mod takes the score and four indices.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op 'score_mod' block arguments must be (f32, index, index, index, index), the captures' types last, got (f32, index)}}
+  %out = attn.attention(%q, %k, %v) 
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %i: index):
+        attn.yield %s : f32
+      }
+  return
+}
+
+// -----
+
+// mask_mod takes four indices and the captures.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>, %c: memref<8xi32>) {
+  // expected-error @+1 {{'attn.attention' op 'mask_mod' block arguments must be (index, index, index, index, memref<8xi32>), the captures' types last, got (index, index, index, index)}}
+  %out = attn.attention(%q, %k, %v) captures(%c : memref<8xi32>) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index):
+        %t = arith.constant true
+        attn.yield %t : i1
+      }
+  return
+}
+
+// -----
+
+// score_mod yields one f32.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+        // expected-error @+1 {{'attn.yield' op in 'score_mod' must yield exactly one 'f32'}}
+        attn.yield %i : index
+      }
+  return
+}
+
+// -----
+
+// mask_mod yields one i1.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index):
+        // expected-error @+1 {{'attn.yield' op in 'mask_mod' must yield exactly one 'i1'}}
+        attn.yield
+      }
+  return
+}
+
+// -----
+
+// Regions hold only arith, math and memref.load.
+func.func @g(%x: f32) -> f32 {
+  return %x : f32
+}
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+        // expected-error @+1 {{'func.call' op is not allowed in 'score_mod': use arith and math ops, and memref.load on captures}}
+        %r = func.call @g(%s) : (f32) -> f32
+        attn.yield %r : f32
+      }
+  return
+}
+
+// -----
+
+// Regions are isolated: buffers come in as captures.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>, %x: f32) {
+  // expected-note @+1 {{required by region isolation constraints}}
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+        // expected-error @+1 {{using value defined outside the region}}
+        %r = arith.addf %s, %x : f32
+        attn.yield %r : f32
+      }
+  return
+}
+
+// -----
+
+// attn.yield only ends attention regions.
+func.func @f(%x: f32) {
+  // expected-error @+1 {{'attn.yield' op expects parent op 'attn.attention'}}
+  attn.yield %x : f32
+}
+
+// -----
+
+// A merge needs two states.
+func.func @f(%o: !attn.out<1x8x64xf32>, %l: !attn.lse<1x8>) {
+  // expected-error @+1 {{'attn.merge_states' op needs at least two states to merge, got 1}}
+  %out, %lse = attn.merge_states (%o, %l) : !attn.out<1x8x64xf32>, !attn.lse<1x8> -> !attn.out<1x8x64xbf16>
+  return
+}
+
+// -----
+
+// Partial states share a type (generic form).
+func.func @f(%o: !attn.out<1x8x64xf32>, %o2: !attn.out<1x8x64xbf16>, %l: !attn.lse<1x8>) {
+  // expected-error @+1 {{'attn.merge_states' op all partial outputs must have the same type}}
+  %out, %lse = "attn.merge_states"(%o, %o2, %l, %l) : (!attn.out<1x8x64xf32>, !attn.out<1x8x64xbf16>, !attn.lse<1x8>, !attn.lse<1x8>) -> (!attn.out<1x8x64xf32>, !attn.lse<1x8>)
+  return
+}
+
+// -----
+
+// Each LSE matches its output.
+func.func @f(%o: !attn.out<1x8x64xf32>, %l: !attn.lse<1x4>) {
+  // expected-error @+1 {{'attn.merge_states' op each log-sum-exp must have one entry per query and head of its output}}
+  %out, %lse = attn.merge_states (%o, %l), (%o, %l) : !attn.out<1x8x64xf32>, !attn.lse<1x4> -> !attn.out<1x8x64xf32>
+  return
+}
+
+// -----
+
+// The merged output keeps the partial shape.
+func.func @f(%o: !attn.out<1x8x64xf32>, %l: !attn.lse<1x8>) {
+  // expected-error @+1 {{'attn.merge_states' op merged output must have the partial outputs' shape and layout; only its element type may differ}}
+  %out, %lse = attn.merge_states (%o, %l), (%o, %l) : !attn.out<1x8x64xf32>, !attn.lse<1x8> -> !attn.out<1x8x128xbf16>
+  return
+}
+
+// -----
+
+// repeat_kv multiplies the head count by the group.
+func.func @f(%k: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.repeat_kv' op result heads (30) must be the source heads (8) times the group (4)}}
+  %r = attn.repeat_kv %k by 4 : !attn.kv<?x8x64xbf16> -> !attn.kv<?x30x64xbf16>
+  return
+}
+
+// -----
+
+// repeat_kv repeats at least once.
+func.func @f(%k: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.repeat_kv' op group must be at least 1, got 0}}
+  %r = attn.repeat_kv %k by 0 : !attn.kv<?x8x64xbf16> -> !attn.kv<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// repeat_kv changes nothing but the heads.
+func.func @f(%k: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.repeat_kv' op result must keep the source's sequence length, head dim, element type and layout}}
+  %r = attn.repeat_kv %k by 2 : !attn.kv<?x8x64xbf16> -> !attn.kv<?x16x64xbf16, ragged>
+  return
+}
