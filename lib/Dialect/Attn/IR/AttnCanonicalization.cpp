@@ -158,18 +158,16 @@ struct RaiseScoreMod : OpRewritePattern<AttentionOp> {
       return failure();
     Builder b(op.getContext());
     if (std::optional<double> cap = matchSoftcap(result, score)) {
-      rewriter.modifyOpInPlace(op, [&] {
-        op.setSoftcapAttr(b.getF32FloatAttr(*cap));
-      });
+      rewriter.modifyOpInPlace(
+          op, [&] { op.setSoftcapAttr(b.getF32FloatAttr(*cap)); });
       rewriter.eraseBlock(&region.front());
       return success();
     }
     if (std::optional<double> factor = matchMulByConstant(result, score);
         factor && *factor > 0) {
       double scale = op.getEffectiveScale() * *factor;
-      rewriter.modifyOpInPlace(op, [&] {
-        op.setScaleAttr(b.getF32FloatAttr(scale));
-      });
+      rewriter.modifyOpInPlace(
+          op, [&] { op.setScaleAttr(b.getF32FloatAttr(scale)); });
       rewriter.eraseBlock(&region.front());
       return success();
     }
@@ -196,8 +194,7 @@ struct DropDefaultScale : OpRewritePattern<AttentionOp> {
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
     std::optional<APFloat> scale = op.getScale();
-    if (!scale ||
-        !sameAsFloat(scale->convertToDouble(), op.getDefaultScale()))
+    if (!scale || !sameAsFloat(scale->convertToDouble(), op.getDefaultScale()))
       return failure();
     rewriter.modifyOpInPlace(op, [&] { op.removeScaleAttr(); });
     return success();

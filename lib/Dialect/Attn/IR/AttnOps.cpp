@@ -52,14 +52,11 @@ void AttentionOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 
 namespace {
 
-bool isFp8(Type type) {
-  return isa<Float8E4M3FNType, Float8E5M2Type>(type);
-}
+bool isFp8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
 
 /// Queries and keys meet in one matrix product: they share an element type,
 /// except that an fp8 cache is widened to the queries' type on load.
-LogicalResult verifyElementTypes(AttentionOp op, Type queryType,
-                                 Type keyType) {
+LogicalResult verifyElementTypes(AttentionOp op, Type queryType, Type keyType) {
   if (keyType != queryType && !isFp8(keyType))
     return op.emitOpError("key element type (")
            << keyType << ") must match the query element type (" << queryType
@@ -145,7 +142,8 @@ LogicalResult AttentionOp::verify() {
   if (auto latent = dyn_cast<LatentKVType>(getKey().getType())) {
     if (failed(verifyLatentOperands(*this, latent)))
       return failure();
-  } else if (failed(verifyKVOperands(*this, cast<KVType>(getKey().getType())))) {
+  } else if (failed(
+                 verifyKVOperands(*this, cast<KVType>(getKey().getType())))) {
     return failure();
   }
 
@@ -280,9 +278,9 @@ LogicalResult AttentionOp::verifyRegions() {
 ParseResult MergeStatesOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<OpAsmParser::UnresolvedOperand> outputs, lses;
   auto parseState = [&]() -> ParseResult {
-    if (parser.parseLParen() ||
-        parser.parseOperand(outputs.emplace_back()) || parser.parseComma() ||
-        parser.parseOperand(lses.emplace_back()) || parser.parseRParen())
+    if (parser.parseLParen() || parser.parseOperand(outputs.emplace_back()) ||
+        parser.parseComma() || parser.parseOperand(lses.emplace_back()) ||
+        parser.parseRParen())
       return failure();
     return success();
   };

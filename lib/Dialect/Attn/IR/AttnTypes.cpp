@@ -102,8 +102,7 @@ ParseResult parseHeadTensor(AsmParser &parser, SmallVectorImpl<int64_t> &dims,
   return parseOptionalLayoutAndClose(parser, spec);
 }
 
-template <typename T>
-void printHeadTensor(AsmPrinter &printer, T type) {
+template <typename T> void printHeadTensor(AsmPrinter &printer, T type) {
   printer << "<";
   printSeqLen(printer, type.getSeqLen());
   printer << "x" << type.getNumHeads() << "x" << type.getHeadDim() << "x"
@@ -185,10 +184,9 @@ Type QueryType::parse(AsmParser &parser) {
   LayoutSpec spec;
   if (parseHeadTensor(parser, dims, elementType, spec))
     return {};
-  return parser.getChecked<QueryType>(loc, parser.getContext(), dims[0],
-                                      dims[1], dims[2], elementType,
-                                      spec.layout, spec.pageSize,
-                                      spec.pageOrder);
+  return parser.getChecked<QueryType>(
+      loc, parser.getContext(), dims[0], dims[1], dims[2], elementType,
+      spec.layout, spec.pageSize, spec.pageOrder);
 }
 
 void QueryType::print(AsmPrinter &printer) const {
@@ -232,8 +230,8 @@ LogicalResult KVType::verify(EmitErrorFn emitError, int64_t seqLen,
                              int64_t numHeads, int64_t headDim,
                              Type elementType, TokenLayout layout,
                              int64_t pageSize, PageOrder) {
-  if (failed(verifyHeadTensor(emitError, "key/value", seqLen, numHeads,
-                              headDim, layout, pageSize, /*allowPaged=*/true)))
+  if (failed(verifyHeadTensor(emitError, "key/value", seqLen, numHeads, headDim,
+                              layout, pageSize, /*allowPaged=*/true)))
     return failure();
   return verifyKVElementType(emitError, elementType);
 }
@@ -249,10 +247,9 @@ Type OutputType::parse(AsmParser &parser) {
   LayoutSpec spec;
   if (parseHeadTensor(parser, dims, elementType, spec))
     return {};
-  return parser.getChecked<OutputType>(loc, parser.getContext(), dims[0],
-                                       dims[1], dims[2], elementType,
-                                       spec.layout, spec.pageSize,
-                                       spec.pageOrder);
+  return parser.getChecked<OutputType>(
+      loc, parser.getContext(), dims[0], dims[1], dims[2], elementType,
+      spec.layout, spec.pageSize, spec.pageOrder);
 }
 
 void OutputType::print(AsmPrinter &printer) const {
@@ -295,8 +292,8 @@ Type LseType::parse(AsmParser &parser) {
     parser.emitError(loc, "log-sum-exp cannot be paged");
     return {};
   }
-  return parser.getChecked<LseType>(loc, parser.getContext(), dims[0],
-                                    dims[1], spec.layout);
+  return parser.getChecked<LseType>(loc, parser.getContext(), dims[0], dims[1],
+                                    spec.layout);
 }
 
 void LseType::print(AsmPrinter &printer) const {
@@ -342,10 +339,9 @@ Type LatentKVType::parse(AsmParser &parser) {
       parser.parseEqual() || parser.parseInteger(ropeDim) ||
       parseOptionalLayoutAndClose(parser, spec))
     return {};
-  return parser.getChecked<LatentKVType>(loc, parser.getContext(), dims[0],
-                                         dims[1], ropeDim, elementType,
-                                         spec.layout, spec.pageSize,
-                                         spec.pageOrder);
+  return parser.getChecked<LatentKVType>(
+      loc, parser.getContext(), dims[0], dims[1], ropeDim, elementType,
+      spec.layout, spec.pageSize, spec.pageOrder);
 }
 
 void LatentKVType::print(AsmPrinter &printer) const {

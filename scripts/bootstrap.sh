@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what attnc needs from Debian's packages (only what is missing) and
+# builds it in Release mode into build/. Safe to run again: a second run
+# installs nothing and rebuilds only what changed.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+packages=(
+  cmake ninja-build g++ python3
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  libzstd-dev zlib1g-dev libfmt-dev libcli11-dev googletest libgtest-dev
+)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null |
+    grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "attnc: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -G Ninja -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$root/build"
