@@ -1,0 +1,145 @@
+//===- Scheduler.h - cache-aware batch scheduling ---------------*- C++ -*-===//
+//
+// Forms the batch of each forward pass the way a cache-aware serving engine
+// does (DESIGN.md, runtime/sched):
+//
+//   1. match every waiting request against the radix cache;
+//   2. order them by the policy (FCFS, longest prefix match, DFS weight);
+//   3. available = evictable + free; admit requests in order while what
+//      each needs (its uncached prompt plus its output, in whole pages)
+//      fits, locking each matched prefix (which moves it out of evictable);
+//      prefixes other waiting requests match are not counted as available
+//      while anything runs;
+//   4. allocate the admitted requests' pages, evicting least-recently-used
+//      leaves when the pool runs out;
+//   5. run: prefill the admitted prompts (chunked to a token budget) and
+//      decode one token for every running request;
+//   6. insert each prefilled prompt into the cache; for each finished
+//      request insert its tokens and unlock its prefix.
+//
+// A waiting request whose uncached prompt starts with what a request in
+// flight is prefilling waits one batch, so that it reads that prefix from
+// the cache instead of computing it again.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_RUNTIME_SCHED_SCHEDULER_H
+#define ATTNC_RUNTIME_SCHED_SCHEDULER_H
+
+#include "kv/PagedKVPool.h"
+#include "radix/RadixCache.h"
+#include "sched/Request.h"
+
+#include <deque>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace attnc {
+
+enum class Policy { FCFS, LongestPrefixMatch, DFSWeight };
+
+const char *toString(Policy policy);
+StatusOr<Policy> parsePolicy(const std::string &name);
+
+struct SchedulerConfig {
+  Policy policy = Policy::LongestPrefixMatch;
+  /// Prompt tokens prefilled per forward pass; longer prompts are chunked.
+  int64_t prefillBudget = 8192;
+  int64_t maxRunning = 128;
+  /// Shared uncached prompt tokens that make a waiting request wait for
+  /// the request in flight that computes them.
+  int64_t inFlightShareThreshold = 32;
+  /// Admission leaves alone the cached prefixes that waiting requests match
+  /// (while anything runs), rather than evicting them for another request.
+  bool protectWaitingPrefixes = true;
+};
+
+/// One scheduled request as the attention kernels see it.
+struct RunningRequest {
+  Request request;
+  /// Every page of the request's sequence, root first: the cached prefix's
+  /// pages, then pages the request owns from `ownedFrom` on.
+  std::vector<PageId> pages;
+  size_t ownedFrom = 0;
+  /// The radix node locked for this request.
+  RadixCache::Node *locked = nullptr;
+  int64_t cachedTokens = 0;
+  int64_t prefilled = 0;
+  int64_t generated = 0;
+  bool prefillDone() const {
+    return prefilled == static_cast<int64_t>(request.prompt.size());
+  }
+};
+
+struct StepStats {
+  int64_t prefillTokens = 0;
+  int64_t decodeTokens = 0;
+  std::vector<RequestId> admitted;
+  std::vector<RequestId> finished;
+};
+
+struct SchedulerTotals {
+  int64_t promptTokens = 0;
+  int64_t cachedTokens = 0;
+  int64_t computedPrefillTokens = 0;
+  int64_t evictedTokens = 0;
+  int64_t finished = 0;
+};
+
+class Scheduler {
+public:
+  Scheduler(const SchedulerConfig &config, PagedKVPool &pool,
+            RadixCache &cache);
+  ~Scheduler();
+
+  /// Queues a request. Fails when it could never fit in the pool.
+  Status add(const Request &request);
+
+  /// Forms and runs one forward pass.
+  StatusOr<StepStats> step();
+
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+  const std::deque<Request> &waiting() const { return waiting_; }
+  const std::vector<RunningRequest> &running() const { return running_; }
+  const SchedulerTotals &totals() const { return totals_; }
+
+  /// The order the policy gives the waiting requests now (matching them
+  /// against the cache). Exposed for tests.
+  std::vector<size_t> order();
+
+private:
+  struct Candidate {
+    size_t index;
+    RadixCache::Match match;
+  };
+
+  std::vector<Candidate> matchWaiting();
+  void sortByPolicy(std::vector<Candidate> &candidates);
+  bool waitsForInFlight(const Request &request, int64_t cachedTokens) const;
+  /// Admits candidates in order; returns whether admission stopped for a
+  /// reason that can pass by the next step (token budget, running cap).
+  StatusOr<bool> admit(std::vector<Candidate> &candidates, StepStats &stats,
+                       int64_t &budget);
+  Status allocateFor(RunningRequest &running, int64_t pages);
+  Status finishPrefill(RunningRequest &running);
+  Status finish(RunningRequest &running);
+  std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
+                                         int64_t pages) const;
+
+  SchedulerConfig config_;
+  PagedKVPool &pool_;
+  RadixCache &cache_;
+  std::deque<Request> waiting_;
+  std::vector<RunningRequest> running_;
+  /// Hashes of every page-aligned prefix of the prompts being prefilled.
+  std::unordered_multiset<uint64_t> inFlight_;
+  SchedulerTotals totals_;
+  /// Whether anything happened since the last admission attempt that could
+  /// change its outcome (an arrival, a finish, a prompt entering the cache).
+  bool admissionMayChange_ = true;
+};
+
+} // namespace attnc
+
+#endif // ATTNC_RUNTIME_SCHED_SCHEDULER_H

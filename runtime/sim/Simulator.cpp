@@ -1,0 +1,175 @@
+//===- Simulator.cpp - trace-driven serving simulation --------------------===//
+
+#include "sim/Simulator.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace attnc {
+
+const char *toString(ArrivalMode mode) {
+  return mode == ArrivalMode::Offline ? "offline" : "online";
+}
+
+namespace {
+
+/// Seconds one forward pass takes: a fixed cost plus prefill and decode
+/// work. Only relative times matter (arrivals against service).
+double passSeconds(const StepStats &step) {
+  return 0.004 + 2.5e-5 * static_cast<double>(step.prefillTokens) +
+         5e-5 * static_cast<double>(step.decodeTokens);
+}
+
+std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
+                                       int64_t pageSize) {
+  std::vector<uint64_t> hashes;
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    hash = (hash ^ static_cast<uint32_t>(tokens[i])) * 0x100000001b3ull;
+    if ((i + 1) % pageSize == 0)
+      hashes.push_back(hash);
+  }
+  return hashes;
+}
+
+} // namespace
+
+int64_t longestRequest(const Workload &workload) {
+  int64_t longest = 0;
+  for (const Request &request : workload.requests)
+    longest = std::max(longest, static_cast<int64_t>(request.prompt.size()) +
+                                    request.outputLen);
+  return longest;
+}
+
+double optimalHitRate(const Workload &workload, int64_t pageSize) {
+  std::unordered_set<uint64_t> computed;
+  int64_t promptTokens = 0, mustCompute = 0;
+  for (const Request &request : workload.requests) {
+    int64_t length = static_cast<int64_t>(request.prompt.size());
+    promptTokens += length;
+    // As the scheduler does: whole pages only, and the last prompt token is
+    // always computed.
+    int64_t matchable = (length - 1) / pageSize;
+    std::vector<uint64_t> prompt = pagePrefixHashes(request.prompt, pageSize);
+    int64_t cached = 0;
+    while (cached < matchable && computed.count(prompt[cached]))
+      ++cached;
+    mustCompute += length - cached * pageSize;
+    // Prefixes are closed under truncation: once computed, every page-
+    // aligned prefix of the request's tokens is available.
+    for (uint64_t hash : pagePrefixHashes(fullSequence(request), pageSize))
+      computed.insert(hash);
+  }
+  return promptTokens ? 1.0 - double(mustCompute) / double(promptTokens) : 0;
+}
+
+StatusOr<SimResult> simulate(const Workload &workload,
+                             const SimOptions &options) {
+  PoolConfig poolConfig;
+  poolConfig.pageSize = options.pageSize;
+  poolConfig.numPages = options.cacheTokens / options.pageSize;
+  poolConfig.memory = PoolMemory::AccountingOnly;
+  StatusOr<std::unique_ptr<PagedKVPool>> pool = PagedKVPool::create(poolConfig);
+  if (!pool.ok())
+    return pool.status();
+  RadixCache cache(**pool);
+  Scheduler scheduler(options.scheduler, **pool, cache);
+
+  // Releases ordered by time, then id.
+  using Release = std::pair<double, RequestId>;
+  std::priority_queue<Release, std::vector<Release>, std::greater<Release>>
+      releases;
+  std::unordered_map<RequestId, std::vector<RequestId>> followers;
+  std::unordered_map<RequestId, const Request *> byId;
+  for (const Request &request : workload.requests) {
+    byId[request.id] = &request;
+    if (request.after)
+      followers[*request.after].push_back(request.id);
+    else
+      releases.push(
+          {options.arrival == ArrivalMode::Offline ? 0.0 : request.arrival,
+           request.id});
+  }
+
+  SimResult result;
+  result.workload = workload.name;
+  result.policy = toString(options.scheduler.policy);
+  result.arrival = toString(options.arrival);
+  result.cacheTokens = poolConfig.numPages * poolConfig.pageSize;
+  result.cacheHoldsLongest = result.cacheTokens >= longestRequest(workload);
+  result.requests = static_cast<int64_t>(workload.requests.size());
+
+  double now = 0, busySeconds = 0, utilisation = 0;
+  int64_t finished = 0;
+  while (finished < result.requests) {
+    while (!releases.empty() && releases.top().first <= now) {
+      if (Status status = scheduler.add(*byId.at(releases.top().second));
+          !status.ok())
+        return status;
+      releases.pop();
+    }
+    if (scheduler.idle()) {
+      if (releases.empty())
+        return Status::error(ErrorCode::Internal,
+                             "requests wait on requests that never run");
+      now = releases.top().first;
+      continue;
+    }
+    StatusOr<StepStats> step = scheduler.step();
+    if (!step.ok())
+      return step.status();
+    if (step->prefillTokens == 0 && step->decodeTokens == 0 &&
+        step->finished.empty())
+      return Status::error(ErrorCode::Internal,
+                           "the scheduler stalled with " +
+                               std::to_string(scheduler.waiting().size()) +
+                               " requests waiting");
+    double seconds = passSeconds(*step);
+    utilisation +=
+        seconds * double((*pool)->numUsedPages()) / double((*pool)->numPages());
+    busySeconds += seconds;
+    now += seconds;
+    ++result.steps;
+    for (RequestId id : step->finished) {
+      ++finished;
+      for (RequestId follower : followers[id])
+        releases.push({now + byId.at(follower)->thinkTime, follower});
+    }
+  }
+
+  const SchedulerTotals &totals = scheduler.totals();
+  result.promptTokens = totals.promptTokens;
+  result.hitRate = totals.promptTokens
+                       ? double(totals.cachedTokens) / totals.promptTokens
+                       : 0;
+  result.optimalHitRate = optimalHitRate(workload, options.pageSize);
+  result.poolUtilisation = busySeconds > 0 ? utilisation / busySeconds : 0;
+  result.evictedTokens = totals.evictedTokens;
+  result.seconds = now;
+  return result;
+}
+
+std::string toJson(const SimResult &r) {
+  char buffer[768];
+  std::snprintf(
+      buffer, sizeof(buffer),
+      "{\"workload\": \"%s\", \"policy\": \"%s\", \"arrival\": \"%s\", "
+      "\"cache_tokens\": %lld, \"cache_holds_longest\": %s, "
+      "\"requests\": %lld, \"prompt_tokens\": %lld, \"hit_rate\": %.4f, "
+      "\"optimal_hit_rate\": %.4f, \"pool_utilisation\": %.4f, "
+      "\"evictions\": %lld, \"steps\": %lld, \"seconds\": %.3f}",
+      r.workload.c_str(), r.policy.c_str(), r.arrival.c_str(),
+      static_cast<long long>(r.cacheTokens),
+      r.cacheHoldsLongest ? "true" : "false",
+      static_cast<long long>(r.requests),
+      static_cast<long long>(r.promptTokens), r.hitRate, r.optimalHitRate,
+      r.poolUtilisation, static_cast<long long>(r.evictedTokens),
+      static_cast<long long>(r.steps), r.seconds);
+  return buffer;
+}
+
+} // namespace attnc

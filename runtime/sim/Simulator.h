@@ -1,0 +1,70 @@
+//===- Simulator.h - trace-driven serving simulation ------------*- C++ -*-===//
+//
+// Runs a workload through the scheduler, the radix cache and an
+// accounting-only KV pool on a simple cost model of a forward pass, and
+// reports the cache hit rate beside the best any order could reach.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_RUNTIME_SIM_SIMULATOR_H
+#define ATTNC_RUNTIME_SIM_SIMULATOR_H
+
+#include "sched/Scheduler.h"
+#include "sim/Workloads.h"
+
+#include <string>
+
+namespace attnc {
+
+enum class ArrivalMode {
+  /// Every request queued at the start (follow-ups once what they follow
+  /// has finished).
+  Offline,
+  /// Requests arrive at their own times.
+  Online,
+};
+
+const char *toString(ArrivalMode mode);
+
+struct SimOptions {
+  SchedulerConfig scheduler;
+  int64_t cacheTokens = 0;
+  int64_t pageSize = 16;
+  ArrivalMode arrival = ArrivalMode::Offline;
+};
+
+struct SimResult {
+  std::string workload;
+  std::string policy;
+  std::string arrival;
+  int64_t cacheTokens = 0;
+  bool cacheHoldsLongest = false;
+  int64_t requests = 0;
+  int64_t promptTokens = 0;
+  double hitRate = 0;
+  double optimalHitRate = 0;
+  /// Time-weighted mean fraction of the pool's pages in use.
+  double poolUtilisation = 0;
+  int64_t evictedTokens = 0;
+  int64_t steps = 0;
+  /// Simulated seconds until the last request finished.
+  double seconds = 0;
+};
+
+StatusOr<SimResult> simulate(const Workload &workload,
+                             const SimOptions &options);
+
+/// The hit-rate bound: every page-aligned prefix of the radix tree computed
+/// once, tokens a request generated being free for the requests that quote
+/// them: 1 - (fewest prompt tokens any order must compute) / prompt tokens.
+double optimalHitRate(const Workload &workload, int64_t pageSize);
+
+/// Tokens of the longest request (prompt and output).
+int64_t longestRequest(const Workload &workload);
+
+/// One JSON object on one line.
+std::string toJson(const SimResult &result);
+
+} // namespace attnc
+
+#endif // ATTNC_RUNTIME_SIM_SIMULATOR_H

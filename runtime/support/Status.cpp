@@ -1,0 +1,33 @@
+//===- Status.cpp - error values for the runtime --------------------------===//
+
+#include "support/Status.h"
+
+namespace attnc {
+
+const char *toString(ErrorCode code) {
+  switch (code) {
+  case ErrorCode::Ok:
+    return "ok";
+  case ErrorCode::InvalidArgument:
+    return "invalid argument";
+  case ErrorCode::OutOfMemory:
+    return "out of memory";
+  case ErrorCode::NotFound:
+    return "not found";
+  case ErrorCode::Unsupported:
+    return "unsupported";
+  case ErrorCode::ParseError:
+    return "parse error";
+  case ErrorCode::Internal:
+    return "internal error";
+  }
+  return "unknown error";
+}
+
+std::string Status::toString() const {
+  if (ok())
+    return "ok";
+  return std::string(attnc::toString(code_)) + ": " + message_;
+}
+
+} // namespace attnc

@@ -1,0 +1,15 @@
+//===- Commands.h - subcommands of the attnc CLI ----------------*- C++ -*-===//
+
+#ifndef ATTNC_TOOLS_ATTNC_COMMANDS_H
+#define ATTNC_TOOLS_ATTNC_COMMANDS_H
+
+#include <CLI/CLI.hpp>
+
+namespace attnc {
+
+/// `attnc sim`: the serving simulator.
+void addSimCommand(CLI::App &app, int &exitCode);
+
+} // namespace attnc
+
+#endif // ATTNC_TOOLS_ATTNC_COMMANDS_H

@@ -1,0 +1,17 @@
+//===- attnc.cpp - the attnc command line ---------------------------------===//
+
+#include "Commands.h"
+
+int main(int argc, char **argv) {
+  CLI::App app{"attnc: a compiler for attention kernels, and its serving "
+               "runtime"};
+  app.require_subcommand(1);
+  app.footer("Examples:\n"
+             "  attnc sim --workload branching --cache-tokens 8192\n"
+             "  attnc sim --all --json\n"
+             "  attnc sim --trace requests.jsonl --policy lpm");
+  int exitCode = 0;
+  attnc::addSimCommand(app, exitCode);
+  CLI11_PARSE(app, argc, argv);
+  return exitCode;
+}
