@@ -37,15 +37,33 @@ PagedKVPool::create(const PoolConfig &config) {
                          "a device-memory pool needs the CUDA runtime "
                          "(runtime/cuda), which this build does not have yet");
 
-  std::unique_ptr<PagedKVPool> pool(new PagedKVPool(config));
+  // Page storage first, then the per-page bookkeeping: a pool too large to
+  // hold fails before anything big was touched.
+  int64_t pageBytes = config.pageSize * config.numKVHeads * config.headDim *
+                      config.elementBytes;
+  std::unique_ptr<std::byte[]> storage;
   if (config.memory == PoolMemory::Host) {
-    int64_t bytes = config.numPages * 2 * pool->pageBytes();
-    pool->storage_.reset(new (std::nothrow) std::byte[bytes]);
-    if (!pool->storage_)
+    if (pageBytes > INT64_MAX / 2 / config.numPages)
+      return Status::error(ErrorCode::OutOfMemory,
+                           "a pool of " + str(config.numPages) + " pages of " +
+                               str(pageBytes) +
+                               " bytes exceeds the address space");
+    int64_t bytes = config.numPages * 2 * pageBytes;
+    storage.reset(new (std::nothrow) std::byte[bytes]);
+    if (!storage)
       return Status::error(ErrorCode::OutOfMemory,
                            "cannot allocate " + str(bytes) +
                                " bytes of host memory for the KV pool");
   }
+  std::unique_ptr<PagedKVPool> pool;
+  try {
+    pool.reset(new PagedKVPool(config));
+  } catch (const std::bad_alloc &) {
+    return Status::error(ErrorCode::OutOfMemory,
+                         "cannot allocate the bookkeeping of " +
+                             str(config.numPages) + " pages");
+  }
+  pool->storage_ = std::move(storage);
   return pool;
 }
 

@@ -65,6 +65,7 @@ public:
   T &&value() && { return std::get<T>(std::move(value_)); }
   T &operator*() & { return value(); }
   const T &operator*() const & { return value(); }
+  T &&operator*() && { return std::move(*this).value(); }
   T *operator->() { return &value(); }
   const T *operator->() const { return &value(); }
 

@@ -1,0 +1,271 @@
+//===- PagedKVPoolTest.cpp - the paged KV pool ----------------------------===//
+
+#include "kv/PagedKVPool.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+using namespace attnc;
+
+namespace {
+
+PoolConfig smallPool(PageOrder order = PageOrder::NHD) {
+  PoolConfig config;
+  config.numPages = 8;
+  config.pageSize = 4;
+  config.numKVHeads = 2;
+  config.headDim = 8;
+  config.elementBytes = 2;
+  config.order = order;
+  return config;
+}
+
+std::unique_ptr<PagedKVPool> makePool(const PoolConfig &config) {
+  StatusOr<std::unique_ptr<PagedKVPool>> pool = PagedKVPool::create(config);
+  EXPECT_TRUE(pool.ok()) << pool.status().toString();
+  return std::move(*pool);
+}
+
+/// Random 16-bit elements for `tokens` tokens of [heads][dim].
+std::vector<uint16_t> randomTokens(std::mt19937 &rng, const PoolConfig &c,
+                                   int64_t tokens) {
+  std::vector<uint16_t> data(tokens * c.numKVHeads * c.headDim);
+  for (uint16_t &x : data)
+    x = static_cast<uint16_t>(rng() | 1); // never zero
+  return data;
+}
+
+void expectToken(const PagedKVPool &pool, PageId page, int64_t slot,
+                 const std::vector<uint16_t> &keys, int64_t token) {
+  const PoolConfig &c = pool.config();
+  for (int64_t head = 0; head < c.numKVHeads; ++head) {
+    const auto *stored =
+        reinterpret_cast<const uint16_t *>(pool.keyAt(page, slot, head));
+    for (int64_t d = 0; d < c.headDim; ++d)
+      ASSERT_EQ(stored[d], keys[(token * c.numKVHeads + head) * c.headDim + d])
+          << "token " << token << " head " << head << " dim " << d;
+  }
+}
+
+} // namespace
+
+TEST(PagedKVPool, RejectsBadConfigurations) {
+  PoolConfig config = smallPool();
+  config.pageSize = 257;
+  StatusOr<std::unique_ptr<PagedKVPool>> pool = PagedKVPool::create(config);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(pool.status().message(),
+            "page size must be between 1 and 256, got 257");
+
+  config = smallPool();
+  config.numPages = 0;
+  EXPECT_EQ(PagedKVPool::create(config).status().code(),
+            ErrorCode::InvalidArgument);
+  config = smallPool();
+  config.elementBytes = 3;
+  EXPECT_EQ(PagedKVPool::create(config).status().code(),
+            ErrorCode::InvalidArgument);
+}
+
+TEST(PagedKVPool, DeviceMemoryNeedsTheCudaRuntime) {
+  PoolConfig config = smallPool();
+  config.memory = PoolMemory::Device;
+  StatusOr<std::unique_ptr<PagedKVPool>> pool = PagedKVPool::create(config);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), ErrorCode::Unsupported);
+}
+
+TEST(PagedKVPool, HostAllocationFailureIsAnError) {
+  PoolConfig config = smallPool();
+  config.numPages = INT32_MAX;
+  config.headDim = 1 << 30;
+  StatusOr<std::unique_ptr<PagedKVPool>> pool = PagedKVPool::create(config);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), ErrorCode::OutOfMemory);
+  EXPECT_NE(pool.status().message().find("exceeds the address space"),
+            std::string::npos);
+
+  // Representable, but more than any machine of ours has (2^60 bytes).
+  config.numPages = 1 << 20;
+  config.headDim = 1 << 25;
+  pool = PagedKVPool::create(config);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), ErrorCode::OutOfMemory);
+}
+
+TEST(PagedKVPool, RunningOutOfPagesChangesNothing) {
+  auto pool = makePool(smallPool());
+  StatusOr<std::vector<PageId>> six = pool->allocate(6);
+  ASSERT_TRUE(six.ok());
+  StatusOr<std::vector<PageId>> three = pool->allocate(3);
+  ASSERT_FALSE(three.ok());
+  EXPECT_EQ(three.status().code(), ErrorCode::OutOfMemory);
+  EXPECT_EQ(three.status().message(),
+            "the pool has 2 free pages, 3 are needed");
+  EXPECT_EQ(pool->numFreePages(), 2);
+
+  SequenceId sequence = pool->createSequence();
+  Status status = pool->reserve(sequence, 3 * pool->pageSize());
+  EXPECT_EQ(status.code(), ErrorCode::OutOfMemory);
+  EXPECT_EQ(*pool->sequenceLength(sequence), 0);
+  EXPECT_EQ(pool->sequencePages(sequence)->size(), 0u);
+  EXPECT_EQ(pool->numFreePages(), 2);
+  EXPECT_TRUE(pool->checkInvariants().ok());
+}
+
+TEST(PagedKVPool, DoubleFreeIsAnError) {
+  auto pool = makePool(smallPool());
+  std::vector<PageId> pages = *pool->allocate(2);
+  ASSERT_TRUE(pool->release(pages).ok());
+  Status again = pool->release({pages[0]});
+  EXPECT_EQ(again.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(pool->numFreePages(), 8);
+  // Releasing one page twice in a single call is caught before any change.
+  std::vector<PageId> one = *pool->allocate(1);
+  EXPECT_FALSE(pool->release({one[0], one[0]}).ok());
+  EXPECT_EQ(pool->refCount(one[0]), 1);
+  EXPECT_FALSE(pool->retain({99}).ok());
+  EXPECT_TRUE(pool->checkInvariants().ok());
+}
+
+class PagedKVPoolLayout : public ::testing::TestWithParam<PageOrder> {};
+
+TEST_P(PagedKVPoolLayout, AppendedTokensReadBack) {
+  PoolConfig config = smallPool(GetParam());
+  auto pool = makePool(config);
+  std::mt19937 rng(7);
+  SequenceId sequence = pool->createSequence();
+  std::vector<uint16_t> keys = randomTokens(rng, config, 10);
+  std::vector<uint16_t> values = randomTokens(rng, config, 10);
+  // Two appends that straddle a page boundary.
+  ASSERT_TRUE(pool->append(sequence, keys.data(), values.data(), 6).ok());
+  ASSERT_TRUE(pool->append(sequence, keys.data() + 6 * 2 * 8,
+                           values.data() + 6 * 2 * 8, 4)
+                  .ok());
+  std::vector<PageId> pages = *pool->sequencePages(sequence);
+  ASSERT_EQ(pages.size(), 3u);
+  for (int64_t t = 0; t < 10; ++t)
+    expectToken(*pool, pages[t / 4], t % 4, keys, t);
+  const auto *v =
+      reinterpret_cast<const uint16_t *>(pool->valueAt(pages[2], 1, 1));
+  EXPECT_EQ(v[3], values[(9 * 2 + 1) * 8 + 3]);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothOrders, PagedKVPoolLayout,
+                         ::testing::Values(PageOrder::NHD, PageOrder::HND),
+                         [](const ::testing::TestParamInfo<PageOrder> &info) {
+                           return info.param == PageOrder::NHD ? "NHD" : "HND";
+                         });
+
+TEST(PagedKVPool, ForkCopiesTheSharedPartialPageOnWrite) {
+  PoolConfig config = smallPool();
+  auto pool = makePool(config);
+  std::mt19937 rng(11);
+  std::vector<uint16_t> keys = randomTokens(rng, config, 6);
+  SequenceId parent = pool->createSequence();
+  ASSERT_TRUE(pool->append(parent, keys.data(), keys.data(), 6).ok());
+  SequenceId child = *pool->fork(parent);
+  std::vector<PageId> shared = *pool->sequencePages(parent);
+  EXPECT_EQ(*pool->sequencePages(child), shared);
+  EXPECT_EQ(pool->refCount(shared[0]), 2);
+  EXPECT_EQ(pool->refCount(shared[1]), 2);
+
+  std::vector<uint16_t> more = randomTokens(rng, config, 1);
+  ASSERT_TRUE(pool->append(child, more.data(), more.data(), 1).ok());
+  std::vector<PageId> childPages = *pool->sequencePages(child);
+  EXPECT_EQ(childPages[0], shared[0]) << "full pages stay shared";
+  EXPECT_NE(childPages[1], shared[1]) << "the partial page was copied";
+  EXPECT_EQ(pool->refCount(shared[1]), 1);
+  // The copy holds the parent's two tokens, then the child's new one.
+  expectToken(*pool, childPages[1], 0, keys, 4);
+  expectToken(*pool, childPages[1], 1, keys, 5);
+  expectToken(*pool, childPages[1], 2, more, 0);
+  EXPECT_EQ(*pool->sequenceLength(parent), 6);
+
+  // The parent now owns its partial page alone and writes in place.
+  ASSERT_TRUE(pool->append(parent, more.data(), more.data(), 1).ok());
+  EXPECT_EQ((*pool->sequencePages(parent))[1], shared[1]);
+  ASSERT_TRUE(pool->freeSequence(parent).ok());
+  ASSERT_TRUE(pool->freeSequence(child).ok());
+  EXPECT_EQ(pool->numFreePages(), 8);
+  EXPECT_TRUE(pool->checkInvariants().ok());
+}
+
+TEST(PagedKVPool, ExportsPageTablesAsCSR) {
+  PoolConfig config = smallPool();
+  config.memory = PoolMemory::AccountingOnly;
+  auto pool = makePool(config);
+  SequenceId a = pool->createSequence(), b = pool->createSequence(),
+             c = pool->createSequence();
+  ASSERT_TRUE(pool->append(a, nullptr, nullptr, 5).ok());
+  ASSERT_TRUE(pool->append(b, nullptr, nullptr, 8).ok());
+  ASSERT_TRUE(pool->append(c, nullptr, nullptr, 1).ok());
+  PageTable table = *pool->pageTable({a, b, c});
+  EXPECT_EQ(table.indptr, (std::vector<int32_t>{0, 2, 4, 5}));
+  EXPECT_EQ(table.lastPageLen, (std::vector<int32_t>{1, 4, 1}));
+  std::vector<PageId> pagesA = *pool->sequencePages(a);
+  EXPECT_EQ(table.indices[0], pagesA[0]);
+  EXPECT_EQ(table.indices[1], pagesA[1]);
+  EXPECT_EQ(pool->pageTable({a, 42}).status().code(), ErrorCode::NotFound);
+}
+
+// Thousands of random operations against a model of what each sequence
+// holds; after each one the pool's invariants hold, and at the end every
+// page is free again.
+TEST(PagedKVPool, RandomOperationsKeepInvariants) {
+  PoolConfig config = smallPool();
+  config.numPages = 64;
+  config.pageSize = 3;
+  config.numKVHeads = 1;
+  config.headDim = 2;
+  auto pool = makePool(config);
+  std::mt19937 rng(2024);
+  std::map<SequenceId, std::vector<uint16_t>> model; // keys, token by token
+  uint16_t next = 1;
+  for (int op = 0; op < 5000; ++op) {
+    int kind = rng() % 4;
+    if (kind == 0 || model.empty()) {
+      model[pool->createSequence()] = {};
+    } else {
+      auto it = std::next(model.begin(), rng() % model.size());
+      SequenceId id = it->first;
+      if (kind == 1) {
+        int64_t count = 1 + rng() % 5;
+        std::vector<uint16_t> data;
+        for (int64_t i = 0; i < count * 2; ++i)
+          data.push_back(next++ | 1);
+        int64_t freeBefore = pool->numFreePages();
+        Status status = pool->append(id, data.data(), data.data(), count);
+        if (status.ok()) {
+          it->second.insert(it->second.end(), data.begin(), data.end());
+        } else {
+          ASSERT_EQ(status.code(), ErrorCode::OutOfMemory);
+          ASSERT_EQ(pool->numFreePages(), freeBefore);
+        }
+      } else if (kind == 2) {
+        StatusOr<SequenceId> child = pool->fork(id);
+        ASSERT_TRUE(child.ok());
+        model[*child] = it->second;
+      } else {
+        ASSERT_TRUE(pool->freeSequence(id).ok());
+        model.erase(it);
+      }
+    }
+    ASSERT_TRUE(pool->checkInvariants().ok()) << "after operation " << op;
+    if (op % 250 == 0)
+      for (const auto &[id, keys] : model) {
+        std::vector<PageId> pages = *pool->sequencePages(id);
+        for (size_t t = 0; t < keys.size() / 2; ++t) {
+          const auto *stored = reinterpret_cast<const uint16_t *>(
+              pool->keyAt(pages[t / 3], t % 3, 0));
+          ASSERT_EQ(stored[0], keys[2 * t]) << "sequence " << id;
+        }
+      }
+  }
+  for (const auto &[id, keys] : model)
+    ASSERT_TRUE(pool->freeSequence(id).ok());
+  EXPECT_EQ(pool->numFreePages(), pool->numPages());
+}

@@ -1,0 +1,170 @@
+//===- SchedulerTest.cpp - cache-aware batch scheduling -------------------===//
+
+#include "sched/Scheduler.h"
+
+#include <gtest/gtest.h>
+
+using namespace attnc;
+
+namespace {
+
+struct Fixture {
+  Fixture(Policy policy, int64_t pages, int64_t pageSize = 4,
+          int64_t budget = 8192) {
+    PoolConfig config;
+    config.numPages = pages;
+    config.pageSize = pageSize;
+    config.memory = PoolMemory::AccountingOnly;
+    pool = std::move(*PagedKVPool::create(config));
+    cache = std::make_unique<RadixCache>(*pool);
+    SchedulerConfig sched;
+    sched.policy = policy;
+    sched.prefillBudget = budget;
+    scheduler = std::make_unique<Scheduler>(sched, *pool, *cache);
+  }
+  void runToCompletion() {
+    for (int i = 0; i < 10000 && !scheduler->idle(); ++i)
+      ASSERT_TRUE(scheduler->step().ok());
+    ASSERT_TRUE(scheduler->idle());
+  }
+  std::unique_ptr<PagedKVPool> pool;
+  std::unique_ptr<RadixCache> cache;
+  std::unique_ptr<Scheduler> scheduler;
+};
+
+Request makeRequest(RequestId id, std::vector<Token> prompt,
+                    int64_t outputLen = 2) {
+  Request request;
+  request.id = id;
+  request.prompt = std::move(prompt);
+  request.outputLen = outputLen;
+  return request;
+}
+
+std::vector<Token> range(Token from, int count) {
+  std::vector<Token> tokens;
+  for (int i = 0; i < count; ++i)
+    tokens.push_back(from + i);
+  return tokens;
+}
+
+std::vector<Token> concat(std::vector<Token> a, const std::vector<Token> &b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+} // namespace
+
+TEST(Scheduler, ParsesPolicies) {
+  EXPECT_EQ(*parsePolicy("lpm"), Policy::LongestPrefixMatch);
+  EXPECT_EQ(*parsePolicy("dfs-weight"), Policy::DFSWeight);
+  EXPECT_EQ(parsePolicy("random").status().message(),
+            "unknown policy 'random': expected fcfs, lpm or dfs-weight");
+}
+
+TEST(Scheduler, RejectsRequestsThatCanNeverFit) {
+  Fixture f(Policy::FCFS, /*pages=*/4);
+  Status status = f.scheduler->add(makeRequest(0, range(1, 15), 2));
+  EXPECT_EQ(status.code(), ErrorCode::OutOfMemory);
+  EXPECT_TRUE(f.scheduler->idle());
+  EXPECT_EQ(f.scheduler->add(makeRequest(1, {}, 2)).code(),
+            ErrorCode::InvalidArgument);
+}
+
+TEST(Scheduler, LongestPrefixMatchComesFirst) {
+  Fixture f(Policy::LongestPrefixMatch, 64);
+  std::vector<Token> shared = range(100, 16);
+  ASSERT_TRUE(
+      f.scheduler->add(makeRequest(0, concat(shared, range(1, 4)))).ok());
+  f.runToCompletion();
+  ASSERT_TRUE(f.scheduler->add(makeRequest(1, range(500, 20))).ok());
+  ASSERT_TRUE(
+      f.scheduler->add(makeRequest(2, concat(range(100, 8), range(7, 12))))
+          .ok());
+  ASSERT_TRUE(
+      f.scheduler->add(makeRequest(3, concat(shared, range(9, 4)))).ok());
+  // Matches: request 1 nothing, 2 eight tokens, 3 sixteen.
+  EXPECT_EQ(f.scheduler->order(), (std::vector<size_t>{2, 1, 0}));
+}
+
+TEST(Scheduler, FCFSKeepsArrivalOrder) {
+  Fixture f(Policy::FCFS, 64);
+  std::vector<Token> shared = range(100, 16);
+  ASSERT_TRUE(
+      f.scheduler->add(makeRequest(0, concat(shared, range(1, 4)))).ok());
+  f.runToCompletion();
+  ASSERT_TRUE(f.scheduler->add(makeRequest(1, range(500, 20))).ok());
+  ASSERT_TRUE(
+      f.scheduler->add(makeRequest(2, concat(shared, range(9, 4)))).ok());
+  EXPECT_EQ(f.scheduler->order(), (std::vector<size_t>{0, 1}));
+}
+
+TEST(Scheduler, DFSWeightVisitsHeavierSubtreesFirst) {
+  Fixture f(Policy::DFSWeight, 128);
+  std::vector<Token> a = range(100, 8), b = range(200, 8);
+  ASSERT_TRUE(f.scheduler->add(makeRequest(0, concat(a, range(1, 4)))).ok());
+  ASSERT_TRUE(f.scheduler->add(makeRequest(1, concat(b, range(1, 4)))).ok());
+  f.runToCompletion();
+  // One request under a, two under b, one matching nothing.
+  ASSERT_TRUE(f.scheduler->add(makeRequest(2, concat(a, range(50, 5)))).ok());
+  ASSERT_TRUE(f.scheduler->add(makeRequest(3, range(900, 9))).ok());
+  ASSERT_TRUE(f.scheduler->add(makeRequest(4, concat(b, range(60, 5)))).ok());
+  ASSERT_TRUE(f.scheduler->add(makeRequest(5, concat(b, range(70, 5)))).ok());
+  EXPECT_EQ(f.scheduler->order(), (std::vector<size_t>{2, 3, 0, 1}));
+}
+
+TEST(Scheduler, AdmitsOnlyWhatFitsAndFinishesEverything) {
+  // 8 pages of 4 tokens: each request needs 3 pages, so two run at once.
+  Fixture f(Policy::FCFS, 8);
+  for (RequestId id = 0; id < 4; ++id)
+    ASSERT_TRUE(
+        f.scheduler->add(makeRequest(id, range(1000 * (id + 1), 9), 3)).ok());
+  StatusOr<StepStats> first = f.scheduler->step();
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->admitted, (std::vector<RequestId>{0, 1}));
+  EXPECT_EQ(first->prefillTokens, 18);
+  f.runToCompletion();
+  EXPECT_EQ(f.scheduler->totals().finished, 4);
+  // Only the radix tree holds pages now: nothing leaked.
+  EXPECT_EQ(f.pool->numUsedPages() * f.pool->pageSize(), f.cache->totalSize());
+  EXPECT_TRUE(f.cache->checkInvariants().ok());
+  EXPECT_TRUE(f.pool->checkInvariants().ok());
+}
+
+TEST(Scheduler, ChunksLongPromptsToTheBudget) {
+  Fixture f(Policy::FCFS, 64, 4, /*budget=*/8);
+  ASSERT_TRUE(f.scheduler->add(makeRequest(0, range(1, 20), 2)).ok());
+  std::vector<int64_t> prefill;
+  for (int i = 0; i < 3; ++i)
+    prefill.push_back(f.scheduler->step()->prefillTokens);
+  EXPECT_EQ(prefill, (std::vector<int64_t>{8, 8, 4}));
+  f.runToCompletion();
+}
+
+TEST(Scheduler, RequestSharingAnInFlightPrefixWaitsForIt) {
+  Fixture f(Policy::LongestPrefixMatch, 128);
+  std::vector<Token> shared = range(100, 64);
+  ASSERT_TRUE(
+      f.scheduler->add(makeRequest(0, concat(shared, range(1, 4)))).ok());
+  ASSERT_TRUE(
+      f.scheduler->add(makeRequest(1, concat(shared, range(5, 4)))).ok());
+  StatusOr<StepStats> first = f.scheduler->step();
+  EXPECT_EQ(first->admitted, (std::vector<RequestId>{0}));
+  StatusOr<StepStats> second = f.scheduler->step();
+  EXPECT_EQ(second->admitted, (std::vector<RequestId>{1}));
+  f.runToCompletion();
+  // Request 1 read the shared 64 tokens from the cache.
+  EXPECT_EQ(f.scheduler->totals().cachedTokens, 64);
+}
+
+TEST(Scheduler, EvictsToAdmitWhenThePoolIsFull) {
+  Fixture f(Policy::LongestPrefixMatch, 8);
+  for (RequestId id = 0; id < 6; ++id) {
+    ASSERT_TRUE(
+        f.scheduler->add(makeRequest(id, range(100 * (id + 1), 12), 4)).ok());
+    f.runToCompletion();
+  }
+  EXPECT_GT(f.scheduler->totals().evictedTokens, 0);
+  EXPECT_EQ(f.scheduler->totals().finished, 6);
+  EXPECT_TRUE(f.pool->checkInvariants().ok());
+}
