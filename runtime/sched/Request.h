@@ -34,6 +34,11 @@ Token outputToken(RequestId request, int64_t position);
 /// prompt followed by the request's synthetic output tokens.
 std::vector<Token> fullSequence(const Request &request);
 
+/// A hash of each of the first `pages` page-aligned prefixes of `tokens`
+/// (all whole pages when `pages` is negative): equal prefixes, equal hashes.
+std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
+                                       int64_t pageSize, int64_t pages = -1);
+
 } // namespace attnc
 
 #endif // ATTNC_RUNTIME_SCHED_REQUEST_H

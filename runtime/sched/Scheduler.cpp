@@ -53,20 +53,6 @@ Scheduler::~Scheduler() {
   }
 }
 
-std::vector<uint64_t>
-Scheduler::pagePrefixHashes(const std::vector<Token> &tokens,
-                            int64_t pages) const {
-  std::vector<uint64_t> hashes;
-  uint64_t hash = 0xcbf29ce484222325ull;
-  int64_t pageSize = cache_.pageSize();
-  for (int64_t i = 0; i < pages * pageSize; ++i) {
-    hash = (hash ^ static_cast<uint32_t>(tokens[i])) * 0x100000001b3ull;
-    if ((i + 1) % pageSize == 0)
-      hashes.push_back(hash);
-  }
-  return hashes;
-}
-
 Status Scheduler::add(const Request &request) {
   int64_t tokens =
       static_cast<int64_t>(request.prompt.size()) + request.outputLen;
@@ -163,7 +149,8 @@ bool Scheduler::waitsForInFlight(const Request &request,
   int64_t probe = cachedTokens / pageSize + std::max<int64_t>(sharedPages, 1);
   if (probe * pageSize > static_cast<int64_t>(request.prompt.size()))
     return false;
-  std::vector<uint64_t> hashes = pagePrefixHashes(request.prompt, probe);
+  std::vector<uint64_t> hashes =
+      pagePrefixHashes(request.prompt, cache_.pageSize(), probe);
   return inFlight_.count(hashes.back()) > 0;
 }
 
@@ -242,8 +229,7 @@ StatusOr<bool> Scheduler::admit(std::vector<Candidate> &candidates,
     totals_.promptTokens += static_cast<int64_t>(request.prompt.size());
     totals_.cachedTokens += candidate.match.tokens;
     totals_.computedPrefillTokens += extend;
-    std::vector<uint64_t> hashes = pagePrefixHashes(
-        request.prompt, static_cast<int64_t>(request.prompt.size()) / pageSize);
+    std::vector<uint64_t> hashes = pagePrefixHashes(request.prompt, pageSize);
     inFlight_.insert(hashes.begin(), hashes.end());
 
     running_.push_back(std::move(running));
@@ -286,7 +272,7 @@ Status Scheduler::finishPrefill(RunningRequest &running) {
     return status;
   running.locked = match.node;
 
-  std::vector<uint64_t> hashes = pagePrefixHashes(prompt, full);
+  std::vector<uint64_t> hashes = pagePrefixHashes(prompt, pageSize, full);
   for (uint64_t hash : hashes)
     inFlight_.erase(inFlight_.find(hash));
   // The forward pass that completes the prompt also yields the first token.

@@ -124,8 +124,6 @@ private:
   Status allocateFor(RunningRequest &running, int64_t pages);
   Status finishPrefill(RunningRequest &running);
   Status finish(RunningRequest &running);
-  std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
-                                         int64_t pages) const;
 
   SchedulerConfig config_;
   PagedKVPool &pool_;

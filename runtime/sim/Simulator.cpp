@@ -23,18 +23,6 @@ double passSeconds(const StepStats &step) {
          5e-5 * static_cast<double>(step.decodeTokens);
 }
 
-std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
-                                       int64_t pageSize) {
-  std::vector<uint64_t> hashes;
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    hash = (hash ^ static_cast<uint32_t>(tokens[i])) * 0x100000001b3ull;
-    if ((i + 1) % pageSize == 0)
-      hashes.push_back(hash);
-  }
-  return hashes;
-}
-
 } // namespace
 
 int64_t longestRequest(const Workload &workload) {

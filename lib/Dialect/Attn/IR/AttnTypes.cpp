@@ -102,6 +102,18 @@ ParseResult parseHeadTensor(AsmParser &parser, SmallVectorImpl<int64_t> &dims,
   return parseOptionalLayoutAndClose(parser, spec);
 }
 
+template <typename T> Type parseHeadTensorType(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  SmallVector<int64_t> dims;
+  Type elementType;
+  LayoutSpec spec;
+  if (parseHeadTensor(parser, dims, elementType, spec))
+    return {};
+  return parser.getChecked<T>(loc, parser.getContext(), dims[0], dims[1],
+                              dims[2], elementType, spec.layout, spec.pageSize,
+                              spec.pageOrder);
+}
+
 template <typename T> void printHeadTensor(AsmPrinter &printer, T type) {
   printer << "<";
   printSeqLen(printer, type.getSeqLen());
@@ -178,15 +190,7 @@ LogicalResult verifyKVElementType(EmitErrorFn emitError, Type type) {
 //===----------------------------------------------------------------------===//
 
 Type QueryType::parse(AsmParser &parser) {
-  SMLoc loc = parser.getCurrentLocation();
-  SmallVector<int64_t> dims;
-  Type elementType;
-  LayoutSpec spec;
-  if (parseHeadTensor(parser, dims, elementType, spec))
-    return {};
-  return parser.getChecked<QueryType>(
-      loc, parser.getContext(), dims[0], dims[1], dims[2], elementType,
-      spec.layout, spec.pageSize, spec.pageOrder);
+  return parseHeadTensorType<QueryType>(parser);
 }
 
 void QueryType::print(AsmPrinter &printer) const {
@@ -211,15 +215,7 @@ LogicalResult QueryType::verify(EmitErrorFn emitError, int64_t seqLen,
 //===----------------------------------------------------------------------===//
 
 Type KVType::parse(AsmParser &parser) {
-  SMLoc loc = parser.getCurrentLocation();
-  SmallVector<int64_t> dims;
-  Type elementType;
-  LayoutSpec spec;
-  if (parseHeadTensor(parser, dims, elementType, spec))
-    return {};
-  return parser.getChecked<KVType>(loc, parser.getContext(), dims[0], dims[1],
-                                   dims[2], elementType, spec.layout,
-                                   spec.pageSize, spec.pageOrder);
+  return parseHeadTensorType<KVType>(parser);
 }
 
 void KVType::print(AsmPrinter &printer) const {
@@ -241,15 +237,7 @@ LogicalResult KVType::verify(EmitErrorFn emitError, int64_t seqLen,
 //===----------------------------------------------------------------------===//
 
 Type OutputType::parse(AsmParser &parser) {
-  SMLoc loc = parser.getCurrentLocation();
-  SmallVector<int64_t> dims;
-  Type elementType;
-  LayoutSpec spec;
-  if (parseHeadTensor(parser, dims, elementType, spec))
-    return {};
-  return parser.getChecked<OutputType>(
-      loc, parser.getContext(), dims[0], dims[1], dims[2], elementType,
-      spec.layout, spec.pageSize, spec.pageOrder);
+  return parseHeadTensorType<OutputType>(parser);
 }
 
 void OutputType::print(AsmPrinter &printer) const {
