@@ -80,6 +80,10 @@ int64_t PagedKVPool::pageBytes() const {
          config_.elementBytes;
 }
 
+int64_t PagedKVPool::usedPages(const Sequence &sequence) const {
+  return (sequence.length + config_.pageSize - 1) / config_.pageSize;
+}
+
 int64_t PagedKVPool::slotOffset(int64_t slot, int64_t head) const {
   int64_t row = config_.order == PageOrder::NHD
                     ? slot * config_.numKVHeads + head
@@ -280,9 +284,8 @@ StatusOr<std::vector<PageId>> PagedKVPool::sequencePages(SequenceId id) const {
   StatusOr<const Sequence *> found = lookup(id);
   if (!found.ok())
     return found.status();
-  int64_t used = ((*found)->length + config_.pageSize - 1) / config_.pageSize;
   return std::vector<PageId>((*found)->pages.begin(),
-                             (*found)->pages.begin() + used);
+                             (*found)->pages.begin() + usedPages(**found));
 }
 
 StatusOr<PageTable>
@@ -294,9 +297,8 @@ PagedKVPool::pageTable(const std::vector<SequenceId> &batch) const {
     if (!found.ok())
       return found.status();
     const Sequence &sequence = **found;
-    int64_t used = (sequence.length + config_.pageSize - 1) / config_.pageSize;
     table.indices.insert(table.indices.end(), sequence.pages.begin(),
-                         sequence.pages.begin() + used);
+                         sequence.pages.begin() + usedPages(sequence));
     table.indptr.push_back(static_cast<int32_t>(table.indices.size()));
     int64_t last = sequence.length % config_.pageSize;
     table.lastPageLen.push_back(static_cast<int32_t>(

@@ -126,6 +126,8 @@ private:
 
   explicit PagedKVPool(const PoolConfig &config);
   int64_t pageBytes() const;
+  /// Pages holding at least one of the sequence's tokens.
+  int64_t usedPages(const Sequence &sequence) const;
   int64_t slotOffset(int64_t slot, int64_t head) const;
   std::byte *pageData(PageId page, int which) const;
   Status checkPagesInUse(const std::vector<PageId> &pages) const;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace attnc {
@@ -23,39 +24,40 @@ CascadePlan planCascade(const RadixCache &cache,
 
   CascadePlan plan;
   std::map<RequestId, std::vector<PageId>> unshared;
-  std::function<void(const Node *, CascadeGroup *, size_t)> visit =
-      [&](const Node *node, CascadeGroup *group, size_t level) {
-        for (const auto &[key, child] : node->children) {
-          auto it = through.find(child.get());
-          if (it == through.end())
-            continue;
-          const std::vector<RequestId> &requests = it->second;
-          if (requests.size() < 2) {
-            std::vector<PageId> &pages = unshared[requests.front()];
-            pages.insert(pages.end(), child->pages.begin(), child->pages.end());
-            visit(child.get(), nullptr, level);
-            continue;
-          }
-          // A child shared by the same requests extends its parent's run.
-          if (group && group->requests == requests) {
-            group->pages.insert(group->pages.end(), child->pages.begin(),
-                                child->pages.end());
-            visit(child.get(), group, level);
-            continue;
-          }
-          size_t childLevel = group ? level + 1 : 0;
-          if (plan.levels.size() <= childLevel)
-            plan.levels.resize(childLevel + 1);
-          plan.levels[childLevel].push_back({child->pages, requests});
-          // Groups are filled depth-first; hold the index, not a pointer,
-          // since the level's vector may grow.
-          size_t index = plan.levels[childLevel].size() - 1;
-          CascadeGroup copy = plan.levels[childLevel][index];
-          visit(child.get(), &copy, childLevel);
-          plan.levels[childLevel][index] = std::move(copy);
+  // The group a path is extending, as (level, index): groups are appended
+  // while the walk goes on, so a pointer into a level would not stay valid.
+  using GroupRef = std::optional<std::pair<size_t, size_t>>;
+  std::function<void(const Node *, GroupRef)> visit = [&](const Node *node,
+                                                          GroupRef group) {
+    for (const auto &[key, child] : node->children) {
+      auto it = through.find(child.get());
+      if (it == through.end())
+        continue;
+      const std::vector<RequestId> &requests = it->second;
+      if (requests.size() < 2) {
+        std::vector<PageId> &pages = unshared[requests.front()];
+        pages.insert(pages.end(), child->pages.begin(), child->pages.end());
+        visit(child.get(), std::nullopt);
+        continue;
+      }
+      // A child shared by the same requests extends its parent's run.
+      if (group) {
+        CascadeGroup &open = plan.levels[group->first][group->second];
+        if (open.requests == requests) {
+          open.pages.insert(open.pages.end(), child->pages.begin(),
+                            child->pages.end());
+          visit(child.get(), group);
+          continue;
         }
-      };
-  visit(cache.root(), nullptr, 0);
+      }
+      size_t level = group ? group->first + 1 : 0;
+      if (plan.levels.size() <= level)
+        plan.levels.resize(level + 1);
+      plan.levels[level].push_back({child->pages, requests});
+      visit(child.get(), std::pair(level, plan.levels[level].size() - 1));
+    }
+  };
+  visit(cache.root(), std::nullopt);
 
   std::vector<CascadeGroup> last;
   for (const RunningRequest &running : batch) {

@@ -68,6 +68,8 @@ Status Scheduler::add(const Request &request) {
                              " tokens of KV cache, the pool holds " +
                              std::to_string(capacity));
   waiting_.push_back(request);
+  promptHashes_[request.id] =
+      pagePrefixHashes(request.prompt, pool_.pageSize());
   admissionMayChange_ = true;
   return Status();
 }
@@ -144,14 +146,12 @@ std::vector<size_t> Scheduler::order() {
 
 bool Scheduler::waitsForInFlight(const Request &request,
                                  int64_t cachedTokens) const {
-  int64_t pageSize = cache_.pageSize();
-  int64_t sharedPages = ceilDiv(config_.inFlightShareThreshold, pageSize);
-  int64_t probe = cachedTokens / pageSize + std::max<int64_t>(sharedPages, 1);
-  if (probe * pageSize > static_cast<int64_t>(request.prompt.size()))
-    return false;
-  std::vector<uint64_t> hashes =
-      pagePrefixHashes(request.prompt, cache_.pageSize(), probe);
-  return inFlight_.count(hashes.back()) > 0;
+  int64_t sharedPages =
+      ceilDiv(config_.inFlightShareThreshold, cache_.pageSize());
+  size_t probe = static_cast<size_t>(cachedTokens / cache_.pageSize() +
+                                     std::max<int64_t>(sharedPages, 1));
+  const std::vector<uint64_t> &hashes = promptHashes_.at(request.id);
+  return probe <= hashes.size() && inFlight_.count(hashes[probe - 1]) > 0;
 }
 
 Status Scheduler::allocateFor(RunningRequest &running, int64_t pages) {
@@ -229,7 +229,7 @@ StatusOr<bool> Scheduler::admit(std::vector<Candidate> &candidates,
     totals_.promptTokens += static_cast<int64_t>(request.prompt.size());
     totals_.cachedTokens += candidate.match.tokens;
     totals_.computedPrefillTokens += extend;
-    std::vector<uint64_t> hashes = pagePrefixHashes(request.prompt, pageSize);
+    const std::vector<uint64_t> &hashes = promptHashes_.at(request.id);
     inFlight_.insert(hashes.begin(), hashes.end());
 
     running_.push_back(std::move(running));
@@ -272,9 +272,9 @@ Status Scheduler::finishPrefill(RunningRequest &running) {
     return status;
   running.locked = match.node;
 
-  std::vector<uint64_t> hashes = pagePrefixHashes(prompt, pageSize, full);
-  for (uint64_t hash : hashes)
+  for (uint64_t hash : promptHashes_.at(running.request.id))
     inFlight_.erase(inFlight_.find(hash));
+  promptHashes_.erase(running.request.id);
   // The forward pass that completes the prompt also yields the first token.
   running.generated = 1;
   return Status();

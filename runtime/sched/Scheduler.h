@@ -32,6 +32,7 @@
 
 #include <deque>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -130,6 +131,9 @@ private:
   RadixCache &cache_;
   std::deque<Request> waiting_;
   std::vector<RunningRequest> running_;
+  /// Page-prefix hashes of each queued or prefilling request's prompt,
+  /// computed once when it is added.
+  std::unordered_map<RequestId, std::vector<uint64_t>> promptHashes_;
   /// Hashes of every page-aligned prefix of the prompts being prefilled.
   std::unordered_multiset<uint64_t> inFlight_;
   SchedulerTotals totals_;

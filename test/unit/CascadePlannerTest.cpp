@@ -1,6 +1,7 @@
 //===- CascadePlannerTest.cpp - shared-prefix levels ----------------------===//
 
 #include "sched/CascadePlanner.h"
+#include "TestPools.h"
 
 #include <gtest/gtest.h>
 
@@ -23,11 +24,7 @@ std::vector<Token> tokens(std::initializer_list<std::pair<Token, int>> runs) {
 // document. The plan reads the system prompt once for all four, the
 // document once for two, and each request's own pages last.
 TEST(CascadePlanner, GroupsSharedPrefixesIntoLevels) {
-  PoolConfig config;
-  config.numPages = 256;
-  config.pageSize = 4;
-  config.memory = PoolMemory::AccountingOnly;
-  auto pool = std::move(*PagedKVPool::create(config));
+  auto pool = makeAccountingPool(256, 4);
   RadixCache cache(*pool);
   SchedulerConfig sched;
   sched.inFlightShareThreshold = 1 << 20; // admit all four at once

@@ -1,6 +1,7 @@
 //===- RadixCacheTest.cpp - the radix prefix cache ------------------------===//
 
 #include "radix/RadixCache.h"
+#include "TestPools.h"
 
 #include <gtest/gtest.h>
 
@@ -12,14 +13,9 @@ using namespace attnc;
 namespace {
 
 struct Fixture {
-  explicit Fixture(int64_t pages = 64, int64_t pageSize = 2) {
-    PoolConfig config;
-    config.numPages = pages;
-    config.pageSize = pageSize;
-    config.memory = PoolMemory::AccountingOnly;
-    pool = std::move(*PagedKVPool::create(config));
-    cache = std::make_unique<RadixCache>(*pool);
-  }
+  explicit Fixture(int64_t pages = 64, int64_t pageSize = 2)
+      : pool(makeAccountingPool(pages, pageSize)),
+        cache(std::make_unique<RadixCache>(*pool)) {}
   /// Inserts `tokens` (whole pages) as a request would: allocate, insert,
   /// give back what the tree already had.
   int64_t insert(const std::vector<Token> &tokens) {

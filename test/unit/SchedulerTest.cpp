@@ -1,6 +1,7 @@
 //===- SchedulerTest.cpp - cache-aware batch scheduling -------------------===//
 
 #include "sched/Scheduler.h"
+#include "TestPools.h"
 
 #include <gtest/gtest.h>
 
@@ -10,13 +11,9 @@ namespace {
 
 struct Fixture {
   Fixture(Policy policy, int64_t pages, int64_t pageSize = 4,
-          int64_t budget = 8192) {
-    PoolConfig config;
-    config.numPages = pages;
-    config.pageSize = pageSize;
-    config.memory = PoolMemory::AccountingOnly;
-    pool = std::move(*PagedKVPool::create(config));
-    cache = std::make_unique<RadixCache>(*pool);
+          int64_t budget = 8192)
+      : pool(makeAccountingPool(pages, pageSize)),
+        cache(std::make_unique<RadixCache>(*pool)) {
     SchedulerConfig sched;
     sched.policy = policy;
     sched.prefillBudget = budget;
@@ -26,6 +23,11 @@ struct Fixture {
     for (int i = 0; i < 10000 && !scheduler->idle(); ++i)
       ASSERT_TRUE(scheduler->step().ok());
     ASSERT_TRUE(scheduler->idle());
+  }
+  /// Serves one request to completion, leaving its tokens in the cache.
+  void serve(const Request &request) {
+    ASSERT_TRUE(scheduler->add(request).ok());
+    runToCompletion();
   }
   std::unique_ptr<PagedKVPool> pool;
   std::unique_ptr<RadixCache> cache;
@@ -74,9 +76,7 @@ TEST(Scheduler, RejectsRequestsThatCanNeverFit) {
 TEST(Scheduler, LongestPrefixMatchComesFirst) {
   Fixture f(Policy::LongestPrefixMatch, 64);
   std::vector<Token> shared = range(100, 16);
-  ASSERT_TRUE(
-      f.scheduler->add(makeRequest(0, concat(shared, range(1, 4)))).ok());
-  f.runToCompletion();
+  f.serve(makeRequest(0, concat(shared, range(1, 4))));
   ASSERT_TRUE(f.scheduler->add(makeRequest(1, range(500, 20))).ok());
   ASSERT_TRUE(
       f.scheduler->add(makeRequest(2, concat(range(100, 8), range(7, 12))))
@@ -90,9 +90,7 @@ TEST(Scheduler, LongestPrefixMatchComesFirst) {
 TEST(Scheduler, FCFSKeepsArrivalOrder) {
   Fixture f(Policy::FCFS, 64);
   std::vector<Token> shared = range(100, 16);
-  ASSERT_TRUE(
-      f.scheduler->add(makeRequest(0, concat(shared, range(1, 4)))).ok());
-  f.runToCompletion();
+  f.serve(makeRequest(0, concat(shared, range(1, 4))));
   ASSERT_TRUE(f.scheduler->add(makeRequest(1, range(500, 20))).ok());
   ASSERT_TRUE(
       f.scheduler->add(makeRequest(2, concat(shared, range(9, 4)))).ok());
@@ -102,9 +100,8 @@ TEST(Scheduler, FCFSKeepsArrivalOrder) {
 TEST(Scheduler, DFSWeightVisitsHeavierSubtreesFirst) {
   Fixture f(Policy::DFSWeight, 128);
   std::vector<Token> a = range(100, 8), b = range(200, 8);
-  ASSERT_TRUE(f.scheduler->add(makeRequest(0, concat(a, range(1, 4)))).ok());
-  ASSERT_TRUE(f.scheduler->add(makeRequest(1, concat(b, range(1, 4)))).ok());
-  f.runToCompletion();
+  f.serve(makeRequest(0, concat(a, range(1, 4))));
+  f.serve(makeRequest(1, concat(b, range(1, 4))));
   // One request under a, two under b, one matching nothing.
   ASSERT_TRUE(f.scheduler->add(makeRequest(2, concat(a, range(50, 5)))).ok());
   ASSERT_TRUE(f.scheduler->add(makeRequest(3, range(900, 9))).ok());
