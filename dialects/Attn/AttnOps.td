@@ -40,6 +40,10 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     With a `!attn.latent_kv` key (multi-head latent attention) there is no
     value operand: the value is the latent part of the same cache.
 
+    `kv_splits = N` (set by `attn-split-kv`) makes the results up to `N`
+    partial states, one per share of each request's keys, in f32; an
+    `attn.merge_states` with the same `kv_splits` combines them.
+
     The regions are isolated from above; buffers they read come in through
     `captures` and appear as trailing block arguments.
 
@@ -63,7 +67,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     OptionalAttr<I64Attr>:$sinks,
     OptionalAttr<F32Attr>:$scale,
     OptionalAttr<F32Attr>:$softcap,
-    UnitAttr:$alibi
+    UnitAttr:$alibi,
+    OptionalAttr<I64Attr>:$kv_splits
   );
   let results = (outs Attn_OutputType:$output, Optional<Attn_LseType>:$lse);
   let regions = (region MaxSizedRegion<1>:$score_mod,
@@ -127,13 +132,17 @@ def Attn_MergeStatesOp : Attn_Op<"merge_states", [
     shared prefixes, sequence parallelism). A state whose `lse` is `-inf`
     (no visible key) contributes nothing.
 
+    With `kv_splits = N` the single operand pair holds the `N` partial states
+    of a split-KV `attn.attention`, which are merged.
+
     ```mlir
     %out, %lse = attn.merge_states (%o0, %l0), (%o1, %l1)
         : !attn.out<1x32x128xf32>, !attn.lse<1x32> -> !attn.out<1x32x128xbf16>
     ```
   }];
   let arguments = (ins Variadic<Attn_OutputType>:$outputs,
-                       Variadic<Attn_LseType>:$lses);
+                       Variadic<Attn_LseType>:$lses,
+                       OptionalAttr<I64Attr>:$kv_splits);
   let results = (outs Attn_OutputType:$output, Attn_LseType:$lse);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;

@@ -52,4 +52,187 @@ def AttnCanonicalize : Pass<"attn-canonicalize"> {
                            "::mlir::math::MathDialect"];
 }
 
+
+def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
+  let summary = "Choose the target, schedule, tiles, warps, stages and splits";
+  let description = [{
+    Marks the module with the target (`attn_gpu.target`) and each
+    `attn.attention` with a plan (`attn_gpu.plan`). One query token per
+    request is the `decode` schedule: a 16-row M tile (the query heads of a
+    GQA group share each K/V tile), four warps splitting each KV tile, as
+    many pipeline stages as shared memory allows and up to `max-splits` KV
+    splits, chosen per launch from the batch. Anything else is `prefill`:
+    four warps of 16 query rows, 64-key tiles (32 for head dim 256), two
+    stages, queries kept in registers up to head dim 128.
+
+    Features the verifier accepts but the GPU pipeline cannot compile yet
+    (multi-head latent attention, fp8 caches, head dims that are not
+    multiples of 64, segments with a paged cache) are reported here, by name.
+
+    Before:
+
+    ```mlir
+    %out = attn.attention(%q, %k, %v) : !attn.q<1x32x128xbf16>, ... -> !attn.out<1x32x128xbf16>
+    ```
+
+    After:
+
+    ```mlir
+    module attributes {attn_gpu.target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>} {
+      %out = attn.attention(%q, %k, %v) {attn_gpu.plan = #attn_gpu.plan<decode, block = 16x64,
+          warps = 1x4, stages = 4, kv_splits = 16, q_in_regs = true>} : ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"arch", "arch", "std::string", "\"sm_90a\"", "GPU architecture">,
+    Option<"sms", "sms", "int64_t", "132", "number of multiprocessors">,
+    Option<"smem", "smem", "int64_t", "232448",
+           "shared memory one CTA may use, in bytes">,
+    Option<"maxSplits", "max-splits", "int64_t", "16",
+           "most KV splits of a decode launch">
+  ];
+  let dependentDialects = ["::mlir::attn_gpu::AttnGPUDialect"];
+}
+
+def AttnAnalyzeMasks : Pass<"attn-analyze-masks"> {
+  let summary = "Classify KV tiles as empty, full or partial in closed form";
+  let description = [{
+    From `causal`, `window`, `sinks`, `segments` and `mask_mod`, derives which
+    keys are hidden from every query of a tile of rows (skipped tiles) and
+    which tiles need the per-element mask, and records it as
+    `attn_gpu.masks` on each planned `attn.attention`:
+
+    - `lower`: a window's left extent hides keys before `p - left` (except
+      `sinks` keys); `upper`: causality or a window's right extent hides
+      keys after `p (+ right)`;
+    - `partial = never` when nothing is masked and every tile is whole
+      (static key count that is a multiple of the tile); `always` with a
+      `mask_mod` or `segments`, which have no closed form; `edges`
+      otherwise: only tiles that cross a bound are masked.
+
+    Before:
+
+    ```mlir
+    %out = attn.attention(%q, %k, %v) {attn_gpu.plan = #attn_gpu.plan<...>, causal} : ...
+    ```
+
+    After:
+
+    ```mlir
+    %out = attn.attention(%q, %k, %v) {attn_gpu.masks = #attn_gpu.masks<lower = false,
+        upper = true, sinks = 0, partial = edges>, attn_gpu.plan = ..., causal} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::attn_gpu::AttnGPUDialect"];
+}
+
+def AttnSplitKV : Pass<"attn-split-kv"> {
+  let summary = "Split each request's keys into partial attentions and a merge";
+  let description = [{
+    An attention whose plan allows more than one KV split becomes an
+    attention with `kv_splits` whose results are f32 partial states, one per
+    share of the keys, followed by an `attn.merge_states` of those splits
+    that produces the original output (and LSE). Decode with few requests
+    then still fills the GPU.
+
+    Before:
+
+    ```mlir
+    %out = attn.attention(%q, %k, %v) {attn_gpu.plan = #attn_gpu.plan<decode, ..., kv_splits = 16, ...>}
+        : ... -> !attn.out<1x32x128xbf16>
+    ```
+
+    After:
+
+    ```mlir
+    %o, %l = attn.attention(%q, %k, %v) {attn_gpu.plan = ..., kv_splits = 16 : i64}
+        : ... -> !attn.out<1x32x128xf32>, !attn.lse<1x32>
+    %out, %lse = attn.merge_states (%o, %l) {kv_splits = 16 : i64}
+        : !attn.out<1x32x128xf32>, !attn.lse<1x32> -> !attn.out<1x32x128xbf16>
+    ```
+  }];
+}
+
+def AttnLowerToGPU : Pass<"attn-lower-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Turn planned attn ops into attn_gpu kernels and launches";
+  let description = [{
+    Each planned `attn.attention` becomes an `attn_gpu.kernel` (one CTA's
+    program: load the query rows, walk the visible KV tiles through a
+    `stages`-deep cp.async pipeline, two tensor-core products per tile,
+    modifiers everywhere and the mask only where `attn_gpu.masks` says a
+    tile can be partial, the online softmax, the store) and each
+    `attn.merge_states` an `attn_gpu.merge_kernel`; the ops themselves
+    become `attn_gpu.launch`es of those kernels.
+
+    Before:
+
+    ```mlir
+    %out = attn.attention(%q, %k, %v) {attn_gpu.masks = ..., attn_gpu.plan = ..., causal} : ...
+    ```
+
+    After:
+
+    ```mlir
+    %out = attn_gpu.launch @attention_0(%q, %k, %v) {geometry = #attn_gpu.launch<...>} : ...
+    attn_gpu.kernel @attention_0 target = ... plan = ... masks = ... {
+      %live = attn_gpu.begin : i1
+      scf.if %live {
+        attn_gpu.load_query
+        %begin, %end = attn_gpu.tile_range
+        attn_gpu.prefetch_tile %begin from !attn.kv<?x8x128xbf16>
+        scf.for %t = %begin to %end step %c1 {
+          attn_gpu.wait_tile %t
+          ...
+        }
+        attn_gpu.store_state
+      }
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::attn_gpu::AttnGPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def AttnGPUToEmitC : Pass<"attn-gpu-to-emitc", "::mlir::ModuleOp"> {
+  let summary = "Lower attn_gpu kernels to EmitC for MLIR's C++ printer";
+  let description = [{
+    Moves every kernel into `emitc.file "attnc_device"`: a compile-time
+    configuration struct for the device tile library, `__device__`
+    functions for the `score_mod` / `mask_mod` regions (through the upstream
+    arith and math conversions; loads from captured buffers read the
+    launch's strided views), and an `extern "C" __global__` function per
+    kernel whose body calls one tile-library function per `attn_gpu` op.
+    Host-side `attn_gpu.launch` ops stay. `mlir-translate
+    --mlir-to-cpp --file-id=attnc_device`, or `attnc compile --emit=cuda`,
+    prints the CUDA C++.
+
+    Before:
+
+    ```mlir
+    attn_gpu.kernel @attention_0 ... {
+      %live = attn_gpu.begin : i1
+      ...
+    }
+    ```
+
+    After:
+
+    ```mlir
+    emitc.file "attnc_device" {
+      emitc.include "attnc/device/attention.h"
+      emitc.verbatim "struct attention_0_config { ... };"
+      emitc.func @attention_0(%params: !emitc.opaque<"const attnc::AttnParams">)
+          attributes {specifiers = ["extern \"C\" __global__ __launch_bounds__(128, 1)"]} {
+        %cta = "emitc.variable"() ...
+        %live = emitc.call_opaque "attnc::ctaBegin"(%ptr, %params) ...
+        ...
+      }
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::emitc::EmitCDialect"];
+}
+
 #endif // ATTNC_DIALECT_ATTN_PASSES_TD

@@ -20,6 +20,12 @@ const char *toString(ErrorCode code) {
     return "parse error";
   case ErrorCode::Internal:
     return "internal error";
+  case ErrorCode::NoDevice:
+    return "no GPU";
+  case ErrorCode::CudaError:
+    return "CUDA error";
+  case ErrorCode::CompileError:
+    return "compile error";
   }
   return "unknown error";
 }

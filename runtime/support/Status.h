@@ -24,6 +24,9 @@ enum class ErrorCode {
   Unsupported,
   ParseError,
   Internal,
+  NoDevice,
+  CudaError,
+  CompileError,
 };
 
 const char *toString(ErrorCode code);

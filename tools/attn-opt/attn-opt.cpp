@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/Dialect/Attn/AttnDialect.h"
+#include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
 #include "attnc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,7 +17,8 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::attn::AttnDialect, mlir::arith::ArithDialect,
                   mlir::math::MathDialect, mlir::memref::MemRefDialect,
-                  mlir::func::FuncDialect>();
+                  mlir::func::FuncDialect, mlir::attn_gpu::AttnGPUDialect,
+                  mlir::scf::SCFDialect, mlir::emitc::EmitCDialect>();
   mlir::attn::registerAttnPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

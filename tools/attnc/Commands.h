@@ -9,6 +9,12 @@ namespace attnc {
 
 /// `attnc sim`: the serving simulator.
 void addSimCommand(CLI::App &app, int &exitCode);
+/// `attnc compile`: a variant to IR, CUDA C++, PTX or a cubin.
+void addCompileCommand(CLI::App &app, int &exitCode);
+/// `attnc run`: a variant on the GPU, checked against the reference.
+void addRunCommand(CLI::App &app, int &exitCode);
+/// `attnc cache list|clear`.
+void addCacheCommand(CLI::App &app, int &exitCode);
 
 } // namespace attnc
 

@@ -1,8 +1,13 @@
-//===- Passes.h - passes over the attn dialect ------------------*- C++ -*-===//
+//===- Passes.h - attnc's passes --------------------------------*- C++ -*-===//
 
 #ifndef ATTNC_TRANSFORMS_PASSES_H
 #define ATTNC_TRANSFORMS_PASSES_H
 
+#include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::attn {

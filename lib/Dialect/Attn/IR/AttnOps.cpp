@@ -317,9 +317,16 @@ void MergeStatesOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 }
 
 LogicalResult MergeStatesOp::verify() {
-  if (getOutputs().size() < 2)
+  if (std::optional<int64_t> splits = getKvSplits()) {
+    if (*splits < 2)
+      return emitOpError("kv_splits must be at least 2, got ") << *splits;
+    if (getOutputs().size() != 1)
+      return emitOpError("merges the splits of one state, got ")
+             << getOutputs().size() << " states";
+  } else if (getOutputs().size() < 2) {
     return emitOpError("needs at least two states to merge, got ")
            << getOutputs().size();
+  }
   Type stateType = getOutputs().front().getType();
   Type lseType = getLses().front().getType();
   if (!llvm::all_equal(getOutputs().getTypes()))

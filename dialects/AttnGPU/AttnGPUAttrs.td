@@ -1,0 +1,90 @@
+//===- AttnGPUAttrs.td - target, plan and mask analysis ----*- tablegen -*-===//
+
+#ifndef ATTNC_DIALECT_ATTNGPU_ATTRS_TD
+#define ATTNC_DIALECT_ATTNGPU_ATTRS_TD
+
+include "AttnGPUDialect.td"
+include "mlir/IR/EnumAttr.td"
+
+def AttnGPU_Schedule : I32EnumAttr<"Schedule", "kernel schedule", [
+    I32EnumAttrCase<"prefill", 0>,
+    I32EnumAttrCase<"decode", 1>]> {
+  let cppNamespace = "::mlir::attn_gpu";
+  let genSpecializedAttr = 0;
+}
+
+def AttnGPU_PartialTiles : I32EnumAttr<"PartialTiles",
+    "which KV tiles need the per-element mask", [
+    I32EnumAttrCase<"never", 0>,
+    I32EnumAttrCase<"edges", 1>,
+    I32EnumAttrCase<"always", 2>]> {
+  let cppNamespace = "::mlir::attn_gpu";
+  let genSpecializedAttr = 0;
+}
+
+def AttnGPU_TargetAttr : AttnGPU_Attr<"Target", "target"> {
+  let summary = "the GPU a variant is compiled for";
+  let description = [{
+    Architecture (`sm_90a`), number of multiprocessors and the shared memory
+    one CTA may use, in bytes. `attn-plan` sizes tiles and splits from it.
+  }];
+  let parameters = (ins StringRefParameter<>:$arch, "int64_t":$sms,
+                        "int64_t":$smem);
+  let assemblyFormat = "`<` $arch `,` `sms` `=` $sms `,` `smem` `=` $smem `>`";
+}
+
+def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
+  let summary = "how one attention is tiled and launched";
+  let description = [{
+    `prefill` gives each of 4 warps 16 query rows and the whole KV tile;
+    `decode` gives one 16-row tile (a request's GQA heads) to warps that each
+    take a slice of the KV tile, so few rows still keep every warp loading.
+    `kv_splits` is the most KV splits a launch may use (split-KV decode).
+  }];
+  let parameters = (ins
+    EnumParameter<AttnGPU_Schedule>:$schedule,
+    "int64_t":$blockM, "int64_t":$blockN,
+    "int64_t":$warpsM, "int64_t":$warpsN,
+    "int64_t":$stages, "int64_t":$kvSplits,
+    "bool":$queryInRegisters);
+  let assemblyFormat = [{
+    `<` $schedule `,` `block` `=` $blockM `x` $blockN `,`
+        `warps` `=` $warpsM `x` $warpsN `,` `stages` `=` $stages `,`
+        `kv_splits` `=` $kvSplits `,` `q_in_regs` `=` $queryInRegisters `>`
+  }];
+  let extraClassDeclaration = [{
+    int64_t getThreads() const { return 32 * getWarpsM() * getWarpsN(); }
+  }];
+}
+
+def AttnGPU_MaskAnalysisAttr : AttnGPU_Attr<"MaskAnalysis", "masks"> {
+  let summary = "closed-form classification of KV tiles";
+  let description = [{
+    For the query rows of one CTA, keys outside `[lower, upper)` are hidden
+    for every row (tiles there are empty and skipped); `lower` comes from a
+    window's left extent (`sinks` keys before it stay visible), `upper` from
+    causality or a window's right extent. `partial` says which visited tiles
+    need the per-element mask: `never` (no mask and whole tiles), `edges`
+    (tiles that cross a bound, decided per tile at run time) or `always`
+    (a `mask_mod` or document segments, which have no closed form).
+  }];
+  let parameters = (ins "bool":$lowerBound, "bool":$upperBound,
+                        "int64_t":$sinks,
+                        EnumParameter<AttnGPU_PartialTiles>:$partial);
+  let assemblyFormat = [{
+    `<` `lower` `=` $lowerBound `,` `upper` `=` $upperBound `,`
+        `sinks` `=` $sinks `,` `partial` `=` $partial `>`
+  }];
+}
+
+def AttnGPU_LaunchAttr : AttnGPU_Attr<"Launch", "launch"> {
+  let summary = "launch geometry of one kernel";
+  let parameters = (ins "int64_t":$threads, "int64_t":$smem,
+                        "int64_t":$blockM, "int64_t":$kvSplits);
+  let assemblyFormat = [{
+    `<` `threads` `=` $threads `,` `smem` `=` $smem `,` `block_m` `=` $blockM
+        `,` `kv_splits` `=` $kvSplits `>`
+  }];
+}
+
+#endif // ATTNC_DIALECT_ATTNGPU_ATTRS_TD

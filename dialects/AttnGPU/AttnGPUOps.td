@@ -1,0 +1,218 @@
+//===- AttnGPUOps.td - operations of the attn_gpu dialect --*- tablegen -*-===//
+
+#ifndef ATTNC_DIALECT_ATTNGPU_OPS_TD
+#define ATTNC_DIALECT_ATTNGPU_OPS_TD
+
+include "AttnGPUAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+def AttnGPU_KernelOp : AttnGPU_Op<"kernel", [
+    Symbol, IsolatedFromAbove, NoTerminator, SingleBlock]> {
+  let summary = "one attention kernel: the program of one CTA";
+  let description = [{
+    The body runs once per CTA; a CTA owns `block_m` rows (query tokens times
+    the query heads of one KV head) of one request and, under split-KV, one
+    share of its visible KV tiles. The variant's description (types, masks,
+    modifiers) and the `score_mod` / `mask_mod` regions come from the
+    `attn.attention` it implements; `plan`, `target` and `masks` say how it
+    is tiled.
+
+    ```mlir
+    attn_gpu.kernel @attention_0 target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
+        plan = #attn_gpu.plan<prefill, block = 64x64, warps = 4x1, stages = 2, kv_splits = 1, q_in_regs = true>
+        masks = #attn_gpu.masks<lower = false, upper = true, sinks = 0, partial = edges>
+        query = !attn.q<?x32x128xbf16> key = !attn.kv<?x8x128xbf16>
+        value = !attn.kv<?x8x128xbf16> output = !attn.out<?x32x128xbf16>
+        attributes {causal, scale = 0.0883883461 : f32} {
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    AttnGPU_TargetAttr:$target,
+    AttnGPU_PlanAttr:$plan,
+    AttnGPU_MaskAnalysisAttr:$masks,
+    TypeAttr:$query,
+    TypeAttr:$key,
+    TypeAttr:$value,
+    TypeAttr:$output,
+    UnitAttr:$has_lse,
+    UnitAttr:$causal,
+    OptionalAttr<AnyAttr>:$window,
+    OptionalAttr<I64Attr>:$sinks,
+    F32Attr:$scale,
+    OptionalAttr<F32Attr>:$softcap,
+    UnitAttr:$alibi,
+    UnitAttr:$segments,
+    TypeArrayAttr:$capture_types
+  );
+  let regions = (region SizedRegion<1>:$body,
+                        MaxSizedRegion<1>:$score_mod,
+                        MaxSizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $sym_name `target` `=` $target `plan` `=` $plan `masks` `=` $masks
+    `query` `=` $query `key` `=` $key `value` `=` $value `output` `=` $output
+    `captures` `=` $capture_types
+    attr-dict-with-keyword $body
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Bytes of dynamic shared memory the kernel needs.
+    int64_t getSharedMemoryBytes();
+  }];
+}
+
+def AttnGPU_MergeKernelOp : AttnGPU_Op<"merge_kernel", [Symbol]> {
+  let summary = "a kernel that merges attention states row by row";
+  let description = [{
+    Merges `(out_i, lse_i)` states of the same rows over disjoint key sets
+    (split-KV partials or the operands of `attn.merge_states`); one warp per
+    `(token, head)` row.
+
+    ```mlir
+    attn_gpu.merge_kernel @merge_1 input = f32 output = bf16 v_dim = 128
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$input,
+                       TypeAttr:$output, I64Attr:$v_dim);
+  let assemblyFormat = [{
+    $sym_name `input` `=` $input `output` `=` $output `v_dim` `=` $v_dim
+    attr-dict
+  }];
+}
+
+def AttnGPU_YieldOp : AttnGPU_Op<"yield", [
+    Pure, Terminator, HasParent<"KernelOp">]> {
+  let summary = "the value of a kernel's score_mod or mask_mod region";
+  let arguments = (ins AnyTypeOf<[F32, I1]>:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+def AttnGPU_LaunchOp : AttnGPU_Op<"launch", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "run a kernel over the whole batch";
+  let description = [{
+    Launches `kernel` on the operands (an attention's query, key, value,
+    segments and captures, or the states a merge kernel merges). A launch of
+    an attention whose plan has `kv_splits > 1` produces that many partial
+    states, which the merge launch that follows consumes.
+
+    ```mlir
+    %o, %l = attn_gpu.launch @attention_0(%q, %k, %v)
+        {geometry = #attn_gpu.launch<threads = 128, smem = 16896, block_m = 16, kv_splits = 16>}
+        : (!attn.q<1x32x128xbf16>, !attn.kv<?x8x128xbf16>, !attn.kv<?x8x128xbf16>)
+        -> (!attn.out<1x32x128xf32>, !attn.lse<1x32>)
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$kernel, Variadic<AnyType>:$args,
+                       AttnGPU_LaunchAttr:$geometry);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $kernel `(` $args `)` attr-dict `:` functional-type($args, $results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Device ops: the steps of one CTA, inside an attn_gpu.kernel
+//===----------------------------------------------------------------------===//
+
+class AttnGPU_DeviceOp<string mnemonic, list<Trait> traits = []>
+    : AttnGPU_Op<mnemonic, traits # [
+        ParentOneOf<["KernelOp", "::mlir::scf::ForOp", "::mlir::scf::IfOp"]>]>;
+
+def AttnGPU_BeginOp : AttnGPU_DeviceOp<"begin"> {
+  let summary = "locate the CTA's rows, request and KV range";
+  let description = [{
+    Reads the request's lengths (dense, ragged index pointers or page
+    tables) and plans the CTA's visible KV tiles; false for a CTA past the
+    end of its request, which does nothing.
+  }];
+  let results = (outs I1:$live);
+  let assemblyFormat = "attr-dict `:` type($live)";
+}
+
+def AttnGPU_LoadQueryOp : AttnGPU_DeviceOp<"load_query"> {
+  let summary = "asynchronously load the CTA's query rows into shared memory";
+  let assemblyFormat = "attr-dict";
+}
+
+def AttnGPU_TileRangeOp : AttnGPU_DeviceOp<"tile_range", [Pure]> {
+  let summary = "the CTA's KV tiles, from the closed-form mask bounds";
+  let description = [{
+    Tiles are numbered in visiting order: sink tiles first, then the tiles
+    between the kernel's `masks` bounds; under split-KV the CTA gets its
+    share of that sequence.
+  }];
+  let results = (outs Index:$begin, Index:$end);
+  let assemblyFormat = "attr-dict";
+}
+
+def AttnGPU_PrefetchTileOp : AttnGPU_DeviceOp<"prefetch_tile"> {
+  let summary = "start the cp.async load of a K/V tile into its stage";
+  let description = [{
+    Loads key and value rows of visiting-order tile `tile` (nothing past the
+    CTA's last tile) into pipeline stage `tile % stages`, gathering rows
+    through the page table when the cache is paged.
+  }];
+  let arguments = (ins Index:$tile, TypeAttr:$kv);
+  let assemblyFormat = "$tile `from` $kv attr-dict";
+}
+
+def AttnGPU_WaitTileOp : AttnGPU_DeviceOp<"wait_tile"> {
+  let summary = "wait for a K/V tile and release the stage it replaces";
+  let arguments = (ins Index:$tile);
+  let assemblyFormat = "$tile attr-dict";
+}
+
+def AttnGPU_ScoreMmaOp : AttnGPU_DeviceOp<"score_mma"> {
+  let summary = "S = Q K^T on tensor cores (mma.sync m16n8k16)";
+  let arguments = (ins Index:$tile);
+  let assemblyFormat = "$tile attr-dict";
+}
+
+def AttnGPU_TileIsPartialOp : AttnGPU_DeviceOp<"tile_is_partial", [Pure]> {
+  let summary = "whether a tile needs the per-element mask";
+  let arguments = (ins Index:$tile);
+  let results = (outs I1:$partial);
+  let assemblyFormat = "$tile attr-dict `:` type($partial)";
+}
+
+def AttnGPU_ModifyScoresOp : AttnGPU_DeviceOp<"modify_scores"> {
+  let summary = "scale, soft-cap, ALiBi, score_mod, then (if masked) masks";
+  let arguments = (ins Index:$tile, UnitAttr:$masked);
+  let assemblyFormat = "$tile attr-dict";
+}
+
+def AttnGPU_SoftmaxUpdateOp : AttnGPU_DeviceOp<"softmax_update"> {
+  let summary = "online softmax: new row maxima, rescale, exponentiate";
+  let assemblyFormat = "attr-dict";
+}
+
+def AttnGPU_ValueMmaOp : AttnGPU_DeviceOp<"value_mma"> {
+  let summary = "O += P V on tensor cores, P straight from registers";
+  let arguments = (ins Index:$tile);
+  let assemblyFormat = "$tile attr-dict";
+}
+
+def AttnGPU_StoreStateOp : AttnGPU_DeviceOp<"store_state"> {
+  let summary = "merge the warps' states, normalize, store output and LSE";
+  let description = [{
+    Under split-KV the CTA's state goes, in f32, to the partial buffers that
+    a merge kernel reads.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+#endif // ATTNC_DIALECT_ATTNGPU_OPS_TD

@@ -1,0 +1,50 @@
+//===- Checker.h - run a variant on the GPU against the reference -*- C++ -*-===//
+//
+// `attnc run --check` and the GPU tests: random inputs (never zeros) in the
+// variant's layouts (ragged index pointers, shuffled pages), outputs
+// poisoned with NaN before the launch, the kernels run, and every output
+// compared with the double-precision reference evaluated on the attn-level
+// function (regions interpreted in double).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_COMPILER_CHECKER_H
+#define ATTNC_COMPILER_CHECKER_H
+
+#include "attnc/Compiler/Compiler.h"
+
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+struct RunShape {
+  int batch = 2;
+  int qLen = 0;  // queries per request where the type says `?` (0: 64)
+  int kvLen = 256;
+  /// Ragged and paged requests get random lengths in [len/2, len].
+  bool varyLengths = true;
+  int splits = 0; // force the KV splits of split-KV launches (0: auto)
+  unsigned seed = 1;
+  int timingIterations = 0;
+};
+
+struct RunReport {
+  /// Largest relative error over the function's outputs.
+  double maxError = 0;
+  std::vector<std::string> outputErrors; // "out 0: 3.1e-3"
+  double milliseconds = 0; // mean per launch sequence, when timed
+  std::string layoutSummary;
+};
+
+/// Compiles (through the caches) and runs `source`'s function once on
+/// random inputs, and compares with the reference.
+StatusOr<RunReport> runAndCheck(const std::string &source,
+                                const std::string &fileName,
+                                const CompileOptions &options,
+                                const RunShape &shape,
+                                const std::string &cacheDir = "");
+
+} // namespace attnc
+
+#endif // ATTNC_COMPILER_CHECKER_H

@@ -1,0 +1,71 @@
+//===- Compiler.h - from a variant to CUDA C++, a cubin and a program -*- C++ -*-===//
+//
+// The driver behind `attnc compile`, `attnc run` and the JIT: parse a
+// variant, run the pass pipeline (canonicalize, plan, analyze masks, split
+// KV, lower to attn_gpu, lower to EmitC), print CUDA C++, describe the host
+// launches as a Program, compile with NVRTC and cache the result.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_COMPILER_COMPILER_H
+#define ATTNC_COMPILER_COMPILER_H
+
+#include "exec/Program.h"
+#include "support/Status.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+
+namespace attnc {
+
+struct CompileOptions {
+  std::string arch = "sm_90a";
+  int64_t sms = 132;
+  int64_t smem = 232448;
+  int64_t maxSplits = 16;
+  bool printIRAfterAll = false;
+};
+
+/// Stages of the pipeline, for --emit.
+enum class Stage { Attn, Gpu, EmitC };
+
+/// Registers every dialect attnc's inputs and pipeline use.
+void registerAttncDialects(mlir::MLIRContext &context);
+
+/// Parses `source`; diagnostics go to the context's handler.
+mlir::OwningOpRef<mlir::ModuleOp> parseVariant(const std::string &source,
+                                               const std::string &fileName,
+                                               mlir::MLIRContext &context);
+
+/// Runs the pipeline up to and including `stage`; on the way, describes the
+/// host launches into `program` (when given) once they exist.
+mlir::LogicalResult lowerVariant(mlir::ModuleOp module,
+                                 const CompileOptions &options, Stage stage,
+                                 Program *program = nullptr);
+
+/// Prints the device file of a module lowered to EmitC as CUDA C++.
+mlir::LogicalResult printCuda(mlir::ModuleOp module, std::string &cuda);
+
+/// A variant compiled all the way: what the cache stores.
+struct CompiledVariant {
+  Program program;
+  std::string cuda;
+  std::string cubin;
+  std::string ptxasLog;
+  double frontendMs = 0, nvrtcMs = 0; // 0 when it came from the cache
+  bool fromCache = false;
+};
+
+/// Compiles `source` for `options.arch`, through the disk cache under
+/// `cacheDir` ("" for the default; "-" for none) and the in-process cache.
+StatusOr<CompiledVariant> compileVariant(const std::string &source,
+                                         const std::string &fileName,
+                                         const CompileOptions &options,
+                                         const std::string &cacheDir = "");
+
+} // namespace attnc
+
+#endif // ATTNC_COMPILER_COMPILER_H

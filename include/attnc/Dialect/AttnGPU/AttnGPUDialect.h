@@ -1,0 +1,25 @@
+//===- AttnGPUDialect.h - the attn_gpu dialect ------------------*- C++ -*-===//
+//
+// Entry point for users of the attn_gpu dialect: the dialect, its enums,
+// attributes and operations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_DIALECT_ATTNGPU_ATTNGPUDIALECT_H
+#define ATTNC_DIALECT_ATTNGPU_ATTNGPUDIALECT_H
+
+#include "attnc/Dialect/Attn/AttnDialect.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "attnc/Dialect/AttnGPU/AttnGPUDialect.h.inc"
+#include "attnc/Dialect/AttnGPU/AttnGPUEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "attnc/Dialect/AttnGPU/AttnGPUAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "attnc/Dialect/AttnGPU/AttnGPUOps.h.inc"
+
+#endif // ATTNC_DIALECT_ATTNGPU_ATTNGPUDIALECT_H

@@ -1,0 +1,601 @@
+//===- Checker.cpp - run a variant on the GPU against the reference -------===//
+
+#include "attnc/Compiler/Checker.h"
+
+#include "RegionInterpreter.h"
+#include "attnc/Dialect/Attn/AttnDialect.h"
+#include "exec/Executor.h"
+#include "reference/Reference.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+using namespace mlir;
+
+namespace attnc {
+namespace {
+
+uint16_t toBF16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  bits += 0x7fff + ((bits >> 16) & 1); // round to nearest even
+  return uint16_t(bits >> 16);
+}
+float fromBF16(uint16_t half) {
+  uint32_t bits = uint32_t(half) << 16;
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
+uint16_t toF16(float value) {
+  // Values here are small normals; round to nearest through the exponent.
+  if (value == 0.0f)
+    return 0;
+  uint16_t sign = value < 0 ? 0x8000 : 0;
+  float a = std::fabs(value);
+  int exponent;
+  float mantissa = std::frexp(a, &exponent); // a = m * 2^e, m in [0.5, 1)
+  int biased = exponent + 14;
+  if (biased <= 0) { // subnormal
+    int m = int(std::nearbyint(a / std::ldexp(1.0f, -24)));
+    return uint16_t(sign | m);
+  }
+  int m = int(std::nearbyint((mantissa * 2 - 1) * 1024));
+  if (m == 1024) {
+    m = 0;
+    ++biased;
+  }
+  return uint16_t(sign | (biased << 10) | m);
+}
+float fromF16(uint16_t half) {
+  int exponent = (half >> 10) & 0x1f, mantissa = half & 0x3ff;
+  float value = exponent == 0 ? std::ldexp(float(mantissa), -24)
+                : exponent == 31
+                    ? (mantissa ? NAN : INFINITY)
+                    : std::ldexp(float(mantissa + 1024), exponent - 25);
+  return (half & 0x8000) ? -value : value;
+}
+
+void storeElement(DType type, std::vector<uint8_t> &bytes, size_t index,
+                  double value) {
+  switch (type) {
+  case DType::BF16: {
+    uint16_t v = toBF16(float(value));
+    std::memcpy(&bytes[index * 2], &v, 2);
+    break;
+  }
+  case DType::F16: {
+    uint16_t v = toF16(float(value));
+    std::memcpy(&bytes[index * 2], &v, 2);
+    break;
+  }
+  case DType::F32: {
+    float v = float(value);
+    std::memcpy(&bytes[index * 4], &v, 4);
+    break;
+  }
+  case DType::I32: {
+    int32_t v = int32_t(value);
+    std::memcpy(&bytes[index * 4], &v, 4);
+    break;
+  }
+  }
+}
+
+double loadElement(DType type, const std::vector<uint8_t> &bytes,
+                   size_t index) {
+  switch (type) {
+  case DType::BF16: {
+    uint16_t v;
+    std::memcpy(&v, &bytes[index * 2], 2);
+    return fromBF16(v);
+  }
+  case DType::F16: {
+    uint16_t v;
+    std::memcpy(&v, &bytes[index * 2], 2);
+    return fromF16(v);
+  }
+  case DType::F32: {
+    float v;
+    std::memcpy(&v, &bytes[index * 4], 4);
+    return v;
+  }
+  case DType::I32: {
+    int32_t v;
+    std::memcpy(&v, &bytes[index * 4], 4);
+    return v;
+  }
+  }
+  return 0;
+}
+
+/// Logical data of one value on the host: per request [len][heads][dim]
+/// (lse: [len][heads]), or a buffer.
+struct HostValue {
+  std::vector<std::vector<double>> requests;
+  HostBuffer buffer;
+};
+
+struct Problem {
+  int batch = 0;
+  std::vector<int> qLens, kvLens, qOffsets, kvOffsets, pageOffsets;
+  std::vector<int32_t> pageIndices, lastPageLen;
+  int64_t qTokens = 0, kvTokens = 0, numPages = 0;
+  int pageSize = 0;
+};
+
+class Run {
+public:
+  Run(const CompiledVariant &compiled, const RunShape &shape,
+      cuda::Driver &driver)
+      : compiled(compiled), program(compiled.program), shape(shape),
+        driver(driver), rng(shape.seed) {}
+
+  StatusOr<RunReport> run(func::FuncOp reference);
+
+private:
+  Status planLengths();
+  Status upload(const std::vector<uint8_t> &bytes, cuda::CUdeviceptr &ptr);
+  void fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
+                 std::vector<int64_t> &sizes, bool querySegments,
+                 bool keySegments);
+  Status evaluateReference(func::FuncOp func,
+                           llvm::DenseMap<Value, HostValue> &values);
+
+  const CompiledVariant &compiled;
+  const Program &program;
+  RunShape shape;
+  cuda::Driver &driver;
+  std::mt19937 rng;
+  Problem problem;
+  std::vector<cuda::DeviceBuffer> buffers;
+};
+
+Status Run::upload(const std::vector<uint8_t> &bytes, cuda::CUdeviceptr &ptr) {
+  StatusOr<cuda::DeviceBuffer> buffer =
+      cuda::DeviceBuffer::allocate(driver, bytes.size());
+  if (!buffer.ok())
+    return buffer.status();
+  if (Status s = driver.copyToDevice(buffer->get(), bytes.data(), bytes.size());
+      !s.ok())
+    return s;
+  ptr = buffer->get();
+  buffers.push_back(std::move(*buffer));
+  return Status();
+}
+
+Status Run::planLengths() {
+  const ValueSpec *query = nullptr;
+  bool anyDenseKV = false, pagedKV = false, raggedKV = false;
+  int64_t kvStatic = -1;
+  for (const ValueSpec &v : program.values) {
+    if (v.kind == ValueSpec::Kind::Query && !query)
+      query = &v;
+    if (v.kind == ValueSpec::Kind::KV) {
+      anyDenseKV |= v.layout == Layout::Dense;
+      pagedKV |= v.layout == Layout::Paged;
+      raggedKV |= v.layout == Layout::Ragged;
+      if (v.seqLen > 0)
+        kvStatic = v.seqLen;
+      if (v.layout == Layout::Paged) {
+        if (problem.pageSize && problem.pageSize != v.pageSize)
+          return Status::error(ErrorCode::Unsupported,
+                               "attnc run needs one page size per function");
+        problem.pageSize = int(v.pageSize);
+      }
+    }
+  }
+  if (!query)
+    return Status::error(ErrorCode::InvalidArgument, "no query argument");
+  if (pagedKV && raggedKV)
+    return Status::error(ErrorCode::Unsupported,
+                         "attnc run cannot mix ragged and paged keys");
+  problem.batch = shape.batch;
+  int qLen = query->seqLen > 0 ? int(query->seqLen)
+                               : (shape.qLen > 0 ? shape.qLen : 64);
+  int kvLen = kvStatic > 0 ? int(kvStatic) : shape.kvLen;
+  bool qVaries = shape.varyLengths && query->layout == Layout::Ragged &&
+                 query->seqLen < 0;
+  bool kvVaries = shape.varyLengths && !anyDenseKV && kvStatic < 0;
+  auto pick = [&](int len, bool varies) {
+    if (!varies || len <= 1)
+      return len;
+    return std::uniform_int_distribution<int>(std::max(1, len / 2), len)(rng);
+  };
+  for (int b = 0; b < problem.batch; ++b) {
+    problem.qOffsets.push_back(int(problem.qTokens));
+    problem.kvOffsets.push_back(int(problem.kvTokens));
+    problem.qLens.push_back(pick(qLen, qVaries));
+    problem.kvLens.push_back(pick(kvLen, kvVaries));
+    problem.qTokens += problem.qLens.back();
+    problem.kvTokens += problem.kvLens.back();
+  }
+  problem.qOffsets.push_back(int(problem.qTokens));
+  problem.kvOffsets.push_back(int(problem.kvTokens));
+  if (pagedKV) {
+    int P = problem.pageSize;
+    problem.pageOffsets.push_back(0);
+    for (int b = 0; b < problem.batch; ++b) {
+      int pages = (problem.kvLens[b] + P - 1) / P;
+      problem.pageOffsets.push_back(problem.pageOffsets.back() + pages);
+      problem.lastPageLen.push_back(problem.kvLens[b] - (pages - 1) * P);
+    }
+    // Shuffled pages, with a few unused ones, as a real pool has.
+    problem.numPages = problem.pageOffsets.back() + 3;
+    std::vector<int32_t> all(problem.numPages);
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), rng);
+    problem.pageIndices.assign(all.begin(),
+                               all.begin() + problem.pageOffsets.back());
+  }
+  return Status();
+}
+
+void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
+                    std::vector<int64_t> &sizes, bool querySegments,
+                    bool keySegments) {
+  const ValueSpec &spec = program.values[id];
+  std::normal_distribution<double> normal(0.0, 1.0);
+  auto rounded = [&](double v) {
+    return spec.dtype == DType::BF16   ? double(fromBF16(toBF16(float(v))))
+           : spec.dtype == DType::F16 ? double(fromF16(toF16(float(v))))
+                                      : v;
+  };
+  if (spec.kind == ValueSpec::Kind::Buffer) {
+    int64_t maxLen = 0;
+    for (int b = 0; b < problem.batch; ++b)
+      maxLen = std::max<int64_t>(
+          maxLen, std::max(problem.qLens[b], problem.kvLens[b]));
+    sizes.clear();
+    for (size_t d = 0; d < spec.shape.size(); ++d) {
+      int64_t size = spec.shape[d];
+      if (size < 0)
+        size = querySegments ? problem.qTokens
+               : keySegments ? problem.kvTokens
+               : (spec.shape.size() == 2 && d == 0) ? problem.batch
+                                                    : maxLen;
+      sizes.push_back(size);
+    }
+    int64_t count = 1;
+    for (int64_t s : sizes)
+      count *= s;
+    host.buffer.sizes = sizes;
+    host.buffer.data.resize(count);
+    bytes.assign(count * byteSize(spec.dtype), 0);
+    for (int64_t i = 0; i < count; ++i) {
+      double v;
+      if (querySegments || keySegments) {
+        // Documents of 37 positions, in bottom-right aligned positions.
+        int b = 0;
+        const std::vector<int> &offsets =
+            querySegments ? problem.qOffsets : problem.kvOffsets;
+        while (offsets[b + 1] <= i)
+          ++b;
+        int64_t local = i - offsets[b];
+        int64_t pos = querySegments
+                          ? local + problem.kvLens[b] - problem.qLens[b]
+                          : local;
+        v = double(pos / 37);
+      } else if (spec.dtype == DType::I32) {
+        v = double((i % sizes.back()) / 37); // document ids along a row
+      } else {
+        v = rounded(normal(rng));
+      }
+      host.buffer.data[i] = v;
+      storeElement(spec.dtype, bytes, i, v);
+    }
+    return;
+  }
+  bool isQuery = spec.kind == ValueSpec::Kind::Query;
+  const std::vector<int> &lens = isQuery ? problem.qLens : problem.kvLens;
+  int64_t rowElems = spec.heads * spec.dim;
+  int64_t totalRows;
+  if (spec.layout == Layout::Paged)
+    totalRows = problem.numPages * problem.pageSize;
+  else if (spec.layout == Layout::Ragged)
+    totalRows = isQuery ? problem.qTokens : problem.kvTokens;
+  else
+    totalRows = int64_t(problem.batch) *
+                (isQuery ? *std::max_element(lens.begin(), lens.end())
+                         : *std::max_element(lens.begin(), lens.end()));
+  bytes.assign(totalRows * rowElems * byteSize(spec.dtype), 0);
+  // Unused rows and pages hold random data too, so that reading them shows.
+  for (int64_t i = 0; i < totalRows * rowElems; ++i)
+    storeElement(spec.dtype, bytes, i, normal(rng));
+  host.requests.resize(problem.batch);
+  for (int b = 0; b < problem.batch; ++b) {
+    std::vector<double> &logical = host.requests[b];
+    logical.resize(int64_t(lens[b]) * rowElems);
+    for (int j = 0; j < lens[b]; ++j)
+      for (int64_t h = 0; h < spec.heads; ++h)
+        for (int64_t d = 0; d < spec.dim; ++d) {
+          double v = rounded(normal(rng));
+          logical[(j * spec.heads + h) * spec.dim + d] = v;
+          int64_t index;
+          if (spec.layout == Layout::Paged) {
+            int P = problem.pageSize;
+            int64_t page =
+                problem.pageIndices[problem.pageOffsets[b] + j / P];
+            int slot = j % P;
+            index = spec.hnd ? ((page * spec.heads + h) * P + slot) * spec.dim + d
+                             : ((page * P + slot) * spec.heads + h) * spec.dim + d;
+          } else {
+            int64_t row = spec.layout == Layout::Ragged
+                              ? (isQuery ? problem.qOffsets[b]
+                                         : problem.kvOffsets[b]) + j
+                              : int64_t(b) * lens[b] + j;
+            index = (row * spec.heads + h) * spec.dim + d;
+          }
+          storeElement(spec.dtype, bytes, index, v);
+        }
+  }
+}
+
+reference::Variant variantOf(attn::AttentionOp op, std::string &error,
+                             std::vector<const HostBuffer *> captures) {
+  reference::Variant v;
+  v.qHeads = op.getQuery().getType().getNumHeads();
+  v.kvHeads = op.getNumKVHeads();
+  v.qkDim = op.getQKHeadDim();
+  v.vDim = op.getVHeadDim();
+  v.causal = op.getCausal();
+  if (auto window = op.getWindowAttr()) {
+    v.windowLeft = window.getLeft();
+    v.windowRight = window.getRight();
+  }
+  v.sinks = op.getSinks().value_or(0);
+  v.scale = op.getEffectiveScale();
+  if (op.getSoftcap())
+    v.softcap = op.getSoftcap()->convertToDouble();
+  v.alibi = op.getAlibi();
+  v.segments = op.getQuerySegments() != nullptr;
+  Operation *raw = op.getOperation();
+  if (!op.getScoreMod().empty())
+    v.scoreMod = [raw, captures, &error](double s, int64_t b, int64_t h,
+                                         int64_t i, int64_t j) {
+      auto r = evaluateRegion(cast<attn::AttentionOp>(raw).getScoreMod(),
+                              {s, double(b), double(h), double(i), double(j)},
+                              captures, error);
+      return r ? *r : s;
+    };
+  if (!op.getMaskMod().empty())
+    v.maskMod = [raw, captures, &error](int64_t b, int64_t h, int64_t i,
+                                        int64_t j) {
+      auto r = evaluateRegion(cast<attn::AttentionOp>(raw).getMaskMod(),
+                              {double(b), double(h), double(i), double(j)},
+                              captures, error);
+      return r && *r != 0;
+    };
+  return v;
+}
+
+Status Run::evaluateReference(func::FuncOp func,
+                              llvm::DenseMap<Value, HostValue> &values) {
+  std::string error;
+  for (Operation &op : func.getBody().front()) {
+    if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
+      std::vector<const HostBuffer *> captures;
+      for (Value c : attention.getCaptures())
+        captures.push_back(&values[c].buffer);
+      reference::Variant variant = variantOf(attention, error, captures);
+      HostValue &out = values[attention.getOutput()];
+      HostValue lse;
+      for (int b = 0; b < problem.batch; ++b) {
+        reference::Request request;
+        request.qLen = problem.qLens[b];
+        request.kvLen = problem.kvLens[b];
+        request.q = values[attention.getQuery()].requests[b];
+        request.k = values[attention.getKey()].requests[b];
+        request.v = values[attention.getValue()].requests[b];
+        if (attention.getQuerySegments()) {
+          const auto &qs = values[attention.getQuerySegments()].buffer.data;
+          const auto &ks = values[attention.getKeySegments()].buffer.data;
+          for (int i = 0; i < request.qLen; ++i)
+            request.qSegments.push_back(int32_t(qs[problem.qOffsets[b] + i]));
+          for (int j = 0; j < request.kvLen; ++j)
+            request.kvSegments.push_back(int32_t(ks[problem.kvOffsets[b] + j]));
+        }
+        reference::State state = reference::attention(variant, request, b);
+        out.requests.push_back(std::move(state.out));
+        lse.requests.push_back(std::move(state.lse));
+      }
+      if (attention.getLse())
+        values[attention.getLse()] = std::move(lse);
+      if (!error.empty())
+        return Status::error(ErrorCode::Unsupported, error);
+      continue;
+    }
+    if (auto merge = dyn_cast<attn::MergeStatesOp>(op)) {
+      HostValue out, lse;
+      int64_t vDim = merge.getOutput().getType().getHeadDim();
+      for (int b = 0; b < problem.batch; ++b) {
+        std::vector<reference::State> states;
+        for (auto [o, l] : llvm::zip(merge.getOutputs(), merge.getLses()))
+          states.push_back({values[o].requests[b], values[l].requests[b]});
+        reference::State merged = reference::mergeStates(states, vDim);
+        out.requests.push_back(std::move(merged.out));
+        lse.requests.push_back(std::move(merged.lse));
+      }
+      values[merge.getOutput()] = std::move(out);
+      values[merge.getLse()] = std::move(lse);
+      continue;
+    }
+    if (isa<func::ReturnOp>(op))
+      continue;
+    return Status::error(ErrorCode::Unsupported,
+                         "the reference cannot run " +
+                             op.getName().getStringRef().str());
+  }
+  return Status();
+}
+
+StatusOr<RunReport> Run::run(func::FuncOp reference) {
+  if (Status s = planLengths(); !s.ok())
+    return s;
+  if (reference.getNumArguments() != program.inputs.size())
+    return Status::error(ErrorCode::Internal, "program and function differ");
+  // Which arguments are document segments.
+  llvm::DenseSet<Value> querySegments, keySegments;
+  reference.walk([&](attn::AttentionOp op) {
+    if (op.getQuerySegments()) {
+      querySegments.insert(op.getQuerySegments());
+      keySegments.insert(op.getKeySegments());
+    }
+  });
+  Binding binding;
+  binding.values.assign(program.values.size(), 0);
+  binding.bufferSizes.assign(program.values.size(), {});
+  llvm::DenseMap<Value, HostValue> host;
+  for (auto [arg, id] : llvm::zip(reference.getArguments(), program.inputs)) {
+    std::vector<uint8_t> bytes;
+    fillInput(id, host[arg], bytes, binding.bufferSizes[id],
+              querySegments.contains(arg), keySegments.contains(arg));
+    if (Status s = upload(bytes, binding.values[id]); !s.ok())
+      return s;
+  }
+  BatchLayout layout;
+  layout.batch = problem.batch;
+  layout.qLen = *std::max_element(problem.qLens.begin(), problem.qLens.end());
+  layout.kvLen = *std::max_element(problem.kvLens.begin(), problem.kvLens.end());
+  layout.qTokens = problem.qTokens;
+  auto uploadInts = [&](const std::vector<int> &ints, cuda::CUdeviceptr &ptr) {
+    std::vector<uint8_t> bytes(ints.size() * 4);
+    std::memcpy(bytes.data(), ints.data(), bytes.size());
+    return upload(bytes, ptr);
+  };
+  if (Status s = uploadInts(problem.qOffsets, layout.qIndptr); !s.ok())
+    return s;
+  if (problem.pageSize) {
+    std::vector<int> indices(problem.pageIndices.begin(),
+                             problem.pageIndices.end());
+    std::vector<int> last(problem.lastPageLen.begin(),
+                          problem.lastPageLen.end());
+    if (Status s = uploadInts(problem.pageOffsets, layout.kvIndptr); !s.ok())
+      return s;
+    if (Status s = uploadInts(indices, layout.pageIndices); !s.ok())
+      return s;
+    if (Status s = uploadInts(last, layout.lastPageLen); !s.ok())
+      return s;
+  } else if (Status s = uploadInts(problem.kvOffsets, layout.kvIndptr);
+             !s.ok()) {
+    return s;
+  }
+  // Outputs start as NaN: a row the kernels forget to write fails.
+  for (int id : program.outputs) {
+    const ValueSpec &spec = program.values[id];
+    std::vector<uint8_t> poison(problem.qTokens * spec.heads * spec.dim *
+                                    byteSize(spec.dtype),
+                                0xff);
+    if (Status s = upload(poison, binding.values[id]); !s.ok())
+      return s;
+  }
+  StatusOr<LoadedModule> module = LoadedModule::load(driver, compiled.cubin);
+  if (!module.ok())
+    return module.status();
+  Executor executor(driver, program, *module);
+  if (Status s = executor.run(layout, binding, nullptr, shape.splits); !s.ok())
+    return s;
+  if (Status s = driver.synchronize(); !s.ok())
+    return s;
+
+  RunReport report;
+  if (shape.timingIterations > 0) {
+    StatusOr<cuda::CUevent> begin = driver.createEvent();
+    StatusOr<cuda::CUevent> end = driver.createEvent();
+    if (!begin.ok() || !end.ok())
+      return begin.ok() ? end.status() : begin.status();
+    (void)driver.record(*begin, nullptr);
+    for (int i = 0; i < shape.timingIterations; ++i)
+      if (Status s = executor.run(layout, binding, nullptr, shape.splits);
+          !s.ok())
+        return s;
+    (void)driver.record(*end, nullptr);
+    StatusOr<float> ms = driver.elapsed(*begin, *end);
+    if (!ms.ok())
+      return ms.status();
+    report.milliseconds = *ms / shape.timingIterations;
+  }
+
+  if (Status s = evaluateReference(reference, host); !s.ok())
+    return s;
+  auto returned = cast<func::ReturnOp>(reference.getBody().front().back());
+  for (auto [index, pair] :
+       llvm::enumerate(llvm::zip(returned.getOperands(), program.outputs))) {
+    auto [value, id] = pair;
+    const ValueSpec &spec = program.values[id];
+    std::vector<uint8_t> bytes(problem.qTokens * spec.heads * spec.dim *
+                               byteSize(spec.dtype));
+    if (Status s = driver.copyToHost(bytes.data(), binding.values[id],
+                                     bytes.size());
+        !s.ok())
+      return s;
+    std::vector<double> got, want;
+    const HostValue &expected = host[value];
+    int64_t rowElems = spec.heads * spec.dim;
+    for (int b = 0; b < problem.batch; ++b)
+      for (int i = 0; i < problem.qLens[b]; ++i) {
+        int64_t row = spec.layout == Layout::Ragged
+                          ? problem.qOffsets[b] + i
+                          : int64_t(b) * problem.qLens[b] + i;
+        for (int64_t e = 0; e < rowElems; ++e) {
+          got.push_back(loadElement(spec.dtype, bytes, row * rowElems + e));
+          want.push_back(expected.requests[b][i * rowElems + e]);
+        }
+      }
+    double error = reference::relativeError(got, want);
+    report.maxError = std::max(report.maxError, error);
+    char line[96];
+    std::snprintf(line, sizeof(line), "%s %zu: relative error %.3g",
+                  spec.kind == ValueSpec::Kind::Lse ? "lse" : "out", index,
+                  error);
+    report.outputErrors.push_back(line);
+  }
+  report.layoutSummary =
+      "batch " + std::to_string(problem.batch) + ", " +
+      std::to_string(problem.qTokens) + " query tokens, " +
+      std::to_string(problem.kvTokens) + " keys" +
+      (problem.pageSize ? ", " + std::to_string(problem.numPages) +
+                              " shuffled pages of " +
+                              std::to_string(problem.pageSize)
+                        : std::string());
+  return report;
+}
+
+} // namespace
+
+StatusOr<RunReport> runAndCheck(const std::string &source,
+                                const std::string &fileName,
+                                const CompileOptions &options,
+                                const RunShape &shape,
+                                const std::string &cacheDir) {
+  StatusOr<cuda::Driver *> driver = cuda::Driver::get();
+  if (!driver.ok())
+    return driver.status();
+  CompileOptions target = options;
+  target.arch = (*driver)->device().arch();
+  target.sms = (*driver)->device().multiprocessors;
+  target.smem = (*driver)->device().sharedMemoryPerBlockOptin;
+  StatusOr<CompiledVariant> compiled =
+      compileVariant(source, fileName, target, cacheDir);
+  if (!compiled.ok())
+    return compiled.status();
+
+  MLIRContext context(MLIRContext::Threading::DISABLED);
+  registerAttncDialects(context);
+  OwningOpRef<ModuleOp> module = parseVariant(source, fileName, context);
+  if (!module || failed(lowerVariant(*module, options, Stage::Attn)))
+    return Status::error(ErrorCode::ParseError, "cannot re-read " + fileName);
+  auto funcs = module->getOps<func::FuncOp>();
+  if (funcs.empty())
+    return Status::error(ErrorCode::InvalidArgument, "no function");
+  Run run(*compiled, shape, **driver);
+  return run.run(*funcs.begin());
+}
+
+} // namespace attnc

@@ -1,0 +1,369 @@
+//===- Compiler.cpp - from a variant to CUDA C++, a cubin and a program ---===//
+
+#include "attnc/Compiler/Compiler.h"
+
+#include "attnc/Dialect/Attn/AttnDialect.h"
+#include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
+#include "attnc/Transforms/Passes.h"
+#include "jit/DiskCache.h"
+#include "jit/Nvrtc.h"
+#include "support/Hash.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/Cpp/CppEmitter.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+
+using namespace mlir;
+
+namespace attnc {
+
+void registerAttncDialects(MLIRContext &context) {
+  DialectRegistry registry;
+  registry.insert<attn::AttnDialect, attn_gpu::AttnGPUDialect,
+                  arith::ArithDialect, math::MathDialect,
+                  memref::MemRefDialect, func::FuncDialect, scf::SCFDialect,
+                  emitc::EmitCDialect>();
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+}
+
+OwningOpRef<ModuleOp> parseVariant(const std::string &source,
+                                   const std::string &fileName,
+                                   MLIRContext &context) {
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, fileName), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr, &context);
+}
+
+namespace {
+
+Layout layoutOf(attn::TokenLayout layout) {
+  switch (layout) {
+  case attn::TokenLayout::Ragged:
+    return Layout::Ragged;
+  case attn::TokenLayout::Paged:
+    return Layout::Paged;
+  default:
+    return Layout::Dense;
+  }
+}
+
+FailureOr<DType> dtypeOf(Type type, Location loc) {
+  if (type.isBF16())
+    return DType::BF16;
+  if (type.isF16())
+    return DType::F16;
+  if (type.isF32())
+    return DType::F32;
+  if (type.isInteger(32))
+    return DType::I32;
+  return emitError(loc) << "no GPU buffers of type " << type << " yet";
+}
+
+FailureOr<ValueSpec> describeValue(Value value) {
+  ValueSpec spec;
+  Type type = value.getType();
+  Location loc = value.getLoc();
+  auto setHeads = [&](auto t, ValueSpec::Kind kind) -> LogicalResult {
+    spec.kind = kind;
+    spec.seqLen = ShapedType::isDynamic(t.getSeqLen()) ? -1 : t.getSeqLen();
+    spec.heads = t.getNumHeads();
+    spec.dim = t.getHeadDim();
+    spec.layout = layoutOf(t.getLayout());
+    FailureOr<DType> dtype = dtypeOf(t.getElementType(), loc);
+    if (failed(dtype))
+      return failure();
+    spec.dtype = *dtype;
+    return success();
+  };
+  if (auto q = dyn_cast<attn::QueryType>(type)) {
+    if (failed(setHeads(q, ValueSpec::Kind::Query)))
+      return failure();
+  } else if (auto kv = dyn_cast<attn::KVType>(type)) {
+    if (failed(setHeads(kv, ValueSpec::Kind::KV)))
+      return failure();
+    spec.pageSize = kv.getLayout() == attn::TokenLayout::Paged ? kv.getPageSize() : 0;
+    spec.hnd = kv.getPageOrder() == attn::PageOrder::HND;
+  } else if (auto out = dyn_cast<attn::OutputType>(type)) {
+    if (failed(setHeads(out, ValueSpec::Kind::Output)))
+      return failure();
+  } else if (auto lse = dyn_cast<attn::LseType>(type)) {
+    spec.kind = ValueSpec::Kind::Lse;
+    spec.seqLen = ShapedType::isDynamic(lse.getSeqLen()) ? -1 : lse.getSeqLen();
+    spec.heads = lse.getNumHeads();
+    spec.dim = 1;
+    spec.dtype = DType::F32;
+    spec.layout = layoutOf(lse.getLayout());
+  } else if (auto memref = dyn_cast<MemRefType>(type)) {
+    spec.kind = ValueSpec::Kind::Buffer;
+    FailureOr<DType> dtype = dtypeOf(memref.getElementType(), loc);
+    if (failed(dtype))
+      return failure();
+    spec.dtype = *dtype;
+    for (int64_t size : memref.getShape())
+      spec.shape.push_back(ShapedType::isDynamic(size) ? -1 : size);
+  } else {
+    return emitError(loc) << "the GPU pipeline cannot pass a " << type;
+  }
+  return spec;
+}
+
+/// Reads the host side of a module lowered to attn_gpu: one function whose
+/// body is launches.
+LogicalResult describeProgram(ModuleOp module, Program &program) {
+  auto funcs = module.getOps<func::FuncOp>();
+  if (funcs.empty())
+    return module.emitError("no func.func to compile");
+  func::FuncOp func = *funcs.begin();
+  llvm::DenseMap<Value, int> ids;
+  auto idOf = [&](Value v) -> FailureOr<int> {
+    auto it = ids.find(v);
+    if (it != ids.end())
+      return it->second;
+    FailureOr<ValueSpec> spec = describeValue(v);
+    if (failed(spec))
+      return failure();
+    ids[v] = int(program.values.size());
+    program.values.push_back(*spec);
+    return ids[v];
+  };
+  for (BlockArgument arg : func.getArguments()) {
+    FailureOr<int> id = idOf(arg);
+    if (failed(id))
+      return failure();
+    program.inputs.push_back(*id);
+  }
+  SymbolTable symbols(module);
+  for (Operation &op : func.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (Value v : ret.getOperands()) {
+        FailureOr<int> id = idOf(v);
+        if (failed(id))
+          return failure();
+        program.outputs.push_back(*id);
+      }
+      continue;
+    }
+    auto launch = dyn_cast<attn_gpu::LaunchOp>(op);
+    if (!launch)
+      return op.emitOpError("cannot run on the GPU: only attn operations "
+                            "can be compiled");
+    LaunchSpec spec;
+    spec.kernel = launch.getKernel().str();
+    attn_gpu::LaunchAttr geometry = launch.getGeometry();
+    spec.threads = geometry.getThreads();
+    spec.smem = geometry.getSmem();
+    spec.blockM = geometry.getBlockM();
+    spec.kvSplits = geometry.getKvSplits();
+    Operation *kernel = symbols.lookup(spec.kernel);
+    if (auto attention = dyn_cast_or_null<attn_gpu::KernelOp>(kernel)) {
+      spec.kind = LaunchSpec::Kind::Attention;
+      auto q = cast<attn::QueryType>(attention.getQuery());
+      auto kv = cast<attn::KVType>(attention.getKey());
+      spec.group = q.getNumHeads() / kv.getNumHeads();
+      spec.kvHeads = kv.getNumHeads();
+      spec.hasLse = attention.getHasLse();
+      spec.segments = attention.getSegments();
+      spec.splitResults = spec.kvSplits > 1;
+    } else {
+      spec.kind = LaunchSpec::Kind::Merge;
+    }
+    for (Value arg : launch.getArgs()) {
+      FailureOr<int> id = idOf(arg);
+      if (failed(id))
+        return failure();
+      spec.args.push_back(*id);
+    }
+    for (Value result : launch.getResults()) {
+      FailureOr<int> id = idOf(result);
+      if (failed(id))
+        return failure();
+      spec.results.push_back(*id);
+    }
+    program.launches.push_back(spec);
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult lowerVariant(ModuleOp module, const CompileOptions &options,
+                           Stage stage, Program *program) {
+  MLIRContext *context = module.getContext();
+  PassManager pm(context);
+  if (options.printIRAfterAll) {
+    context->disableMultithreading();
+    pm.enableIRPrinting(
+        /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
+        /*shouldPrintAfterPass=*/[](Pass *, Operation *) { return true; },
+        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+  }
+  pm.addPass(attn::createAttnCanonicalize());
+  if (stage != Stage::Attn) {
+    attn::AttnPlanOptions plan;
+    plan.arch = options.arch;
+    plan.sms = options.sms;
+    plan.smem = options.smem;
+    plan.maxSplits = options.maxSplits;
+    pm.addPass(attn::createAttnPlan(plan));
+    pm.addPass(attn::createAttnAnalyzeMasks());
+    pm.addPass(attn::createAttnSplitKV());
+    pm.addPass(attn::createAttnLowerToGPU());
+  }
+  if (failed(pm.run(module)))
+    return failure();
+  if (stage == Stage::Attn)
+    return success();
+  if (program && failed(describeProgram(module, *program)))
+    return failure();
+  if (stage == Stage::Gpu)
+    return success();
+  PassManager emit(context);
+  if (options.printIRAfterAll)
+    emit.enableIRPrinting(
+        [](Pass *, Operation *) { return false; },
+        [](Pass *, Operation *) { return true; }, true, false);
+  emit.addPass(attn::createAttnGPUToEmitC());
+  return emit.run(module);
+}
+
+LogicalResult printCuda(ModuleOp module, std::string &cuda) {
+  llvm::raw_string_ostream os(cuda);
+  os << "// Generated by attnc from the variant's EmitC; compiled by NVRTC.\n";
+  for (auto file : module.getOps<emitc::FileOp>())
+    if (failed(emitc::translateToCpp(file, os, /*declareVariablesAtTop=*/false,
+                                     file.getId())))
+      return failure();
+  return success();
+}
+
+namespace {
+/// Bumped whenever the generated code changes meaning.
+constexpr const char *kCompilerVersion = "attnc-0.2";
+
+std::string cacheKey(const std::string &source, const CompileOptions &o,
+                     const std::string &nvrtcVersion) {
+  std::string headers;
+  return contentKey(std::string(kCompilerVersion) + "\n" + o.arch + "\n" +
+                    std::to_string(o.sms) + "\n" + std::to_string(o.smem) +
+                    "\n" + std::to_string(o.maxSplits) + "\n" + nvrtcVersion +
+                    "\n" + source);
+}
+
+std::string encodeEntry(const CompiledVariant &v) {
+  std::string program = v.program.serialize();
+  return std::to_string(program.size()) + " " + std::to_string(v.cuda.size()) +
+         " " + std::to_string(v.ptxasLog.size()) + "\n" + program + v.cuda +
+         v.ptxasLog + v.cubin;
+}
+
+std::optional<CompiledVariant> decodeEntry(const std::string &entry) {
+  size_t line = entry.find('\n');
+  unsigned long long programSize = 0, cudaSize = 0, logSize = 0;
+  if (line == std::string::npos ||
+      std::sscanf(entry.substr(0, line).c_str(), "%llu %llu %llu",
+                  &programSize, &cudaSize, &logSize) != 3)
+    return std::nullopt;
+  size_t at = line + 1;
+  if (at + programSize + cudaSize + logSize > entry.size())
+    return std::nullopt;
+  StatusOr<Program> program =
+      Program::deserialize(entry.substr(at, programSize));
+  if (!program.ok())
+    return std::nullopt;
+  CompiledVariant v;
+  v.program = std::move(*program);
+  at += programSize;
+  v.cuda = entry.substr(at, cudaSize);
+  at += cudaSize;
+  v.ptxasLog = entry.substr(at, logSize);
+  at += logSize;
+  v.cubin = entry.substr(at);
+  v.fromCache = true;
+  return v;
+}
+
+double millisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+} // namespace
+
+StatusOr<CompiledVariant> compileVariant(const std::string &source,
+                                         const std::string &fileName,
+                                         const CompileOptions &options,
+                                         const std::string &cacheDir) {
+  StatusOr<jit::Nvrtc *> nvrtc = jit::Nvrtc::get();
+  if (!nvrtc.ok())
+    return nvrtc.status();
+  std::string key = cacheKey(source, options, (*nvrtc)->version());
+
+  static std::mutex mutex;
+  static std::map<std::string, CompiledVariant> memory;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = memory.find(key);
+    if (it != memory.end()) {
+      CompiledVariant hit = it->second;
+      hit.fromCache = true;
+      return hit;
+    }
+  }
+  std::optional<jit::DiskCache> disk;
+  if (cacheDir != "-")
+    disk.emplace(cacheDir.empty() ? jit::DiskCache::defaultDirectory()
+                                  : cacheDir);
+  if (disk)
+    if (std::optional<std::string> entry = disk->get(key))
+      if (std::optional<CompiledVariant> hit = decodeEntry(*entry)) {
+        std::lock_guard<std::mutex> lock(mutex);
+        memory[key] = *hit;
+        return *hit;
+      }
+
+  CompiledVariant result;
+  auto start = std::chrono::steady_clock::now();
+  MLIRContext context(MLIRContext::Threading::DISABLED);
+  registerAttncDialects(context);
+  std::string diagnostics;
+  llvm::raw_string_ostream diagStream(diagnostics);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagStream);
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, fileName), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return Status::error(ErrorCode::ParseError, diagnostics);
+  if (failed(lowerVariant(*module, options, Stage::EmitC, &result.program)) ||
+      failed(printCuda(*module, result.cuda)))
+    return Status::error(ErrorCode::CompileError, diagnostics);
+  result.frontendMs = millisecondsSince(start);
+
+  start = std::chrono::steady_clock::now();
+  StatusOr<jit::CompiledCode> code =
+      (*nvrtc)->compile(result.cuda, options.arch, /*ptx=*/false);
+  if (!code.ok())
+    return code.status();
+  result.cubin = std::move(code->image);
+  result.ptxasLog = std::move(code->log);
+  result.nvrtcMs = millisecondsSince(start);
+
+  if (disk)
+    (void)disk->put(key, encodeEntry(result)); // a cache that cannot be
+                                               // written only costs time
+  std::lock_guard<std::mutex> lock(mutex);
+  memory[key] = result;
+  return result;
+}
+
+} // namespace attnc

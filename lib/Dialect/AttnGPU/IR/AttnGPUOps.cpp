@@ -1,0 +1,70 @@
+//===- AttnGPUOps.cpp - attn_gpu operations -------------------------------===//
+
+#include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::attn_gpu;
+
+//===----------------------------------------------------------------------===//
+// KernelOp
+//===----------------------------------------------------------------------===//
+
+int64_t KernelOp::getSharedMemoryBytes() {
+  // Mirrors attnc::Shape<C>::kSmemBytes in runtime/device/attention.h: the
+  // query tile and `stages` K/V tiles in 16-bit elements during the loop,
+  // then the f32 output tile and per-warp row statistics in the epilogue.
+  PlanAttr plan = getPlan();
+  int64_t qkDim = cast<attn::QueryType>(getQuery()).getHeadDim();
+  int64_t vDim = cast<attn::OutputType>(getOutput()).getHeadDim();
+  int64_t loop = 2 * (plan.getBlockM() * qkDim +
+                      plan.getStages() * plan.getBlockN() * (qkDim + vDim));
+  int64_t epilogue = 4 * (plan.getBlockM() * vDim +
+                          3 * plan.getWarpsN() * plan.getBlockM());
+  return std::max(loop, epilogue);
+}
+
+LogicalResult KernelOp::verify() {
+  PlanAttr plan = getPlan();
+  if (plan.getBlockM() != 16 * plan.getWarpsM())
+    return emitOpError("block_m must be 16 rows per M warp, got ")
+           << plan.getBlockM() << " for " << plan.getWarpsM() << " warps";
+  if (plan.getBlockN() % (16 * plan.getWarpsN()) != 0)
+    return emitOpError("block_n must give each N warp a multiple of 16 keys");
+  if (plan.getStages() < 2)
+    return emitOpError("the K/V pipeline needs at least 2 stages");
+  if (!isa<attn::QueryType>(getQuery()) || !isa<attn::OutputType>(getOutput()))
+    return emitOpError("query and output must be attn descriptor types");
+  if (getWindow() && !isa<attn::WindowAttr>(*getWindow()))
+    return emitOpError("window must be an #attn.window");
+  if (getSharedMemoryBytes() > getTarget().getSmem())
+    return emitOpError("needs ")
+           << getSharedMemoryBytes() << " bytes of shared memory, the target "
+           << "allows " << getTarget().getSmem();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LaunchOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Operation *kernel =
+      symbolTable.lookupNearestSymbolFrom(*this, getKernelAttr());
+  // After attn-gpu-to-emitc the kernel is a function of the device file.
+  if (!kernel)
+    if (auto module = (*this)->getParentOfType<ModuleOp>())
+      for (auto file : module.getOps<emitc::FileOp>())
+        if ((kernel = symbolTable.lookupSymbolIn(file, getKernelAttr())))
+          break;
+  if (!kernel || !isa<KernelOp, MergeKernelOp, emitc::FuncOp>(kernel))
+    return emitOpError("'") << getKernel() << "' is not an attn_gpu kernel";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "attnc/Dialect/AttnGPU/AttnGPUOps.cpp.inc"

@@ -1,0 +1,515 @@
+//===- AttnGPUToEmitC.cpp - attn_gpu kernels to EmitC ---------------------===//
+//
+// Device code goes into one `emitc.file "attnc_device"`: for each kernel a
+// configuration struct the tile library is instantiated with, a __device__
+// function per modifier region, and the __global__ entry point whose body
+// calls one library function per attn_gpu op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnc/Transforms/Passes.h"
+
+#include "mlir/Conversion/ArithToEmitC/ArithToEmitC.h"
+#include "mlir/Conversion/FuncToEmitC/FuncToEmitC.h"
+#include "mlir/Conversion/MathToEmitC/MathToEmitC.h"
+#include "mlir/Dialect/EmitC/Transforms/TypeConversions.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNGPUTOEMITC
+#include "attnc/Dialect/Attn/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+namespace gpu = mlir::attn_gpu;
+
+namespace {
+
+constexpr StringLiteral kDeviceFileId = "attnc_device";
+
+std::string cppElementType(Type type) {
+  if (type.isBF16())
+    return "attnc::bf16";
+  if (type.isF16())
+    return "attnc::f16";
+  if (type.isF32())
+    return "float";
+  if (type.isInteger(32))
+    return "attnc::i32";
+  if (type.isInteger(64))
+    return "attnc::i64";
+  return "";
+}
+
+std::string floatLiteral(double value) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%.9g", value);
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
+  return s + "f";
+}
+
+/// Converts the operands of emitc.call_opaque ops created from region
+/// memref.loads once their index operands change type.
+struct ConvertCallOpaqueOperands
+    : public OpConversionPattern<emitc::CallOpaqueOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(emitc::CallOpaqueOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<emitc::CallOpaqueOp>(
+        op, op.getResultTypes(), op.getCallee(), adaptor.getOperands(),
+        op.getArgsAttr(), op.getTemplateArgsAttr());
+    return success();
+  }
+};
+
+/// arith's min and max ops, which the upstream conversion lacks, as a
+/// comparison and a conditional in the operands' signedness.
+template <typename Op, emitc::CmpPredicate Predicate, bool Unsigned>
+struct MinMaxToConditional : public OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    Type type = lhs.getType();
+    Type compareType = type;
+    // size_t (from index) is unsigned and iN is signed in EmitC: compare in
+    // the signedness the op asks for.
+    if (isa<emitc::SizeTType>(type) && !Unsigned)
+      compareType = emitc::PtrDiffTType::get(op.getContext());
+    else if (auto integer = dyn_cast<IntegerType>(type); integer && Unsigned)
+      compareType = IntegerType::get(op.getContext(), integer.getWidth(),
+                                     IntegerType::Unsigned);
+    Value a = lhs, c = rhs;
+    if (compareType != type) {
+      a = emitc::CastOp::create(rewriter, loc, compareType, lhs);
+      c = emitc::CastOp::create(rewriter, loc, compareType, rhs);
+    }
+    Value pick = emitc::CmpOp::create(rewriter, loc, rewriter.getI1Type(),
+                                      Predicate, a, c);
+    rewriter.replaceOpWithNewOp<emitc::ConditionalOp>(op, type, pick, lhs,
+                                                      rhs);
+    return success();
+  }
+};
+
+class KernelEmitter {
+public:
+  KernelEmitter(gpu::KernelOp kernel, emitc::FileOp file)
+      : kernel(kernel), file(file), b(kernel.getContext()) {}
+
+  LogicalResult emit() {
+    b.setInsertionPointToEnd(&file.getBodyRegion().front());
+    name = kernel.getSymName().str();
+    if (!kernel.getScoreMod().empty() &&
+        failed(emitRegionFunction(kernel.getScoreMod(), "_score_mod",
+                                  b.getF32Type(), /*indexArgs=*/4,
+                                  /*leadingScore=*/true)))
+      return failure();
+    if (!kernel.getMaskMod().empty() &&
+        failed(emitRegionFunction(kernel.getMaskMod(), "_mask_mod",
+                                  b.getI1Type(), /*indexArgs=*/4,
+                                  /*leadingScore=*/false)))
+      return failure();
+    emitc::VerbatimOp::create(b, kernel.getLoc(), configStruct());
+    return emitEntryPoint();
+  }
+
+private:
+  /// The compile-time configuration of the tile library for this kernel.
+  std::string configStruct() {
+    auto q = cast<QueryType>(kernel.getQuery());
+    auto out = cast<OutputType>(kernel.getOutput());
+    auto kv = cast<KVType>(kernel.getKey());
+    gpu::PlanAttr plan = kernel.getPlan();
+    auto window = dyn_cast_or_null<WindowAttr>(kernel.getWindowAttr());
+    int kvLayout = kv.getLayout() == TokenLayout::Paged    ? 2
+                   : kv.getLayout() == TokenLayout::Ragged ? 1
+                                                           : 0;
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    auto member = [&](StringRef type, StringRef field, auto value) {
+      os << "  static constexpr " << type << " " << field << " = " << value
+         << ";\n";
+    };
+    os << "struct " << name << "_config {\n";
+    os << "  using Elem = " << cppElementType(q.getElementType()) << ";\n";
+    os << "  using Out = " << cppElementType(out.getElementType()) << ";\n";
+    member("int", "kHeadDimQK", q.getHeadDim());
+    member("int", "kHeadDimV", out.getHeadDim());
+    member("int", "kNumQHeads", q.getNumHeads());
+    member("int", "kNumKVHeads", kv.getNumHeads());
+    member("int", "kGroup", q.getNumHeads() / kv.getNumHeads());
+    member("int", "kWarpsM", plan.getWarpsM());
+    member("int", "kWarpsN", plan.getWarpsN());
+    member("int", "kBlockN", plan.getBlockN());
+    member("int", "kStages", plan.getStages());
+    member("int", "kQLayout", q.getLayout() == TokenLayout::Ragged ? 1 : 0);
+    member("int", "kKVLayout", kvLayout);
+    member("int", "kPageSize", kvLayout == 2 ? kv.getPageSize() : 0);
+    member("bool", "kPageHND",
+           kvLayout == 2 && kv.getPageOrder() == PageOrder::HND ? "true"
+                                                                 : "false");
+    member("bool", "kCausal", kernel.getCausal() ? "true" : "false");
+    member("int", "kWindowLeft", window ? window.getLeft() : -1);
+    member("int", "kWindowRight", window ? window.getRight() : -1);
+    member("int", "kSinks", kernel.getSinks().value_or(0));
+    member("float", "kScale",
+           floatLiteral(kernel.getScale().convertToDouble()));
+    member("float", "kSoftcap",
+           floatLiteral(kernel.getSoftcap()
+                            ? kernel.getSoftcap()->convertToDouble()
+                            : 0.0));
+    member("bool", "kAlibi", kernel.getAlibi() ? "true" : "false");
+    member("bool", "kScoreMod",
+           kernel.getScoreMod().empty() ? "false" : "true");
+    member("bool", "kMaskMod", kernel.getMaskMod().empty() ? "false" : "true");
+    member("bool", "kSegments", kernel.getSegments() ? "true" : "false");
+    member("bool", "kHasLse", kernel.getHasLse() ? "true" : "false");
+    member("bool", "kQInRegs", plan.getQueryInRegisters() ? "true" : "false");
+    os << "  static __device__ __forceinline__ float scoreMod(float s, int b, "
+          "int h, int i, int j, const attnc::AttnParams &p) {\n    return ";
+    if (kernel.getScoreMod().empty())
+      os << "s;\n";
+    else
+      os << name << "_score_mod(s, b, h, i, j, &p);\n";
+    os << "  }\n";
+    os << "  static __device__ __forceinline__ bool maskMod(int b, int h, int "
+          "i, int j, const attnc::AttnParams &p) {\n    return ";
+    if (kernel.getMaskMod().empty())
+      os << "true;\n";
+    else
+      os << name << "_mask_mod(b, h, i, j, &p);\n";
+    os << "  }\n};";
+    return s;
+  }
+
+  /// Clones a modifier region into a func.func over (score?, batch, head,
+  /// query, key, params) whose capture loads read the launch's views, then
+  /// converts it with the upstream func, arith and math conversions.
+  LogicalResult emitRegionFunction(Region &region, StringRef suffix,
+                                   Type resultType, unsigned indexArgs,
+                                   bool leadingScore) {
+    MLIRContext *ctx = b.getContext();
+    Location loc = kernel.getLoc();
+    Type params = emitc::PointerType::get(
+        emitc::OpaqueType::get(ctx, "const attnc::AttnParams"));
+    SmallVector<Type> argTypes;
+    if (leadingScore)
+      argTypes.push_back(b.getF32Type());
+    argTypes.append(indexArgs, b.getIndexType());
+    argTypes.push_back(params);
+    auto func = func::FuncOp::create(
+        b, loc, name + suffix.str(),
+        FunctionType::get(ctx, argTypes, {resultType}));
+    Block *entry = func.addEntryBlock();
+    OpBuilder body = OpBuilder::atBlockEnd(entry);
+    Block &source = region.front();
+    unsigned fixedArgs = argTypes.size() - 1;
+    IRMapping mapping;
+    for (unsigned i = 0; i < fixedArgs; ++i)
+      mapping.map(source.getArgument(i), entry->getArgument(i));
+    Value paramsArg = entry->getArgument(fixedArgs);
+    for (Operation &op : source) {
+      if (auto load = dyn_cast<memref::LoadOp>(op)) {
+        auto arg = dyn_cast<BlockArgument>(load.getMemRef());
+        if (!arg || arg.getOwner() != &source)
+          return load.emitOpError("reads a buffer that is not a capture");
+        unsigned capture = arg.getArgNumber() - fixedArgs;
+        std::string element = cppElementType(load.getType());
+        if (element.empty())
+          return load.emitOpError("reads captures of an element type the C++ "
+                                  "emitter does not support");
+        SmallVector<Value> operands{paramsArg};
+        SmallVector<Attribute> args{b.getIndexAttr(0),
+                                    b.getI32IntegerAttr(capture)};
+        for (Value index : load.getIndices()) {
+          args.push_back(b.getIndexAttr(operands.size()));
+          operands.push_back(mapping.lookup(index));
+        }
+        auto call = emitc::CallOpaqueOp::create(
+            body, load.getLoc(), TypeRange{load.getType()},
+            "attnc::loadCapture<" + element + ">", operands,
+            b.getArrayAttr(args));
+        mapping.map(load.getResult(), call.getResult(0));
+        continue;
+      }
+      if (auto yield = dyn_cast<gpu::YieldOp>(op)) {
+        func::ReturnOp::create(body, yield.getLoc(),
+                               mapping.lookup(yield->getOperand(0)));
+        continue;
+      }
+      body.clone(op, mapping);
+    }
+
+    TypeConverter converter;
+    converter.addConversion([](Type type) { return type; });
+    populateEmitCSizeTTypeConversions(converter);
+    RewritePatternSet patterns(ctx);
+    populateArithToEmitCPatterns(converter, patterns);
+    populateConvertMathToEmitCPatterns(patterns,
+                                       emitc::LanguageTarget::c99);
+    populateFuncToEmitCPatterns(converter, patterns);
+    patterns.add<ConvertCallOpaqueOperands,
+                 MinMaxToConditional<arith::MinUIOp, emitc::CmpPredicate::lt,
+                                     true>,
+                 MinMaxToConditional<arith::MaxUIOp, emitc::CmpPredicate::gt,
+                                     true>,
+                 MinMaxToConditional<arith::MinSIOp, emitc::CmpPredicate::lt,
+                                     false>,
+                 MinMaxToConditional<arith::MaxSIOp, emitc::CmpPredicate::gt,
+                                     false>,
+                 MinMaxToConditional<arith::MinimumFOp,
+                                     emitc::CmpPredicate::lt, false>,
+                 MinMaxToConditional<arith::MaximumFOp,
+                                     emitc::CmpPredicate::gt, false>,
+                 MinMaxToConditional<arith::MinNumFOp, emitc::CmpPredicate::lt,
+                                     false>,
+                 MinMaxToConditional<arith::MaxNumFOp, emitc::CmpPredicate::gt,
+                                     false>>(converter, ctx);
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<emitc::EmitCDialect>();
+    target.addIllegalDialect<arith::ArithDialect, math::MathDialect,
+                             func::FuncDialect>();
+    target.addDynamicallyLegalOp<emitc::CallOpaqueOp>(
+        [&](emitc::CallOpaqueOp op) { return converter.isLegal(op); });
+    if (failed(applyPartialConversion(func.getOperation(), target,
+                                      std::move(patterns)))) {
+      return kernel.emitOpError("has a ")
+             << suffix.drop_front() << " region the C++ emitter cannot "
+             << "express (an arith or math op without an EmitC lowering)";
+    }
+    auto emitted = cast<emitc::FuncOp>(
+        file.lookupSymbol(name + suffix.str()));
+    emitted.setSpecifiersAttr(
+        b.getStrArrayAttr({"static __device__ __forceinline__"}));
+    b.setInsertionPointToEnd(&file.getBodyRegion().front());
+    return success();
+  }
+
+  LogicalResult emitEntryPoint() {
+    MLIRContext *ctx = b.getContext();
+    Location loc = kernel.getLoc();
+    Type params = emitc::OpaqueType::get(ctx, "const attnc::AttnParams");
+    auto func = emitc::FuncOp::create(b, loc, name,
+                                      FunctionType::get(ctx, {params}, {}));
+    std::string specifier;
+    llvm::raw_string_ostream(specifier)
+        << "extern \"C\" __global__ __launch_bounds__("
+        << kernel.getPlan().getThreads() << ", 1)";
+    func.setSpecifiersAttr(b.getStrArrayAttr({specifier}));
+    Block *entry = func.addEntryBlock();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(entry);
+    emitc::VerbatimOp::create(
+        b, loc, "extern __shared__ __align__(16) char attnc_smem[];");
+    Type ctaType = emitc::OpaqueType::get(
+        ctx, "attnc::AttentionCta<" + name + "_config>");
+    auto cta = emitc::VariableOp::create(b, loc, emitc::LValueType::get(ctaType),
+                                         emitc::OpaqueAttr::get(ctx, ""));
+    ctaPtr = emitc::AddressOfOp::create(b, loc, emitc::PointerType::get(ctaType),
+                                        cta);
+    paramsArg = entry->getArgument(0);
+    for (Operation &op : kernel.getBody().front())
+      if (failed(emitOp(op)))
+        return failure();
+    emitc::ReturnOp::create(b, loc, Value());
+    return success();
+  }
+
+  Value call(Location loc, StringRef callee, Type result,
+             ArrayRef<Value> operands = {}, ArrayAttr args = {}) {
+    SmallVector<Value> all{ctaPtr};
+    all.append(operands.begin(), operands.end());
+    SmallVector<Type> results;
+    if (result)
+      results.push_back(result);
+    auto op = emitc::CallOpaqueOp::create(b, loc, results, callee, all, args);
+    return result ? op.getResult(0) : Value();
+  }
+
+  /// Emits `block` at the insertion point, a region of an emitc.if or
+  /// emitc.for, which then ends with emitc.yield.
+  LogicalResult emitBlock(Block &block) {
+    for (Operation &op : block)
+      if (failed(emitOp(op)))
+        return failure();
+    Block *emitted = b.getInsertionBlock();
+    if (emitted->empty() ||
+        !emitted->back().hasTrait<OpTrait::IsTerminator>())
+      emitc::YieldOp::create(b, block.getParentOp()->getLoc());
+    return success();
+  }
+
+  LogicalResult emitOp(Operation &op) {
+    Location loc = op.getLoc();
+    Type i32 = b.getI32Type(), i1 = b.getI1Type();
+    auto tile = [&](Value v) { return values.lookup(v); };
+    return TypeSwitch<Operation *, LogicalResult>(&op)
+        .Case([&](gpu::BeginOp begin) {
+          auto live = emitc::CallOpaqueOp::create(
+              b, loc, TypeRange{i1}, "attnc::ctaBegin",
+              ValueRange{ctaPtr, paramsArg},
+              b.getArrayAttr({b.getIndexAttr(0), b.getIndexAttr(1),
+                              emitc::OpaqueAttr::get(b.getContext(),
+                                                     "attnc_smem")}));
+          values.map(begin.getLive(), live.getResult(0));
+          return success();
+        })
+        .Case([&](gpu::LoadQueryOp) {
+          call(loc, "attnc::loadQuery", {});
+          return success();
+        })
+        .Case([&](gpu::TileRangeOp range) {
+          values.map(range.getBegin(), call(loc, "attnc::tileBegin", i32));
+          values.map(range.getEnd(), call(loc, "attnc::tileEnd", i32));
+          return success();
+        })
+        .Case([&](gpu::PrefetchTileOp prefetch) {
+          call(loc, "attnc::prefetchTile", {}, {tile(prefetch.getTile())});
+          return success();
+        })
+        .Case([&](gpu::WaitTileOp wait) {
+          call(loc, "attnc::waitTile", {}, {tile(wait.getTile())});
+          return success();
+        })
+        .Case([&](gpu::ScoreMmaOp mma) {
+          call(loc, "attnc::scoreTile", {}, {tile(mma.getTile())});
+          return success();
+        })
+        .Case([&](gpu::TileIsPartialOp partial) {
+          values.map(partial.getPartial(),
+                     call(loc, "attnc::tileIsPartial", i1,
+                          {tile(partial.getTile())}));
+          return success();
+        })
+        .Case([&](gpu::ModifyScoresOp modify) {
+          call(loc,
+               modify.getMasked() ? "attnc::modifyScoresMasked"
+                                  : "attnc::modifyScores",
+               {}, {tile(modify.getTile())});
+          return success();
+        })
+        .Case([&](gpu::SoftmaxUpdateOp) {
+          call(loc, "attnc::onlineSoftmax", {});
+          return success();
+        })
+        .Case([&](gpu::ValueMmaOp mma) {
+          call(loc, "attnc::accumulateValues", {}, {tile(mma.getTile())});
+          return success();
+        })
+        .Case([&](gpu::StoreStateOp) {
+          call(loc, "attnc::finish", {});
+          return success();
+        })
+        .Case([&](arith::ConstantIndexOp constant) {
+          values.map(constant.getResult(),
+                     emitc::ConstantOp::create(
+                         b, loc, i32, b.getI32IntegerAttr(constant.value())));
+          return success();
+        })
+        .Case([&](arith::AddIOp add) {
+          values.map(add.getResult(),
+                     emitc::AddOp::create(b, loc, i32, tile(add.getLhs()),
+                                          tile(add.getRhs())));
+          return success();
+        })
+        .Case([&](scf::IfOp ifOp) {
+          auto emitted = emitc::IfOp::create(b, loc, tile(ifOp.getCondition()),
+                                             !ifOp.getElseRegion().empty());
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(&emitted.getThenRegion().front());
+          if (failed(emitBlock(*ifOp.thenBlock())))
+            return failure();
+          if (!ifOp.getElseRegion().empty()) {
+            b.setInsertionPointToStart(&emitted.getElseRegion().front());
+            if (failed(emitBlock(*ifOp.elseBlock())))
+              return failure();
+          }
+          return success();
+        })
+        .Case([&](scf::ForOp forOp) {
+          auto emitted = emitc::ForOp::create(
+              b, loc, tile(forOp.getLowerBound()), tile(forOp.getUpperBound()),
+              tile(forOp.getStep()));
+          values.map(forOp.getInductionVar(), emitted.getInductionVar());
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(emitted.getBody());
+          return emitBlock(*forOp.getBody());
+        })
+        .Case([&](scf::YieldOp) { return success(); })
+        .Default([&](Operation *other) {
+          return other->emitOpError("has no EmitC lowering inside an "
+                                    "attn_gpu.kernel");
+        });
+  }
+
+  gpu::KernelOp kernel;
+  emitc::FileOp file;
+  OpBuilder b;
+  std::string name;
+  Value ctaPtr, paramsArg;
+  IRMapping values;
+};
+
+LogicalResult emitMergeKernel(gpu::MergeKernelOp merge, emitc::FileOp file) {
+  MLIRContext *ctx = merge.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(&file.getBodyRegion().front());
+  Location loc = merge.getLoc();
+  Type params = emitc::OpaqueType::get(ctx, "const attnc::MergeParams");
+  auto func = emitc::FuncOp::create(b, loc, merge.getSymName(),
+                                    FunctionType::get(ctx, {params}, {}));
+  func.setSpecifiersAttr(
+      b.getStrArrayAttr({"extern \"C\" __global__ __launch_bounds__(128)"}));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  std::string callee = "attnc::mergeStates<" + cppElementType(merge.getInput()) +
+                       ", " + cppElementType(merge.getOutput()) + ", " +
+                       std::to_string(merge.getVDim()) + ">";
+  emitc::CallOpaqueOp::create(b, loc, TypeRange{}, callee,
+                              ValueRange{entry->getArgument(0)});
+  emitc::ReturnOp::create(b, loc, Value());
+  return success();
+}
+
+struct AttnGPUToEmitCPass
+    : public attn::impl::AttnGPUToEmitCBase<AttnGPUToEmitCPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Operation *> kernels;
+    module.walk([&](Operation *op) {
+      if (isa<gpu::KernelOp, gpu::MergeKernelOp>(op))
+        kernels.push_back(op);
+    });
+    if (kernels.empty())
+      return;
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    auto file = emitc::FileOp::create(b, module.getLoc(), kDeviceFileId);
+    if (file.getBodyRegion().empty())
+      file.getBodyRegion().emplaceBlock();
+    b.setInsertionPointToStart(&file.getBodyRegion().front());
+    emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/attention.h");
+    emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/merge.h");
+    for (Operation *op : kernels) {
+      LogicalResult result =
+          isa<gpu::KernelOp>(op)
+              ? KernelEmitter(cast<gpu::KernelOp>(op), file).emit()
+              : emitMergeKernel(cast<gpu::MergeKernelOp>(op), file);
+      if (failed(result))
+        return signalPassFailure();
+    }
+    for (Operation *op : kernels)
+      op->erase();
+  }
+};
+
+} // namespace

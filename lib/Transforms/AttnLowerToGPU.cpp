@@ -1,0 +1,175 @@
+//===- AttnLowerToGPU.cpp - attn ops to attn_gpu kernels and launches -----===//
+
+#include "attnc/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNLOWERTOGPU
+#include "attnc/Dialect/Attn/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+namespace gpu = mlir::attn_gpu;
+
+namespace {
+
+UnitAttr unitIf(OpBuilder &b, bool set) {
+  return set ? b.getUnitAttr() : UnitAttr();
+}
+
+/// Builds the body of one attention kernel: the per-CTA program that the
+/// device tile library executes step by step.
+void buildAttentionBody(OpBuilder &b, Location loc, gpu::PlanAttr plan,
+                        gpu::MaskAnalysisAttr masks, Type kvType) {
+  auto live = gpu::BeginOp::create(b, loc, b.getI1Type());
+  auto ifLive = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(ifLive.thenBlock());
+  gpu::LoadQueryOp::create(b, loc);
+  auto range = gpu::TileRangeOp::create(b, loc, b.getIndexType(),
+                                        b.getIndexType());
+  // Pipeline prologue: the first stages-1 tiles are in flight before the
+  // loop; each iteration then waits for one tile and requests another.
+  for (int64_t s = 0; s + 1 < plan.getStages(); ++s) {
+    Value tile = range.getBegin();
+    if (s > 0)
+      tile = arith::AddIOp::create(
+          b, loc, tile, arith::ConstantIndexOp::create(b, loc, s));
+    gpu::PrefetchTileOp::create(b, loc, tile, TypeAttr::get(kvType));
+  }
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value ahead = arith::ConstantIndexOp::create(b, loc, plan.getStages() - 1);
+  auto loop =
+      scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
+  b.setInsertionPointToStart(loop.getBody());
+  Value tile = loop.getInductionVar();
+  gpu::WaitTileOp::create(b, loc, tile);
+  Value next = arith::AddIOp::create(b, loc, tile, ahead);
+  gpu::PrefetchTileOp::create(b, loc, next, TypeAttr::get(kvType));
+  gpu::ScoreMmaOp::create(b, loc, tile);
+  switch (masks.getPartial()) {
+  case gpu::PartialTiles::never:
+    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/false);
+    break;
+  case gpu::PartialTiles::always:
+    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/true);
+    break;
+  case gpu::PartialTiles::edges: {
+    auto partial = gpu::TileIsPartialOp::create(b, loc, b.getI1Type(), tile);
+    auto ifPartial = scf::IfOp::create(b, loc, partial, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifPartial.thenBlock());
+    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/true);
+    b.setInsertionPointToStart(ifPartial.elseBlock());
+    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/false);
+    break;
+  }
+  }
+  gpu::SoftmaxUpdateOp::create(b, loc);
+  gpu::ValueMmaOp::create(b, loc, tile);
+  b.setInsertionPointAfter(loop);
+  gpu::StoreStateOp::create(b, loc);
+}
+
+struct AttnLowerToGPUPass
+    : public attn::impl::AttnLowerToGPUBase<AttnLowerToGPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto target = module->getAttrOfType<gpu::TargetAttr>("attn_gpu.target");
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<AttentionOp, MergeStatesOp>(op))
+        ops.push_back(op);
+    });
+    if (!ops.empty() && !target) {
+      module.emitError("no attn_gpu.target; run attn-plan first");
+      return signalPassFailure();
+    }
+    SymbolTable symbols(module);
+    for (Operation *op : ops) {
+      LogicalResult result =
+          isa<AttentionOp>(op)
+              ? lowerAttention(cast<AttentionOp>(op), target, symbols)
+              : lowerMerge(cast<MergeStatesOp>(op), symbols);
+      if (failed(result))
+        return signalPassFailure();
+    }
+  }
+
+  LogicalResult lowerAttention(AttentionOp op, gpu::TargetAttr target,
+                               SymbolTable &symbols) {
+    auto plan = op->getAttrOfType<gpu::PlanAttr>("attn_gpu.plan");
+    auto masks = op->getAttrOfType<gpu::MaskAnalysisAttr>("attn_gpu.masks");
+    if (!plan || !masks)
+      return op.emitOpError("is not planned; run attn-plan and "
+                            "attn-analyze-masks first");
+    MLIRContext *ctx = op.getContext();
+    Location loc = op.getLoc();
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(getOperation().getBody());
+    Type value = op.getValue() ? op.getValue().getType() : op.getKey().getType();
+    SmallVector<Type> captureTypes(op.getCaptures().getTypes());
+    FloatAttr softcap = op.getSoftcapAttr();
+    auto kernel = gpu::KernelOp::create(
+        b, loc, b.getStringAttr("attention"), target, plan, masks,
+        TypeAttr::get(op.getQuery().getType()),
+        TypeAttr::get(op.getKey().getType()), TypeAttr::get(value),
+        TypeAttr::get(op.getOutput().getType()),
+        unitIf(b, op.getLse() != nullptr), op.getCausalAttr(),
+        op.getWindowAttr(), op.getSinksAttr(),
+        b.getF32FloatAttr(op.getEffectiveScale()), softcap, op.getAlibiAttr(),
+        unitIf(b, op.getQuerySegments() != nullptr),
+        b.getTypeArrayAttr(captureTypes));
+    symbols.insert(kernel);
+    kernel.getScoreMod().takeBody(op.getScoreMod());
+    kernel.getMaskMod().takeBody(op.getMaskMod());
+    kernel.walk([&](YieldOp yield) {
+      OpBuilder at(yield);
+      gpu::YieldOp::create(at, yield.getLoc(), yield->getOperand(0));
+      yield.erase();
+    });
+    Block *body = b.createBlock(&kernel.getBody());
+    b.setInsertionPointToStart(body);
+    buildAttentionBody(b, loc, plan, masks, op.getKey().getType());
+
+    int64_t splits = op.getKvSplits().value_or(1);
+    auto geometry = gpu::LaunchAttr::get(ctx, plan.getThreads(),
+                                         kernel.getSharedMemoryBytes(),
+                                         plan.getBlockM(), splits);
+    replaceWithLaunch(op, kernel.getSymName(), geometry);
+    return success();
+  }
+
+  LogicalResult lowerMerge(MergeStatesOp op, SymbolTable &symbols) {
+    MLIRContext *ctx = op.getContext();
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(getOperation().getBody());
+    OutputType in = cast<OutputType>(op.getOutputs().front().getType());
+    OutputType out = op.getOutput().getType();
+    auto kernel = gpu::MergeKernelOp::create(
+        b, op.getLoc(), b.getStringAttr("merge"),
+        TypeAttr::get(in.getElementType()),
+        TypeAttr::get(out.getElementType()),
+        b.getI64IntegerAttr(out.getHeadDim()));
+    symbols.insert(kernel);
+    int64_t splits = op.getKvSplits().value_or(op.getOutputs().size());
+    auto geometry = gpu::LaunchAttr::get(ctx, 128, 0, 4, splits);
+    replaceWithLaunch(op, kernel.getSymName(), geometry);
+    return success();
+  }
+
+  void replaceWithLaunch(Operation *op, StringRef kernel,
+                         gpu::LaunchAttr geometry) {
+    OpBuilder b(op);
+    auto launch = gpu::LaunchOp::create(
+        b, op->getLoc(), op->getResultTypes(),
+        FlatSymbolRefAttr::get(b.getContext(), kernel), op->getOperands(),
+        geometry);
+    op->replaceAllUsesWith(launch.getResults());
+    op->erase();
+  }
+};
+
+} // namespace

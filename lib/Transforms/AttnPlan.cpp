@@ -1,0 +1,103 @@
+//===- AttnPlan.cpp - choose target, schedule and tiles -------------------===//
+
+#include "attnc/Transforms/Passes.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNPLAN
+#include "attnc/Dialect/Attn/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+using attn_gpu::PlanAttr;
+using attn_gpu::Schedule;
+
+namespace {
+
+/// Names the first feature of `op` that the GPU pipeline cannot compile,
+/// or returns an empty string.
+std::string unsupportedFeature(AttentionOp op) {
+  if (op.isLatent())
+    return "multi-head latent attention (!attn.latent_kv)";
+  auto key = cast<KVType>(op.getKey().getType());
+  Type element = key.getElementType();
+  if (!element.isBF16() && !element.isF16())
+    return "a " + [&] {
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      os << element;
+      return s;
+    }() + " key/value cache (bf16 and f16 only)";
+  if (op.getQuery().getType().getElementType() != element)
+    return "queries of another element type than the keys";
+  if (op.getQKHeadDim() % 64 != 0 || op.getVHeadDim() % 64 != 0)
+    return "head dim " + std::to_string(op.getQKHeadDim()) + "/" +
+           std::to_string(op.getVHeadDim()) + " (multiples of 64 only)";
+  if (op.getQuerySegments() && key.getLayout() == TokenLayout::Paged)
+    return "document segments with a paged cache";
+  Type out = op.getOutput().getType().getElementType();
+  if (!out.isBF16() && !out.isF16() && !out.isF32())
+    return "an output of another type than bf16, f16 or f32";
+  return "";
+}
+
+/// Shared memory of a plan, as attn_gpu.kernel computes it.
+int64_t sharedBytes(int64_t blockM, int64_t blockN, int64_t stages,
+                    int64_t warpsN, int64_t qkDim, int64_t vDim) {
+  int64_t loop = 2 * (blockM * qkDim + stages * blockN * (qkDim + vDim));
+  int64_t epilogue = 4 * (blockM * vDim + 3 * warpsN * blockM);
+  return std::max(loop, epilogue);
+}
+
+struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
+  using AttnPlanBase::AttnPlanBase;
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    ModuleOp module = getOperation();
+    module->setAttr("attn_gpu.target",
+                    attn_gpu::TargetAttr::get(ctx, arch, sms, smem));
+    WalkResult result = module.walk([&](AttentionOp op) {
+      std::string feature = unsupportedFeature(op);
+      if (!feature.empty()) {
+        op.emitOpError("cannot be compiled for the GPU yet: ") << feature;
+        return WalkResult::interrupt();
+      }
+      FailureOr<PlanAttr> plan = choosePlan(op);
+      if (failed(plan))
+        return WalkResult::interrupt();
+      op->setAttr("attn_gpu.plan", *plan);
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+
+  FailureOr<PlanAttr> choosePlan(AttentionOp op) {
+    MLIRContext *ctx = &getContext();
+    int64_t qkDim = op.getQKHeadDim(), vDim = op.getVHeadDim();
+    bool decode = op.getQuery().getType().getSeqLen() == 1;
+    if (decode) {
+      // Few rows per request: every warp takes a quarter of each KV tile and
+      // deep pipelines keep enough bytes in flight to reach bandwidth.
+      int64_t stages = 4;
+      while (stages > 2 &&
+             sharedBytes(16, 64, stages, 4, qkDim, vDim) > smem)
+        --stages;
+      if (sharedBytes(16, 64, stages, 4, qkDim, vDim) > smem)
+        return op.emitOpError("needs more shared memory than the target's ")
+               << smem << " bytes";
+      return PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4, stages,
+                           std::max<int64_t>(1, maxSplits), true);
+    }
+    int64_t blockN = std::max(qkDim, vDim) > 128 ? 32 : 64;
+    int64_t stages = 2;
+    if (sharedBytes(64, blockN, stages, 1, qkDim, vDim) > smem)
+      return op.emitOpError("needs more shared memory than the target's ")
+             << smem << " bytes";
+    return PlanAttr::get(ctx, Schedule::prefill, 64, blockN, 4, 1, stages, 1,
+                         qkDim <= 128);
+  }
+};
+
+} // namespace

@@ -1,0 +1,218 @@
+//===- CudaDriver.cpp - the CUDA driver API, loaded at run time -----------===//
+
+#include "cuda/CudaDriver.h"
+
+#include "support/DynamicLibrary.h"
+
+#include <mutex>
+
+namespace attnc::cuda {
+
+namespace {
+// Values of the CUDA driver API's enums that attnc uses.
+constexpr int kAttrMultiprocessors = 16;
+constexpr int kAttrComputeMajor = 75;
+constexpr int kAttrComputeMinor = 76;
+constexpr int kAttrSharedOptin = 97;
+constexpr int kFuncAttrMaxDynamicShared = 8;
+constexpr CUresult kErrorNoDevice = 100;
+} // namespace
+
+std::string DeviceInfo::arch() const {
+  std::string arch =
+      "sm_" + std::to_string(computeMajor) + std::to_string(computeMinor);
+  // Hopper's wgmma and setmaxnreg exist only in the arch-specific target.
+  return computeMajor == 9 ? arch + "a" : arch;
+}
+
+StatusOr<Driver *> Driver::get() {
+  static std::once_flag once;
+  static Driver *driver = nullptr;
+  static Status failure;
+  std::call_once(once, [] {
+    auto *candidate = new Driver();
+    failure = candidate->load();
+    if (failure.ok())
+      driver = candidate;
+    else
+      delete candidate;
+  });
+  if (!driver)
+    return failure;
+  return driver;
+}
+
+Status Driver::load() {
+  StatusOr<DynamicLibrary> library =
+      DynamicLibrary::open({"libcuda.so.1", "libcuda.so"}, ErrorCode::NoDevice);
+  if (!library.ok())
+    return Status::error(ErrorCode::NoDevice,
+                         "no CUDA driver (libcuda) on this machine: " +
+                             library.status().message());
+#define ATTNC_LOAD(name, type)                                                 \
+  if (Status s = lookupFunction(*library, #name, name); !s.ok())               \
+    return s;
+  ATTNC_CUDA_FUNCTIONS(ATTNC_LOAD)
+#undef ATTNC_LOAD
+  CUresult init = cuInit(0);
+  if (init == kErrorNoDevice)
+    return Status::error(ErrorCode::NoDevice, "the CUDA driver sees no GPU");
+  if (Status s = check(init, "cuInit"); !s.ok())
+    return Status::error(ErrorCode::NoDevice, s.message());
+  int count = 0;
+  if (Status s = check(cuDeviceGetCount(&count), "cuDeviceGetCount"); !s.ok())
+    return s;
+  if (count == 0)
+    return Status::error(ErrorCode::NoDevice, "the CUDA driver sees no GPU");
+  CUdevice dev = 0;
+  char name[256] = {0};
+  if (Status s = check(cuDeviceGet(&dev, 0), "cuDeviceGet"); !s.ok())
+    return s;
+  if (Status s = check(cuDeviceGetName(name, sizeof(name) - 1, dev),
+                       "cuDeviceGetName");
+      !s.ok())
+    return s;
+  device_.name = name;
+  struct {
+    int attribute;
+    int *value;
+  } attributes[] = {
+      {kAttrMultiprocessors, &device_.multiprocessors},
+      {kAttrComputeMajor, &device_.computeMajor},
+      {kAttrComputeMinor, &device_.computeMinor},
+      {kAttrSharedOptin, &device_.sharedMemoryPerBlockOptin},
+  };
+  for (auto &a : attributes)
+    if (Status s = check(cuDeviceGetAttribute(a.value, a.attribute, dev),
+                         "cuDeviceGetAttribute");
+        !s.ok())
+      return s;
+  if (Status s = check(cuDevicePrimaryCtxRetain(&context_, dev),
+                       "cuDevicePrimaryCtxRetain");
+      !s.ok())
+    return s;
+  return check(cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+Status Driver::check(CUresult result, const char *call) const {
+  if (result == 0)
+    return Status();
+  const char *message = nullptr;
+  if (cuGetErrorString)
+    cuGetErrorString(result, &message);
+  return Status::error(ErrorCode::CudaError,
+                       std::string(call) + " failed with " +
+                           std::to_string(result) + " (" +
+                           (message ? message : "unknown") + ")");
+}
+
+StatusOr<CUdeviceptr> Driver::allocate(size_t bytes) {
+  CUdeviceptr ptr = 0;
+  CUresult result = cuMemAlloc_v2(&ptr, bytes ? bytes : 1);
+  if (result == 2) // CUDA_ERROR_OUT_OF_MEMORY
+    return Status::error(ErrorCode::OutOfMemory,
+                         "cannot allocate " + std::to_string(bytes) +
+                             " bytes of GPU memory");
+  if (Status s = check(result, "cuMemAlloc"); !s.ok())
+    return s;
+  return ptr;
+}
+Status Driver::free(CUdeviceptr ptr) {
+  return check(cuMemFree_v2(ptr), "cuMemFree");
+}
+Status Driver::copyToDevice(CUdeviceptr dst, const void *src, size_t bytes) {
+  return check(cuMemcpyHtoD_v2(dst, src, bytes), "cuMemcpyHtoD");
+}
+Status Driver::copyToHost(void *dst, CUdeviceptr src, size_t bytes) {
+  return check(cuMemcpyDtoH_v2(dst, src, bytes), "cuMemcpyDtoH");
+}
+Status Driver::fill(CUdeviceptr dst, unsigned char byte, size_t bytes) {
+  return check(cuMemsetD8_v2(dst, byte, bytes), "cuMemsetD8");
+}
+Status Driver::synchronize() {
+  return check(cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+StatusOr<CUmodule> Driver::loadModule(const void *image) {
+  CUmodule module = nullptr;
+  if (Status s = check(cuModuleLoadData(&module, image), "cuModuleLoadData");
+      !s.ok())
+    return s;
+  return module;
+}
+StatusOr<CUfunction> Driver::getFunction(CUmodule module,
+                                         const std::string &name) {
+  CUfunction function = nullptr;
+  if (Status s = check(cuModuleGetFunction(&function, module, name.c_str()),
+                       "cuModuleGetFunction");
+      !s.ok())
+    return s;
+  return function;
+}
+Status Driver::setSharedMemory(CUfunction function, int bytes) {
+  return check(cuFuncSetAttribute(function, kFuncAttrMaxDynamicShared, bytes),
+               "cuFuncSetAttribute(max dynamic shared memory)");
+}
+Status Driver::launch(CUfunction function, unsigned gridX, unsigned gridY,
+                      unsigned gridZ, unsigned threads, unsigned sharedBytes,
+                      CUstream stream, void *params, size_t paramBytes) {
+  // Params go as one by-value struct, the kernel's only argument.
+  void *config[] = {reinterpret_cast<void *>(1), params,
+                    reinterpret_cast<void *>(2), &paramBytes,
+                    reinterpret_cast<void *>(0)};
+  return check(cuLaunchKernel(function, gridX, gridY, gridZ, threads, 1, 1,
+                              sharedBytes, stream, nullptr, config),
+               "cuLaunchKernel");
+}
+
+StatusOr<CUevent> Driver::createEvent() {
+  CUevent event = nullptr;
+  if (Status s = check(cuEventCreate(&event, 0), "cuEventCreate"); !s.ok())
+    return s;
+  return event;
+}
+Status Driver::record(CUevent event, CUstream stream) {
+  return check(cuEventRecord(event, stream), "cuEventRecord");
+}
+StatusOr<float> Driver::elapsed(CUevent begin, CUevent end) {
+  if (Status s = check(cuEventSynchronize(end), "cuEventSynchronize"); !s.ok())
+    return s;
+  float ms = 0;
+  if (Status s = check(cuEventElapsedTime(&ms, begin, end),
+                       "cuEventElapsedTime");
+      !s.ok())
+    return s;
+  return ms;
+}
+
+StatusOr<DeviceBuffer> DeviceBuffer::allocate(Driver &driver, size_t bytes) {
+  StatusOr<CUdeviceptr> ptr = driver.allocate(bytes);
+  if (!ptr.ok())
+    return ptr.status();
+  DeviceBuffer buffer;
+  buffer.driver_ = &driver;
+  buffer.ptr_ = *ptr;
+  buffer.bytes_ = bytes;
+  return buffer;
+}
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
+  if (this != &other) {
+    if (driver_ && ptr_)
+      (void)driver_->free(ptr_);
+    driver_ = other.driver_;
+    ptr_ = other.ptr_;
+    bytes_ = other.bytes_;
+    other.driver_ = nullptr;
+    other.ptr_ = 0;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (driver_ && ptr_)
+    (void)driver_->free(ptr_);
+}
+
+} // namespace attnc::cuda

@@ -1,0 +1,126 @@
+//===- CudaDriver.h - the CUDA driver API, loaded at run time ---*- C++ -*-===//
+//
+// The subset of libcuda attnc uses, declared here so no CUDA header is
+// needed to build, and loaded with dlopen so a machine without a GPU gets an
+// error value (NoDevice) instead of a failure to start. Every call is
+// checked and turned into a Status that names the call and CUDA's message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_RUNTIME_CUDA_CUDADRIVER_H
+#define ATTNC_RUNTIME_CUDA_CUDADRIVER_H
+
+#include "support/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace attnc::cuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st *;
+using CUmodule = struct CUmod_st *;
+using CUfunction = struct CUfunc_st *;
+using CUstream = struct CUstream_st *;
+using CUevent = struct CUevent_st *;
+
+/// Device properties the planner and launcher need.
+struct DeviceInfo {
+  std::string name;
+  int computeMajor = 0, computeMinor = 0;
+  int multiprocessors = 0;
+  int sharedMemoryPerBlockOptin = 0;
+  /// "sm_90a" for Hopper (the arch-specific target), "sm_NN" otherwise.
+  std::string arch() const;
+};
+
+class Driver {
+public:
+  /// Loads libcuda, initializes it and makes device 0's primary context
+  /// current; fails with NoDevice when there is no driver or no GPU.
+  static StatusOr<Driver *> get();
+
+  const DeviceInfo &device() const { return device_; }
+
+  StatusOr<CUdeviceptr> allocate(size_t bytes);
+  Status free(CUdeviceptr ptr);
+  Status copyToDevice(CUdeviceptr dst, const void *src, size_t bytes);
+  Status copyToHost(void *dst, CUdeviceptr src, size_t bytes);
+  Status fill(CUdeviceptr dst, unsigned char byte, size_t bytes);
+  Status synchronize();
+
+  StatusOr<CUmodule> loadModule(const void *image);
+  StatusOr<CUfunction> getFunction(CUmodule module, const std::string &name);
+  Status setSharedMemory(CUfunction function, int bytes);
+  Status launch(CUfunction function, unsigned gridX, unsigned gridY,
+                unsigned gridZ, unsigned threads, unsigned sharedBytes,
+                CUstream stream, void *params, size_t paramBytes);
+
+  StatusOr<CUevent> createEvent();
+  Status record(CUevent event, CUstream stream);
+  /// Milliseconds between two recorded events (synchronizes on `end`).
+  StatusOr<float> elapsed(CUevent begin, CUevent end);
+
+private:
+  Status check(CUresult result, const char *call) const;
+  Status load();
+
+  DeviceInfo device_;
+  CUcontext context_ = nullptr;
+#define ATTNC_CUDA_FUNCTIONS(X)                                                \
+  X(cuInit, CUresult(unsigned))                                                \
+  X(cuDeviceGetCount, CUresult(int *))                                         \
+  X(cuDeviceGet, CUresult(CUdevice *, int))                                    \
+  X(cuDeviceGetName, CUresult(char *, int, CUdevice))                          \
+  X(cuDeviceGetAttribute, CUresult(int *, int, CUdevice))                      \
+  X(cuDevicePrimaryCtxRetain, CUresult(CUcontext *, CUdevice))                 \
+  X(cuCtxSetCurrent, CUresult(CUcontext))                                      \
+  X(cuCtxSynchronize, CUresult())                                              \
+  X(cuGetErrorString, CUresult(CUresult, const char **))                       \
+  X(cuMemAlloc_v2, CUresult(CUdeviceptr *, size_t))                            \
+  X(cuMemFree_v2, CUresult(CUdeviceptr))                                       \
+  X(cuMemcpyHtoD_v2, CUresult(CUdeviceptr, const void *, size_t))              \
+  X(cuMemcpyDtoH_v2, CUresult(void *, CUdeviceptr, size_t))                    \
+  X(cuMemsetD8_v2, CUresult(CUdeviceptr, unsigned char, size_t))               \
+  X(cuModuleLoadData, CUresult(CUmodule *, const void *))                      \
+  X(cuModuleGetFunction, CUresult(CUfunction *, CUmodule, const char *))       \
+  X(cuFuncSetAttribute, CUresult(CUfunction, int, int))                        \
+  X(cuLaunchKernel,                                                            \
+    CUresult(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,     \
+             unsigned, unsigned, CUstream, void **, void **))                  \
+  X(cuEventCreate, CUresult(CUevent *, unsigned))                              \
+  X(cuEventRecord, CUresult(CUevent, CUstream))                                \
+  X(cuEventSynchronize, CUresult(CUevent))                                     \
+  X(cuEventElapsedTime, CUresult(float *, CUevent, CUevent))
+#define ATTNC_DECLARE(name, type) std::add_pointer_t<type> name = nullptr;
+  ATTNC_CUDA_FUNCTIONS(ATTNC_DECLARE)
+#undef ATTNC_DECLARE
+};
+
+/// A device allocation freed when it goes out of scope.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  static StatusOr<DeviceBuffer> allocate(Driver &driver, size_t bytes);
+  DeviceBuffer(DeviceBuffer &&other) noexcept { *this = std::move(other); }
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer();
+
+  CUdeviceptr get() const { return ptr_; }
+  size_t size() const { return bytes_; }
+
+private:
+  Driver *driver_ = nullptr;
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+} // namespace attnc::cuda
+
+#endif // ATTNC_RUNTIME_CUDA_CUDADRIVER_H

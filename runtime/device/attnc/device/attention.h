@@ -1,0 +1,558 @@
+//===- attention.h - one CTA of tiled attention ---------------------------===//
+//
+// A CTA owns BlockM "rows" of one request and one KV head: row r is query
+// token r / Group of query head kvHead * Group + r % Group, so the query
+// heads of a GQA group share every K/V tile (decode packs the group into the
+// M tile). WarpsM x WarpsN warps: warp (wm, wn) owns 16 rows and a
+// BlockN / WarpsN slice of every KV tile, keeps its own online-softmax state
+// and the warps' states are merged in shared memory at the end.
+//
+// Generated kernels drive the CTA through the free functions at the bottom,
+// one per attn_gpu op.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_DEVICE_ATTENTION_H
+#define ATTNC_DEVICE_ATTENTION_H
+
+#include "attnc/device/copy.h"
+#include "attnc/device/math.h"
+#include "attnc/device/mma.h"
+#include "attnc/device/params.h"
+#include "attnc/device/prelude.h"
+
+namespace attnc {
+
+enum KVLayout : int { kDenseKV = 0, kRaggedKV = 1, kPagedKV = 2 };
+
+/// Everything the kernel needs to know at compile time, derived from the
+/// generated configuration `C`.
+template <class C> struct Shape {
+  static constexpr int kD = C::kHeadDimQK;
+  static constexpr int kDV = C::kHeadDimV;
+  static constexpr int kBlockM = 16 * C::kWarpsM;
+  static constexpr int kBlockN = C::kBlockN;
+  static constexpr int kWarps = C::kWarpsM * C::kWarpsN;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kWarpCols = kBlockN / C::kWarpsN;
+  static constexpr int kNTiles = kWarpCols / 8;
+  static constexpr int kDTiles = kDV / 8;
+  static constexpr int kQElems = kBlockM * kD;
+  static constexpr int kKElems = kBlockN * kD;
+  static constexpr int kVElems = kBlockN * kDV;
+  static constexpr int kLoopBytes =
+      2 * (kQElems + C::kStages * (kKElems + kVElems));
+  static constexpr int kEpilogueBytes =
+      4 * (kBlockM * kDV + 3 * C::kWarpsN * kBlockM);
+  static constexpr int kSmemBytes =
+      kLoopBytes > kEpilogueBytes ? kLoopBytes : kEpilogueBytes;
+  static constexpr bool kWindowLeft = C::kWindowLeft >= 0;
+  static constexpr bool kWindowRight = C::kWindowRight >= 0;
+  static constexpr bool kMods =
+      C::kSoftcap > 0.0f || C::kAlibi || C::kScoreMod;
+  static constexpr bool kAlwaysPartial = C::kMaskMod || C::kSegments;
+  static_assert(kWarpCols % 16 == 0, "each warp needs 16-key steps");
+  static_assert(kD % 64 == 0 && kDV % 64 == 0, "head dims are multiples of 64");
+};
+
+template <class C> struct AttentionCta {
+  using S = Shape<C>;
+  using Elem = typename C::Elem;
+  using M = Mma<Elem>;
+
+  const AttnParams *p;
+  u16 *smem;
+  int batch, kvHead, split, rowBegin, rows;
+  int qLen, kvLen, qToken0, kvToken0, pageBegin;
+  int firstPos, lastPos; // positions of the CTA's first and last query
+  int sinkTiles, mainBegin, mainEnd, tileBegin, tileEnd;
+  int warp, lane, wm, wn;
+  float s[S::kNTiles][4];
+  float o[S::kDTiles][4];
+  float rowMax[2], rowSum[2], slope[2];
+  u32 qFrag[C::kQInRegs ? S::kD / 16 : 1][4];
+
+  ATTNC_DEVICE u16 *qTile() { return smem; }
+  ATTNC_DEVICE u16 *kTile(int stage) {
+    return smem + S::kQElems + stage * S::kKElems;
+  }
+  ATTNC_DEVICE u16 *vTile(int stage) {
+    return smem + S::kQElems + C::kStages * S::kKElems + stage * S::kVElems;
+  }
+  /// Row (0 or 1) of this thread's accumulators -> row within the CTA.
+  ATTNC_DEVICE int localRow(int half) const {
+    return wm * 16 + (lane >> 2) + 8 * half;
+  }
+  ATTNC_DEVICE int queryOf(int row) const { return row / C::kGroup; }
+  ATTNC_DEVICE int headOf(int row) const {
+    return kvHead * C::kGroup + row % C::kGroup;
+  }
+
+  // --- Tile schedule --------------------------------------------------------
+  // Visible tiles are the sink tiles [0, sinkTiles) then the main range
+  // [mainBegin, mainEnd) (closed-form bounds of the causal / window masks);
+  // the split owns [tileBegin, tileEnd) of that sequence.
+  ATTNC_DEVICE int numVisibleTiles() const {
+    return sinkTiles + (mainEnd - mainBegin);
+  }
+  ATTNC_DEVICE int tileAt(int t) const {
+    return t < sinkTiles ? t : mainBegin + (t - sinkTiles);
+  }
+
+  ATTNC_DEVICE void planTiles() {
+    int lo = 0, hi = kvLen;
+    if (C::kCausal)
+      hi = lastPos + 1 < hi ? lastPos + 1 : hi;
+    if (S::kWindowRight && lastPos + C::kWindowRight + 1 < hi)
+      hi = lastPos + C::kWindowRight + 1;
+    if (S::kWindowLeft && firstPos - C::kWindowLeft > lo)
+      lo = firstPos - C::kWindowLeft;
+    if (hi < 0)
+      hi = 0;
+    mainBegin = lo / S::kBlockN;
+    mainEnd = (hi + S::kBlockN - 1) / S::kBlockN;
+    if (mainEnd < mainBegin)
+      mainEnd = mainBegin;
+    sinkTiles = 0;
+    if (S::kWindowLeft && C::kSinks > 0) {
+      int sinkKeys = C::kSinks < hi ? C::kSinks : hi;
+      sinkTiles = (sinkKeys + S::kBlockN - 1) / S::kBlockN;
+      if (sinkTiles >= mainBegin) { // the ranges touch: one range
+        mainBegin = 0;
+        sinkTiles = 0;
+      }
+    }
+    int total = numVisibleTiles();
+    int perSplit = (total + p->num_splits - 1) / p->num_splits;
+    tileBegin = split * perSplit < total ? split * perSplit : total;
+    tileEnd = tileBegin + perSplit < total ? tileBegin + perSplit : total;
+  }
+
+  /// Whether tile `n` needs the per-element mask (some key is hidden from
+  /// some row): the closed-form test of the analyzed masks.
+  ATTNC_DEVICE bool tileIsPartial(int n) const {
+    if (S::kAlwaysPartial)
+      return true;
+    int k0 = n * S::kBlockN, k1 = k0 + S::kBlockN - 1;
+    if (k1 >= kvLen)
+      return true;
+    if (C::kCausal && k1 > firstPos)
+      return true;
+    if (S::kWindowRight && k1 > firstPos + C::kWindowRight)
+      return true;
+    if (S::kWindowLeft && k0 < lastPos - C::kWindowLeft &&
+        !(k1 < C::kSinks))
+      return true;
+    return false;
+  }
+
+  ATTNC_DEVICE bool visible(int row, int key) const {
+    int query = queryOf(row);
+    int pos = query + kvLen - qLen;
+    if (key >= kvLen || row >= rows)
+      return false;
+    if (C::kCausal && key > pos)
+      return false;
+    if (S::kWindowRight && key > pos + C::kWindowRight)
+      return false;
+    if (S::kWindowLeft && key < pos - C::kWindowLeft && key >= C::kSinks)
+      return false;
+    if (C::kSegments &&
+        p->q_segments[qToken0 + query] != p->kv_segments[kvToken0 + key])
+      return false;
+    if (C::kMaskMod && !C::maskMod(batch, headOf(row), query, key, *p))
+      return false;
+    return true;
+  }
+
+  // --- Setup ----------------------------------------------------------------
+  /// Returns false for a CTA past the end of its request.
+  ATTNC_DEVICE bool begin(const AttnParams &params, void *sharedMem) {
+    p = &params;
+    smem = static_cast<u16 *>(sharedMem);
+    batch = blockIdx.z;
+    kvHead = blockIdx.y / params.num_splits;
+    split = blockIdx.y % params.num_splits;
+    rowBegin = blockIdx.x * S::kBlockM;
+    warp = threadIdx.x / 32;
+    lane = threadIdx.x % 32;
+    wm = warp / C::kWarpsN;
+    wn = warp % C::kWarpsN;
+    if (C::kQLayout == 1) {
+      qToken0 = params.q_indptr[batch];
+      qLen = params.q_indptr[batch + 1] - qToken0;
+    } else {
+      qToken0 = batch * params.q_len;
+      qLen = params.q_len;
+    }
+    rows = qLen * C::kGroup - rowBegin;
+    if (rows <= 0)
+      return false;
+    if (rows > S::kBlockM)
+      rows = S::kBlockM;
+    pageBegin = 0;
+    kvToken0 = 0;
+    if (C::kKVLayout == kPagedKV) {
+      pageBegin = params.kv_indptr[batch];
+      int pages = params.kv_indptr[batch + 1] - pageBegin;
+      kvLen = pages > 0
+                  ? (pages - 1) * C::kPageSize + params.last_page_len[batch]
+                  : 0;
+    } else if (C::kKVLayout == kRaggedKV) {
+      kvToken0 = params.kv_indptr[batch];
+      kvLen = params.kv_indptr[batch + 1] - kvToken0;
+    } else {
+      kvToken0 = batch * params.kv_len;
+      kvLen = params.kv_len;
+    }
+    firstPos = queryOf(rowBegin) + kvLen - qLen;
+    lastPos = queryOf(rowBegin + rows - 1) + kvLen - qLen;
+    planTiles();
+    for (int half = 0; half < 2; ++half) {
+      rowMax[half] = negInf();
+      rowSum[half] = 0.0f;
+      slope[half] = C::kAlibi ? alibiSlope(headOf(rowBegin + localRow(half)),
+                                           C::kNumQHeads)
+                              : 0.0f;
+    }
+    for (int t = 0; t < S::kDTiles; ++t)
+      for (int e = 0; e < 4; ++e)
+        o[t][e] = 0.0f;
+    return true;
+  }
+
+  // --- Loads ----------------------------------------------------------------
+  ATTNC_DEVICE void loadQuery() {
+    constexpr int chunks = S::kD / 8;
+    const Elem *q = static_cast<const Elem *>(p->q);
+    for (int idx = threadIdx.x; idx < S::kBlockM * chunks;
+         idx += S::kThreads) {
+      int row = idx / chunks, chunk = idx % chunks;
+      bool valid = row < rows;
+      int r = rowBegin + (valid ? row : 0);
+      const Elem *src = q +
+                        (i64(qToken0 + queryOf(r)) * C::kNumQHeads +
+                         headOf(r)) *
+                            S::kD +
+                        chunk * 8;
+      cpAsync16(sharedAddress(qTile() + swizzle<S::kD>(row, chunk * 8)), src,
+                valid);
+    }
+  }
+
+  /// First element of key/value row `key` of this CTA's KV head.
+  template <int Dim>
+  ATTNC_DEVICE const Elem *kvRow(const void *base, i64 pageStride,
+                                 int key) const {
+    const Elem *ptr = static_cast<const Elem *>(base);
+    if (C::kKVLayout == kPagedKV) {
+      constexpr int pageSize = C::kPageSize > 0 ? C::kPageSize : 1;
+      int page = p->page_indices[pageBegin + key / pageSize];
+      int slot = key % pageSize;
+      i64 offset = C::kPageHND
+                       ? (i64(kvHead) * pageSize + slot) * Dim
+                       : (i64(slot) * C::kNumKVHeads + kvHead) * Dim;
+      return ptr + i64(page) * pageStride + offset;
+    }
+    return ptr + (i64(kvToken0 + key) * C::kNumKVHeads + kvHead) * Dim;
+  }
+
+  template <int Dim>
+  ATTNC_DEVICE void loadKVTile(u16 *tile, const void *base, i64 pageStride,
+                               int n) {
+    constexpr int chunks = Dim / 8;
+    static_assert(S::kThreads % chunks == 0, "rows per pass");
+    constexpr int rowStep = S::kThreads / chunks;
+    int chunk = threadIdx.x % chunks;
+    for (int row = threadIdx.x / chunks; row < S::kBlockN; row += rowStep) {
+      int key = n * S::kBlockN + row;
+      bool valid = key < kvLen;
+      const Elem *src = kvRow<Dim>(base, pageStride, valid ? key : 0);
+      cpAsync16(sharedAddress(tile + swizzle<Dim>(row, chunk * 8)),
+                src + chunk * 8, valid);
+    }
+  }
+
+  /// Issues the loads of visible tile number `t` (if it exists) into its
+  /// pipeline stage and commits them as one group.
+  ATTNC_DEVICE void prefetch(int t) {
+    if (t < tileEnd) {
+      int stage = (t - tileBegin) % C::kStages;
+      int n = tileAt(t);
+      loadKVTile<S::kD>(kTile(stage), p->k, p->k_page_stride, n);
+      loadKVTile<S::kDV>(vTile(stage), p->v, p->v_page_stride, n);
+    }
+    cpAsyncCommit();
+  }
+
+  /// Waits until tile `t` has landed and every warp is done with the stage
+  /// the next prefetch overwrites.
+  ATTNC_DEVICE void waitTile(int t) {
+    cpAsyncWait<C::kStages - 2>();
+    __syncthreads();
+    if (C::kQInRegs && t == tileBegin)
+      for (int kk = 0; kk < S::kD / 16; ++kk)
+        loadQueryFragment(qFrag[kk], kk);
+  }
+
+  ATTNC_DEVICE void loadQueryFragment(u32 (&a)[4], int kk) {
+    int row = wm * 16 + (lane % 16);
+    int col = kk * 16 + (lane / 16) * 8;
+    ldmatrixX4(a, sharedAddress(qTile() + swizzle<S::kD>(row, col)));
+  }
+
+  // --- Products -------------------------------------------------------------
+  ATTNC_DEVICE void scores(int t) {
+    const u16 *k = kTile((t - tileBegin) % C::kStages);
+    for (int nt = 0; nt < S::kNTiles; ++nt)
+      for (int e = 0; e < 4; ++e)
+        s[nt][e] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < S::kD / 16; ++kk) {
+      u32 a[4];
+      if (C::kQInRegs) {
+        for (int i = 0; i < 4; ++i)
+          a[i] = qFrag[kk][i];
+      } else {
+        loadQueryFragment(a, kk);
+      }
+#pragma unroll
+      for (int np = 0; np < S::kNTiles / 2; ++np) {
+        int row = wn * S::kWarpCols + np * 16 + (lane / 16) * 8 + lane % 8;
+        int col = kk * 16 + ((lane / 8) % 2) * 8;
+        u32 b[4];
+        ldmatrixX4(b, sharedAddress(k + swizzle<S::kD>(row, col)));
+        M::run(s[2 * np], a, b[0], b[1]);
+        M::run(s[2 * np + 1], a, b[2], b[3]);
+      }
+    }
+  }
+
+  /// Turns raw products into base-2 logits: modifiers, then the mask when
+  /// the tile is partial.
+  template <bool Partial> ATTNC_DEVICE void modifyScores(int t) {
+    int n = tileAt(t);
+#pragma unroll
+    for (int nt = 0; nt < S::kNTiles; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int row = localRow(e / 2);
+        int key = n * S::kBlockN + wn * S::kWarpCols + nt * 8 +
+                  (lane % 4) * 2 + (e % 2);
+        float x = s[nt][e];
+        if (S::kMods) {
+          x *= C::kScale;
+          if (C::kSoftcap > 0.0f)
+            x = C::kSoftcap * fastTanh(x * (1.0f / C::kSoftcap));
+          int query = queryOf(rowBegin + row);
+          if (C::kAlibi)
+            x += slope[e / 2] * float(key - (query + kvLen - qLen));
+          if (C::kScoreMod)
+            x = C::scoreMod(x, batch, headOf(rowBegin + row), query, key, *p);
+          x *= kLog2E;
+        } else {
+          x *= C::kScale * kLog2E;
+        }
+        if (Partial && !visible(rowBegin + row, key))
+          x = negInf();
+        s[nt][e] = x;
+      }
+  }
+
+  ATTNC_DEVICE void onlineSoftmax() {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float mx = rowMax[half];
+      for (int nt = 0; nt < S::kNTiles; ++nt)
+        mx = maxf(mx, maxf(s[nt][2 * half], s[nt][2 * half + 1]));
+      mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      // A row that has seen no key keeps -inf; shift by 0 so exp2 stays 0.
+      float base = mx == negInf() ? 0.0f : mx;
+      float alpha = fastExp2(rowMax[half] - base);
+      rowMax[half] = mx;
+      rowSum[half] *= alpha;
+      for (int dt = 0; dt < S::kDTiles; ++dt) {
+        o[dt][2 * half] *= alpha;
+        o[dt][2 * half + 1] *= alpha;
+      }
+      for (int nt = 0; nt < S::kNTiles; ++nt)
+        for (int e = 2 * half; e < 2 * half + 2; ++e) {
+          s[nt][e] = fastExp2(s[nt][e] - base);
+          rowSum[half] += s[nt][e];
+        }
+    }
+  }
+
+  ATTNC_DEVICE void accumulateValues(int t) {
+    const u16 *v = vTile((t - tileBegin) % C::kStages);
+#pragma unroll
+    for (int kk = 0; kk < S::kWarpCols / 16; ++kk) {
+      u32 a[4] = {M::pack(s[2 * kk][0], s[2 * kk][1]),
+                  M::pack(s[2 * kk][2], s[2 * kk][3]),
+                  M::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                  M::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int dp = 0; dp < S::kDTiles / 2; ++dp) {
+        int row = wn * S::kWarpCols + kk * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+        int col = dp * 16 + (lane / 16) * 8;
+        u32 b[4];
+        ldmatrixX4Trans(b, sharedAddress(v + swizzle<S::kDV>(row, col)));
+        M::run(o[2 * dp], a, b[0], b[1]);
+        M::run(o[2 * dp + 1], a, b[2], b[3]);
+      }
+    }
+  }
+
+  // --- Epilogue -------------------------------------------------------------
+  /// Merges the warps' states, normalizes, and writes the output and LSE
+  /// (or this split's partial state).
+  ATTNC_DEVICE void finish() {
+    cpAsyncWait<0>();
+    __syncthreads();
+    float *acc = reinterpret_cast<float *>(smem);     // [BlockM][DV]
+    float *stats = acc + S::kBlockM * S::kDV;         // [WarpsN][BlockM] x 3
+    float *maxes = stats, *sums = stats + C::kWarpsN * S::kBlockM;
+    float *lses = sums + C::kWarpsN * S::kBlockM;
+    for (int half = 0; half < 2; ++half) {
+      rowSum[half] += __shfl_xor_sync(0xffffffffu, rowSum[half], 1);
+      rowSum[half] += __shfl_xor_sync(0xffffffffu, rowSum[half], 2);
+      if (lane % 4 == 0) {
+        maxes[wn * S::kBlockM + localRow(half)] = rowMax[half];
+        sums[wn * S::kBlockM + localRow(half)] = rowSum[half];
+      }
+    }
+    if (C::kWarpsN > 1)
+      for (int i = threadIdx.x; i < S::kBlockM * S::kDV; i += S::kThreads)
+        acc[i] = 0.0f;
+    __syncthreads();
+    for (int half = 0; half < 2; ++half) {
+      int row = localRow(half);
+      float total = negInf();
+      for (int w = 0; w < C::kWarpsN; ++w)
+        total = maxf(total, maxes[w * S::kBlockM + row]);
+      float base = total == negInf() ? 0.0f : total;
+      float sum = 0.0f;
+      for (int w = 0; w < C::kWarpsN; ++w)
+        sum += sums[w * S::kBlockM + row] *
+               fastExp2(maxes[w * S::kBlockM + row] - base);
+      float factor =
+          sum > 0.0f ? fastExp2(rowMax[half] - base) / sum : 0.0f;
+      if (wn == 0 && lane % 4 == 0)
+        lses[row] = sum > 0.0f ? (base + fastLog2(sum)) * kLn2 : negInf();
+      for (int dt = 0; dt < S::kDTiles; ++dt)
+        for (int e = 0; e < 2; ++e) {
+          float *dst = acc + row * S::kDV + dt * 8 + (lane % 4) * 2 + e;
+          float value = o[dt][2 * half + e] * factor;
+          if (C::kWarpsN > 1)
+            atomicAdd(dst, value);
+          else
+            *dst = value;
+        }
+    }
+    __syncthreads();
+    store(acc, lses);
+  }
+
+  ATTNC_DEVICE void store(const float *acc, const float *lses) {
+    bool partial = p->num_splits > 1;
+    constexpr int chunks = S::kDV / 8;
+    for (int idx = threadIdx.x; idx < rows * chunks; idx += S::kThreads) {
+      int row = idx / chunks, chunk = idx % chunks;
+      int r = rowBegin + row;
+      i64 outRow = i64(qToken0 + queryOf(r)) * C::kNumQHeads + headOf(r);
+      const float *src = acc + row * S::kDV + chunk * 8;
+      if (partial) {
+        float *dst = p->partial_out +
+                     (split * p->partial_split_stride + outRow) * S::kDV +
+                     chunk * 8;
+        for (int e = 0; e < 8; ++e)
+          dst[e] = src[e];
+      } else {
+        storeChunk(static_cast<typename C::Out *>(p->out) + outRow * S::kDV +
+                       chunk * 8,
+                   src);
+      }
+    }
+    for (int row = threadIdx.x; row < rows; row += S::kThreads) {
+      int r = rowBegin + row;
+      i64 outRow = i64(qToken0 + queryOf(r)) * C::kNumQHeads + headOf(r);
+      if (partial)
+        p->partial_lse[split * p->partial_split_stride + outRow] = lses[row];
+      else if (C::kHasLse)
+        p->lse[outRow] = lses[row];
+    }
+  }
+
+  ATTNC_DEVICE static void storeChunk(float *dst, const float *src) {
+    for (int e = 0; e < 8; ++e)
+      dst[e] = src[e];
+  }
+  template <typename T> ATTNC_DEVICE static void storeChunk(T *dst,
+                                                            const float *src) {
+    u32 packed[4];
+    for (int e = 0; e < 4; ++e)
+      packed[e] = Mma<T>::pack(src[2 * e], src[2 * e + 1]);
+    *reinterpret_cast<uint4 *>(dst) =
+        make_uint4(packed[0], packed[1], packed[2], packed[3]);
+  }
+};
+
+/// Element `idx...` of captured buffer `k` (a strided view).
+template <typename T, typename... Index>
+ATTNC_DEVICE T loadCapture(const AttnParams *p, int k, Index... idx) {
+  const CaptureParams &view = p->captures[k];
+  i64 offset = 0;
+  int dim = 0;
+  ((offset += i64(idx) * view.strides[dim++]), ...);
+  return static_cast<const T *>(view.data)[offset];
+}
+
+// --- One function per attn_gpu op, called by generated kernels --------------
+
+template <class C>
+ATTNC_DEVICE bool ctaBegin(AttentionCta<C> *cta, const AttnParams &params,
+                           void *smem) {
+  return cta->begin(params, smem);
+}
+template <class C> ATTNC_DEVICE void loadQuery(AttentionCta<C> *cta) {
+  cta->loadQuery();
+}
+template <class C> ATTNC_DEVICE int tileBegin(AttentionCta<C> *cta) {
+  return cta->tileBegin;
+}
+template <class C> ATTNC_DEVICE int tileEnd(AttentionCta<C> *cta) {
+  return cta->tileEnd;
+}
+template <class C> ATTNC_DEVICE void prefetchTile(AttentionCta<C> *cta, int t) {
+  cta->prefetch(t);
+}
+template <class C> ATTNC_DEVICE void waitTile(AttentionCta<C> *cta, int t) {
+  cta->waitTile(t);
+}
+template <class C> ATTNC_DEVICE void scoreTile(AttentionCta<C> *cta, int t) {
+  cta->scores(t);
+}
+template <class C> ATTNC_DEVICE bool tileIsPartial(AttentionCta<C> *cta, int t) {
+  return cta->tileIsPartial(cta->tileAt(t));
+}
+template <class C>
+ATTNC_DEVICE void modifyScoresMasked(AttentionCta<C> *cta, int t) {
+  cta->template modifyScores<true>(t);
+}
+template <class C> ATTNC_DEVICE void modifyScores(AttentionCta<C> *cta, int t) {
+  cta->template modifyScores<false>(t);
+}
+template <class C> ATTNC_DEVICE void onlineSoftmax(AttentionCta<C> *cta) {
+  cta->onlineSoftmax();
+}
+template <class C>
+ATTNC_DEVICE void accumulateValues(AttentionCta<C> *cta, int t) {
+  cta->accumulateValues(t);
+}
+template <class C> ATTNC_DEVICE void finish(AttentionCta<C> *cta) {
+  cta->finish();
+}
+
+} // namespace attnc
+
+#endif // ATTNC_DEVICE_ATTENTION_H

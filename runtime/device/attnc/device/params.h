@@ -1,0 +1,71 @@
+//===- params.h - launch parameters shared by host and device -------------===//
+//
+// One struct per kernel kind, passed by value as the only kernel argument.
+// Host code fills it; the layout must not depend on the compiler, so every
+// field is a fixed-width integer, a float or a pointer.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_DEVICE_PARAMS_H
+#define ATTNC_DEVICE_PARAMS_H
+
+#include "attnc/device/prelude.h"
+
+namespace attnc {
+
+/// A buffer captured by a score_mod or mask_mod region: a strided view.
+struct CaptureParams {
+  const void *data;
+  i64 sizes[4];
+  i64 strides[4];
+};
+
+constexpr int kMaxCaptures = 8;
+constexpr int kMaxMergeStates = 32;
+
+/// Arguments of one attention launch. Tensors are contiguous:
+/// q/out [tokens, heads, dim]; dense and ragged k/v [tokens, kv_heads, dim];
+/// paged k/v pages of [page, kv_heads, dim] (nhd) or [kv_heads, page, dim]
+/// (hnd), `*_page_stride` elements apart; lse [tokens, heads] in f32.
+struct AttnParams {
+  const void *q;
+  const void *k;
+  const void *v;
+  void *out;
+  float *lse;
+  // Ragged requests: token offsets per request ([batch + 1]). Null for dense
+  // tensors, whose requests are `q_len` / `kv_len` tokens apart.
+  const i32 *q_indptr;
+  const i32 *kv_indptr;
+  // Paged keys and values: kv_indptr indexes page_indices per request.
+  const i32 *page_indices;
+  const i32 *last_page_len;
+  i64 k_page_stride;
+  i64 v_page_stride;
+  // Document ids per token for `segments`.
+  const i32 *q_segments;
+  const i32 *kv_segments;
+  i32 batch;
+  i32 q_len;  // dense queries per request; the longest one when ragged
+  i32 kv_len; // dense keys per request
+  i32 num_splits;
+  // Split-KV: partial states [split, tokens, heads, v_dim] and
+  // [split, tokens, heads] in f32, merged by the merge kernel.
+  float *partial_out;
+  float *partial_lse;
+  i64 partial_split_stride; // tokens * heads
+  CaptureParams captures[kMaxCaptures];
+};
+
+/// Arguments of a merge of attention states over the same queries.
+struct MergeParams {
+  const void *outs[kMaxMergeStates];
+  const float *lses[kMaxMergeStates];
+  void *out;
+  float *lse; // may be null
+  i32 num_states;
+  i64 rows; // tokens * heads
+};
+
+} // namespace attnc
+
+#endif // ATTNC_DEVICE_PARAMS_H

@@ -1,0 +1,247 @@
+//===- Executor.cpp - launch a compiled program on the GPU ----------------===//
+
+#include "exec/Executor.h"
+
+#include "attnc/device/params.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace attnc {
+
+StatusOr<LoadedModule> LoadedModule::load(cuda::Driver &driver,
+                                          const std::string &cubin) {
+  StatusOr<cuda::CUmodule> module = driver.loadModule(cubin.data());
+  if (!module.ok())
+    return module.status();
+  LoadedModule loaded;
+  loaded.driver_ = &driver;
+  loaded.module_ = *module;
+  return loaded;
+}
+
+StatusOr<cuda::CUfunction> LoadedModule::function(const std::string &name,
+                                                  int64_t smem) {
+  auto it = functions_.find(name);
+  if (it != functions_.end())
+    return it->second;
+  StatusOr<cuda::CUfunction> function = driver_->getFunction(module_, name);
+  if (!function.ok())
+    return function.status();
+  if (smem > 48 * 1024)
+    if (Status s = driver_->setSharedMemory(*function, int(smem)); !s.ok())
+      return s;
+  functions_[name] = *function;
+  return *function;
+}
+
+Status Executor::ensureBuffer(int value, size_t bytes, Binding &binding) {
+  if (binding.values[value])
+    return Status();
+  StatusOr<cuda::DeviceBuffer> buffer =
+      cuda::DeviceBuffer::allocate(driver_, bytes);
+  if (!buffer.ok())
+    return buffer.status();
+  binding.values[value] = buffer->get();
+  owned_[value] = std::move(*buffer);
+  return Status();
+}
+
+int Executor::chooseSplits(const LaunchSpec &launch,
+                           const BatchLayout &layout) const {
+  if (!launch.splitResults)
+    return 1;
+  int64_t mTiles = (int64_t(layout.qLen) * launch.group + launch.blockM - 1) /
+                   launch.blockM;
+  int64_t ctas = std::max<int64_t>(1, mTiles * launch.kvHeads * layout.batch);
+  // Two waves of CTAs over the multiprocessors keep every one busy.
+  int64_t target = 2 * driver_.device().multiprocessors;
+  int64_t splits = (target + ctas - 1) / ctas;
+  return int(std::clamp<int64_t>(splits, 1, launch.kvSplits));
+}
+
+Status Executor::run(const BatchLayout &layout, Binding &binding,
+                     cuda::CUstream stream, int splits) {
+  binding.values.resize(program_.values.size(), 0);
+  binding.bufferSizes.resize(program_.values.size());
+  for (const LaunchSpec &launch : program_.launches) {
+    Status s = launch.kind == LaunchSpec::Kind::Attention
+                   ? launchAttention(launch, layout, binding, stream, splits)
+                   : launchMerge(launch, layout, binding, stream);
+    if (!s.ok())
+      return s;
+  }
+  return Status();
+}
+
+Status Executor::launchAttention(const LaunchSpec &launch,
+                                 const BatchLayout &layout, Binding &binding,
+                                 cuda::CUstream stream, int forcedSplits) {
+  AttnParams p;
+  std::memset(&p, 0, sizeof(p));
+  const ValueSpec *query = nullptr, *key = nullptr, *value = nullptr;
+  int buffers = 0;
+  for (int arg : launch.args) {
+    const ValueSpec &spec = program_.values[arg];
+    void *ptr = reinterpret_cast<void *>(binding.values[arg]);
+    if (!ptr)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "input " + std::to_string(arg) + " is not bound");
+    switch (spec.kind) {
+    case ValueSpec::Kind::Query:
+      query = &spec;
+      p.q = ptr;
+      break;
+    case ValueSpec::Kind::KV:
+      (key ? value : key) = &spec;
+      (p.k ? p.v : p.k) = ptr;
+      break;
+    case ValueSpec::Kind::Buffer: {
+      int index = buffers++;
+      if (launch.segments && index < 2) {
+        (index == 0 ? p.q_segments : p.kv_segments) =
+            static_cast<const i32 *>(ptr);
+        break;
+      }
+      int capture = index - (launch.segments ? 2 : 0);
+      if (capture >= kMaxCaptures)
+        return Status::error(ErrorCode::Unsupported,
+                             "more than 8 captured buffers");
+      CaptureParams &view = p.captures[capture];
+      view.data = ptr;
+      const std::vector<int64_t> &sizes = binding.bufferSizes[arg];
+      if (sizes.size() != spec.shape.size() || sizes.size() > 4)
+        return Status::error(ErrorCode::InvalidArgument,
+                             "captured buffer " + std::to_string(capture) +
+                                 " needs its sizes");
+      int64_t stride = 1;
+      for (int d = int(sizes.size()) - 1; d >= 0; --d) {
+        view.sizes[d] = sizes[d];
+        view.strides[d] = stride;
+        stride *= sizes[d];
+      }
+      break;
+    }
+    default:
+      return Status::error(ErrorCode::Internal, "unexpected launch argument");
+    }
+  }
+  if (!query || !key)
+    return Status::error(ErrorCode::Internal, "attention without q or k");
+  if (!value) {
+    value = key;
+    p.v = p.k;
+  }
+  if (query->layout == Layout::Ragged && !layout.qIndptr)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "ragged queries need q_indptr");
+  if (key->layout != Layout::Dense && !layout.kvIndptr)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "ragged or paged keys need kv_indptr");
+  if (key->layout == Layout::Paged && (!layout.pageIndices || !layout.lastPageLen))
+    return Status::error(ErrorCode::InvalidArgument,
+                         "paged keys need page indices and last page lengths");
+  p.q_indptr = reinterpret_cast<const i32 *>(layout.qIndptr);
+  p.kv_indptr = reinterpret_cast<const i32 *>(layout.kvIndptr);
+  p.page_indices = reinterpret_cast<const i32 *>(layout.pageIndices);
+  p.last_page_len = reinterpret_cast<const i32 *>(layout.lastPageLen);
+  int64_t pageElems = key->pageSize * key->heads * key->dim;
+  p.k_page_stride = layout.kPageStride ? layout.kPageStride : pageElems;
+  p.v_page_stride = layout.vPageStride
+                        ? layout.vPageStride
+                        : value->pageSize * value->heads * value->dim;
+  p.batch = layout.batch;
+  p.q_len = layout.qLen;
+  p.kv_len = layout.kvLen;
+
+  int splits = forcedSplits > 0 && launch.splitResults
+                   ? std::min<int>(forcedSplits, int(launch.kvSplits))
+                   : chooseSplits(launch, layout);
+  p.num_splits = splits;
+  int outValue = launch.results[0];
+  const ValueSpec &out = program_.values[outValue];
+  int64_t rows = layout.qTokens * out.heads;
+  size_t copies = launch.splitResults ? size_t(splits) : 1;
+  if (Status s = ensureBuffer(outValue,
+                              copies * rows * out.dim * byteSize(out.dtype),
+                              binding);
+      !s.ok())
+    return s;
+  p.out = reinterpret_cast<void *>(binding.values[outValue]);
+  if (launch.results.size() > 1) {
+    int lseValue = launch.results[1];
+    if (Status s = ensureBuffer(lseValue, copies * rows * 4, binding); !s.ok())
+      return s;
+    p.lse = reinterpret_cast<float *>(binding.values[lseValue]);
+    statesOf_[outValue] = splits;
+  }
+  p.partial_out = static_cast<float *>(p.out);
+  p.partial_lse = p.lse;
+  p.partial_split_stride = rows;
+
+  StatusOr<cuda::CUfunction> function =
+      module_.function(launch.kernel, launch.smem);
+  if (!function.ok())
+    return function.status();
+  int64_t mTiles =
+      (int64_t(layout.qLen) * launch.group + launch.blockM - 1) / launch.blockM;
+  if (mTiles == 0 || layout.batch == 0)
+    return Status();
+  return driver_.launch(*function, unsigned(mTiles),
+                        unsigned(launch.kvHeads * splits),
+                        unsigned(layout.batch), unsigned(launch.threads),
+                        unsigned(launch.smem), stream, &p, sizeof(p));
+}
+
+Status Executor::launchMerge(const LaunchSpec &launch,
+                             const BatchLayout &layout, Binding &binding,
+                             cuda::CUstream stream) {
+  MergeParams p;
+  std::memset(&p, 0, sizeof(p));
+  size_t pairs = launch.args.size() / 2;
+  const ValueSpec &out = program_.values[launch.results[0]];
+  int64_t rows = layout.qTokens * out.heads;
+  if (pairs == 1) {
+    // The partial states of one split-KV attention, `rows` apart.
+    int outs = launch.args[0], lses = launch.args[1];
+    const ValueSpec &in = program_.values[outs];
+    int states = statesOf_.count(outs) ? statesOf_[outs] : 1;
+    p.num_states = states;
+    for (int s = 0; s < states; ++s) {
+      p.outs[s] = reinterpret_cast<const char *>(binding.values[outs]) +
+                  size_t(s) * rows * in.dim * byteSize(in.dtype);
+      p.lses[s] = reinterpret_cast<const float *>(binding.values[lses]) +
+                  size_t(s) * rows;
+    }
+  } else {
+    if (pairs > size_t(kMaxMergeStates))
+      return Status::error(ErrorCode::Unsupported,
+                           "more than 32 states to merge");
+    p.num_states = int(pairs);
+    for (size_t s = 0; s < pairs; ++s) {
+      p.outs[s] = reinterpret_cast<const void *>(binding.values[launch.args[s]]);
+      p.lses[s] = reinterpret_cast<const float *>(
+          binding.values[launch.args[pairs + s]]);
+    }
+  }
+  if (Status s = ensureBuffer(launch.results[0],
+                              rows * out.dim * byteSize(out.dtype), binding);
+      !s.ok())
+    return s;
+  if (Status s = ensureBuffer(launch.results[1], rows * 4, binding); !s.ok())
+    return s;
+  p.out = reinterpret_cast<void *>(binding.values[launch.results[0]]);
+  p.lse = reinterpret_cast<float *>(binding.values[launch.results[1]]);
+  p.rows = rows;
+  StatusOr<cuda::CUfunction> function = module_.function(launch.kernel, 0);
+  if (!function.ok())
+    return function.status();
+  int64_t rowsPerBlock = launch.threads / 32;
+  int64_t blocks = (rows + rowsPerBlock - 1) / rowsPerBlock;
+  if (blocks == 0)
+    return Status();
+  return driver_.launch(*function, unsigned(blocks), 1, 1,
+                        unsigned(launch.threads), 0, stream, &p, sizeof(p));
+}
+
+} // namespace attnc

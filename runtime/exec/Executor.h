@@ -1,0 +1,85 @@
+//===- Executor.h - launch a compiled program on the GPU --------*- C++ -*-===//
+//
+// Binds a Program's values to device memory, allocates what the launches
+// produce internally (split-KV partial states), chooses the number of KV
+// splits per launch from the batch and the GPU, fills each kernel's
+// parameter struct and launches the kernels in order on one stream.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_RUNTIME_EXEC_EXECUTOR_H
+#define ATTNC_RUNTIME_EXEC_EXECUTOR_H
+
+#include "cuda/CudaDriver.h"
+#include "exec/Program.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+/// Where the requests of a batch are: the same for every layer of a model.
+struct BatchLayout {
+  int batch = 1;
+  int qLen = 1;          // queries per request (dense), the most (ragged)
+  int kvLen = 0;         // keys per request (dense), the most otherwise
+  int64_t qTokens = 0;   // rows of q, out and lse: all requests' queries
+  cuda::CUdeviceptr qIndptr = 0;     // ragged queries: [batch + 1]
+  cuda::CUdeviceptr kvIndptr = 0;    // ragged keys: tokens; paged: pages
+  cuda::CUdeviceptr pageIndices = 0; // paged
+  cuda::CUdeviceptr lastPageLen = 0; // paged: [batch]
+  int64_t kPageStride = 0, vPageStride = 0; // elements; 0: contiguous pages
+};
+
+/// Device memory of each value: inputs and outputs set by the caller.
+struct Binding {
+  std::vector<cuda::CUdeviceptr> values;
+  /// Sizes of buffer values (segments, captures), dynamic sizes resolved.
+  std::vector<std::vector<int64_t>> bufferSizes;
+};
+
+/// A loaded module and its kernels.
+class LoadedModule {
+public:
+  static StatusOr<LoadedModule> load(cuda::Driver &driver,
+                                     const std::string &cubin);
+  StatusOr<cuda::CUfunction> function(const std::string &name, int64_t smem);
+
+private:
+  cuda::Driver *driver_ = nullptr;
+  cuda::CUmodule module_ = nullptr;
+  std::map<std::string, cuda::CUfunction> functions_;
+};
+
+class Executor {
+public:
+  Executor(cuda::Driver &driver, const Program &program, LoadedModule &module)
+      : driver_(driver), program_(program), module_(module) {}
+
+  /// Runs every launch. `splits` > 0 forces the number of KV splits of
+  /// split-KV launches (tests use it to cover 1..max); 0 lets the GPU's
+  /// size and the batch decide.
+  Status run(const BatchLayout &layout, Binding &binding,
+             cuda::CUstream stream = nullptr, int splits = 0);
+
+  /// Splits a launch would use for `layout`.
+  int chooseSplits(const LaunchSpec &launch, const BatchLayout &layout) const;
+
+private:
+  Status launchAttention(const LaunchSpec &launch, const BatchLayout &layout,
+                         Binding &binding, cuda::CUstream stream, int splits);
+  Status launchMerge(const LaunchSpec &launch, const BatchLayout &layout,
+                     Binding &binding, cuda::CUstream stream);
+  Status ensureBuffer(int value, size_t bytes, Binding &binding);
+
+  cuda::Driver &driver_;
+  const Program &program_;
+  LoadedModule &module_;
+  std::map<int, cuda::DeviceBuffer> owned_;
+  std::map<int, int> statesOf_; // partial-state value -> splits it holds
+};
+
+} // namespace attnc
+
+#endif // ATTNC_RUNTIME_EXEC_EXECUTOR_H

@@ -1,0 +1,120 @@
+//===- Program.cpp - text form of a compiled program ----------------------===//
+
+#include "exec/Program.h"
+
+#include <sstream>
+
+namespace attnc {
+
+size_t byteSize(DType type) {
+  switch (type) {
+  case DType::BF16:
+  case DType::F16:
+    return 2;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  }
+  return 0;
+}
+
+const char *toString(DType type) {
+  switch (type) {
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
+  case DType::F32:
+    return "f32";
+  case DType::I32:
+    return "i32";
+  }
+  return "?";
+}
+
+namespace {
+template <typename T> void writeList(std::ostream &os, const std::vector<T> &v) {
+  os << v.size();
+  for (const T &x : v)
+    os << " " << x;
+}
+template <typename T> bool readList(std::istream &is, std::vector<T> &v) {
+  size_t n = 0;
+  if (!(is >> n) || n > 4096)
+    return false;
+  v.resize(n);
+  for (T &x : v)
+    if (!(is >> x))
+      return false;
+  return true;
+}
+} // namespace
+
+std::string Program::serialize() const {
+  std::ostringstream os;
+  os << "program " << values.size() << " " << launches.size() << "\n";
+  for (const ValueSpec &v : values) {
+    os << "value " << int(v.kind) << " " << v.seqLen << " " << v.heads << " "
+       << v.dim << " " << int(v.dtype) << " " << int(v.layout) << " "
+       << v.pageSize << " " << v.hnd << " ";
+    writeList(os, v.shape);
+    os << "\n";
+  }
+  for (const LaunchSpec &l : launches) {
+    os << "launch " << int(l.kind) << " " << l.kernel << " " << l.threads
+       << " " << l.smem << " " << l.blockM << " " << l.kvSplits << " "
+       << l.group << " " << l.kvHeads << " " << l.hasLse << " " << l.segments
+       << " " << l.splitResults << " ";
+    writeList(os, l.args);
+    os << " ";
+    writeList(os, l.results);
+    os << "\n";
+  }
+  os << "io ";
+  writeList(os, inputs);
+  os << " ";
+  writeList(os, outputs);
+  os << "\n";
+  return os.str();
+}
+
+StatusOr<Program> Program::deserialize(const std::string &text) {
+  std::istringstream is(text);
+  Program program;
+  std::string word;
+  size_t numValues = 0, numLaunches = 0;
+  auto bad = [](const std::string &what) {
+    return Status::error(ErrorCode::ParseError, "bad program text: " + what);
+  };
+  if (!(is >> word >> numValues >> numLaunches) || word != "program")
+    return bad("header");
+  for (size_t i = 0; i < numValues; ++i) {
+    ValueSpec v;
+    int kind, dtype, layout;
+    if (!(is >> word >> kind >> v.seqLen >> v.heads >> v.dim >> dtype >>
+          layout >> v.pageSize >> v.hnd) ||
+        word != "value" || !readList(is, v.shape))
+      return bad("value " + std::to_string(i));
+    v.kind = ValueSpec::Kind(kind);
+    v.dtype = DType(dtype);
+    v.layout = Layout(layout);
+    program.values.push_back(v);
+  }
+  for (size_t i = 0; i < numLaunches; ++i) {
+    LaunchSpec l;
+    int kind;
+    if (!(is >> word >> kind >> l.kernel >> l.threads >> l.smem >> l.blockM >>
+          l.kvSplits >> l.group >> l.kvHeads >> l.hasLse >> l.segments >>
+          l.splitResults) ||
+        word != "launch" || !readList(is, l.args) || !readList(is, l.results))
+      return bad("launch " + std::to_string(i));
+    l.kind = LaunchSpec::Kind(kind);
+    program.launches.push_back(l);
+  }
+  if (!(is >> word) || word != "io" || !readList(is, program.inputs) ||
+      !readList(is, program.outputs))
+    return bad("inputs and outputs");
+  return program;
+}
+
+} // namespace attnc

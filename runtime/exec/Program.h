@@ -1,0 +1,62 @@
+//===- Program.h - what the host runs: buffers and kernel launches -*- C++ -*-===//
+//
+// The compiler's host-side output: the function's values (descriptor types
+// reduced to what a launcher needs) and the ordered kernel launches over
+// them. It is plain data with a line-based text form, so a cached compile
+// needs no MLIR to run.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_RUNTIME_EXEC_PROGRAM_H
+#define ATTNC_RUNTIME_EXEC_PROGRAM_H
+
+#include "support/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+enum class DType { BF16, F16, F32, I32 };
+enum class Layout { Dense, Ragged, Paged };
+
+size_t byteSize(DType type);
+const char *toString(DType type);
+
+/// One value of the compiled function.
+struct ValueSpec {
+  enum class Kind { Query, KV, Output, Lse, Buffer } kind = Kind::Query;
+  int64_t seqLen = -1; // per request; -1 when dynamic
+  int64_t heads = 0, dim = 0;
+  DType dtype = DType::BF16;
+  Layout layout = Layout::Dense;
+  int64_t pageSize = 0;
+  bool hnd = false;
+  std::vector<int64_t> shape; // buffers (memrefs): -1 for dynamic sizes
+};
+
+struct LaunchSpec {
+  enum class Kind { Attention, Merge } kind = Kind::Attention;
+  std::string kernel;
+  int64_t threads = 128, smem = 0, blockM = 16, kvSplits = 1;
+  std::vector<int> args, results;
+  // Attention launches.
+  int64_t group = 1, kvHeads = 1;
+  bool hasLse = false, segments = false;
+  /// Whether the results are split-KV partial states for a merge.
+  bool splitResults = false;
+};
+
+struct Program {
+  std::vector<ValueSpec> values;
+  std::vector<int> inputs, outputs;
+  std::vector<LaunchSpec> launches;
+
+  std::string serialize() const;
+  static StatusOr<Program> deserialize(const std::string &text);
+};
+
+} // namespace attnc
+
+#endif // ATTNC_RUNTIME_EXEC_PROGRAM_H

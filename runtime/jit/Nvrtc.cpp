@@ -1,0 +1,138 @@
+//===- Nvrtc.cpp - CUDA C++ to cubin at run time --------------------------===//
+
+#include "jit/Nvrtc.h"
+
+#include "jit/DeviceHeaders.h"
+#include "support/DynamicLibrary.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <sys/stat.h>
+#include <vector>
+
+namespace attnc::jit {
+
+static bool isDirectory(const std::string &path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+static std::vector<std::string> toolkitRoots() {
+  std::vector<std::string> roots;
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *value = std::getenv(var); value && *value)
+      roots.push_back(value);
+  roots.push_back("/usr/local/cuda");
+  return roots;
+}
+
+std::string Nvrtc::findCudaIncludeDir() {
+  for (const std::string &root : toolkitRoots())
+    if (isDirectory(root + "/include"))
+      return root + "/include";
+  return "";
+}
+
+StatusOr<Nvrtc *> Nvrtc::get() {
+  static std::once_flag once;
+  static Nvrtc *nvrtc = nullptr;
+  static Status failure;
+  std::call_once(once, [] {
+    auto *candidate = new Nvrtc();
+    failure = candidate->load();
+    if (failure.ok())
+      nvrtc = candidate;
+    else
+      delete candidate;
+  });
+  if (!nvrtc)
+    return failure;
+  return nvrtc;
+}
+
+Status Nvrtc::load() {
+  std::vector<std::string> names;
+  for (const char *version : {"13", "12"})
+    names.push_back(std::string("libnvrtc.so.") + version);
+  names.push_back("libnvrtc.so");
+  for (const std::string &root : toolkitRoots()) {
+    names.push_back(root + "/lib64/libnvrtc.so");
+    names.push_back(root + "/lib/libnvrtc.so");
+  }
+  StatusOr<DynamicLibrary> library =
+      DynamicLibrary::open(names, ErrorCode::Unsupported);
+  if (!library.ok())
+    return Status::error(ErrorCode::Unsupported,
+                         "NVRTC is needed to compile CUDA C++: " +
+                             library.status().message());
+#define ATTNC_LOAD(name, type)                                                 \
+  if (Status s = lookupFunction(*library, #name, name); !s.ok())               \
+    return s;
+  ATTNC_NVRTC_FUNCTIONS(ATTNC_LOAD)
+#undef ATTNC_LOAD
+  nvrtcVersion(&major_, &minor_);
+  return Status();
+}
+
+std::string Nvrtc::version() const {
+  return std::to_string(major_) + "." + std::to_string(minor_);
+}
+
+StatusOr<CompiledCode> Nvrtc::compile(const std::string &source,
+                                      const std::string &arch,
+                                      bool ptx) const {
+  std::vector<const char *> names, contents;
+  for (int i = 0; i < kNumDeviceHeaders; ++i) {
+    names.push_back(kDeviceHeaders[i].includeName);
+    contents.push_back(kDeviceHeaders[i].content);
+  }
+  Program program = nullptr;
+  int result = nvrtcCreateProgram(&program, source.c_str(), "attnc_kernel.cu",
+                                  kNumDeviceHeaders, contents.data(),
+                                  names.data());
+  if (result != 0)
+    return Status::error(ErrorCode::CompileError,
+                         std::string("nvrtcCreateProgram: ") +
+                             nvrtcGetErrorString(result));
+  // A real target (sm_90a), not a virtual one, so NVRTC runs ptxas and its
+  // resource report (registers, spills) lands in the log.
+  std::string archOption = "--gpu-architecture=" + arch;
+  std::string include = findCudaIncludeDir();
+  std::string includeOption = "-I" + include;
+  std::vector<const char *> options = {archOption.c_str(), "-std=c++17",
+                                       "--ptxas-options=-v",
+                                       "-default-device"};
+  if (!include.empty())
+    options.push_back(includeOption.c_str());
+  result = nvrtcCompileProgram(program, int(options.size()), options.data());
+  CompiledCode code;
+  size_t logSize = 0;
+  nvrtcGetProgramLogSize(program, &logSize);
+  code.log.resize(logSize);
+  if (logSize)
+    nvrtcGetProgramLog(program, code.log.data());
+  while (!code.log.empty() && code.log.back() == '\0')
+    code.log.pop_back();
+  if (result != 0) {
+    nvrtcDestroyProgram(&program);
+    return Status::error(ErrorCode::CompileError,
+                         std::string("NVRTC failed (") +
+                             nvrtcGetErrorString(result) + "):\n" + code.log);
+  }
+  size_t size = 0;
+  if (ptx) {
+    nvrtcGetPTXSize(program, &size);
+    code.image.resize(size);
+    nvrtcGetPTX(program, code.image.data());
+    while (!code.image.empty() && code.image.back() == '\0')
+      code.image.pop_back();
+  } else {
+    nvrtcGetCUBINSize(program, &size);
+    code.image.resize(size);
+    nvrtcGetCUBIN(program, code.image.data());
+  }
+  nvrtcDestroyProgram(&program);
+  return code;
+}
+
+} // namespace attnc::jit

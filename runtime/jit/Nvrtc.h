@@ -1,0 +1,59 @@
+//===- Nvrtc.h - CUDA C++ to cubin at run time ------------------*- C++ -*-===//
+//
+// libnvrtc is loaded with dlopen; the device tile library comes from the
+// embedded headers, so only the toolkit's own include directory (found at
+// run time, optional) is read from disk.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_RUNTIME_JIT_NVRTC_H
+#define ATTNC_RUNTIME_JIT_NVRTC_H
+
+#include "support/Status.h"
+
+#include <string>
+#include <type_traits>
+
+namespace attnc::jit {
+
+struct CompiledCode {
+  std::string image; // cubin, or PTX text when PTX was asked for
+  std::string log;   // NVRTC's log, ptxas's resource usage included
+};
+
+class Nvrtc {
+public:
+  static StatusOr<Nvrtc *> get();
+  /// Compiles `source` for `arch` ("sm_90a") to a cubin, or to PTX.
+  StatusOr<CompiledCode> compile(const std::string &source,
+                                 const std::string &arch, bool ptx) const;
+  /// "13.0": part of every cache key.
+  std::string version() const;
+  /// The toolkit's include directory, or "" when none was found.
+  static std::string findCudaIncludeDir();
+
+private:
+  Status load();
+  using Program = struct _nvrtcProgram *;
+#define ATTNC_NVRTC_FUNCTIONS(X)                                               \
+  X(nvrtcVersion, int(int *, int *))                                           \
+  X(nvrtcGetErrorString, const char *(int))                                    \
+  X(nvrtcCreateProgram, int(Program *, const char *, const char *, int,        \
+                            const char *const *, const char *const *))         \
+  X(nvrtcCompileProgram, int(Program, int, const char *const *))               \
+  X(nvrtcGetProgramLogSize, int(Program, size_t *))                            \
+  X(nvrtcGetProgramLog, int(Program, char *))                                  \
+  X(nvrtcGetCUBINSize, int(Program, size_t *))                                 \
+  X(nvrtcGetCUBIN, int(Program, char *))                                       \
+  X(nvrtcGetPTXSize, int(Program, size_t *))                                   \
+  X(nvrtcGetPTX, int(Program, char *))                                         \
+  X(nvrtcDestroyProgram, int(Program *))
+#define ATTNC_DECLARE(name, type) std::add_pointer_t<type> name = nullptr;
+  ATTNC_NVRTC_FUNCTIONS(ATTNC_DECLARE)
+#undef ATTNC_DECLARE
+  int major_ = 0, minor_ = 0;
+};
+
+} // namespace attnc::jit
+
+#endif // ATTNC_RUNTIME_JIT_NVRTC_H

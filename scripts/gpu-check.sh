@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every GPU test and checks every example on the GPU machine, from the
+# binaries built here (build/bin). Logs go to $OUT (or ./gpu-logs).
+set -uo pipefail
+out="${OUT:-gpu-logs}"
+mkdir -p "$out"
+# NVRTC ships with the CUDA toolkit; PyTorch's wheels carry one too.
+for dir in /usr/local/cuda/lib64 \
+  "$(python3 -c 'import nvidia.cu13, os; print(os.path.dirname(nvidia.cu13.__file__) + "/lib")' 2>/dev/null)"; do
+  [ -d "$dir" ] && export LD_LIBRARY_PATH="$dir:${LD_LIBRARY_PATH:-}"
+done
+export XDG_CACHE_HOME="${XDG_CACHE_HOME:-/tmp/attnc-cache}"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"
+status=0
+build/bin/attnc-gpu-tests 2>&1 | tee "$out/gpu-tests.log" || status=1
+for f in examples/*.mlir; do
+  build/bin/attnc run "$f" --shape batch=4,q=256,kv=1024 --check 2>&1
+done | tee "$out/examples.log"
+grep -q FAIL "$out/examples.log" && status=1
+exit $status

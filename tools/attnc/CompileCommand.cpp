@@ -1,0 +1,158 @@
+//===- CompileCommand.cpp - attnc compile ---------------------------------===//
+
+#include "Commands.h"
+
+#include "attnc/Compiler/Compiler.h"
+#include "jit/Nvrtc.h"
+
+#include "mlir/IR/AsmState.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+namespace attnc {
+
+bool readSource(const std::string &path, std::string &source) {
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path);
+  if (!buffer) {
+    std::cerr << "attnc: cannot read " << path << ": "
+              << buffer.getError().message() << "\n";
+    return false;
+  }
+  source = (*buffer)->getBuffer().str();
+  return true;
+}
+
+namespace {
+struct CompileArgs {
+  std::string file, arch = "sm_90a", emit = "cuda", output = "-", cacheDir;
+  bool time = false, printIRAfterAll = false, noCache = false;
+};
+
+bool writeOutput(const std::string &path, const std::string &data) {
+  if (path == "-") {
+    std::cout << data;
+    return true;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << data;
+  if (!out) {
+    std::cerr << "attnc: cannot write " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
+int runCompile(const CompileArgs &args) {
+  std::string source;
+  if (!readSource(args.file, source))
+    return 1;
+  CompileOptions options;
+  options.arch = args.arch;
+  options.printIRAfterAll = args.printIRAfterAll;
+  if (args.emit == "attn" || args.emit == "gpu" || args.emit == "emitc" ||
+      (args.emit == "cuda" && !args.time)) {
+    // IR stages need no NVRTC: print the module after the asked-for stage.
+    mlir::MLIRContext context;
+    registerAttncDialects(context);
+    auto start = std::chrono::steady_clock::now();
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        parseVariant(source, args.file, context);
+    if (!module)
+      return 1;
+    Stage stage = args.emit == "attn"  ? Stage::Attn
+                  : args.emit == "gpu" ? Stage::Gpu
+                                       : Stage::EmitC;
+    if (mlir::failed(lowerVariant(*module, options, stage)))
+      return 1;
+    std::string text;
+    if (args.emit == "cuda") {
+      if (mlir::failed(printCuda(*module, text)))
+        return 1;
+    } else {
+      llvm::raw_string_ostream os(text);
+      module->print(os);
+    }
+    if (args.time)
+      std::cerr << "frontend: "
+                << std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - start)
+                       .count()
+                << " ms\n";
+    return writeOutput(args.output, text) ? 0 : 1;
+  }
+  if (args.emit != "cuda" && args.emit != "ptx" && args.emit != "cubin") {
+    std::cerr << "attnc: --emit must be attn, gpu, emitc, cuda, ptx or "
+                 "cubin, got '"
+              << args.emit << "'\n";
+    return 2;
+  }
+  auto start = std::chrono::steady_clock::now();
+  StatusOr<CompiledVariant> compiled = compileVariant(
+      source, args.file, options, args.noCache ? "-" : args.cacheDir);
+  double totalMs = std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  if (!compiled.ok()) {
+    std::cerr << "attnc: " << compiled.status().toString() << "\n";
+    return 1;
+  }
+  if (args.time) {
+    if (compiled->fromCache)
+      std::cerr << "cache hit: " << totalMs << " ms (frontend 0 ms, nvrtc 0 ms)\n";
+    else
+      std::cerr << "frontend (MLIR passes, C++ emission): "
+                << compiled->frontendMs << " ms\nnvrtc + ptxas: "
+                << compiled->nvrtcMs << " ms\ntotal: " << totalMs << " ms\n";
+  }
+  if (args.emit == "cubin") {
+    if (!compiled->ptxasLog.empty())
+      std::cerr << compiled->ptxasLog;
+    return writeOutput(args.output, compiled->cubin) ? 0 : 1;
+  }
+  if (args.emit == "ptx") {
+    StatusOr<jit::Nvrtc *> nvrtc = jit::Nvrtc::get();
+    StatusOr<jit::CompiledCode> ptx =
+        nvrtc.ok() ? (*nvrtc)->compile(compiled->cuda, args.arch, true)
+                   : StatusOr<jit::CompiledCode>(nvrtc.status());
+    if (!ptx.ok()) {
+      std::cerr << "attnc: " << ptx.status().toString() << "\n";
+      return 1;
+    }
+    return writeOutput(args.output, ptx->image) ? 0 : 1;
+  }
+  return writeOutput(args.output, compiled->cuda) ? 0 : 1;
+}
+} // namespace
+
+void addCompileCommand(CLI::App &app, int &exitCode) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App *cmd = app.add_subcommand(
+      "compile", "Compile a variant to attn IR, attn_gpu IR, EmitC, CUDA C++, "
+                 "PTX or a cubin");
+  cmd->add_option("file", args->file, "the variant (.mlir), - for stdin")
+      ->required();
+  cmd->add_option("--arch", args->arch, "GPU architecture")
+      ->capture_default_str();
+  cmd->add_option("--emit", args->emit, "attn|gpu|emitc|cuda|ptx|cubin")
+      ->capture_default_str();
+  cmd->add_option("-o", args->output, "output file (- for stdout)");
+  cmd->add_flag("--time", args->time,
+                "print the time of the frontend and of NVRTC (compiles "
+                "through the cache)");
+  cmd->add_flag("--print-ir-after-all", args->printIRAfterAll,
+                "print the IR after every pass");
+  cmd->add_option("--cache-dir", args->cacheDir,
+                  "kernel cache (default $XDG_CACHE_HOME/attnc)");
+  cmd->add_flag("--no-cache", args->noCache, "neither read nor write the cache");
+  cmd->footer("Examples:\n"
+              "  attnc compile examples/gqa_paged_decode.mlir --emit=gpu\n"
+              "  attnc compile examples/softcap.mlir --emit=cubin -o k.cubin\n"
+              "  attnc compile examples/alibi.mlir --emit=cuda --time");
+  cmd->callback([args, &exitCode] { exitCode = runCompile(*args); });
+}
+
+} // namespace attnc

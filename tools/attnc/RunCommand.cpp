@@ -1,0 +1,112 @@
+//===- RunCommand.cpp - attnc run -----------------------------------------===//
+
+#include "Commands.h"
+
+#include "attnc/Compiler/Checker.h"
+
+#include <iostream>
+
+namespace attnc {
+
+bool readSource(const std::string &path, std::string &source);
+
+namespace {
+struct RunArgs {
+  std::string file, shape, cacheDir;
+  bool check = false;
+  int iterations = 20, splits = 0;
+  unsigned seed = 1;
+};
+
+/// Parses "batch=4,q=128,kv=1024,fixed".
+bool parseShape(const std::string &text, RunShape &shape) {
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    std::string item = text.substr(at, end == std::string::npos ? end : end - at);
+    at = end == std::string::npos ? text.size() : end + 1;
+    if (item == "fixed") {
+      shape.varyLengths = false;
+      continue;
+    }
+    size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      return false;
+    std::string key = item.substr(0, eq);
+    int value = 0;
+    try {
+      value = std::stoi(item.substr(eq + 1));
+    } catch (...) {
+      return false;
+    }
+    if (value < 1)
+      return false;
+    if (key == "batch")
+      shape.batch = value;
+    else if (key == "q")
+      shape.qLen = value;
+    else if (key == "kv")
+      shape.kvLen = value;
+    else
+      return false;
+  }
+  return true;
+}
+
+int runRun(const RunArgs &args) {
+  std::string source;
+  if (!readSource(args.file, source))
+    return 1;
+  RunShape shape;
+  if (!args.shape.empty() && !parseShape(args.shape, shape)) {
+    std::cerr << "attnc: bad --shape '" << args.shape
+              << "': expected e.g. batch=4,q=128,kv=1024[,fixed]\n";
+    return 2;
+  }
+  shape.seed = args.seed;
+  shape.splits = args.splits;
+  shape.timingIterations = args.iterations;
+  StatusOr<RunReport> report =
+      runAndCheck(source, args.file, CompileOptions(), shape, args.cacheDir);
+  if (!report.ok()) {
+    std::cerr << "attnc: " << report.status().toString() << "\n";
+    return report.status().code() == ErrorCode::NoDevice ? 3 : 1;
+  }
+  std::cout << args.file << ": " << report->layoutSummary << "\n";
+  for (const std::string &line : report->outputErrors)
+    std::cout << "  " << line << "\n";
+  std::cout << "  time: " << report->milliseconds << " ms per run\n";
+  if (args.check) {
+    bool pass = report->maxError < 1e-2;
+    std::cout << (pass ? "PASS" : "FAIL") << " (max relative error "
+              << report->maxError << ", bound 1e-2)\n";
+    return pass ? 0 : 1;
+  }
+  return 0;
+}
+} // namespace
+
+void addRunCommand(CLI::App &app, int &exitCode) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App *cmd = app.add_subcommand(
+      "run", "Run a variant on the GPU with random inputs and time it");
+  cmd->add_option("file", args->file, "the variant (.mlir)")->required();
+  cmd->add_option("--shape", args->shape,
+                  "batch=N,q=N,kv=N[,fixed]: requests, queries and keys per "
+                  "request where the types say ?; ragged and paged lengths "
+                  "vary up to them unless 'fixed'");
+  cmd->add_flag("--check", args->check,
+                "compare with the double-precision reference; fail above "
+                "1e-2 relative error");
+  cmd->add_option("--iterations", args->iterations, "timed runs")
+      ->capture_default_str();
+  cmd->add_option("--splits", args->splits, "force KV splits (decode)");
+  cmd->add_option("--seed", args->seed, "random inputs' seed");
+  cmd->add_option("--cache-dir", args->cacheDir, "kernel cache directory");
+  cmd->footer("Examples:\n"
+              "  attnc run examples/gqa_paged_decode.mlir --shape batch=64,kv=4096 --check\n"
+              "  attnc run examples/causal_ragged_prefill.mlir --shape batch=2,q=512,kv=512 --check");
+  cmd->callback([args, &exitCode] { exitCode = runRun(*args); });
+}
+
+} // namespace attnc
