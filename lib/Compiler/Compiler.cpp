@@ -5,6 +5,7 @@
 #include "attnc/Dialect/Attn/AttnDialect.h"
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
 #include "attnc/Transforms/Passes.h"
+#include "jit/DeviceHeaders.h"
 #include "jit/DiskCache.h"
 #include "jit/Nvrtc.h"
 #include "support/Hash.h"
@@ -250,10 +251,23 @@ namespace {
 /// Bumped whenever the generated code changes meaning.
 constexpr const char *kCompilerVersion = "attnc-0.2";
 
+/// Content of the device tile library the generated code includes: a change
+/// to it must miss the cache.
+const std::string &deviceLibraryKey() {
+  static const std::string key = [] {
+    std::string all;
+    for (int i = 0; i < jit::kNumDeviceHeaders; ++i)
+      all += std::string(jit::kDeviceHeaders[i].includeName) + "\n" +
+             jit::kDeviceHeaders[i].content;
+    return contentKey(all);
+  }();
+  return key;
+}
+
 std::string cacheKey(const std::string &source, const CompileOptions &o,
                      const std::string &nvrtcVersion) {
-  std::string headers;
-  return contentKey(std::string(kCompilerVersion) + "\n" + o.arch + "\n" +
+  return contentKey(std::string(kCompilerVersion) + "\n" +
+                    deviceLibraryKey() + "\n" + o.arch + "\n" +
                     std::to_string(o.sms) + "\n" + std::to_string(o.smem) +
                     "\n" + std::to_string(o.maxSplits) + "\n" + nvrtcVersion +
                     "\n" + source);

@@ -148,7 +148,7 @@ template <class C> struct AttentionCta {
   ATTNC_DEVICE bool visible(int row, int key) const {
     int query = queryOf(row);
     int pos = query + kvLen - qLen;
-    if (key >= kvLen || row >= rows)
+    if (key >= kvLen || row - rowBegin >= rows)
       return false;
     if (C::kCausal && key > pos)
       return false;
