@@ -11,7 +11,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.attnc_obj_root, "test")
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "gpu"]
 
 config.substitutions.append(("%examples", os.path.join(config.attnc_src_root, "examples")))
 config.substitutions.append(("%docs", os.path.join(config.attnc_obj_root, "docs")))
@@ -20,5 +20,6 @@ llvm_config.with_system_environment(["HOME", "TMPDIR", "XDG_CACHE_HOME"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.attnc_tools_dir, config.llvm_tools_dir]
-tools = [ToolSubst("attn-opt", unresolved="fatal"), ToolSubst("not", unresolved="fatal")]
+tools = [ToolSubst("attn-opt", unresolved="fatal"), ToolSubst("attnc", unresolved="fatal"),
+         ToolSubst("not", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -29,6 +29,8 @@ struct Case {
   RunShape shape;
 };
 
+void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
+
 std::string variantText(const Case &c) {
   std::string seq = c.decode ? "1" : "?";
   std::string qLayout = c.raggedQ ? ", ragged" : "";

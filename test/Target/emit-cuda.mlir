@@ -1,0 +1,30 @@
+// RUN: attnc compile %s --emit=cuda | FileCheck %s
+
+// MLIR's C++ printer turns the device file into CUDA C++ for NVRTC: the
+// tile library's headers, the configuration struct and the entry point.
+// CHECK: #include "attnc/device/attention.h"
+// CHECK: struct attention_config {
+// CHECK: using Elem = attnc::bf16;
+// CHECK: static constexpr int kKVLayout = 2;
+// CHECK: static constexpr int kPageSize = 16;
+// CHECK: extern "C" __global__ __launch_bounds__(128, 1) void attention(const attnc::AttnParams [[P:v[0-9]+]]) {
+// CHECK: extern __shared__ __align__(16) char attnc_smem[];
+// CHECK: attnc::AttentionCta<attention_config> [[CTA:v[0-9]+]];
+// CHECK: attnc::AttentionCta<attention_config>* [[PTR:v[0-9]+]] = &[[CTA]];
+// CHECK: bool [[LIVE:v[0-9]+]] = attnc::ctaBegin([[PTR]], [[P]], attnc_smem);
+// CHECK: if ([[LIVE]]) {
+// CHECK: for (int32_t [[T:i[0-9]+]] =
+// CHECK: attnc::waitTile([[PTR]], [[T]]);
+// CHECK: attnc::scoreTile([[PTR]], [[T]]);
+// CHECK: attnc::onlineSoftmax([[PTR]]);
+// CHECK: attnc::accumulateValues([[PTR]], [[T]]);
+// CHECK: attnc::finish([[PTR]]);
+// CHECK: extern "C" __global__ __launch_bounds__(128) void merge(const attnc::MergeParams [[M:v[0-9]+]]) {
+// CHECK: attnc::mergeStates<float, attnc::bf16, 128>([[M]]);
+func.func @decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xbf16, paged<16, nhd>>,
+                  %v: !attn.kv<?x8x128xbf16, paged<16, nhd>>) -> !attn.out<1x32x128xbf16> {
+  %out = attn.attention(%q, %k, %v)
+      : !attn.q<1x32x128xbf16>, !attn.kv<?x8x128xbf16, paged<16, nhd>>, !attn.kv<?x8x128xbf16, paged<16, nhd>>
+      -> !attn.out<1x32x128xbf16>
+  return %out : !attn.out<1x32x128xbf16>
+}
