@@ -1,0 +1,111 @@
+//===- JitTest.cpp - kernel cache, program text, driver errors ------------===//
+
+#include "cuda/CudaDriver.h"
+#include "exec/Program.h"
+#include "jit/DiskCache.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <unistd.h>
+
+namespace attnc {
+namespace {
+
+std::string freshDirectory() {
+  char pattern[] = "/tmp/attnc-cache-test-XXXXXX";
+  return mkdtemp(pattern);
+}
+
+TEST(DiskCache, StoresAndReturnsPayloads) {
+  jit::DiskCache cache(freshDirectory() + "/nested/dir");
+  EXPECT_FALSE(cache.get("abc").has_value());
+  std::string payload("cubin\0with\nbytes", 16);
+  ASSERT_TRUE(cache.put("abc", payload).ok());
+  ASSERT_TRUE(cache.get("abc").has_value());
+  EXPECT_EQ(*cache.get("abc"), payload);
+  auto entries = cache.list();
+  ASSERT_TRUE(entries.ok());
+  ASSERT_EQ(entries->size(), 1u);
+  EXPECT_TRUE((*entries)[0].valid);
+}
+
+TEST(DiskCache, CorruptEntryIsAMissNotTrusted) {
+  jit::DiskCache cache(freshDirectory());
+  ASSERT_TRUE(cache.put("key", "0123456789").ok());
+  {
+    // Flip one payload byte: the checksum no longer matches.
+    std::fstream file(cache.directory() + "/key.entry",
+                      std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-1, std::ios::end);
+    file.put('X');
+  }
+  EXPECT_FALSE(cache.get("key").has_value());
+  auto entries = cache.list();
+  ASSERT_TRUE(entries.ok());
+  EXPECT_FALSE((*entries)[0].valid);
+  // Recompiling overwrites it.
+  ASSERT_TRUE(cache.put("key", "0123456789").ok());
+  EXPECT_EQ(*cache.get("key"), "0123456789");
+}
+
+TEST(DiskCache, ClearRemovesEverything) {
+  jit::DiskCache cache(freshDirectory());
+  ASSERT_TRUE(cache.put("a", "1").ok());
+  ASSERT_TRUE(cache.put("b", "2").ok());
+  auto removed = cache.clear();
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, 2);
+  EXPECT_FALSE(cache.get("a").has_value());
+}
+
+TEST(DiskCache, DefaultDirectoryFollowsXdg) {
+  setenv("XDG_CACHE_HOME", "/somewhere", 1);
+  EXPECT_EQ(jit::DiskCache::defaultDirectory(), "/somewhere/attnc");
+}
+
+TEST(Program, TextFormRoundTrips) {
+  Program p;
+  ValueSpec q;
+  q.kind = ValueSpec::Kind::Query;
+  q.heads = 32;
+  q.dim = 128;
+  q.layout = Layout::Ragged;
+  ValueSpec buffer;
+  buffer.kind = ValueSpec::Kind::Buffer;
+  buffer.dtype = DType::I32;
+  buffer.shape = {-1, 64};
+  p.values = {q, buffer};
+  LaunchSpec l;
+  l.kernel = "attention_0";
+  l.kvSplits = 16;
+  l.args = {0, 1};
+  l.results = {1};
+  l.splitResults = true;
+  p.launches = {l};
+  p.inputs = {0, 1};
+  p.outputs = {1};
+  StatusOr<Program> back = Program::deserialize(p.serialize());
+  ASSERT_TRUE(back.ok()) << back.status().toString();
+  EXPECT_EQ(back->serialize(), p.serialize());
+  EXPECT_EQ(back->values[1].shape, (std::vector<int64_t>{-1, 64}));
+  EXPECT_TRUE(back->launches[0].splitResults);
+}
+
+TEST(Program, BadTextIsAnError) {
+  StatusOr<Program> p = Program::deserialize("program 1 0\nvalue x\n");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ErrorCode::ParseError);
+}
+
+TEST(CudaDriver, MissingGpuIsAnErrorValue) {
+  StatusOr<cuda::Driver *> driver = cuda::Driver::get();
+  if (driver.ok())
+    GTEST_SKIP() << "this machine has a GPU: " << (*driver)->device().name;
+  EXPECT_EQ(driver.status().code(), ErrorCode::NoDevice);
+  EXPECT_FALSE(driver.status().message().empty());
+}
+
+} // namespace
+} // namespace attnc
