@@ -480,3 +480,21 @@ func.func @f(%k: !attn.kv<?x8x64xbf16>) {
   %r = attn.repeat_kv %k by 2 : !attn.kv<?x8x64xbf16> -> !attn.kv<?x16x64xbf16, ragged>
   return
 }
+
+// -----
+
+// Merging KV splits takes the one state that holds them.
+func.func @f(%o: !attn.out<1x8x64xf32>, %l: !attn.lse<1x8>) {
+  // expected-error @+1 {{'attn.merge_states' op merges the splits of one state, got 2 states}}
+  %out, %lse = attn.merge_states (%o, %l), (%o, %l) {kv_splits = 4 : i64} : !attn.out<1x8x64xf32>, !attn.lse<1x8> -> !attn.out<1x8x64xbf16>
+  return
+}
+
+// -----
+
+// One split is no split.
+func.func @f(%o: !attn.out<1x8x64xf32>, %l: !attn.lse<1x8>) {
+  // expected-error @+1 {{'attn.merge_states' op kv_splits must be at least 2, got 1}}
+  %out, %lse = attn.merge_states (%o, %l) {kv_splits = 1 : i64} : !attn.out<1x8x64xf32>, !attn.lse<1x8> -> !attn.out<1x8x64xbf16>
+  return
+}
