@@ -200,8 +200,8 @@ Status Run::planLengths() {
   int qLen = query->seqLen > 0 ? int(query->seqLen)
                                : (shape.qLen > 0 ? shape.qLen : 64);
   int kvLen = kvStatic > 0 ? int(kvStatic) : shape.kvLen;
-  bool qVaries = shape.varyLengths && query->layout == Layout::Ragged &&
-                 query->seqLen < 0;
+  bool qVaries =
+      shape.varyLengths && query->layout == Layout::Ragged && query->seqLen < 0;
   bool kvVaries = shape.varyLengths && !anyDenseKV && kvStatic < 0;
   auto pick = [&](int len, bool varies) {
     if (!varies || len <= 1)
@@ -243,21 +243,21 @@ void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
   const ValueSpec &spec = program.values[id];
   std::normal_distribution<double> normal(0.0, 1.0);
   auto rounded = [&](double v) {
-    return spec.dtype == DType::BF16   ? double(fromBF16(toBF16(float(v))))
+    return spec.dtype == DType::BF16  ? double(fromBF16(toBF16(float(v))))
            : spec.dtype == DType::F16 ? double(fromF16(toF16(float(v))))
                                       : v;
   };
   if (spec.kind == ValueSpec::Kind::Buffer) {
     int64_t maxLen = 0;
     for (int b = 0; b < problem.batch; ++b)
-      maxLen = std::max<int64_t>(
-          maxLen, std::max(problem.qLens[b], problem.kvLens[b]));
+      maxLen = std::max<int64_t>(maxLen,
+                                 std::max(problem.qLens[b], problem.kvLens[b]));
     sizes.clear();
     for (size_t d = 0; d < spec.shape.size(); ++d) {
       int64_t size = spec.shape[d];
       if (size < 0)
-        size = querySegments ? problem.qTokens
-               : keySegments ? problem.kvTokens
+        size = querySegments                        ? problem.qTokens
+               : keySegments                        ? problem.kvTokens
                : (spec.shape.size() == 2 && d == 0) ? problem.batch
                                                     : maxLen;
       sizes.push_back(size);
@@ -320,16 +320,16 @@ void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
           int64_t index;
           if (spec.layout == Layout::Paged) {
             int P = problem.pageSize;
-            int64_t page =
-                problem.pageIndices[problem.pageOffsets[b] + j / P];
+            int64_t page = problem.pageIndices[problem.pageOffsets[b] + j / P];
             int slot = j % P;
-            index = spec.hnd ? ((page * spec.heads + h) * P + slot) * spec.dim + d
-                             : ((page * P + slot) * spec.heads + h) * spec.dim + d;
+            index = spec.hnd
+                        ? ((page * spec.heads + h) * P + slot) * spec.dim + d
+                        : ((page * P + slot) * spec.heads + h) * spec.dim + d;
           } else {
-            int64_t row = spec.layout == Layout::Ragged
-                              ? (isQuery ? problem.qOffsets[b]
-                                         : problem.kvOffsets[b]) + j
-                              : int64_t(b) * lens[b] + j;
+            int64_t row =
+                spec.layout == Layout::Ragged
+                    ? (isQuery ? problem.qOffsets[b] : problem.kvOffsets[b]) + j
+                    : int64_t(b) * lens[b] + j;
             index = (row * spec.heads + h) * spec.dim + d;
           }
           storeElement(spec.dtype, bytes, index, v);
@@ -462,7 +462,8 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
   BatchLayout layout;
   layout.batch = problem.batch;
   layout.qLen = *std::max_element(problem.qLens.begin(), problem.qLens.end());
-  layout.kvLen = *std::max_element(problem.kvLens.begin(), problem.kvLens.end());
+  layout.kvLen =
+      *std::max_element(problem.kvLens.begin(), problem.kvLens.end());
   layout.qTokens = problem.qTokens;
   auto uploadInts = [&](const std::vector<int> &ints, cuda::CUdeviceptr &ptr) {
     std::vector<uint8_t> bytes(ints.size() * 4);
@@ -489,9 +490,8 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
   // Outputs start as NaN: a row the kernels forget to write fails.
   for (int id : program.outputs) {
     const ValueSpec &spec = program.values[id];
-    std::vector<uint8_t> poison(problem.qTokens * spec.heads * spec.dim *
-                                    byteSize(spec.dtype),
-                                0xff);
+    std::vector<uint8_t> poison(
+        problem.qTokens * spec.heads * spec.dim * byteSize(spec.dtype), 0xff);
     if (Status s = upload(poison, binding.values[id]); !s.ok())
       return s;
   }
@@ -531,8 +531,8 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
     const ValueSpec &spec = program.values[id];
     std::vector<uint8_t> bytes(problem.qTokens * spec.heads * spec.dim *
                                byteSize(spec.dtype));
-    if (Status s = driver.copyToHost(bytes.data(), binding.values[id],
-                                     bytes.size());
+    if (Status s =
+            driver.copyToHost(bytes.data(), binding.values[id], bytes.size());
         !s.ok())
       return s;
     std::vector<double> got, want;
@@ -560,10 +560,10 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
       "batch " + std::to_string(problem.batch) + ", " +
       std::to_string(problem.qTokens) + " query tokens, " +
       std::to_string(problem.kvTokens) + " keys" +
-      (problem.pageSize ? ", " + std::to_string(problem.numPages) +
-                              " shuffled pages of " +
-                              std::to_string(problem.pageSize)
-                        : std::string());
+      (problem.pageSize
+           ? ", " + std::to_string(problem.numPages) + " shuffled pages of " +
+                 std::to_string(problem.pageSize)
+           : std::string());
   return report;
 }
 

@@ -29,9 +29,8 @@ namespace attnc {
 void registerAttncDialects(MLIRContext &context) {
   DialectRegistry registry;
   registry.insert<attn::AttnDialect, attn_gpu::AttnGPUDialect,
-                  arith::ArithDialect, math::MathDialect,
-                  memref::MemRefDialect, func::FuncDialect, scf::SCFDialect,
-                  emitc::EmitCDialect>();
+                  arith::ArithDialect, math::MathDialect, memref::MemRefDialect,
+                  func::FuncDialect, scf::SCFDialect, emitc::EmitCDialect>();
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
 }
@@ -92,7 +91,8 @@ FailureOr<ValueSpec> describeValue(Value value) {
   } else if (auto kv = dyn_cast<attn::KVType>(type)) {
     if (failed(setHeads(kv, ValueSpec::Kind::KV)))
       return failure();
-    spec.pageSize = kv.getLayout() == attn::TokenLayout::Paged ? kv.getPageSize() : 0;
+    spec.pageSize =
+        kv.getLayout() == attn::TokenLayout::Paged ? kv.getPageSize() : 0;
     spec.hnd = kv.getPageOrder() == attn::PageOrder::HND;
   } else if (auto out = dyn_cast<attn::OutputType>(type)) {
     if (failed(setHeads(out, ValueSpec::Kind::Output)))
@@ -230,9 +230,9 @@ LogicalResult lowerVariant(ModuleOp module, const CompileOptions &options,
     return success();
   PassManager emit(context);
   if (options.printIRAfterAll)
-    emit.enableIRPrinting(
-        [](Pass *, Operation *) { return false; },
-        [](Pass *, Operation *) { return true; }, true, false);
+    emit.enableIRPrinting([](Pass *, Operation *) { return false; },
+                          [](Pass *, Operation *) { return true; }, true,
+                          false);
   emit.addPass(attn::createAttnGPUToEmitC());
   return emit.run(module);
 }
@@ -266,11 +266,10 @@ const std::string &deviceLibraryKey() {
 
 std::string cacheKey(const std::string &source, const CompileOptions &o,
                      const std::string &nvrtcVersion) {
-  return contentKey(std::string(kCompilerVersion) + "\n" +
-                    deviceLibraryKey() + "\n" + o.arch + "\n" +
-                    std::to_string(o.sms) + "\n" + std::to_string(o.smem) +
-                    "\n" + std::to_string(o.maxSplits) + "\n" + nvrtcVersion +
-                    "\n" + source);
+  return contentKey(
+      std::string(kCompilerVersion) + "\n" + deviceLibraryKey() + "\n" +
+      o.arch + "\n" + std::to_string(o.sms) + "\n" + std::to_string(o.smem) +
+      "\n" + std::to_string(o.maxSplits) + "\n" + nvrtcVersion + "\n" + source);
 }
 
 std::string encodeEntry(const CompiledVariant &v) {
@@ -284,8 +283,8 @@ std::optional<CompiledVariant> decodeEntry(const std::string &entry) {
   size_t line = entry.find('\n');
   unsigned long long programSize = 0, cudaSize = 0, logSize = 0;
   if (line == std::string::npos ||
-      std::sscanf(entry.substr(0, line).c_str(), "%llu %llu %llu",
-                  &programSize, &cudaSize, &logSize) != 3)
+      std::sscanf(entry.substr(0, line).c_str(), "%llu %llu %llu", &programSize,
+                  &cudaSize, &logSize) != 3)
     return std::nullopt;
   size_t at = line + 1;
   if (at + programSize + cudaSize + logSize > entry.size())

@@ -64,20 +64,30 @@ evaluateRegion(Region &region, const std::vector<double> &scalars,
         .Case([&](arith::MinimumFOp) { r = std::min(in(0), in(1)); })
         .Case([&](arith::MaxNumFOp) { r = std::max(in(0), in(1)); })
         .Case([&](arith::MinNumFOp) { r = std::min(in(0), in(1)); })
-        .Case([&](arith::AddIOp) { r = double(int64_t(in(0)) + int64_t(in(1))); })
-        .Case([&](arith::SubIOp) { r = double(int64_t(in(0)) - int64_t(in(1))); })
-        .Case([&](arith::MulIOp) { r = double(int64_t(in(0)) * int64_t(in(1))); })
-        .Case([&](arith::DivSIOp) { r = double(int64_t(in(0)) / int64_t(in(1))); })
+        .Case(
+            [&](arith::AddIOp) { r = double(int64_t(in(0)) + int64_t(in(1))); })
+        .Case(
+            [&](arith::SubIOp) { r = double(int64_t(in(0)) - int64_t(in(1))); })
+        .Case(
+            [&](arith::MulIOp) { r = double(int64_t(in(0)) * int64_t(in(1))); })
+        .Case([&](arith::DivSIOp) {
+          r = double(int64_t(in(0)) / int64_t(in(1)));
+        })
         .Case([&](arith::DivUIOp) { r = double(int64_t(u(in(0)) / u(in(1)))); })
-        .Case([&](arith::RemSIOp) { r = double(int64_t(in(0)) % int64_t(in(1))); })
+        .Case([&](arith::RemSIOp) {
+          r = double(int64_t(in(0)) % int64_t(in(1)));
+        })
         .Case([&](arith::RemUIOp) { r = double(int64_t(u(in(0)) % u(in(1)))); })
         .Case([&](arith::MinSIOp) { r = std::min(in(0), in(1)); })
         .Case([&](arith::MaxSIOp) { r = std::max(in(0), in(1)); })
         .Case([&](arith::MinUIOp) { r = u(in(0)) < u(in(1)) ? in(0) : in(1); })
         .Case([&](arith::MaxUIOp) { r = u(in(0)) > u(in(1)) ? in(0) : in(1); })
-        .Case([&](arith::AndIOp) { r = double(int64_t(in(0)) & int64_t(in(1))); })
-        .Case([&](arith::OrIOp) { r = double(int64_t(in(0)) | int64_t(in(1))); })
-        .Case([&](arith::XOrIOp) { r = double(int64_t(in(0)) ^ int64_t(in(1))); })
+        .Case(
+            [&](arith::AndIOp) { r = double(int64_t(in(0)) & int64_t(in(1))); })
+        .Case(
+            [&](arith::OrIOp) { r = double(int64_t(in(0)) | int64_t(in(1))); })
+        .Case(
+            [&](arith::XOrIOp) { r = double(int64_t(in(0)) ^ int64_t(in(1))); })
         .Case([&](arith::SelectOp) { r = in(0) != 0 ? in(1) : in(2); })
         .Case<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
               arith::ExtUIOp, arith::TruncIOp, arith::ExtFOp, arith::TruncFOp,
@@ -88,35 +98,71 @@ evaluateRegion(Region &region, const std::vector<double> &scalars,
           double a = in(0), b = in(1);
           switch (cmp.getPredicate()) {
           case arith::CmpFPredicate::OEQ:
-          case arith::CmpFPredicate::UEQ: r = a == b; break;
+          case arith::CmpFPredicate::UEQ:
+            r = a == b;
+            break;
           case arith::CmpFPredicate::ONE:
-          case arith::CmpFPredicate::UNE: r = a != b; break;
+          case arith::CmpFPredicate::UNE:
+            r = a != b;
+            break;
           case arith::CmpFPredicate::OLT:
-          case arith::CmpFPredicate::ULT: r = a < b; break;
+          case arith::CmpFPredicate::ULT:
+            r = a < b;
+            break;
           case arith::CmpFPredicate::OLE:
-          case arith::CmpFPredicate::ULE: r = a <= b; break;
+          case arith::CmpFPredicate::ULE:
+            r = a <= b;
+            break;
           case arith::CmpFPredicate::OGT:
-          case arith::CmpFPredicate::UGT: r = a > b; break;
+          case arith::CmpFPredicate::UGT:
+            r = a > b;
+            break;
           case arith::CmpFPredicate::OGE:
-          case arith::CmpFPredicate::UGE: r = a >= b; break;
-          case arith::CmpFPredicate::AlwaysTrue: r = 1; break;
-          default: r = 0; break;
+          case arith::CmpFPredicate::UGE:
+            r = a >= b;
+            break;
+          case arith::CmpFPredicate::AlwaysTrue:
+            r = 1;
+            break;
+          default:
+            r = 0;
+            break;
           }
         })
         .Case([&](arith::CmpIOp cmp) {
           int64_t a = int64_t(in(0)), b = int64_t(in(1));
           uint64_t ua = uint64_t(a), ub = uint64_t(b);
           switch (cmp.getPredicate()) {
-          case arith::CmpIPredicate::eq: r = a == b; break;
-          case arith::CmpIPredicate::ne: r = a != b; break;
-          case arith::CmpIPredicate::slt: r = a < b; break;
-          case arith::CmpIPredicate::sle: r = a <= b; break;
-          case arith::CmpIPredicate::sgt: r = a > b; break;
-          case arith::CmpIPredicate::sge: r = a >= b; break;
-          case arith::CmpIPredicate::ult: r = ua < ub; break;
-          case arith::CmpIPredicate::ule: r = ua <= ub; break;
-          case arith::CmpIPredicate::ugt: r = ua > ub; break;
-          case arith::CmpIPredicate::uge: r = ua >= ub; break;
+          case arith::CmpIPredicate::eq:
+            r = a == b;
+            break;
+          case arith::CmpIPredicate::ne:
+            r = a != b;
+            break;
+          case arith::CmpIPredicate::slt:
+            r = a < b;
+            break;
+          case arith::CmpIPredicate::sle:
+            r = a <= b;
+            break;
+          case arith::CmpIPredicate::sgt:
+            r = a > b;
+            break;
+          case arith::CmpIPredicate::sge:
+            r = a >= b;
+            break;
+          case arith::CmpIPredicate::ult:
+            r = ua < ub;
+            break;
+          case arith::CmpIPredicate::ule:
+            r = ua <= ub;
+            break;
+          case arith::CmpIPredicate::ugt:
+            r = ua > ub;
+            break;
+          case arith::CmpIPredicate::uge:
+            r = ua >= ub;
+            break;
           }
         })
         .Case([&](math::TanhOp) { r = std::tanh(in(0)); })
@@ -130,8 +176,8 @@ evaluateRegion(Region &region, const std::vector<double> &scalars,
         .Case([&](math::AbsIOp) { r = std::fabs(in(0)); })
         .Default([&](Operation *) { known = false; });
     if (!known) {
-      error = "the reference cannot evaluate " +
-              op.getName().getStringRef().str();
+      error =
+          "the reference cannot evaluate " + op.getName().getStringRef().str();
       return std::nullopt;
     }
     set(r);

@@ -35,8 +35,8 @@ struct AttnAnalyzeMasksPass
           partial = PartialTiles::never;
       }
       op->setAttr("attn_gpu.masks",
-                  attn_gpu::MaskAnalysisAttr::get(op.getContext(), lower,
-                                                  upper, sinks, partial));
+                  attn_gpu::MaskAnalysisAttr::get(op.getContext(), lower, upper,
+                                                  sinks, partial));
     });
   }
 };

@@ -96,8 +96,7 @@ struct MinMaxToConditional : public OpConversionPattern<Op> {
     }
     Value pick = emitc::CmpOp::create(rewriter, loc, rewriter.getI1Type(),
                                       Predicate, a, c);
-    rewriter.replaceOpWithNewOp<emitc::ConditionalOp>(op, type, pick, lhs,
-                                                      rhs);
+    rewriter.replaceOpWithNewOp<emitc::ConditionalOp>(op, type, pick, lhs, rhs);
     return success();
   }
 };
@@ -158,7 +157,7 @@ private:
     member("int", "kPageSize", kvLayout == 2 ? kv.getPageSize() : 0);
     member("bool", "kPageHND",
            kvLayout == 2 && kv.getPageOrder() == PageOrder::HND ? "true"
-                                                                 : "false");
+                                                                : "false");
     member("bool", "kCausal", kernel.getCausal() ? "true" : "false");
     member("int", "kWindowLeft", window ? window.getLeft() : -1);
     member("int", "kWindowRight", window ? window.getRight() : -1);
@@ -208,9 +207,9 @@ private:
       argTypes.push_back(b.getF32Type());
     argTypes.append(indexArgs, b.getIndexType());
     argTypes.push_back(params);
-    auto func = func::FuncOp::create(
-        b, loc, name + suffix.str(),
-        FunctionType::get(ctx, argTypes, {resultType}));
+    auto func =
+        func::FuncOp::create(b, loc, name + suffix.str(),
+                             FunctionType::get(ctx, argTypes, {resultType}));
     Block *entry = func.addEntryBlock();
     OpBuilder body = OpBuilder::atBlockEnd(entry);
     Block &source = region.front();
@@ -256,26 +255,19 @@ private:
     populateEmitCSizeTTypeConversions(converter);
     RewritePatternSet patterns(ctx);
     populateArithToEmitCPatterns(converter, patterns);
-    populateConvertMathToEmitCPatterns(patterns,
-                                       emitc::LanguageTarget::c99);
+    populateConvertMathToEmitCPatterns(patterns, emitc::LanguageTarget::c99);
     populateFuncToEmitCPatterns(converter, patterns);
-    patterns.add<ConvertCallOpaqueOperands,
-                 MinMaxToConditional<arith::MinUIOp, emitc::CmpPredicate::lt,
-                                     true>,
-                 MinMaxToConditional<arith::MaxUIOp, emitc::CmpPredicate::gt,
-                                     true>,
-                 MinMaxToConditional<arith::MinSIOp, emitc::CmpPredicate::lt,
-                                     false>,
-                 MinMaxToConditional<arith::MaxSIOp, emitc::CmpPredicate::gt,
-                                     false>,
-                 MinMaxToConditional<arith::MinimumFOp,
-                                     emitc::CmpPredicate::lt, false>,
-                 MinMaxToConditional<arith::MaximumFOp,
-                                     emitc::CmpPredicate::gt, false>,
-                 MinMaxToConditional<arith::MinNumFOp, emitc::CmpPredicate::lt,
-                                     false>,
-                 MinMaxToConditional<arith::MaxNumFOp, emitc::CmpPredicate::gt,
-                                     false>>(converter, ctx);
+    patterns.add<
+        ConvertCallOpaqueOperands,
+        MinMaxToConditional<arith::MinUIOp, emitc::CmpPredicate::lt, true>,
+        MinMaxToConditional<arith::MaxUIOp, emitc::CmpPredicate::gt, true>,
+        MinMaxToConditional<arith::MinSIOp, emitc::CmpPredicate::lt, false>,
+        MinMaxToConditional<arith::MaxSIOp, emitc::CmpPredicate::gt, false>,
+        MinMaxToConditional<arith::MinimumFOp, emitc::CmpPredicate::lt, false>,
+        MinMaxToConditional<arith::MaximumFOp, emitc::CmpPredicate::gt, false>,
+        MinMaxToConditional<arith::MinNumFOp, emitc::CmpPredicate::lt, false>,
+        MinMaxToConditional<arith::MaxNumFOp, emitc::CmpPredicate::gt, false>>(
+        converter, ctx);
     ConversionTarget target(*ctx);
     target.addLegalDialect<emitc::EmitCDialect>();
     target.addIllegalDialect<arith::ArithDialect, math::MathDialect,
@@ -288,8 +280,7 @@ private:
              << suffix.drop_front() << " region the C++ emitter cannot "
              << "express (an arith or math op without an EmitC lowering)";
     }
-    auto emitted = cast<emitc::FuncOp>(
-        file.lookupSymbol(name + suffix.str()));
+    auto emitted = cast<emitc::FuncOp>(file.lookupSymbol(name + suffix.str()));
     emitted.setSpecifiersAttr(
         b.getStrArrayAttr({"static __device__ __forceinline__"}));
     b.setInsertionPointToEnd(&file.getBodyRegion().front());
@@ -312,12 +303,13 @@ private:
     b.setInsertionPointToStart(entry);
     emitc::VerbatimOp::create(
         b, loc, "extern __shared__ __align__(16) char attnc_smem[];");
-    Type ctaType = emitc::OpaqueType::get(
-        ctx, "attnc::AttentionCta<" + name + "_config>");
-    auto cta = emitc::VariableOp::create(b, loc, emitc::LValueType::get(ctaType),
-                                         emitc::OpaqueAttr::get(ctx, ""));
-    ctaPtr = emitc::AddressOfOp::create(b, loc, emitc::PointerType::get(ctaType),
-                                        cta);
+    Type ctaType =
+        emitc::OpaqueType::get(ctx, "attnc::AttentionCta<" + name + "_config>");
+    auto cta =
+        emitc::VariableOp::create(b, loc, emitc::LValueType::get(ctaType),
+                                  emitc::OpaqueAttr::get(ctx, ""));
+    ctaPtr = emitc::AddressOfOp::create(b, loc,
+                                        emitc::PointerType::get(ctaType), cta);
     paramsArg = entry->getArgument(0);
     for (Operation &op : kernel.getBody().front())
       if (failed(emitOp(op)))
@@ -344,8 +336,7 @@ private:
       if (failed(emitOp(op)))
         return failure();
     Block *emitted = b.getInsertionBlock();
-    if (emitted->empty() ||
-        !emitted->back().hasTrait<OpTrait::IsTerminator>())
+    if (emitted->empty() || !emitted->back().hasTrait<OpTrait::IsTerminator>())
       emitc::YieldOp::create(b, block.getParentOp()->getLoc());
     return success();
   }
@@ -359,9 +350,9 @@ private:
           auto live = emitc::CallOpaqueOp::create(
               b, loc, TypeRange{i1}, "attnc::ctaBegin",
               ValueRange{ctaPtr, paramsArg},
-              b.getArrayAttr({b.getIndexAttr(0), b.getIndexAttr(1),
-                              emitc::OpaqueAttr::get(b.getContext(),
-                                                     "attnc_smem")}));
+              b.getArrayAttr(
+                  {b.getIndexAttr(0), b.getIndexAttr(1),
+                   emitc::OpaqueAttr::get(b.getContext(), "attnc_smem")}));
           values.map(begin.getLive(), live.getResult(0));
           return success();
         })
@@ -387,9 +378,8 @@ private:
           return success();
         })
         .Case([&](gpu::TileIsPartialOp partial) {
-          values.map(partial.getPartial(),
-                     call(loc, "attnc::tileIsPartial", i1,
-                          {tile(partial.getTile())}));
+          values.map(partial.getPartial(), call(loc, "attnc::tileIsPartial", i1,
+                                                {tile(partial.getTile())}));
           return success();
         })
         .Case([&](gpu::ModifyScoresOp modify) {
@@ -472,8 +462,9 @@ LogicalResult emitMergeKernel(gpu::MergeKernelOp merge, emitc::FileOp file) {
       b.getStrArrayAttr({"extern \"C\" __global__ __launch_bounds__(128)"}));
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  std::string callee = "attnc::mergeStates<" + cppElementType(merge.getInput()) +
-                       ", " + cppElementType(merge.getOutput()) + ", " +
+  std::string callee = "attnc::mergeStates<" +
+                       cppElementType(merge.getInput()) + ", " +
+                       cppElementType(merge.getOutput()) + ", " +
                        std::to_string(merge.getVDim()) + ">";
   emitc::CallOpaqueOp::create(b, loc, TypeRange{}, callee,
                               ValueRange{entry->getArgument(0)});

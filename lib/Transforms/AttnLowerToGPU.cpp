@@ -28,21 +28,20 @@ void buildAttentionBody(OpBuilder &b, Location loc, gpu::PlanAttr plan,
   auto ifLive = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifLive.thenBlock());
   gpu::LoadQueryOp::create(b, loc);
-  auto range = gpu::TileRangeOp::create(b, loc, b.getIndexType(),
-                                        b.getIndexType());
+  auto range =
+      gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
   // Pipeline prologue: the first stages-1 tiles are in flight before the
   // loop; each iteration then waits for one tile and requests another.
   for (int64_t s = 0; s + 1 < plan.getStages(); ++s) {
     Value tile = range.getBegin();
     if (s > 0)
-      tile = arith::AddIOp::create(
-          b, loc, tile, arith::ConstantIndexOp::create(b, loc, s));
+      tile = arith::AddIOp::create(b, loc, tile,
+                                   arith::ConstantIndexOp::create(b, loc, s));
     gpu::PrefetchTileOp::create(b, loc, tile, TypeAttr::get(kvType));
   }
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value ahead = arith::ConstantIndexOp::create(b, loc, plan.getStages() - 1);
-  auto loop =
-      scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
+  auto loop = scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
   b.setInsertionPointToStart(loop.getBody());
   Value tile = loop.getInductionVar();
   gpu::WaitTileOp::create(b, loc, tile);
@@ -109,7 +108,8 @@ struct AttnLowerToGPUPass
     Location loc = op.getLoc();
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(getOperation().getBody());
-    Type value = op.getValue() ? op.getValue().getType() : op.getKey().getType();
+    Type value =
+        op.getValue() ? op.getValue().getType() : op.getKey().getType();
     SmallVector<Type> captureTypes(op.getCaptures().getTypes());
     FloatAttr softcap = op.getSoftcapAttr();
     auto kernel = gpu::KernelOp::create(
@@ -150,8 +150,7 @@ struct AttnLowerToGPUPass
     OutputType out = op.getOutput().getType();
     auto kernel = gpu::MergeKernelOp::create(
         b, op.getLoc(), b.getStringAttr("merge"),
-        TypeAttr::get(in.getElementType()),
-        TypeAttr::get(out.getElementType()),
+        TypeAttr::get(in.getElementType()), TypeAttr::get(out.getElementType()),
         b.getI64IntegerAttr(out.getHeadDim()));
     symbols.insert(kernel);
     int64_t splits = op.getKvSplits().value_or(op.getOutputs().size());
@@ -163,10 +162,10 @@ struct AttnLowerToGPUPass
   void replaceWithLaunch(Operation *op, StringRef kernel,
                          gpu::LaunchAttr geometry) {
     OpBuilder b(op);
-    auto launch = gpu::LaunchOp::create(
-        b, op->getLoc(), op->getResultTypes(),
-        FlatSymbolRefAttr::get(b.getContext(), kernel), op->getOperands(),
-        geometry);
+    auto launch =
+        gpu::LaunchOp::create(b, op->getLoc(), op->getResultTypes(),
+                              FlatSymbolRefAttr::get(b.getContext(), kernel),
+                              op->getOperands(), geometry);
     op->replaceAllUsesWith(launch.getResults());
     op->erase();
   }

@@ -81,8 +81,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       // Few rows per request: every warp takes a quarter of each KV tile and
       // deep pipelines keep enough bytes in flight to reach bandwidth.
       int64_t stages = 4;
-      while (stages > 2 &&
-             sharedBytes(16, 64, stages, 4, qkDim, vDim) > smem)
+      while (stages > 2 && sharedBytes(16, 64, stages, 4, qkDim, vDim) > smem)
         --stages;
       if (sharedBytes(16, 64, stages, 4, qkDim, vDim) > smem)
         return op.emitOpError("needs more shared memory than the target's ")

@@ -31,10 +31,10 @@ struct AttnSplitKVPass : public attn::impl::AttnSplitKVBase<AttnSplitKVPass> {
     MLIRContext *ctx = op.getContext();
     auto plan = op->getAttrOfType<attn_gpu::PlanAttr>("attn_gpu.plan");
     OutputType out = op.getOutput().getType();
-    auto partialOut = OutputType::get(ctx, out.getSeqLen(), out.getNumHeads(),
-                                      out.getHeadDim(), Float32Type::get(ctx),
-                                      out.getLayout(), out.getPageSize(),
-                                      out.getPageOrder());
+    auto partialOut =
+        OutputType::get(ctx, out.getSeqLen(), out.getNumHeads(),
+                        out.getHeadDim(), Float32Type::get(ctx),
+                        out.getLayout(), out.getPageSize(), out.getPageOrder());
     QueryType q = op.getQuery().getType();
     auto lse = LseType::get(ctx, q.getSeqLen(), q.getNumHeads(), q.getLayout());
 

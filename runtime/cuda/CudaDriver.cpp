@@ -110,9 +110,9 @@ StatusOr<CUdeviceptr> Driver::allocate(size_t bytes) {
   CUdeviceptr ptr = 0;
   CUresult result = cuMemAlloc_v2(&ptr, bytes ? bytes : 1);
   if (result == 2) // CUDA_ERROR_OUT_OF_MEMORY
-    return Status::error(ErrorCode::OutOfMemory,
-                         "cannot allocate " + std::to_string(bytes) +
-                             " bytes of GPU memory");
+    return Status::error(ErrorCode::OutOfMemory, "cannot allocate " +
+                                                     std::to_string(bytes) +
+                                                     " bytes of GPU memory");
   if (Status s = check(result, "cuMemAlloc"); !s.ok())
     return s;
   return ptr;
@@ -178,8 +178,8 @@ StatusOr<float> Driver::elapsed(CUevent begin, CUevent end) {
   if (Status s = check(cuEventSynchronize(end), "cuEventSynchronize"); !s.ok())
     return s;
   float ms = 0;
-  if (Status s = check(cuEventElapsedTime(&ms, begin, end),
-                       "cuEventElapsedTime");
+  if (Status s =
+          check(cuEventElapsedTime(&ms, begin, end), "cuEventElapsedTime");
       !s.ok())
     return s;
   return ms;

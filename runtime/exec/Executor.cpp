@@ -51,8 +51,8 @@ int Executor::chooseSplits(const LaunchSpec &launch,
                            const BatchLayout &layout) const {
   if (!launch.splitResults)
     return 1;
-  int64_t mTiles = (int64_t(layout.qLen) * launch.group + launch.blockM - 1) /
-                   launch.blockM;
+  int64_t mTiles =
+      (int64_t(layout.qLen) * launch.group + launch.blockM - 1) / launch.blockM;
   int64_t ctas = std::max<int64_t>(1, mTiles * launch.kvHeads * layout.batch);
   // Two waves of CTAs over the multiprocessors keep every one busy.
   int64_t target = 2 * driver_.device().multiprocessors;
@@ -138,7 +138,8 @@ Status Executor::launchAttention(const LaunchSpec &launch,
   if (key->layout != Layout::Dense && !layout.kvIndptr)
     return Status::error(ErrorCode::InvalidArgument,
                          "ragged or paged keys need kv_indptr");
-  if (key->layout == Layout::Paged && (!layout.pageIndices || !layout.lastPageLen))
+  if (key->layout == Layout::Paged &&
+      (!layout.pageIndices || !layout.lastPageLen))
     return Status::error(ErrorCode::InvalidArgument,
                          "paged keys need page indices and last page lengths");
   p.q_indptr = reinterpret_cast<const i32 *>(layout.qIndptr);
@@ -162,9 +163,8 @@ Status Executor::launchAttention(const LaunchSpec &launch,
   const ValueSpec &out = program_.values[outValue];
   int64_t rows = layout.qTokens * out.heads;
   size_t copies = launch.splitResults ? size_t(splits) : 1;
-  if (Status s = ensureBuffer(outValue,
-                              copies * rows * out.dim * byteSize(out.dtype),
-                              binding);
+  if (Status s = ensureBuffer(
+          outValue, copies * rows * out.dim * byteSize(out.dtype), binding);
       !s.ok())
     return s;
   p.out = reinterpret_cast<void *>(binding.values[outValue]);
@@ -219,7 +219,8 @@ Status Executor::launchMerge(const LaunchSpec &launch,
                            "more than 32 states to merge");
     p.num_states = int(pairs);
     for (size_t s = 0; s < pairs; ++s) {
-      p.outs[s] = reinterpret_cast<const void *>(binding.values[launch.args[s]]);
+      p.outs[s] =
+          reinterpret_cast<const void *>(binding.values[launch.args[s]]);
       p.lses[s] = reinterpret_cast<const float *>(
           binding.values[launch.args[pairs + s]]);
     }

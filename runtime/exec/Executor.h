@@ -22,13 +22,13 @@ namespace attnc {
 /// Where the requests of a batch are: the same for every layer of a model.
 struct BatchLayout {
   int batch = 1;
-  int qLen = 1;          // queries per request (dense), the most (ragged)
-  int kvLen = 0;         // keys per request (dense), the most otherwise
-  int64_t qTokens = 0;   // rows of q, out and lse: all requests' queries
-  cuda::CUdeviceptr qIndptr = 0;     // ragged queries: [batch + 1]
-  cuda::CUdeviceptr kvIndptr = 0;    // ragged keys: tokens; paged: pages
-  cuda::CUdeviceptr pageIndices = 0; // paged
-  cuda::CUdeviceptr lastPageLen = 0; // paged: [batch]
+  int qLen = 1;        // queries per request (dense), the most (ragged)
+  int kvLen = 0;       // keys per request (dense), the most otherwise
+  int64_t qTokens = 0; // rows of q, out and lse: all requests' queries
+  cuda::CUdeviceptr qIndptr = 0;            // ragged queries: [batch + 1]
+  cuda::CUdeviceptr kvIndptr = 0;           // ragged keys: tokens; paged: pages
+  cuda::CUdeviceptr pageIndices = 0;        // paged
+  cuda::CUdeviceptr lastPageLen = 0;        // paged: [batch]
   int64_t kPageStride = 0, vPageStride = 0; // elements; 0: contiguous pages
 };
 

@@ -33,7 +33,8 @@ const char *toString(DType type) {
 }
 
 namespace {
-template <typename T> void writeList(std::ostream &os, const std::vector<T> &v) {
+template <typename T>
+void writeList(std::ostream &os, const std::vector<T> &v) {
   os << v.size();
   for (const T &x : v)
     os << " " << x;
@@ -61,10 +62,10 @@ std::string Program::serialize() const {
     os << "\n";
   }
   for (const LaunchSpec &l : launches) {
-    os << "launch " << int(l.kind) << " " << l.kernel << " " << l.threads
-       << " " << l.smem << " " << l.blockM << " " << l.kvSplits << " "
-       << l.group << " " << l.kvHeads << " " << l.hasLse << " " << l.segments
-       << " " << l.splitResults << " ";
+    os << "launch " << int(l.kind) << " " << l.kernel << " " << l.threads << " "
+       << l.smem << " " << l.blockM << " " << l.kvSplits << " " << l.group
+       << " " << l.kvHeads << " " << l.hasLse << " " << l.segments << " "
+       << l.splitResults << " ";
     writeList(os, l.args);
     os << " ";
     writeList(os, l.results);

@@ -1,4 +1,5 @@
-//===- Program.h - what the host runs: buffers and kernel launches -*- C++ -*-===//
+//===- Program.h - what the host runs: buffers and kernel launches -*- C++
+//-*-===//
 //
 // The compiler's host-side output: the function's values (descriptor types
 // reduced to what a launcher needs) and the ordered kernel launches over

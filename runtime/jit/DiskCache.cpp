@@ -31,9 +31,9 @@ Status makeDirectories(const std::string &path) {
       continue;
     partial += part + "/";
     if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      return Status::error(ErrorCode::Internal,
-                           "cannot create " + partial + ": " +
-                               std::strerror(errno));
+      return Status::error(ErrorCode::Internal, "cannot create " + partial +
+                                                    ": " +
+                                                    std::strerror(errno));
   }
   return Status();
 }

@@ -1,4 +1,5 @@
-//===- DiskCache.h - content-addressed cache of compiled kernels -*- C++ -*-===//
+//===- DiskCache.h - content-addressed cache of compiled kernels -*- C++
+//-*-===//
 //
 // One file per key under $XDG_CACHE_HOME/attnc (or ~/.cache/attnc). Entries
 // are written to a temporary file and renamed into place, so a reader never
@@ -22,7 +23,8 @@ namespace attnc::jit {
 
 class DiskCache {
 public:
-  explicit DiskCache(std::string directory) : directory_(std::move(directory)) {}
+  explicit DiskCache(std::string directory)
+      : directory_(std::move(directory)) {}
   /// $XDG_CACHE_HOME/attnc, else $HOME/.cache/attnc.
   static std::string defaultDirectory();
 

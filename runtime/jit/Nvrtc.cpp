@@ -79,17 +79,16 @@ std::string Nvrtc::version() const {
 }
 
 StatusOr<CompiledCode> Nvrtc::compile(const std::string &source,
-                                      const std::string &arch,
-                                      bool ptx) const {
+                                      const std::string &arch, bool ptx) const {
   std::vector<const char *> names, contents;
   for (int i = 0; i < kNumDeviceHeaders; ++i) {
     names.push_back(kDeviceHeaders[i].includeName);
     contents.push_back(kDeviceHeaders[i].content);
   }
   Program program = nullptr;
-  int result = nvrtcCreateProgram(&program, source.c_str(), "attnc_kernel.cu",
-                                  kNumDeviceHeaders, contents.data(),
-                                  names.data());
+  int result =
+      nvrtcCreateProgram(&program, source.c_str(), "attnc_kernel.cu",
+                         kNumDeviceHeaders, contents.data(), names.data());
   if (result != 0)
     return Status::error(ErrorCode::CompileError,
                          std::string("nvrtcCreateProgram: ") +
@@ -100,8 +99,7 @@ StatusOr<CompiledCode> Nvrtc::compile(const std::string &source,
   std::string include = findCudaIncludeDir();
   std::string includeOption = "-I" + include;
   std::vector<const char *> options = {archOption.c_str(), "-std=c++17",
-                                       "--ptxas-options=-v",
-                                       "-default-device"};
+                                       "--ptxas-options=-v", "-default-device"};
   if (!include.empty())
     options.push_back(includeOption.c_str());
   result = nvrtcCompileProgram(program, int(options.size()), options.data());

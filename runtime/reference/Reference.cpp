@@ -20,8 +20,7 @@ double alibiSlope(int64_t head, int64_t heads) {
 }
 
 static bool isVisible(const Variant &variant, const Request &request,
-                      int64_t batch, int64_t head, int64_t query,
-                      int64_t key) {
+                      int64_t batch, int64_t head, int64_t query, int64_t key) {
   int64_t pos = query + request.kvLen - request.qLen;
   if (variant.causal && key > pos)
     return false;
@@ -30,8 +29,7 @@ static bool isVisible(const Variant &variant, const Request &request,
   if (variant.windowLeft && key < pos - *variant.windowLeft &&
       key >= variant.sinks)
     return false;
-  if (variant.segments &&
-      request.qSegments[query] != request.kvSegments[key])
+  if (variant.segments && request.qSegments[query] != request.kvSegments[key])
     return false;
   if (variant.maskMod && !variant.maskMod(batch, head, query, key))
     return false;
@@ -52,8 +50,7 @@ State attention(const Variant &variant, const Request &request,
     int64_t pos = i + request.kvLen - request.qLen;
     for (int64_t h = 0; h < variant.qHeads; ++h) {
       int64_t kvHead = h / group;
-      const double *q =
-          &request.q[(i * variant.qHeads + h) * variant.qkDim];
+      const double *q = &request.q[(i * variant.qHeads + h) * variant.qkDim];
       double maxLogit = kNegInf;
       for (int64_t j = 0; j < request.kvLen; ++j) {
         logits[j] = kNegInf;

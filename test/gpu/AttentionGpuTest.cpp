@@ -22,9 +22,9 @@ struct Case {
   int qHeads = 8, kvHeads = 8, dim = 128;
   std::string elem = "bf16";
   bool decode = false, raggedQ = false;
-  std::string kv = "";      // "", "ragged", "paged<16, nhd>"
-  std::string attrs = "";   // "causal", "window = #attn.window<64, 0>, sinks = 4"
-  std::string region = "";  // score_mod / mask_mod text, uses %doc capture
+  std::string kv = "";    // "", "ragged", "paged<16, nhd>"
+  std::string attrs = ""; // "causal", "window = #attn.window<64, 0>, sinks = 4"
+  std::string region = ""; // score_mod / mask_mod text, uses %doc capture
   bool capture = false;
   RunShape shape;
 };
@@ -40,19 +40,18 @@ std::string variantText(const Case &c) {
     << qLayout << ">";
   kv << "!attn.kv<?x" << c.kvHeads << "x" << c.dim << "x" << c.elem << kvLayout
      << ">";
-  out << "!attn.out<" << seq << "x" << c.qHeads << "x" << c.dim << "x"
-      << c.elem << qLayout << ">";
+  out << "!attn.out<" << seq << "x" << c.qHeads << "x" << c.dim << "x" << c.elem
+      << qLayout << ">";
   lse << "!attn.lse<" << seq << "x" << c.qHeads << qLayout << ">";
   std::ostringstream s;
   s << "func.func @" << c.name << "(%q: " << q.str() << ", %k: " << kv.str()
-    << ", %v: " << kv.str()
-    << (c.capture ? ", %doc: memref<?x?xi32>" : "") << ") -> ("
-    << out.str() << ", " << lse.str() << ") {\n"
+    << ", %v: " << kv.str() << (c.capture ? ", %doc: memref<?x?xi32>" : "")
+    << ") -> (" << out.str() << ", " << lse.str() << ") {\n"
     << "  %out, %lse = attn.attention(%q, %k, %v)"
     << (c.capture ? " captures(%doc : memref<?x?xi32>)" : "")
-    << (c.attrs.empty() ? "" : " {" + c.attrs + "}") << "\n      : "
-    << q.str() << ", " << kv.str() << ", " << kv.str() << "\n      -> "
-    << out.str() << ", " << lse.str() << "\n"
+    << (c.attrs.empty() ? "" : " {" + c.attrs + "}") << "\n      : " << q.str()
+    << ", " << kv.str() << ", " << kv.str() << "\n      -> " << out.str()
+    << ", " << lse.str() << "\n"
     << c.region << "  return %out, %lse : " << out.str() << ", " << lse.str()
     << "\n}\n";
   return s.str();
@@ -119,45 +118,77 @@ std::vector<Case> cases() {
   std::vector<Case> all;
   auto add = [&](Case c) { all.push_back(c); };
   // Prefill: MHA, GQA 4/7/8, MQA; dense and ragged; masks; head dims.
-  add({"mha_causal_dense_d128", 8, 8, 128, "bf16", false, false, "", "causal", "", false, shapeOf(2, 200, 200)});
-  add({"gqa4_causal_ragged_d128", 32, 8, 128, "bf16", false, true, "ragged", "causal", "", false, shapeOf(3, 300, 300)});
-  add({"gqa7_causal_ragged_d128", 28, 4, 128, "bf16", false, true, "ragged", "causal", "", false, shapeOf(2, 190, 190)});
-  add({"gqa8_none_dense_d64_f16", 16, 2, 64, "f16", false, false, "", "", "", false, shapeOf(2, 130, 333)});
-  add({"gqa1_none_ragged_d128", 4, 4, 128, "bf16", false, true, "ragged", "", "", false, shapeOf(2, 100, 100)});
-  add({"mqa_causal_dense_d128", 8, 1, 128, "bf16", false, false, "", "causal", "", false, shapeOf(2, 150, 150)});
-  add({"gqa4_causal_q_shorter_than_kv", 8, 2, 128, "bf16", false, false, "", "causal", "", false, shapeOf(2, 48, 321)});
-  add({"mha_causal_d256_bf16", 4, 4, 256, "bf16", false, false, "", "causal", "", false, shapeOf(2, 160, 160)});
-  add({"gqa2_causal_d256_f16", 4, 2, 256, "f16", false, true, "ragged", "causal", "", false, shapeOf(2, 130, 130)});
-  add({"mha_causal_d64_f16", 8, 8, 64, "f16", false, false, "", "causal", "", false, shapeOf(2, 257, 257)});
-  add({"gqa4_window_sinks_d64", 8, 2, 64, "bf16", false, true, "ragged", "causal, window = #attn.window<70, 0>, sinks = 5", "", false, shapeOf(2, 400, 400)});
-  add({"mha_bidirectional_window", 4, 4, 128, "bf16", false, false, "", "window = #attn.window<40, 25>", "", false, shapeOf(2, 220, 220)});
+  add({"mha_causal_dense_d128", 8, 8, 128, "bf16", false, false, "", "causal",
+       "", false, shapeOf(2, 200, 200)});
+  add({"gqa4_causal_ragged_d128", 32, 8, 128, "bf16", false, true, "ragged",
+       "causal", "", false, shapeOf(3, 300, 300)});
+  add({"gqa7_causal_ragged_d128", 28, 4, 128, "bf16", false, true, "ragged",
+       "causal", "", false, shapeOf(2, 190, 190)});
+  add({"gqa8_none_dense_d64_f16", 16, 2, 64, "f16", false, false, "", "", "",
+       false, shapeOf(2, 130, 333)});
+  add({"gqa1_none_ragged_d128", 4, 4, 128, "bf16", false, true, "ragged", "",
+       "", false, shapeOf(2, 100, 100)});
+  add({"mqa_causal_dense_d128", 8, 1, 128, "bf16", false, false, "", "causal",
+       "", false, shapeOf(2, 150, 150)});
+  add({"gqa4_causal_q_shorter_than_kv", 8, 2, 128, "bf16", false, false, "",
+       "causal", "", false, shapeOf(2, 48, 321)});
+  add({"mha_causal_d256_bf16", 4, 4, 256, "bf16", false, false, "", "causal",
+       "", false, shapeOf(2, 160, 160)});
+  add({"gqa2_causal_d256_f16", 4, 2, 256, "f16", false, true, "ragged",
+       "causal", "", false, shapeOf(2, 130, 130)});
+  add({"mha_causal_d64_f16", 8, 8, 64, "f16", false, false, "", "causal", "",
+       false, shapeOf(2, 257, 257)});
+  add({"gqa4_window_sinks_d64", 8, 2, 64, "bf16", false, true, "ragged",
+       "causal, window = #attn.window<70, 0>, sinks = 5", "", false,
+       shapeOf(2, 400, 400)});
+  add({"mha_bidirectional_window", 4, 4, 128, "bf16", false, false, "",
+       "window = #attn.window<40, 25>", "", false, shapeOf(2, 220, 220)});
   // Chunked prefill into a paged cache.
-  add({"gqa4_causal_paged16_nhd_prefill", 16, 4, 128, "bf16", false, true, "paged<16, nhd>", "causal", "", false, shapeOf(2, 70, 300)});
-  add({"gqa4_causal_paged64_hnd_prefill", 8, 2, 64, "f16", false, true, "paged<64, hnd>", "causal", "", false, shapeOf(2, 90, 400)});
+  add({"gqa4_causal_paged16_nhd_prefill", 16, 4, 128, "bf16", false, true,
+       "paged<16, nhd>", "causal", "", false, shapeOf(2, 70, 300)});
+  add({"gqa4_causal_paged64_hnd_prefill", 8, 2, 64, "f16", false, true,
+       "paged<64, hnd>", "causal", "", false, shapeOf(2, 90, 400)});
   // Modifiers.
-  add({"softcap_causal", 8, 4, 128, "bf16", false, false, "", "causal, softcap = 5.0 : f32", "", false, shapeOf(2, 140, 140)});
-  add({"alibi_causal", 8, 8, 128, "bf16", false, true, "ragged", "causal, alibi", "", false, shapeOf(2, 180, 180)});
-  add({"alibi_12_heads", 12, 12, 64, "bf16", false, false, "", "causal, alibi", "", false, shapeOf(1, 100, 100)});
-  add({"score_mod_relative_bias", 8, 8, 64, "bf16", false, false, "", "", kBiasRegion, true, shapeOf(2, 120, 120)});
-  add({"mask_mod_document", 8, 8, 128, "bf16", false, false, "", "causal", kDocumentMask, true, shapeOf(2, 200, 200)});
+  add({"softcap_causal", 8, 4, 128, "bf16", false, false, "",
+       "causal, softcap = 5.0 : f32", "", false, shapeOf(2, 140, 140)});
+  add({"alibi_causal", 8, 8, 128, "bf16", false, true, "ragged",
+       "causal, alibi", "", false, shapeOf(2, 180, 180)});
+  add({"alibi_12_heads", 12, 12, 64, "bf16", false, false, "", "causal, alibi",
+       "", false, shapeOf(1, 100, 100)});
+  add({"score_mod_relative_bias", 8, 8, 64, "bf16", false, false, "", "",
+       kBiasRegion, true, shapeOf(2, 120, 120)});
+  add({"mask_mod_document", 8, 8, 128, "bf16", false, false, "", "causal",
+       kDocumentMask, true, shapeOf(2, 200, 200)});
   // Decode: split-KV + merge, paged page sizes and orders, GQA packing.
-  add({"decode_gqa4_paged1_nhd", 32, 8, 128, "bf16", true, false, "paged<1, nhd>", "", "", false, shapeOf(5, 1, 300)});
-  add({"decode_gqa8_paged16_hnd", 32, 4, 128, "bf16", true, false, "paged<16, hnd>", "", "", false, shapeOf(4, 1, 1000)});
-  add({"decode_gqa7_paged64_nhd", 28, 4, 128, "bf16", true, false, "paged<64, nhd>", "", "", false, shapeOf(3, 1, 900)});
-  add({"decode_mqa_dense", 32, 1, 128, "bf16", true, false, "", "", "", false, shapeOf(3, 1, 777)});
-  add({"decode_mha_ragged_d64", 8, 8, 64, "f16", true, false, "ragged", "", "", false, shapeOf(4, 1, 500)});
-  add({"decode_gqa4_d256_paged16_f16", 8, 2, 256, "f16", true, false, "paged<16, nhd>", "", "", false, shapeOf(3, 1, 600)});
-  add({"decode_window_sinks_paged16", 16, 4, 128, "bf16", true, false, "paged<16, nhd>", "window = #attn.window<100, 0>, sinks = 4", "", false, shapeOf(3, 1, 800)});
-  add({"decode_softcap_paged16", 16, 4, 128, "bf16", true, false, "paged<16, nhd>", "softcap = 10.0 : f32", "", false, shapeOf(3, 1, 500)});
-  add({"decode_one_split", 32, 8, 128, "bf16", true, false, "paged<16, nhd>", "", "", false, shapeOf(4, 1, 700, 1)});
-  add({"decode_three_splits", 32, 8, 128, "bf16", true, false, "paged<16, nhd>", "", "", false, shapeOf(4, 1, 700, 3)});
-  add({"decode_sixteen_splits_short", 32, 8, 128, "bf16", true, false, "paged<16, nhd>", "", "", false, shapeOf(4, 1, 90, 16)});
+  add({"decode_gqa4_paged1_nhd", 32, 8, 128, "bf16", true, false,
+       "paged<1, nhd>", "", "", false, shapeOf(5, 1, 300)});
+  add({"decode_gqa8_paged16_hnd", 32, 4, 128, "bf16", true, false,
+       "paged<16, hnd>", "", "", false, shapeOf(4, 1, 1000)});
+  add({"decode_gqa7_paged64_nhd", 28, 4, 128, "bf16", true, false,
+       "paged<64, nhd>", "", "", false, shapeOf(3, 1, 900)});
+  add({"decode_mqa_dense", 32, 1, 128, "bf16", true, false, "", "", "", false,
+       shapeOf(3, 1, 777)});
+  add({"decode_mha_ragged_d64", 8, 8, 64, "f16", true, false, "ragged", "", "",
+       false, shapeOf(4, 1, 500)});
+  add({"decode_gqa4_d256_paged16_f16", 8, 2, 256, "f16", true, false,
+       "paged<16, nhd>", "", "", false, shapeOf(3, 1, 600)});
+  add({"decode_window_sinks_paged16", 16, 4, 128, "bf16", true, false,
+       "paged<16, nhd>", "window = #attn.window<100, 0>, sinks = 4", "", false,
+       shapeOf(3, 1, 800)});
+  add({"decode_softcap_paged16", 16, 4, 128, "bf16", true, false,
+       "paged<16, nhd>", "softcap = 10.0 : f32", "", false,
+       shapeOf(3, 1, 500)});
+  add({"decode_one_split", 32, 8, 128, "bf16", true, false, "paged<16, nhd>",
+       "", "", false, shapeOf(4, 1, 700, 1)});
+  add({"decode_three_splits", 32, 8, 128, "bf16", true, false, "paged<16, nhd>",
+       "", "", false, shapeOf(4, 1, 700, 3)});
+  add({"decode_sixteen_splits_short", 32, 8, 128, "bf16", true, false,
+       "paged<16, nhd>", "", "", false, shapeOf(4, 1, 90, 16)});
   (void)kSoftcapRegion;
   return all;
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, AttentionOnGpu,
-                         ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Variants, AttentionOnGpu, ::testing::ValuesIn(cases()),
                          [](const auto &info) { return info.param.name; });
 
 } // namespace

@@ -32,7 +32,8 @@ Request request(std::vector<double> q, std::vector<double> k,
 
 TEST(Reference, SoftmaxWeightsValues) {
   // Scores 0 and ln 3: weights 1/4 and 3/4.
-  State s = attention(scalarVariant(), request({1}, {0, std::log(3.0)}, {1, 5}), 0);
+  State s =
+      attention(scalarVariant(), request({1}, {0, std::log(3.0)}, {1, 5}), 0);
   EXPECT_NEAR(s.out[0], 0.25 * 1 + 0.75 * 5, 1e-12);
   EXPECT_NEAR(s.lse[0], std::log(4.0), 1e-12);
 }

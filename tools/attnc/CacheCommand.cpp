@@ -18,19 +18,21 @@ void addCacheCommand(CLI::App &app, int &exitCode) {
     return jit::DiskCache(dir->empty() ? jit::DiskCache::defaultDirectory()
                                        : *dir);
   };
-  cmd->add_subcommand("list", "List cached kernels")->callback([cache, &exitCode] {
-    jit::DiskCache c = cache();
-    StatusOr<std::vector<jit::DiskCache::Entry>> entries = c.list();
-    if (!entries.ok()) {
-      std::cerr << "attnc: " << entries.status().toString() << "\n";
-      exitCode = 1;
-      return;
-    }
-    std::cout << c.directory() << ": " << entries->size() << " entries\n";
-    for (const auto &e : *entries)
-      std::cout << "  " << e.key << "  " << e.bytes << " bytes"
-                << (e.valid ? "" : "  (corrupt: will be recompiled)") << "\n";
-  });
+  cmd->add_subcommand("list", "List cached kernels")
+      ->callback([cache, &exitCode] {
+        jit::DiskCache c = cache();
+        StatusOr<std::vector<jit::DiskCache::Entry>> entries = c.list();
+        if (!entries.ok()) {
+          std::cerr << "attnc: " << entries.status().toString() << "\n";
+          exitCode = 1;
+          return;
+        }
+        std::cout << c.directory() << ": " << entries->size() << " entries\n";
+        for (const auto &e : *entries)
+          std::cout << "  " << e.key << "  " << e.bytes << " bytes"
+                    << (e.valid ? "" : "  (corrupt: will be recompiled)")
+                    << "\n";
+      });
   cmd->add_subcommand("clear", "Remove every cached kernel")
       ->callback([cache, &exitCode] {
         jit::DiskCache c = cache();
@@ -40,8 +42,8 @@ void addCacheCommand(CLI::App &app, int &exitCode) {
           exitCode = 1;
           return;
         }
-        std::cout << "removed " << *removed << " entries from "
-                  << c.directory() << "\n";
+        std::cout << "removed " << *removed << " entries from " << c.directory()
+                  << "\n";
       });
 }
 

@@ -102,11 +102,13 @@ int runCompile(const CompileArgs &args) {
   }
   if (args.time) {
     if (compiled->fromCache)
-      std::cerr << "cache hit: " << totalMs << " ms (frontend 0 ms, nvrtc 0 ms)\n";
+      std::cerr << "cache hit: " << totalMs
+                << " ms (frontend 0 ms, nvrtc 0 ms)\n";
     else
       std::cerr << "frontend (MLIR passes, C++ emission): "
-                << compiled->frontendMs << " ms\nnvrtc + ptxas: "
-                << compiled->nvrtcMs << " ms\ntotal: " << totalMs << " ms\n";
+                << compiled->frontendMs
+                << " ms\nnvrtc + ptxas: " << compiled->nvrtcMs
+                << " ms\ntotal: " << totalMs << " ms\n";
   }
   if (args.emit == "cubin") {
     if (!compiled->ptxasLog.empty())
@@ -147,7 +149,8 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
                 "print the IR after every pass");
   cmd->add_option("--cache-dir", args->cacheDir,
                   "kernel cache (default $XDG_CACHE_HOME/attnc)");
-  cmd->add_flag("--no-cache", args->noCache, "neither read nor write the cache");
+  cmd->add_flag("--no-cache", args->noCache,
+                "neither read nor write the cache");
   cmd->footer("Examples:\n"
               "  attnc compile examples/gqa_paged_decode.mlir --emit=gpu\n"
               "  attnc compile examples/softcap.mlir --emit=cubin -o k.cubin\n"

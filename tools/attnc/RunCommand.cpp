@@ -23,7 +23,8 @@ bool parseShape(const std::string &text, RunShape &shape) {
   size_t at = 0;
   while (at < text.size()) {
     size_t end = text.find(',', at);
-    std::string item = text.substr(at, end == std::string::npos ? end : end - at);
+    std::string item =
+        text.substr(at, end == std::string::npos ? end : end - at);
     at = end == std::string::npos ? text.size() : end + 1;
     if (item == "fixed") {
       shape.varyLengths = false;
@@ -104,8 +105,10 @@ void addRunCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--seed", args->seed, "random inputs' seed");
   cmd->add_option("--cache-dir", args->cacheDir, "kernel cache directory");
   cmd->footer("Examples:\n"
-              "  attnc run examples/gqa_paged_decode.mlir --shape batch=64,kv=4096 --check\n"
-              "  attnc run examples/causal_ragged_prefill.mlir --shape batch=2,q=512,kv=512 --check");
+              "  attnc run examples/gqa_paged_decode.mlir --shape "
+              "batch=64,kv=4096 --check\n"
+              "  attnc run examples/causal_ragged_prefill.mlir --shape "
+              "batch=2,q=512,kv=512 --check");
   cmd->callback([args, &exitCode] { exitCode = runRun(*args); });
 }
 

@@ -8,7 +8,8 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
   app.footer("Examples:\n"
              "  attnc compile examples/gqa_paged_decode.mlir --emit=cuda\n"
-             "  attnc run examples/causal_ragged_prefill.mlir --shape batch=2,q=512,kv=512 --check\n"
+             "  attnc run examples/causal_ragged_prefill.mlir --shape "
+             "batch=2,q=512,kv=512 --check\n"
              "  attnc cache list\n"
              "  attnc sim --workload branching --cache-tokens 8192\n"
              "  attnc sim --all --json\n"

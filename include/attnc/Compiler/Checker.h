@@ -1,4 +1,5 @@
-//===- Checker.h - run a variant on the GPU against the reference -*- C++ -*-===//
+//===- Checker.h - run a variant on the GPU against the reference -*- C++
+//-*-===//
 //
 // `attnc run --check` and the GPU tests: random inputs (never zeros) in the
 // variant's layouts (ragged index pointers, shuffled pages), outputs
@@ -20,7 +21,7 @@ namespace attnc {
 
 struct RunShape {
   int batch = 2;
-  int qLen = 0;  // queries per request where the type says `?` (0: 64)
+  int qLen = 0; // queries per request where the type says `?` (0: 64)
   int kvLen = 256;
   /// Ragged and paged requests get random lengths in [len/2, len].
   bool varyLengths = true;
@@ -33,7 +34,7 @@ struct RunReport {
   /// Largest relative error over the function's outputs.
   double maxError = 0;
   std::vector<std::string> outputErrors; // "out 0: 3.1e-3"
-  double milliseconds = 0; // mean per launch sequence, when timed
+  double milliseconds = 0;               // mean per launch sequence, when timed
   std::string layoutSummary;
 };
 

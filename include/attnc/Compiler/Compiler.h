@@ -1,4 +1,5 @@
-//===- Compiler.h - from a variant to CUDA C++, a cubin and a program -*- C++ -*-===//
+//===- Compiler.h - from a variant to CUDA C++, a cubin and a program -*- C++
+//-*-===//
 //
 // The driver behind `attnc compile`, `attnc run` and the JIT: parse a
 // variant, run the pass pipeline (canonicalize, plan, analyze masks, split

@@ -22,8 +22,8 @@ int64_t KernelOp::getSharedMemoryBytes() {
   int64_t vDim = cast<attn::OutputType>(getOutput()).getHeadDim();
   int64_t loop = 2 * (plan.getBlockM() * qkDim +
                       plan.getStages() * plan.getBlockN() * (qkDim + vDim));
-  int64_t epilogue = 4 * (plan.getBlockM() * vDim +
-                          3 * plan.getWarpsN() * plan.getBlockM());
+  int64_t epilogue =
+      4 * (plan.getBlockM() * vDim + 3 * plan.getWarpsN() * plan.getBlockM());
   return std::max(loop, epilogue);
 }
 
@@ -51,8 +51,7 @@ LogicalResult KernelOp::verify() {
 // LaunchOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   Operation *kernel =
       symbolTable.lookupNearestSymbolFrom(*this, getKernelAttr());
   // After attn-gpu-to-emitc the kernel is a function of the device file.

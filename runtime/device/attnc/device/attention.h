@@ -47,8 +47,7 @@ template <class C> struct Shape {
       kLoopBytes > kEpilogueBytes ? kLoopBytes : kEpilogueBytes;
   static constexpr bool kWindowLeft = C::kWindowLeft >= 0;
   static constexpr bool kWindowRight = C::kWindowRight >= 0;
-  static constexpr bool kMods =
-      C::kSoftcap > 0.0f || C::kAlibi || C::kScoreMod;
+  static constexpr bool kMods = C::kSoftcap > 0.0f || C::kAlibi || C::kScoreMod;
   static constexpr bool kAlwaysPartial = C::kMaskMod || C::kSegments;
   static_assert(kWarpCols % 16 == 0, "each warp needs 16-key steps");
   static_assert(kD % 64 == 0 && kDV % 64 == 0, "head dims are multiples of 64");
@@ -139,8 +138,7 @@ template <class C> struct AttentionCta {
       return true;
     if (S::kWindowRight && k1 > firstPos + C::kWindowRight)
       return true;
-    if (S::kWindowLeft && k0 < lastPos - C::kWindowLeft &&
-        !(k1 < C::kSinks))
+    if (S::kWindowLeft && k0 < lastPos - C::kWindowLeft && !(k1 < C::kSinks))
       return true;
     return false;
   }
@@ -224,16 +222,13 @@ template <class C> struct AttentionCta {
   ATTNC_DEVICE void loadQuery() {
     constexpr int chunks = S::kD / 8;
     const Elem *q = static_cast<const Elem *>(p->q);
-    for (int idx = threadIdx.x; idx < S::kBlockM * chunks;
-         idx += S::kThreads) {
+    for (int idx = threadIdx.x; idx < S::kBlockM * chunks; idx += S::kThreads) {
       int row = idx / chunks, chunk = idx % chunks;
       bool valid = row < rows;
       int r = rowBegin + (valid ? row : 0);
-      const Elem *src = q +
-                        (i64(qToken0 + queryOf(r)) * C::kNumQHeads +
-                         headOf(r)) *
-                            S::kD +
-                        chunk * 8;
+      const Elem *src =
+          q + (i64(qToken0 + queryOf(r)) * C::kNumQHeads + headOf(r)) * S::kD +
+          chunk * 8;
       cpAsync16(sharedAddress(qTile() + swizzle<S::kD>(row, chunk * 8)), src,
                 valid);
     }
@@ -248,9 +243,8 @@ template <class C> struct AttentionCta {
       constexpr int pageSize = C::kPageSize > 0 ? C::kPageSize : 1;
       int page = p->page_indices[pageBegin + key / pageSize];
       int slot = key % pageSize;
-      i64 offset = C::kPageHND
-                       ? (i64(kvHead) * pageSize + slot) * Dim
-                       : (i64(slot) * C::kNumKVHeads + kvHead) * Dim;
+      i64 offset = C::kPageHND ? (i64(kvHead) * pageSize + slot) * Dim
+                               : (i64(slot) * C::kNumKVHeads + kvHead) * Dim;
       return ptr + i64(page) * pageStride + offset;
     }
     return ptr + (i64(kvToken0 + key) * C::kNumKVHeads + kvHead) * Dim;
@@ -336,8 +330,8 @@ template <class C> struct AttentionCta {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         int row = localRow(e / 2);
-        int key = n * S::kBlockN + wn * S::kWarpCols + nt * 8 +
-                  (lane % 4) * 2 + (e % 2);
+        int key = n * S::kBlockN + wn * S::kWarpCols + nt * 8 + (lane % 4) * 2 +
+                  (e % 2);
         float x = s[nt][e];
         if (S::kMods) {
           x *= C::kScale;
@@ -409,8 +403,8 @@ template <class C> struct AttentionCta {
   ATTNC_DEVICE void finish() {
     cpAsyncWait<0>();
     __syncthreads();
-    float *acc = reinterpret_cast<float *>(smem);     // [BlockM][DV]
-    float *stats = acc + S::kBlockM * S::kDV;         // [WarpsN][BlockM] x 3
+    float *acc = reinterpret_cast<float *>(smem); // [BlockM][DV]
+    float *stats = acc + S::kBlockM * S::kDV;     // [WarpsN][BlockM] x 3
     float *maxes = stats, *sums = stats + C::kWarpsN * S::kBlockM;
     float *lses = sums + C::kWarpsN * S::kBlockM;
     for (int half = 0; half < 2; ++half) {
@@ -435,8 +429,7 @@ template <class C> struct AttentionCta {
       for (int w = 0; w < C::kWarpsN; ++w)
         sum += sums[w * S::kBlockM + row] *
                fastExp2(maxes[w * S::kBlockM + row] - base);
-      float factor =
-          sum > 0.0f ? fastExp2(rowMax[half] - base) / sum : 0.0f;
+      float factor = sum > 0.0f ? fastExp2(rowMax[half] - base) / sum : 0.0f;
       if (wn == 0 && lane % 4 == 0)
         lses[row] = sum > 0.0f ? (base + fastLog2(sum)) * kLn2 : negInf();
       for (int dt = 0; dt < S::kDTiles; ++dt)
@@ -487,8 +480,8 @@ template <class C> struct AttentionCta {
     for (int e = 0; e < 8; ++e)
       dst[e] = src[e];
   }
-  template <typename T> ATTNC_DEVICE static void storeChunk(T *dst,
-                                                            const float *src) {
+  template <typename T>
+  ATTNC_DEVICE static void storeChunk(T *dst, const float *src) {
     u32 packed[4];
     for (int e = 0; e < 4; ++e)
       packed[e] = Mma<T>::pack(src[2 * e], src[2 * e + 1]);
@@ -532,7 +525,8 @@ template <class C> ATTNC_DEVICE void waitTile(AttentionCta<C> *cta, int t) {
 template <class C> ATTNC_DEVICE void scoreTile(AttentionCta<C> *cta, int t) {
   cta->scores(t);
 }
-template <class C> ATTNC_DEVICE bool tileIsPartial(AttentionCta<C> *cta, int t) {
+template <class C>
+ATTNC_DEVICE bool tileIsPartial(AttentionCta<C> *cta, int t) {
   return cta->tileIsPartial(cta->tileAt(t));
 }
 template <class C>

@@ -1,4 +1,5 @@
-//===- mma.h - ldmatrix and mma.sync m16n8k16 ------------------------------===//
+//===- mma.h - ldmatrix and mma.sync m16n8k16
+//------------------------------===//
 //
 // Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k16"): lane l
 // holds rows l/4 and l/4+8 and columns 2*(l%4)+{0,1} of each 8-column half.
@@ -51,9 +52,7 @@ template <> struct Mma<bf16> {
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
   }
-  static ATTNC_DEVICE float unpackLo(u32 v) {
-    return __uint_as_float(v << 16);
-  }
+  static ATTNC_DEVICE float unpackLo(u32 v) { return __uint_as_float(v << 16); }
   static ATTNC_DEVICE float unpackHi(u32 v) {
     return __uint_as_float(v & 0xffff0000u);
   }
