@@ -54,6 +54,8 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
   }];
   let extraClassDeclaration = [{
     int64_t getThreads() const { return 32 * getWarpsM() * getWarpsN(); }
+    /// Dynamic shared memory of a kernel with this plan, in bytes.
+    int64_t getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const;
   }];
 }
 

@@ -301,9 +301,8 @@ void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
   else if (spec.layout == Layout::Ragged)
     totalRows = isQuery ? problem.qTokens : problem.kvTokens;
   else
-    totalRows = int64_t(problem.batch) *
-                (isQuery ? *std::max_element(lens.begin(), lens.end())
-                         : *std::max_element(lens.begin(), lens.end()));
+    totalRows =
+        int64_t(problem.batch) * *std::max_element(lens.begin(), lens.end());
   bytes.assign(totalRows * rowElems * byteSize(spec.dtype), 0);
   // Unused rows and pages hold random data too, so that reading them shows.
   for (int64_t i = 0; i < totalRows * rowElems; ++i)

@@ -41,14 +41,6 @@ std::string unsupportedFeature(AttentionOp op) {
   return "";
 }
 
-/// Shared memory of a plan, as attn_gpu.kernel computes it.
-int64_t sharedBytes(int64_t blockM, int64_t blockN, int64_t stages,
-                    int64_t warpsN, int64_t qkDim, int64_t vDim) {
-  int64_t loop = 2 * (blockM * qkDim + stages * blockN * (qkDim + vDim));
-  int64_t epilogue = 4 * (blockM * vDim + 3 * warpsN * blockM);
-  return std::max(loop, epilogue);
-}
-
 struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   using AttnPlanBase::AttnPlanBase;
 
@@ -76,26 +68,31 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   FailureOr<PlanAttr> choosePlan(AttentionOp op) {
     MLIRContext *ctx = &getContext();
     int64_t qkDim = op.getQKHeadDim(), vDim = op.getVHeadDim();
-    bool decode = op.getQuery().getType().getSeqLen() == 1;
-    if (decode) {
-      // Few rows per request: every warp takes a quarter of each KV tile and
-      // deep pipelines keep enough bytes in flight to reach bandwidth.
+    auto fits = [&](PlanAttr plan) {
+      return plan.getSharedMemoryBytes(qkDim, vDim) <= smem;
+    };
+    PlanAttr plan;
+    if (op.getQuery().getType().getSeqLen() == 1) {
+      // Decode has few rows per request: every warp takes a quarter of each
+      // KV tile, and deep pipelines keep enough bytes in flight to reach
+      // bandwidth.
+      auto decode = [&](int64_t stages) {
+        return PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4, stages,
+                             std::max<int64_t>(1, maxSplits), true);
+      };
       int64_t stages = 4;
-      while (stages > 2 && sharedBytes(16, 64, stages, 4, qkDim, vDim) > smem)
+      while (stages > 2 && !fits(decode(stages)))
         --stages;
-      if (sharedBytes(16, 64, stages, 4, qkDim, vDim) > smem)
-        return op.emitOpError("needs more shared memory than the target's ")
-               << smem << " bytes";
-      return PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4, stages,
-                           std::max<int64_t>(1, maxSplits), true);
+      plan = decode(stages);
+    } else {
+      int64_t blockN = std::max(qkDim, vDim) > 128 ? 32 : 64;
+      plan = PlanAttr::get(ctx, Schedule::prefill, 64, blockN, 4, 1,
+                           /*stages=*/2, 1, qkDim <= 128);
     }
-    int64_t blockN = std::max(qkDim, vDim) > 128 ? 32 : 64;
-    int64_t stages = 2;
-    if (sharedBytes(64, blockN, stages, 1, qkDim, vDim) > smem)
+    if (!fits(plan))
       return op.emitOpError("needs more shared memory than the target's ")
              << smem << " bytes";
-    return PlanAttr::get(ctx, Schedule::prefill, 64, blockN, 4, 1, stages, 1,
-                         qkDim <= 128);
+    return plan;
   }
 };
 

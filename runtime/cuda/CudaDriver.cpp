@@ -4,8 +4,6 @@
 
 #include "support/DynamicLibrary.h"
 
-#include <mutex>
-
 namespace attnc::cuda {
 
 namespace {
@@ -25,22 +23,7 @@ std::string DeviceInfo::arch() const {
   return computeMajor == 9 ? arch + "a" : arch;
 }
 
-StatusOr<Driver *> Driver::get() {
-  static std::once_flag once;
-  static Driver *driver = nullptr;
-  static Status failure;
-  std::call_once(once, [] {
-    auto *candidate = new Driver();
-    failure = candidate->load();
-    if (failure.ok())
-      driver = candidate;
-    else
-      delete candidate;
-  });
-  if (!driver)
-    return failure;
-  return driver;
-}
+StatusOr<Driver *> Driver::get() { return loadOnce<Driver>(); }
 
 Status Driver::load() {
   StatusOr<DynamicLibrary> library =

@@ -10,6 +10,7 @@
 #ifndef ATTNC_RUNTIME_CUDA_CUDADRIVER_H
 #define ATTNC_RUNTIME_CUDA_CUDADRIVER_H
 
+#include "support/DynamicLibrary.h"
 #include "support/Status.h"
 
 #include <cstddef>
@@ -66,6 +67,8 @@ public:
   StatusOr<float> elapsed(CUevent begin, CUevent end);
 
 private:
+  friend StatusOr<Driver *> attnc::loadOnce<Driver>();
+  Driver() = default;
   Status check(CUresult result, const char *call) const;
   Status load();
 

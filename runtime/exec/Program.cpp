@@ -18,20 +18,6 @@ size_t byteSize(DType type) {
   return 0;
 }
 
-const char *toString(DType type) {
-  switch (type) {
-  case DType::BF16:
-    return "bf16";
-  case DType::F16:
-    return "f16";
-  case DType::F32:
-    return "f32";
-  case DType::I32:
-    return "i32";
-  }
-  return "?";
-}
-
 namespace {
 template <typename T>
 void writeList(std::ostream &os, const std::vector<T> &v) {

@@ -23,7 +23,6 @@ enum class DType { BF16, F16, F32, I32 };
 enum class Layout { Dense, Ragged, Paged };
 
 size_t byteSize(DType type);
-const char *toString(DType type);
 
 /// One value of the compiled function.
 struct ValueSpec {

@@ -6,7 +6,6 @@
 #include "support/DynamicLibrary.h"
 
 #include <cstdlib>
-#include <mutex>
 #include <sys/stat.h>
 #include <vector>
 
@@ -33,22 +32,7 @@ std::string Nvrtc::findCudaIncludeDir() {
   return "";
 }
 
-StatusOr<Nvrtc *> Nvrtc::get() {
-  static std::once_flag once;
-  static Nvrtc *nvrtc = nullptr;
-  static Status failure;
-  std::call_once(once, [] {
-    auto *candidate = new Nvrtc();
-    failure = candidate->load();
-    if (failure.ok())
-      nvrtc = candidate;
-    else
-      delete candidate;
-  });
-  if (!nvrtc)
-    return failure;
-  return nvrtc;
-}
+StatusOr<Nvrtc *> Nvrtc::get() { return loadOnce<Nvrtc>(); }
 
 Status Nvrtc::load() {
   std::vector<std::string> names;

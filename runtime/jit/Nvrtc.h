@@ -9,6 +9,7 @@
 #ifndef ATTNC_RUNTIME_JIT_NVRTC_H
 #define ATTNC_RUNTIME_JIT_NVRTC_H
 
+#include "support/DynamicLibrary.h"
 #include "support/Status.h"
 
 #include <string>
@@ -33,6 +34,8 @@ public:
   static std::string findCudaIncludeDir();
 
 private:
+  friend StatusOr<Nvrtc *> attnc::loadOnce<Nvrtc>();
+  Nvrtc() = default;
   Status load();
   using Program = struct _nvrtcProgram *;
 #define ATTNC_NVRTC_FUNCTIONS(X)                                               \

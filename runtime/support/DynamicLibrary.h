@@ -39,6 +39,24 @@ Status lookupFunction(const DynamicLibrary &library, const char *symbol,
   return status;
 }
 
+/// The one instance of `T`, a wrapper over a library loaded at run time:
+/// created and loaded (`T::load()`) on first use; a failed load is kept and
+/// returned to every caller.
+template <typename T> StatusOr<T *> loadOnce() {
+  static Status failure;
+  static T *instance = [] {
+    T *candidate = new T();
+    failure = candidate->load();
+    if (failure.ok())
+      return candidate;
+    delete candidate;
+    return static_cast<T *>(nullptr);
+  }();
+  if (!instance)
+    return failure;
+  return instance;
+}
+
 } // namespace attnc
 
 #endif // ATTNC_RUNTIME_SUPPORT_DYNAMICLIBRARY_H

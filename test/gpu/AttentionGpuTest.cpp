@@ -86,7 +86,6 @@ RunShape shapeOf(int batch, int q, int kv, int splits = 0, unsigned seed = 7) {
   return s;
 }
 
-const char *kSoftcapRegion = "";
 const char *kBiasRegion =
     "      score_mod {\n"
     "      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, "
@@ -184,7 +183,6 @@ std::vector<Case> cases() {
        "", "", false, shapeOf(4, 1, 700, 3)});
   add({"decode_sixteen_splits_short", 32, 8, 128, "bf16", true, false,
        "paged<16, nhd>", "", "", false, shapeOf(4, 1, 90, 16)});
-  (void)kSoftcapRegion;
   return all;
 }
 

@@ -7,6 +7,9 @@
 
 namespace attnc {
 
+/// Reads a variant from `path` (- for stdin); says why on failure.
+bool readSource(const std::string &path, std::string &source);
+
 /// `attnc sim`: the serving simulator.
 void addSimCommand(CLI::App &app, int &exitCode);
 /// `attnc compile`: a variant to IR, CUDA C++, PTX or a cubin.

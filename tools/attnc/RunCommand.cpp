@@ -8,8 +8,6 @@
 
 namespace attnc {
 
-bool readSource(const std::string &path, std::string &source);
-
 namespace {
 struct RunArgs {
   std::string file, shape, cacheDir;

@@ -14,6 +14,16 @@ using namespace mlir::attn_gpu;
 #define GET_ATTRDEF_CLASSES
 #include "attnc/Dialect/AttnGPU/AttnGPUAttrs.cpp.inc"
 
+int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const {
+  // Mirrors attnc::Shape<C>::kSmemBytes in runtime/device/attention.h: the
+  // query tile and `stages` K/V tiles in 16-bit elements during the loop,
+  // then the f32 output tile and per-warp row statistics in the epilogue.
+  int64_t loop =
+      2 * (getBlockM() * qkDim + getStages() * getBlockN() * (qkDim + vDim));
+  int64_t epilogue = 4 * (getBlockM() * vDim + 3 * getWarpsN() * getBlockM());
+  return std::max(loop, epilogue);
+}
+
 void AttnGPUDialect::initialize() {
   addOperations<
 #define GET_OP_LIST

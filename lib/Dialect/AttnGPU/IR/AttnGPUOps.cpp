@@ -14,17 +14,9 @@ using namespace mlir::attn_gpu;
 //===----------------------------------------------------------------------===//
 
 int64_t KernelOp::getSharedMemoryBytes() {
-  // Mirrors attnc::Shape<C>::kSmemBytes in runtime/device/attention.h: the
-  // query tile and `stages` K/V tiles in 16-bit elements during the loop,
-  // then the f32 output tile and per-warp row statistics in the epilogue.
-  PlanAttr plan = getPlan();
-  int64_t qkDim = cast<attn::QueryType>(getQuery()).getHeadDim();
-  int64_t vDim = cast<attn::OutputType>(getOutput()).getHeadDim();
-  int64_t loop = 2 * (plan.getBlockM() * qkDim +
-                      plan.getStages() * plan.getBlockN() * (qkDim + vDim));
-  int64_t epilogue =
-      4 * (plan.getBlockM() * vDim + 3 * plan.getWarpsN() * plan.getBlockM());
-  return std::max(loop, epilogue);
+  return getPlan().getSharedMemoryBytes(
+      cast<attn::QueryType>(getQuery()).getHeadDim(),
+      cast<attn::OutputType>(getOutput()).getHeadDim());
 }
 
 LogicalResult KernelOp::verify() {

@@ -455,11 +455,10 @@ template <class C> struct AttentionCta {
       i64 outRow = i64(qToken0 + queryOf(r)) * C::kNumQHeads + headOf(r);
       const float *src = acc + row * S::kDV + chunk * 8;
       if (partial) {
-        float *dst = p->partial_out +
-                     (split * p->partial_split_stride + outRow) * S::kDV +
-                     chunk * 8;
-        for (int e = 0; e < 8; ++e)
-          dst[e] = src[e];
+        storeChunk(p->partial_out +
+                       (split * p->partial_split_stride + outRow) * S::kDV +
+                       chunk * 8,
+                   src);
       } else {
         storeChunk(static_cast<typename C::Out *>(p->out) + outRow * S::kDV +
                        chunk * 8,

@@ -17,19 +17,12 @@
 namespace attnc {
 
 ATTNC_DEVICE float loadElement(const float *p, i64 i) { return p[i]; }
-ATTNC_DEVICE float loadElement(const bf16 *p, i64 i) {
-  return __uint_as_float(u32(reinterpret_cast<const u16 *>(p)[i]) << 16);
-}
-ATTNC_DEVICE float loadElement(const f16 *p, i64 i) {
-  u32 bits = reinterpret_cast<const u16 *>(p)[i];
-  return Mma<f16>::unpackLo(bits);
+template <typename T> ATTNC_DEVICE float loadElement(const T *p, i64 i) {
+  return Mma<T>::unpackLo(reinterpret_cast<const u16 *>(p)[i]);
 }
 ATTNC_DEVICE void storeElement(float *p, i64 i, float v) { p[i] = v; }
-ATTNC_DEVICE void storeElement(bf16 *p, i64 i, float v) {
-  reinterpret_cast<u16 *>(p)[i] = u16(Mma<bf16>::pack(v, 0.0f) & 0xffffu);
-}
-ATTNC_DEVICE void storeElement(f16 *p, i64 i, float v) {
-  reinterpret_cast<u16 *>(p)[i] = u16(Mma<f16>::pack(v, 0.0f) & 0xffffu);
+template <typename T> ATTNC_DEVICE void storeElement(T *p, i64 i, float v) {
+  reinterpret_cast<u16 *>(p)[i] = u16(Mma<T>::pack(v, 0.0f) & 0xffffu);
 }
 
 /// Merges `params.num_states` states of rows of `Dim` elements; InT and OutT

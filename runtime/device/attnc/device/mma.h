@@ -53,9 +53,6 @@ template <> struct Mma<bf16> {
     return r;
   }
   static ATTNC_DEVICE float unpackLo(u32 v) { return __uint_as_float(v << 16); }
-  static ATTNC_DEVICE float unpackHi(u32 v) {
-    return __uint_as_float(v & 0xffff0000u);
-  }
 };
 
 template <> struct Mma<f16> {
@@ -75,13 +72,6 @@ template <> struct Mma<f16> {
   static ATTNC_DEVICE float unpackLo(u32 v) {
     float r;
     asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l; }"
-        : "=f"(r)
-        : "r"(v));
-    return r;
-  }
-  static ATTNC_DEVICE float unpackHi(u32 v) {
-    float r;
-    asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h; }"
         : "=f"(r)
         : "r"(v));
     return r;
