@@ -168,6 +168,13 @@ LogicalResult AttentionOp::verify() {
     if (getCausal() && window->getRight() != 0)
       return emitOpError("a causal window must have right extent 0, got ")
              << window->getRight();
+  if (std::optional<int64_t> splits = getKvSplits()) {
+    if (*splits < 2)
+      return emitOpError("kv_splits must be at least 2, got ") << *splits;
+    if (!getLse() || !output.getElementType().isF32())
+      return emitOpError("with kv_splits produces f32 partial states and "
+                         "their log-sum-exps");
+  }
   if (std::optional<int64_t> sinks = getSinks(); sinks && *sinks < 0)
     return emitOpError("sinks must be non-negative, got ") << *sinks;
   if (std::optional<APFloat> scale = getScale()) {

@@ -498,3 +498,23 @@ func.func @f(%o: !attn.out<1x8x64xf32>, %l: !attn.lse<1x8>) {
   %out, %lse = attn.merge_states (%o, %l) {kv_splits = 1 : i64} : !attn.out<1x8x64xf32>, !attn.lse<1x8> -> !attn.out<1x8x64xbf16>
   return
 }
+
+// -----
+
+// Split-KV partial states are kept in f32 with their log-sum-exps.
+func.func @f(%q: !attn.q<1x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op with kv_splits produces f32 partial states and their log-sum-exps}}
+  %out = attn.attention(%q, %k, %v) {kv_splits = 4 : i64}
+      : !attn.q<1x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<1x8x64xbf16>
+  return
+}
+
+// -----
+
+// One split of the keys is no split.
+func.func @f(%q: !attn.q<1x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op kv_splits must be at least 2, got 1}}
+  %out, %lse = attn.attention(%q, %k, %v) {kv_splits = 1 : i64}
+      : !attn.q<1x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<1x8x64xf32>, !attn.lse<1x8>
+  return
+}
