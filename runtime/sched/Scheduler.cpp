@@ -194,12 +194,16 @@ StatusOr<bool> Scheduler::admit(std::vector<Candidate> &candidates,
       break;
     }
     const Request &request = waiting_[candidate.index];
-    if (waitsForInFlight(request, candidate.match.tokens))
-      continue;
     int64_t total =
         static_cast<int64_t>(request.prompt.size()) + request.outputLen;
     int64_t pages = ceilDiv(total, pageSize) -
                     static_cast<int64_t>(candidate.match.pages.size());
+    // A request waiting for KV in flight keeps its place in the order: the
+    // memory it will need is not given to requests behind it.
+    if (waitsForInFlight(request, candidate.match.tokens)) {
+      available -= pages * pageSize;
+      continue;
+    }
     // Locking the prefix takes its unlocked part out of what eviction can
     // free.
     int64_t pinned = 0;
@@ -229,8 +233,12 @@ StatusOr<bool> Scheduler::admit(std::vector<Candidate> &candidates,
     totals_.promptTokens += static_cast<int64_t>(request.prompt.size());
     totals_.cachedTokens += candidate.match.tokens;
     totals_.computedPrefillTokens += extend;
-    const std::vector<uint64_t> &hashes = promptHashes_.at(request.id);
-    inFlight_.insert(hashes.begin(), hashes.end());
+    // What the request computes: its prompt, then each output token's KV.
+    std::vector<uint64_t> computes =
+        pagePrefixHashes(fullSequence(request), pageSize);
+    inFlight_.insert(computes.begin(), computes.end());
+    inFlightOf_[request.id] = std::move(computes);
+    promptHashes_.erase(request.id);
 
     running_.push_back(std::move(running));
     allocations.push_back({running_.size() - 1, pages});
@@ -272,9 +280,6 @@ Status Scheduler::finishPrefill(RunningRequest &running) {
     return status;
   running.locked = match.node;
 
-  for (uint64_t hash : promptHashes_.at(running.request.id))
-    inFlight_.erase(inFlight_.find(hash));
-  promptHashes_.erase(running.request.id);
   // The forward pass that completes the prompt also yields the first token.
   running.generated = 1;
   return Status();
@@ -297,6 +302,9 @@ Status Scheduler::finish(RunningRequest &running) {
   drop.insert(drop.end(), running.pages.begin() + full, running.pages.end());
   if (Status status = pool_.release(drop); !status.ok())
     return status;
+  for (uint64_t hash : inFlightOf_.at(running.request.id))
+    inFlight_.erase(inFlight_.find(hash));
+  inFlightOf_.erase(running.request.id);
   ++totals_.finished;
   return cache_.unlock(running.locked);
 }

@@ -17,9 +17,10 @@
 //   6. insert each prefilled prompt into the cache; for each finished
 //      request insert its tokens and unlock its prefix.
 //
-// A waiting request whose uncached prompt starts with what a request in
-// flight is prefilling waits one batch, so that it reads that prefix from
-// the cache instead of computing it again.
+// A waiting request whose uncached prompt starts with KV that a running
+// request is computing (its prompt, or the output it is generating) waits,
+// so that it reads that prefix from the cache instead of computing it
+// again.
 //
 //===----------------------------------------------------------------------===//
 
@@ -131,10 +132,13 @@ private:
   RadixCache &cache_;
   std::deque<Request> waiting_;
   std::vector<RunningRequest> running_;
-  /// Page-prefix hashes of each queued or prefilling request's prompt,
-  /// computed once when it is added.
+  /// Page-prefix hashes of each waiting request's prompt, computed once
+  /// when it is added.
   std::unordered_map<RequestId, std::vector<uint64_t>> promptHashes_;
-  /// Hashes of every page-aligned prefix of the prompts being prefilled.
+  /// Page-prefix hashes of each running request's whole sequence (prompt
+  /// and output): the KV it is computing, in the cache once it finishes.
+  std::unordered_map<RequestId, std::vector<uint64_t>> inFlightOf_;
+  /// The union of `inFlightOf_`, counted.
   std::unordered_multiset<uint64_t> inFlight_;
   SchedulerTotals totals_;
   /// Whether anything happened since the last admission attempt that could

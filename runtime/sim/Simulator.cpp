@@ -73,14 +73,17 @@ StatusOr<SimResult> simulate(const Workload &workload,
       releases;
   std::unordered_map<RequestId, std::vector<RequestId>> followers;
   std::unordered_map<RequestId, const Request *> byId;
+  // Offline, every prompt is known up front (its predecessor's output is
+  // synthetic), so the whole workload is queued at time 0, as a trace replay
+  // would be. Online, a follow-up waits for its predecessor and thinks.
   for (const Request &request : workload.requests) {
     byId[request.id] = &request;
-    if (request.after)
+    if (options.arrival == ArrivalMode::Offline)
+      releases.push({0.0, request.id});
+    else if (request.after)
       followers[*request.after].push_back(request.id);
     else
-      releases.push(
-          {options.arrival == ArrivalMode::Offline ? 0.0 : request.arrival,
-           request.id});
+      releases.push({request.arrival, request.id});
   }
 
   SimResult result;

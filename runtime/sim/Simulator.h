@@ -17,10 +17,10 @@
 namespace attnc {
 
 enum class ArrivalMode {
-  /// Every request queued at the start (follow-ups once what they follow
-  /// has finished).
+  /// Every request queued at the start, follow-ups included.
   Offline,
-  /// Requests arrive at their own times.
+  /// Requests arrive at their own times; a follow-up once what it follows
+  /// has finished and its think time has passed.
   Online,
 };
 

@@ -154,6 +154,30 @@ TEST(Scheduler, RequestSharingAnInFlightPrefixWaitsForIt) {
   EXPECT_EQ(f.scheduler->totals().cachedTokens, 64);
 }
 
+// A follow-up that quotes a running request's output waits until that output
+// is in the cache, and the memory it needs is not given to a later request.
+TEST(Scheduler, RequestQuotingARunningOutputWaitsAndKeepsItsPlace) {
+  Fixture f(Policy::LongestPrefixMatch, 12);
+  Request first = makeRequest(0, range(100, 16), 16);
+  Request followUp =
+      makeRequest(1, concat(fullSequence(first), range(1, 4)), 4);
+  Request unrelated = makeRequest(2, range(500, 8), 4);
+  for (const Request &request : {first, followUp, unrelated})
+    ASSERT_TRUE(f.scheduler->add(request).ok());
+  StatusOr<StepStats> step = f.scheduler->step();
+  ASSERT_TRUE(step.ok());
+  EXPECT_EQ(step->admitted, (std::vector<RequestId>{0}));
+  std::vector<RequestId> order;
+  for (int i = 0; i < 100 && !f.scheduler->idle(); ++i) {
+    step = f.scheduler->step();
+    ASSERT_TRUE(step.ok());
+    order.insert(order.end(), step->admitted.begin(), step->admitted.end());
+  }
+  EXPECT_EQ(order, (std::vector<RequestId>{1, 2}));
+  // The follow-up read the whole first sequence (32 tokens) from the cache.
+  EXPECT_EQ(f.scheduler->totals().cachedTokens, 32);
+}
+
 TEST(Scheduler, EvictsToAdmitWhenThePoolIsFull) {
   Fixture f(Policy::LongestPrefixMatch, 8);
   for (RequestId id = 0; id < 6; ++id) {
