@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Runs every GPU test and checks every example on the GPU machine, from the
-# binaries built here (build/bin). Logs go to $OUT (or ./gpu-logs).
+# Runs every GPU test on the GPU machine, from the binaries built here
+# (build/bin, build/lib/libattnc.so): the gtests, every example through
+# `attnc run --check`, the Python package's tests (pytest -m gpu) and its
+# example. With --bench, then the peer benchmarks. Logs go to $OUT (or
+# ./gpu-logs).
 set -uo pipefail
 out="${OUT:-gpu-logs}"
 mkdir -p "$out"
@@ -17,4 +20,17 @@ for f in examples/*.mlir; do
   build/bin/attnc run "$f" --shape batch=4,q=256,kv=1024 --check 2>&1
 done | tee "$out/examples.log"
 grep -q FAIL "$out/examples.log" && status=1
+# The GPU machine reaches no registry: pytest may come with the build.
+python3 -c "import pytest" 2>/dev/null ||
+  export PYTHONPATH="$PWD/build/pytest-vendor${PYTHONPATH:+:$PYTHONPATH}"
+python3 -m pytest -rs -m gpu python/tests 2>&1 | tee "$out/pytest-gpu.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+PYTHONPATH=python python3 examples/python_attention.py 2>&1 |
+  tee "$out/python-example.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+if [ "${1:-}" = "--bench" ]; then
+  PYTHONPATH=python python3 benchmarks/bench.py --out "$out/bench" 2>&1 |
+    tee "$out/bench.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 exit $status

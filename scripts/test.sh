@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds attnc and runs every test: the lit suite, then the remaining ctest
-# tests (unit tests, generated-docs checks; GPU tests skip without a GPU).
+# tests (unit tests, generated-docs checks; GPU tests skip without a GPU),
+# then the Python package's tests.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/bootstrap.sh" || exit 1
@@ -10,4 +11,16 @@ echo "== lit"
 /usr/lib/llvm-22/bin/lit -sv "$root/build/test" || status=1
 echo "== ctest"
 ctest --test-dir "$root/build" --output-on-failure -LE lit || status=1
+echo "== pytest (python/tests; GPU cases skip with their reason)"
+python="$(command -v python3)"
+if ! "$python" -c "import pytest" 2>/dev/null; then
+  "$python" -m pip install --quiet pytest 2>/dev/null || {
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+      --no-install-recommends python3-pytest >/dev/null
+    python=/usr/bin/python3
+  }
+fi
+(cd "$root/python" && "$python" -m pytest -rs tests) || status=1
 exit $status

@@ -60,6 +60,46 @@ int Executor::chooseSplits(const LaunchSpec &launch,
   return int(std::clamp<int64_t>(splits, 1, launch.kvSplits));
 }
 
+size_t Executor::attentionResultBytes(const LaunchSpec &launch, int result,
+                                      const BatchLayout &layout,
+                                      int splits) const {
+  const ValueSpec &out = program_.values[launch.results[0]];
+  size_t rows = size_t(layout.qTokens) * out.heads;
+  size_t copies = launch.splitResults ? size_t(splits) : 1;
+  return result == 0 ? copies * rows * out.dim * byteSize(out.dtype)
+                     : copies * rows * sizeof(float);
+}
+
+size_t Executor::mergeResultBytes(const LaunchSpec &launch, int result,
+                                  const BatchLayout &layout) const {
+  const ValueSpec &out = program_.values[launch.results[0]];
+  size_t rows = size_t(layout.qTokens) * out.heads;
+  return result == 0 ? rows * out.dim * byteSize(out.dtype)
+                     : rows * sizeof(float);
+}
+
+std::map<int, size_t> Executor::resultBytes(const BatchLayout &layout) const {
+  std::map<int, size_t> bytes;
+  for (const LaunchSpec &launch : program_.launches)
+    for (int r = 0; r < int(launch.results.size()); ++r)
+      bytes[launch.results[r]] =
+          launch.kind == LaunchSpec::Kind::Attention
+              ? attentionResultBytes(launch, r, layout,
+                                     chooseSplits(launch, layout))
+              : mergeResultBytes(launch, r, layout);
+  return bytes;
+}
+
+Status Executor::resolveKernels() {
+  for (const LaunchSpec &launch : program_.launches)
+    if (StatusOr<cuda::CUfunction> function = module_.function(
+            launch.kernel,
+            launch.kind == LaunchSpec::Kind::Attention ? launch.smem : 0);
+        !function.ok())
+      return function.status();
+  return Status();
+}
+
 Status Executor::run(const BatchLayout &layout, Binding &binding,
                      cuda::CUstream stream, int splits) {
   binding.values.resize(program_.values.size(), 0);
@@ -162,15 +202,16 @@ Status Executor::launchAttention(const LaunchSpec &launch,
   int outValue = launch.results[0];
   const ValueSpec &out = program_.values[outValue];
   int64_t rows = layout.qTokens * out.heads;
-  size_t copies = launch.splitResults ? size_t(splits) : 1;
   if (Status s = ensureBuffer(
-          outValue, copies * rows * out.dim * byteSize(out.dtype), binding);
+          outValue, attentionResultBytes(launch, 0, layout, splits), binding);
       !s.ok())
     return s;
   p.out = reinterpret_cast<void *>(binding.values[outValue]);
   if (launch.results.size() > 1) {
     int lseValue = launch.results[1];
-    if (Status s = ensureBuffer(lseValue, copies * rows * 4, binding); !s.ok())
+    if (Status s = ensureBuffer(
+            lseValue, attentionResultBytes(launch, 1, layout, splits), binding);
+        !s.ok())
       return s;
     p.lse = reinterpret_cast<float *>(binding.values[lseValue]);
     statesOf_[outValue] = splits;
@@ -225,12 +266,11 @@ Status Executor::launchMerge(const LaunchSpec &launch,
           binding.values[launch.args[pairs + s]]);
     }
   }
-  if (Status s = ensureBuffer(launch.results[0],
-                              rows * out.dim * byteSize(out.dtype), binding);
-      !s.ok())
-    return s;
-  if (Status s = ensureBuffer(launch.results[1], rows * 4, binding); !s.ok())
-    return s;
+  for (int r = 0; r < 2; ++r)
+    if (Status s = ensureBuffer(launch.results[r],
+                                mergeResultBytes(launch, r, layout), binding);
+        !s.ok())
+      return s;
   p.out = reinterpret_cast<void *>(binding.values[launch.results[0]]);
   p.lse = reinterpret_cast<float *>(binding.values[launch.results[1]]);
   p.rows = rows;

@@ -66,12 +66,24 @@ public:
   /// Splits a launch would use for `layout`.
   int chooseSplits(const LaunchSpec &launch, const BatchLayout &layout) const;
 
+  /// Bytes of every value the launches produce for `layout` with the splits
+  /// they would choose: what a caller binds (outputs) or a plan allocates
+  /// once (intermediate states), so that `run` allocates nothing.
+  std::map<int, size_t> resultBytes(const BatchLayout &layout) const;
+
+  /// Resolves every kernel (and its shared-memory limit) ahead of `run`.
+  Status resolveKernels();
+
 private:
   Status launchAttention(const LaunchSpec &launch, const BatchLayout &layout,
                          Binding &binding, cuda::CUstream stream, int splits);
   Status launchMerge(const LaunchSpec &launch, const BatchLayout &layout,
                      Binding &binding, cuda::CUstream stream);
   Status ensureBuffer(int value, size_t bytes, Binding &binding);
+  size_t attentionResultBytes(const LaunchSpec &launch, int result,
+                              const BatchLayout &layout, int splits) const;
+  size_t mergeResultBytes(const LaunchSpec &launch, int result,
+                          const BatchLayout &layout) const;
 
   cuda::Driver &driver_;
   const Program &program_;

@@ -1,0 +1,169 @@
+//===- attnc.h - the JIT API for host code ----------------------*- C++ -*-===//
+//
+// Build an attention variant (from MLIR text or from a VariantSpec), compile
+// it once for a target (through the in-process and on-disk caches), plan a
+// batch once (its layout, KV-split decisions and scratch memory) and run
+// the kernel on device pointers as many times as the model has layers:
+//
+//   attnc::VariantSpec spec;
+//   spec.queryHeads = 32; spec.kvHeads = 8; spec.headDim = 128;
+//   spec.causal = true;
+//   auto variant = attnc::Variant::fromSpec(spec);
+//   auto kernel = attnc::Kernel::compile(*variant);
+//   auto plan = kernel->plan(batch);          // may allocate, never in run
+//   for (layer : layers)
+//     kernel->run(*plan, {q, k, v}, {out}, stream);
+//
+// Every failure is a value (Status / StatusOr), never an abort. `run` neither
+// allocates nor synchronizes, so it may be captured in a CUDA graph.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_ATTNC_H
+#define ATTNC_ATTNC_H
+
+#include "support/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+enum class ElementType { BF16, F16 };
+enum class TokenLayout { Dense, Ragged, Paged };
+
+/// The builder's description of a single-attention variant. Tensors are
+/// row-major: dense queries [batch, qLen, heads, dim], ragged queries
+/// [tokens, heads, dim]; dense and ragged keys likewise; paged keys
+/// [pages, pageSize, heads, dim] (NHD) or [pages, heads, pageSize, dim] (HND).
+struct VariantSpec {
+  std::string name = "attention";
+  int64_t queryHeads = 0, kvHeads = 0, headDim = 0;
+  ElementType dtype = ElementType::BF16;
+  /// Dense or ragged; dense queries of `queriesPerRequest` (0: any) tokens.
+  TokenLayout queryLayout = TokenLayout::Dense;
+  int64_t queriesPerRequest = 0;
+  TokenLayout kvLayout = TokenLayout::Dense;
+  int64_t pageSize = 16;
+  bool hnd = false;
+  bool causal = false;
+  /// Keys visible to the left and right of a query's diagonal.
+  std::optional<std::pair<int64_t, int64_t>> window;
+  int64_t sinks = 0;
+  std::optional<float> scale, softcap;
+  bool alibi = false;
+  bool returnLse = false;
+  /// A region block, `^bb0(%score: f32, %batch: index, %head: index,
+  /// %qi: index, %kvi: index, <captures>): ... attn.yield %s : f32`.
+  std::string scoreMod;
+  /// A region block, `^bb0(%batch: index, %head: index, %qi: index,
+  /// %kvi: index, <captures>): ... attn.yield %keep : i1`.
+  std::string maskMod;
+  /// Types of the buffers the regions read, e.g. "memref<16x64xf32>".
+  std::vector<std::string> captureTypes;
+};
+
+/// A verified variant: one function of the attn dialect.
+class Variant {
+public:
+  static StatusOr<Variant> fromMlir(std::string text,
+                                    std::string fileName = "<variant>");
+  static StatusOr<Variant> fromSpec(const VariantSpec &spec);
+  const std::string &mlir() const { return text_; }
+  const std::string &fileName() const { return fileName_; }
+
+private:
+  std::string text_, fileName_;
+};
+
+/// What to compile for. An empty arch means the current GPU's (its SM count
+/// and shared memory too), which needs a GPU.
+struct Target {
+  std::string arch;
+  int64_t multiprocessors = 0;
+  /// "" for the default cache ($XDG_CACHE_HOME/attnc), "-" for none.
+  std::string cacheDir;
+};
+
+/// One value of a compiled variant's function, in argument order.
+struct TensorSpec {
+  enum class Role { Query, KV, Output, Lse, Buffer } role = Role::Query;
+  int64_t heads = 0, dim = 0;
+  /// 0 bf16, 1 f16, 2 f32, 3 i32.
+  int dtype = 0;
+  TokenLayout layout = TokenLayout::Dense;
+  int64_t seqLen = -1; // per request; -1 when any
+};
+
+/// Where a batch's requests are. The index arrays are device pointers of
+/// int32: qIndptr [batch + 1] for ragged queries; kvIndptr [batch + 1] in
+/// tokens (ragged) or pages (paged); pageIndices and lastPageLen [batch] for
+/// paged keys. The lengths are maxima over the batch; `queryTokens` counts
+/// every request's queries (the rows of q, out and lse).
+struct Batch {
+  int batch = 1;
+  int maxQueryLen = 1;
+  int maxKVLen = 0;
+  int64_t queryTokens = 0;
+  uint64_t qIndptr = 0, kvIndptr = 0, pageIndices = 0, lastPageLen = 0;
+  /// Elements between consecutive pages of K and V; 0 when pages are
+  /// packed (a cache that interleaves K and V per page sets them).
+  int64_t kPageStride = 0, vPageStride = 0;
+};
+
+class Plan;
+
+/// A compiled variant: its cubin, loaded on first use.
+class Kernel {
+public:
+  static StatusOr<Kernel> compile(const Variant &variant,
+                                  const Target &target = {});
+  ~Kernel();
+  Kernel(Kernel &&) noexcept;
+  Kernel &operator=(Kernel &&) noexcept;
+
+  const std::vector<TensorSpec> &inputs() const;
+  const std::vector<TensorSpec> &outputs() const;
+  const std::string &cudaSource() const;
+  const std::string &cubin() const;
+  bool fromCache() const;
+
+  /// Checks `batch`, loads the kernel, chooses KV splits and allocates the
+  /// scratch memory split-KV needs. Reuse the plan for every layer.
+  StatusOr<Plan> plan(const Batch &batch) const;
+  /// Launches on `stream` (a CUstream; null for the default stream). Inputs
+  /// and outputs are device pointers in the function's order. No
+  /// allocation, no synchronization.
+  Status run(const Plan &plan, const std::vector<uint64_t> &inputs,
+             const std::vector<uint64_t> &outputs, void *stream = nullptr,
+             const std::vector<std::vector<int64_t>> &bufferSizes = {}) const;
+
+  struct State;
+
+private:
+  explicit Kernel(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+class Plan {
+public:
+  ~Plan();
+  Plan(Plan &&) noexcept;
+  Plan &operator=(Plan &&) noexcept;
+  /// KV splits of each attention launch.
+  const std::vector<int> &splits() const;
+
+  struct State;
+
+private:
+  friend class Kernel;
+  explicit Plan(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+} // namespace attnc
+
+#endif // ATTNC_ATTNC_H

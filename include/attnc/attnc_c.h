@@ -1,0 +1,143 @@
+/*===- attnc_c.h - the C API of libattnc.so ------------------------------===*\
+|*                                                                            *|
+|* Opaque handles over the C++ API (attnc.h): a variant from MLIR text or a   *|
+|* spec, a kernel compiled from it, a plan per batch, and a launch. Every     *|
+|* function returns a status code; attnc_last_error() gives the message of    *|
+|* the calling thread's last failure. Nothing aborts.                         *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef ATTNC_ATTNC_C_H
+#define ATTNC_ATTNC_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATTNC_C_API_VERSION 1
+
+typedef enum attnc_status {
+  ATTNC_OK = 0,
+  ATTNC_INVALID_ARGUMENT = 1,
+  ATTNC_OUT_OF_MEMORY = 2,
+  ATTNC_NOT_FOUND = 3,
+  ATTNC_UNSUPPORTED = 4,
+  ATTNC_PARSE_ERROR = 5,
+  ATTNC_INTERNAL = 6,
+  ATTNC_NO_DEVICE = 7,
+  ATTNC_CUDA_ERROR = 8,
+  ATTNC_COMPILE_ERROR = 9,
+} attnc_status;
+
+typedef enum attnc_dtype {
+  ATTNC_BF16 = 0,
+  ATTNC_F16 = 1,
+  ATTNC_F32 = 2,
+  ATTNC_I32 = 3
+} attnc_dtype;
+typedef enum attnc_layout {
+  ATTNC_DENSE = 0,
+  ATTNC_RAGGED = 1,
+  ATTNC_PAGED = 2
+} attnc_layout;
+typedef enum attnc_role {
+  ATTNC_ROLE_QUERY = 0,
+  ATTNC_ROLE_KV = 1,
+  ATTNC_ROLE_OUTPUT = 2,
+  ATTNC_ROLE_LSE = 3,
+  ATTNC_ROLE_BUFFER = 4,
+} attnc_role;
+
+typedef struct attnc_variant_st *attnc_variant;
+typedef struct attnc_kernel_st *attnc_kernel;
+typedef struct attnc_plan_st *attnc_plan;
+
+/* Mirrors attnc::VariantSpec; attnc_variant_spec_init fills the defaults. */
+typedef struct attnc_variant_spec {
+  const char *name;
+  int64_t query_heads, kv_heads, head_dim;
+  attnc_dtype dtype;           /* BF16 or F16 */
+  attnc_layout query_layout;   /* DENSE or RAGGED */
+  int64_t queries_per_request; /* dense queries: 0 for any */
+  attnc_layout kv_layout;
+  int64_t page_size;
+  int hnd;
+  int causal;
+  int64_t window_left, window_right; /* -1: no window */
+  int64_t sinks;
+  float scale;   /* 0: 1/sqrt(head_dim) */
+  float softcap; /* 0: none */
+  int alibi;
+  int return_lse;
+  const char *score_mod; /* region block text, or NULL */
+  const char *mask_mod;
+  const char *const *capture_types;
+  int num_captures;
+} attnc_variant_spec;
+
+typedef struct attnc_tensor_spec {
+  attnc_role role;
+  int64_t heads, dim;
+  attnc_dtype dtype;
+  attnc_layout layout;
+  int64_t seq_len; /* per request; -1 when any */
+} attnc_tensor_spec;
+
+/* Mirrors attnc::Batch: index arrays are int32 device pointers. */
+typedef struct attnc_batch {
+  int batch;
+  int max_query_len;
+  int max_kv_len;
+  int64_t query_tokens;
+  uint64_t q_indptr, kv_indptr, page_indices, last_page_len;
+  int64_t k_page_stride, v_page_stride;
+} attnc_batch;
+
+const char *attnc_last_error(void);
+const char *attnc_status_name(attnc_status status);
+int attnc_api_version(void);
+
+void attnc_variant_spec_init(attnc_variant_spec *spec);
+attnc_status attnc_variant_from_mlir(const char *text, attnc_variant *out);
+attnc_status attnc_variant_from_spec(const attnc_variant_spec *spec,
+                                     attnc_variant *out);
+/* The variant's MLIR text, owned by the variant. */
+const char *attnc_variant_mlir(attnc_variant variant);
+void attnc_variant_destroy(attnc_variant variant);
+
+/* arch NULL or "": the current GPU's. cache_dir NULL or "": the default
+ * cache; "-": none. */
+attnc_status attnc_kernel_compile(attnc_variant variant, const char *arch,
+                                  const char *cache_dir, attnc_kernel *out);
+void attnc_kernel_destroy(attnc_kernel kernel);
+int attnc_kernel_num_inputs(attnc_kernel kernel);
+int attnc_kernel_num_outputs(attnc_kernel kernel);
+attnc_status attnc_kernel_input(attnc_kernel kernel, int index,
+                                attnc_tensor_spec *out);
+attnc_status attnc_kernel_output(attnc_kernel kernel, int index,
+                                 attnc_tensor_spec *out);
+const char *attnc_kernel_cuda_source(attnc_kernel kernel);
+size_t attnc_kernel_cubin_size(attnc_kernel kernel);
+
+attnc_status attnc_plan_create(attnc_kernel kernel, const attnc_batch *batch,
+                               attnc_plan *out);
+void attnc_plan_destroy(attnc_plan plan);
+int attnc_plan_num_splits(attnc_plan plan, int launch);
+
+/* buffer_sizes: for each captured buffer input in order, its sizes
+ * (buffer_ranks[i] of them); NULL when every buffer has a static shape.
+ * No allocation, no synchronization. */
+attnc_status attnc_run(attnc_kernel kernel, attnc_plan plan,
+                       const uint64_t *inputs, int num_inputs,
+                       const uint64_t *outputs, int num_outputs,
+                       const int64_t *const *buffer_sizes,
+                       const int *buffer_ranks, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNC_ATTNC_C_H */

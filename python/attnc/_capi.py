@@ -1,0 +1,116 @@
+"""ctypes bindings of libattnc.so's C API (include/attnc/attnc_c.h)."""
+
+import ctypes
+import os
+from pathlib import Path
+
+from .errors import AttncError
+
+# attnc_status values, mirrored from attnc_c.h.
+OK = 0
+STATUS_NAMES = {
+    1: "invalid argument", 2: "out of memory", 3: "not found",
+    4: "unsupported", 5: "parse error", 6: "internal error", 7: "no GPU",
+    8: "CUDA error", 9: "compile error",
+}
+BF16, F16, F32, I32 = 0, 1, 2, 3
+DENSE, RAGGED, PAGED = 0, 1, 2
+ROLE_QUERY, ROLE_KV, ROLE_OUTPUT, ROLE_LSE, ROLE_BUFFER = 0, 1, 2, 3, 4
+
+c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
+                                      ctypes.c_int64, ctypes.c_char_p)
+
+
+class VariantSpec(ctypes.Structure):
+    _fields_ = [
+        ("name", c_char_p), ("query_heads", c_int64), ("kv_heads", c_int64),
+        ("head_dim", c_int64), ("dtype", c_int), ("query_layout", c_int),
+        ("queries_per_request", c_int64), ("kv_layout", c_int),
+        ("page_size", c_int64), ("hnd", c_int), ("causal", c_int),
+        ("window_left", c_int64), ("window_right", c_int64),
+        ("sinks", c_int64), ("scale", ctypes.c_float),
+        ("softcap", ctypes.c_float), ("alibi", c_int), ("return_lse", c_int),
+        ("score_mod", c_char_p), ("mask_mod", c_char_p),
+        ("capture_types", ctypes.POINTER(c_char_p)), ("num_captures", c_int),
+    ]
+
+
+class TensorSpec(ctypes.Structure):
+    _fields_ = [("role", c_int), ("heads", c_int64), ("dim", c_int64),
+                ("dtype", c_int), ("layout", c_int), ("seq_len", c_int64)]
+
+
+class Batch(ctypes.Structure):
+    _fields_ = [
+        ("batch", c_int), ("max_query_len", c_int), ("max_kv_len", c_int),
+        ("query_tokens", c_int64), ("q_indptr", ctypes.c_uint64),
+        ("kv_indptr", ctypes.c_uint64), ("page_indices", ctypes.c_uint64),
+        ("last_page_len", ctypes.c_uint64), ("k_page_stride", c_int64),
+        ("v_page_stride", c_int64),
+    ]
+
+
+def _candidates():
+    env = os.environ.get("ATTNC_LIBRARY")
+    if env:
+        yield Path(env)
+        return
+    here = Path(__file__).resolve().parent
+    yield here / "libattnc.so"                     # installed with pip
+    yield here.parent.parent / "build" / "lib" / "libattnc.so"  # build tree
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        tried.append(str(path))
+        if path.is_file():
+            lib = ctypes.CDLL(str(path))
+            _declare(lib)
+            return lib
+    raise ImportError(
+        "attnc: libattnc.so not found (tried " + ", ".join(tried) +
+        "); build it with scripts/bootstrap.sh or set ATTNC_LIBRARY")
+
+
+def _declare(lib):
+    P = ctypes.POINTER
+    sigs = {
+        "attnc_last_error": (c_char_p, []),
+        "attnc_status_name": (c_char_p, [c_int]),
+        "attnc_api_version": (c_int, []),
+        "attnc_variant_spec_init": (None, [P(VariantSpec)]),
+        "attnc_variant_from_mlir": (c_int, [c_char_p, P(c_void_p)]),
+        "attnc_variant_from_spec": (c_int, [P(VariantSpec), P(c_void_p)]),
+        "attnc_variant_mlir": (c_char_p, [c_void_p]),
+        "attnc_variant_destroy": (None, [c_void_p]),
+        "attnc_kernel_compile": (c_int, [c_void_p, c_char_p, c_char_p,
+                                         P(c_void_p)]),
+        "attnc_kernel_destroy": (None, [c_void_p]),
+        "attnc_kernel_num_inputs": (c_int, [c_void_p]),
+        "attnc_kernel_num_outputs": (c_int, [c_void_p]),
+        "attnc_kernel_input": (c_int, [c_void_p, c_int, P(TensorSpec)]),
+        "attnc_kernel_output": (c_int, [c_void_p, c_int, P(TensorSpec)]),
+        "attnc_kernel_cuda_source": (c_char_p, [c_void_p]),
+        "attnc_kernel_cubin_size": (ctypes.c_size_t, [c_void_p]),
+        "attnc_plan_create": (c_int, [c_void_p, P(Batch), P(c_void_p)]),
+        "attnc_plan_destroy": (None, [c_void_p]),
+        "attnc_plan_num_splits": (c_int, [c_void_p, c_int]),
+        "attnc_run": (c_int, [c_void_p, c_void_p, P(ctypes.c_uint64), c_int,
+                              P(ctypes.c_uint64), c_int,
+                              P(P(ctypes.c_int64)), P(c_int), c_void_p]),
+    }
+    for name, (restype, argtypes) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+lib = _load()
+
+
+def check(status):
+    """Raises AttncError for a failed C call."""
+    if status != OK:
+        message = lib.attnc_last_error().decode(errors="replace")
+        raise AttncError(status, STATUS_NAMES.get(status, "error"), message)

@@ -1,0 +1,42 @@
+"""Checks on tensor-like arguments: anything with data_ptr(), shape, dtype
+and device (PyTorch tensors), so that the checks need no torch import."""
+
+ELEMENT_TYPES = {"bfloat16": 0, "float16": 1}
+
+
+def dtype_name(tensor):
+    return str(tensor.dtype).replace("torch.", "")
+
+
+def require(condition, message, error=ValueError):
+    if not condition:
+        raise error(message)
+
+
+def check_tensor(name, tensor, rank=None, dtypes=None):
+    for attribute in ("data_ptr", "shape", "dtype", "device"):
+        require(hasattr(tensor, attribute),
+                f"{name} must be a tensor (with data_ptr, shape, dtype and "
+                f"device), got {type(tensor).__name__}", TypeError)
+    if rank is not None:
+        ranks = rank if isinstance(rank, tuple) else (rank,)
+        require(len(tensor.shape) in ranks,
+                f"{name} must have rank {' or '.join(map(str, ranks))}, got "
+                f"shape {tuple(tensor.shape)}")
+    if dtypes is not None:
+        require(dtype_name(tensor) in dtypes,
+                f"{name} must be {' or '.join(dtypes)}, got "
+                f"{dtype_name(tensor)}", TypeError)
+    device = tensor.device
+    require(getattr(device, "type", str(device)) == "cuda",
+            f"{name} must be on a CUDA device, got {device}")
+    require(getattr(device, "index", 0) in (0, None),
+            f"{name} is on {device}: attnc runs on cuda:0 for now")
+    if hasattr(tensor, "is_contiguous"):
+        require(tensor.is_contiguous(),
+                f"{name} must be contiguous (call .contiguous())")
+
+
+def current_stream(tensor):
+    import torch
+    return torch.cuda.current_stream(tensor.device).cuda_stream

@@ -1,0 +1,142 @@
+"""Compile-only tests of the Python package: no GPU, no torch."""
+
+import pytest
+
+import attnc
+from attnc.kernel import Kernel, Variant
+
+
+class FakeDevice:
+    def __init__(self, type_, index=0):
+        self.type, self.index = type_, index
+
+    def __str__(self):
+        return f"{self.type}:{self.index}"
+
+
+class FakeTensor:
+    """Just what attnc's checks look at."""
+
+    def __init__(self, shape, dtype="torch.bfloat16", device="cuda", index=0,
+                 contiguous=True):
+        self.shape, self.dtype = tuple(shape), dtype
+        self.device = FakeDevice(device, index)
+        self._contiguous = contiguous
+
+    def data_ptr(self):
+        return 0x1000
+
+    def is_contiguous(self):
+        return self._contiguous
+
+
+def test_spec_becomes_the_expected_mlir():
+    variant = Variant.from_spec(query_heads=32, kv_heads=8, head_dim=128,
+                                causal=1, window_left=256, window_right=0,
+                                sinks=4, softcap=30.0, return_lse=1)
+    text = variant.mlir
+    assert "!attn.q<?x32x128xbf16>" in text
+    assert "!attn.kv<?x8x128xbf16>" in text
+    assert "window = #attn.window<256, 0>" in text
+    assert "sinks = 4" in text
+    assert "softcap = 3.000000000e+01 : f32" in text
+    assert "!attn.lse<?x32>" in text
+
+
+def test_paged_spec_names_page_size_and_order():
+    text = Variant.from_spec(query_heads=28, kv_heads=4, head_dim=128,
+                             kv_layout=2, page_size=64, hnd=1,
+                             queries_per_request=1).mlir
+    assert "!attn.kv<?x4x128xbf16, paged<64, hnd>>" in text
+    assert "!attn.q<1x28x128xbf16>" in text
+
+
+def test_bad_spec_is_an_error_value():
+    with pytest.raises(attnc.AttncError) as error:
+        Variant.from_spec(query_heads=30, kv_heads=8, head_dim=128)
+    assert error.value.kind == "invalid argument"
+    assert "multiple of KV heads" in str(error.value)
+
+
+def test_bad_mlir_reports_its_location():
+    with pytest.raises(attnc.AttncError) as error:
+        Variant.from_mlir("func.func @f(%q: !attn.q<?x4xbf16>) {\n}")
+    assert error.value.kind == "parse error"
+    assert "<variant>:1:" in error.value.message
+
+
+def test_compiles_for_an_explicit_arch_without_a_gpu():
+    variant = Variant.from_spec(query_heads=16, kv_heads=4, head_dim=64,
+                                causal=1)
+    kernel = Kernel(variant, arch="sm_90a", cache_dir="-")
+    assert 'extern "C" __global__' in kernel.cuda_source
+    assert kernel.cubin_size > 0
+    assert [i.role for i in kernel.inputs] == ["query", "kv", "kv"]
+    assert [o.role for o in kernel.outputs] == ["output"]
+    assert kernel.inputs[1].heads == 4 and kernel.inputs[1].dim == 64
+
+
+def test_unsupported_head_dim_is_named():
+    variant = Variant.from_spec(query_heads=8, kv_heads=8, head_dim=96)
+    with pytest.raises(attnc.AttncError) as error:
+        Kernel(variant, arch="sm_90a", cache_dir="-")
+    assert "head dim" in error.value.message
+
+
+@pytest.mark.parametrize("change, error, words", [
+    (dict(q=FakeTensor((2, 16, 8, 64), dtype="torch.float32")), TypeError,
+     "q must be bfloat16 or float16"),
+    (dict(q=FakeTensor((2, 16, 8, 64), device="cpu")), ValueError,
+     "must be on a CUDA device"),
+    (dict(q=FakeTensor((2, 16, 8, 64), index=1)), ValueError,
+     "cuda:0"),
+    (dict(q=FakeTensor((16, 8, 64))), ValueError, "rank 4"),
+    (dict(k=FakeTensor((2, 16, 3, 64)), v=FakeTensor((2, 16, 3, 64))),
+     ValueError, "multiple of k's 3"),
+    (dict(v=FakeTensor((2, 8, 2, 64))), ValueError, "must have one shape"),
+    (dict(q=FakeTensor((2, 16, 8, 64), contiguous=False)), ValueError,
+     "contiguous"),
+    (dict(q=object()), TypeError, "q must be a tensor"),
+])
+def test_attention_rejects_bad_tensors(change, error, words):
+    args = dict(q=FakeTensor((2, 16, 8, 64)), k=FakeTensor((2, 16, 2, 64)),
+                v=FakeTensor((2, 16, 2, 64)))
+    args.update(change)
+    with pytest.raises(error, match=words):
+        attnc.attention(**args)
+
+
+def test_ragged_attention_needs_both_index_pointers():
+    q = FakeTensor((16, 8, 64))
+    k = FakeTensor((16, 2, 64))
+    with pytest.raises(ValueError, match="both q_indptr and kv_indptr"):
+        attnc.attention(q, k, k, q_indptr=FakeTensor((3,), "torch.int32"))
+
+
+def test_merge_states_checks_its_pairs():
+    out = FakeTensor((4, 8, 64))
+    lse = FakeTensor((4, 8), "torch.float32")
+    with pytest.raises(ValueError, match="two or more"):
+        attnc.merge_states([out], [lse])
+    with pytest.raises(ValueError, match="lses\\[1\\] must have shape"):
+        attnc.merge_states([out, out], [lse, FakeTensor((4, 7),
+                                                        "torch.float32")])
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(kv_layout="NDH"), "NHD or HND"),
+    (dict(page_size=0), "1..256"),
+    (dict(dtype="float32"), "bfloat16 or float16"),
+])
+def test_paged_wrapper_rejects_bad_configurations(kwargs, words):
+    args = dict(num_qo_heads=32, num_kv_heads=8, head_dim=128, page_size=16)
+    args.update(kwargs)
+    with pytest.raises((ValueError, TypeError), match=words):
+        attnc.PagedAttention(**args)
+
+
+def test_run_before_plan_is_an_error():
+    wrapper = attnc.PagedAttention(32, 8, 128, page_size=16)
+    with pytest.raises(RuntimeError, match="plan"):
+        wrapper.run(FakeTensor((4, 32, 128)), FakeTensor((9, 16, 8, 128)),
+                    FakeTensor((9, 16, 8, 128)))

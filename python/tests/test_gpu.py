@@ -1,0 +1,181 @@
+"""attnc on PyTorch tensors against torch's scaled_dot_product_attention,
+on fresh random inputs, with outputs poisoned before each run."""
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+import attnc  # noqa: E402
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(),
+                       reason="no CUDA GPU on this machine"),
+]
+
+F = torch.nn.functional
+
+
+def relative_error(ours, ref):
+    ours, ref = ours.double(), ref.double()
+    assert not torch.isnan(ours).any(), "NaN in attnc's output"
+    return ((ours - ref).norm() / ref.norm()).item()
+
+
+def sdpa(q, k, v, causal):
+    """q [B, Lq, H, D], k/v [B, Lk, Hkv, D]; float64 reference. Causal is
+    bottom-right aligned, as attnc's."""
+    q, k, v = (x.double().transpose(1, 2) for x in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    mask = None
+    if causal:
+        lq, lk = q.shape[2], k.shape[2]
+        rows = torch.arange(lq, device=q.device)[:, None] + (lk - lq)
+        mask = torch.arange(lk, device=q.device)[None, :] <= rows
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return out.transpose(1, 2)
+
+
+def poisoned(like):
+    return torch.full_like(like, float("nan"))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("batch, q_len, kv_len, heads, kv_heads, dim", [
+    (2, 512, 512, 32, 8, 128),
+    (1, 300, 700, 28, 4, 128),
+    (3, 129, 129, 16, 16, 64),
+])
+def test_gqa_causal_prefill_matches_sdpa(dtype, batch, q_len, kv_len, heads,
+                                         kv_heads, dim):
+    torch.manual_seed(q_len + heads)
+    q = torch.randn(batch, q_len, heads, dim, device="cuda", dtype=dtype)
+    k = torch.randn(batch, kv_len, kv_heads, dim, device="cuda", dtype=dtype)
+    v = torch.randn(batch, kv_len, kv_heads, dim, device="cuda", dtype=dtype)
+    out = attnc.attention(q, k, v, causal=True, out=poisoned(q))
+    assert relative_error(out, sdpa(q, k, v, causal=True)) < 1e-2
+
+
+def test_lse_and_merge_states_rebuild_full_attention():
+    torch.manual_seed(7)
+    q = torch.randn(2, 64, 8, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(2, 1024, 8, 128, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    o1, l1 = attnc.attention(q, k[:, :400].contiguous(),
+                             v[:, :400].contiguous(), return_lse=True)
+    o2, l2 = attnc.attention(q, k[:, 400:].contiguous(),
+                             v[:, 400:].contiguous(), return_lse=True)
+    merged, lse = attnc.merge_states([o1, o2], [l1, l2])
+    assert relative_error(merged, sdpa(q, k, v, causal=False)) < 1e-2
+    scores = torch.einsum("bqhd,bkhd->bqhk", q.double(), k.double())
+    ref_lse = torch.logsumexp(scores / math.sqrt(128), dim=-1)
+    assert relative_error(lse, ref_lse) < 1e-3
+
+
+def test_ragged_prefill_matches_sdpa_per_request():
+    torch.manual_seed(3)
+    lens = [100, 257, 31]
+    indptr = torch.tensor([0, 100, 357, 388], dtype=torch.int32,
+                          device="cuda")
+    q = torch.randn(388, 16, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(388, 4, 128, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    out = attnc.attention(q, k, v, causal=True, q_indptr=indptr,
+                          kv_indptr=indptr)
+    start = 0
+    for n in lens:
+        s = slice(start, start + n)
+        ref = sdpa(q[None, s], k[None, s], v[None, s], causal=True)[0]
+        assert relative_error(out[s], ref) < 1e-2
+        start += n
+
+
+@pytest.mark.parametrize("kv_layout", ["NHD", "HND"])
+@pytest.mark.parametrize("page_size", [1, 16])
+def test_paged_decode_matches_sdpa(kv_layout, page_size):
+    torch.manual_seed(page_size)
+    batch, heads, kv_heads, dim = 5, 32, 8, 128
+    kv_lens = [1, 17, 300, 64, 1000]
+    pages_per = [(n + page_size - 1) // page_size for n in kv_lens]
+    total = sum(pages_per) + 7  # unused pages too
+    order = torch.randperm(total)[:sum(pages_per)].to(torch.int32)
+    indptr = torch.tensor([0] + list(torch.tensor(pages_per).cumsum(0)),
+                          dtype=torch.int32)
+    last = torch.tensor([n - (p - 1) * page_size
+                         for n, p in zip(kv_lens, pages_per)],
+                        dtype=torch.int32)
+    shape = ((total, page_size, kv_heads, dim) if kv_layout == "NHD"
+             else (total, kv_heads, page_size, dim))
+    k_cache = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
+    v_cache = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(batch, heads, dim, device="cuda", dtype=torch.bfloat16)
+
+    wrapper = attnc.PagedAttention(heads, kv_heads, dim, page_size,
+                                   kv_layout=kv_layout)
+    wrapper.plan(indptr.cuda(), order.cuda(), last.cuda())
+    out = wrapper.run(q, k_cache, v_cache, out=poisoned(q))
+    for b in range(batch):
+        pages = order[indptr[b]:indptr[b + 1]].long().cuda()
+        k, v = k_cache[pages], v_cache[pages]
+        if kv_layout == "HND":
+            k, v = k.transpose(1, 2), v.transpose(1, 2)
+        k = k.reshape(-1, kv_heads, dim)[:kv_lens[b]]
+        v = v.reshape(-1, kv_heads, dim)[:kv_lens[b]]
+        ref = sdpa(q[None, b:b + 1], k[None], v[None], causal=False)[0, 0]
+        assert relative_error(out[b], ref) < 1e-2, f"request {b}"
+
+
+def test_paged_run_is_captured_by_a_cuda_graph():
+    torch.manual_seed(11)
+    heads, kv_heads, dim, page_size, batch = 32, 8, 128, 16, 4
+    pages = 64
+    k_cache = torch.randn(pages * batch, page_size, kv_heads, dim,
+                          device="cuda", dtype=torch.bfloat16)
+    v_cache = torch.randn_like(k_cache)
+    indices = torch.randperm(pages * batch, dtype=torch.int32).cuda()
+    indptr = torch.arange(0, (batch + 1) * pages, pages, dtype=torch.int32)
+    last = torch.full((batch,), page_size, dtype=torch.int32)
+    wrapper = attnc.PagedAttention(heads, kv_heads, dim, page_size)
+    wrapper.plan(indptr, indices, last)
+    q = torch.randn(batch, heads, dim, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(q)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        wrapper.run(q, k_cache, v_cache, out=out)  # warm up: load, resolve
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        wrapper.run(q, k_cache, v_cache, out=out)
+    out.fill_(float("nan"))
+    q.copy_(torch.randn_like(q))
+    graph.replay()
+    torch.cuda.synchronize()
+    eager = wrapper.run(q, k_cache, v_cache)
+    assert relative_error(out, eager) < 1e-6
+
+
+def test_score_mod_with_a_captured_table():
+    torch.manual_seed(5)
+    heads, dim, length = 8, 64, 128
+    q = torch.randn(1, length, heads, dim, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(1, length, heads, dim, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    bias = 2 * torch.randn(length, device="cuda", dtype=torch.float32)
+    score_mod = """
+      ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kvi: index,
+           %bias: memref<?xf32>):
+        %x = memref.load %bias[%kvi] : memref<?xf32>
+        %y = arith.addf %s, %x : f32
+        attn.yield %y : f32"""
+    out = attnc.attention(q, k, v, score_mod=score_mod, captures=[bias])
+    # The bias is added after the scale, as SDPA adds a float mask.
+    ref = F.scaled_dot_product_attention(
+        q.double().transpose(1, 2), k.double().transpose(1, 2),
+        v.double().transpose(1, 2), attn_mask=bias.double()[None, :])
+    assert relative_error(out, ref.transpose(1, 2)) < 1e-2
+    plain = sdpa(q, k, v, causal=False)
+    assert relative_error(out, plain) > 5e-2  # the bias mattered
