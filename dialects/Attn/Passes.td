@@ -90,7 +90,13 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     Option<"smem", "smem", "int64_t", "232448",
            "shared memory one CTA may use, in bytes">,
     Option<"maxSplits", "max-splits", "int64_t", "16",
-           "most KV splits of a decode launch">
+           "most KV splits of a decode launch">,
+    Option<"prefillWarps", "prefill-warps", "int64_t", "0",
+           "warps of a prefill CTA, 16 query rows each; 0 for the "
+           "planner's choice (tuning)">,
+    Option<"decodeStages", "decode-stages", "int64_t", "0",
+           "pipeline stages of a decode CTA; 0 for the planner's choice "
+           "(tuning)">
   ];
   let dependentDialects = ["::mlir::attn_gpu::AttnGPUDialect"];
 }

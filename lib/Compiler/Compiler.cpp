@@ -215,6 +215,8 @@ LogicalResult lowerVariant(ModuleOp module, const CompileOptions &options,
     plan.sms = options.sms;
     plan.smem = options.smem;
     plan.maxSplits = options.maxSplits;
+    plan.prefillWarps = options.prefillWarps;
+    plan.decodeStages = options.decodeStages;
     pm.addPass(attn::createAttnPlan(plan));
     pm.addPass(attn::createAttnAnalyzeMasks());
     pm.addPass(attn::createAttnSplitKV());
@@ -269,7 +271,9 @@ std::string cacheKey(const std::string &source, const CompileOptions &o,
   return contentKey(
       std::string(kCompilerVersion) + "\n" + deviceLibraryKey() + "\n" +
       o.arch + "\n" + std::to_string(o.sms) + "\n" + std::to_string(o.smem) +
-      "\n" + std::to_string(o.maxSplits) + "\n" + nvrtcVersion + "\n" + source);
+      "\n" + std::to_string(o.maxSplits) + "\n" +
+      std::to_string(o.prefillWarps) + "\n" + std::to_string(o.decodeStages) +
+      "\n" + nvrtcVersion + "\n" + source);
 }
 
 std::string encodeEntry(const CompiledVariant &v) {

@@ -74,19 +74,24 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     PlanAttr plan;
     if (op.getQuery().getType().getSeqLen() == 1) {
       // Decode has few rows per request: every warp takes a quarter of each
-      // KV tile, and deep pipelines keep enough bytes in flight to reach
-      // bandwidth.
+      // KV tile. Three stages keep enough bytes in flight and leave room for
+      // two CTAs per SM (measured on an H100: 3 stages 0.40 ms, 4 stages
+      // 0.45 ms, 2 stages 0.43 ms on D1; docs/PERFORMANCE.md).
       auto decode = [&](int64_t stages) {
         return PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4, stages,
                              std::max<int64_t>(1, maxSplits), true);
       };
-      int64_t stages = 4;
+      int64_t stages = decodeStages > 0 ? int64_t(decodeStages) : 3;
       while (stages > 2 && !fits(decode(stages)))
         --stages;
       plan = decode(stages);
     } else {
       int64_t blockN = std::max(qkDim, vDim) > 128 ? 32 : 64;
-      plan = PlanAttr::get(ctx, Schedule::prefill, 64, blockN, 4, 1,
+      // Eight warps share each K/V tile loaded into shared memory (measured
+      // on P1: 5.06 ms against 5.38 ms with four; docs/PERFORMANCE.md).
+      int64_t warps = prefillWarps > 0 ? int64_t(prefillWarps) : 8;
+      plan = PlanAttr::get(ctx, Schedule::prefill, 16 * warps, blockN, warps,
+                           1,
                            /*stages=*/2, 1, qkDim <= 128);
     }
     if (!fits(plan))

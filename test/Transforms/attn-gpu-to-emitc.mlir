@@ -9,7 +9,7 @@
 // CHECK: verbatim "struct attention_config {
 // CHECK-SAME: static constexpr int kGroup = 4;
 // CHECK-SAME: static constexpr bool kCausal = true;
-// CHECK: func @attention(%[[P:.+]]: !emitc.opaque<"const attnc::AttnParams">) attributes {specifiers = ["extern \22C\22 __global__ __launch_bounds__(128, 1)"]}
+// CHECK: func @attention(%[[P:.+]]: !emitc.opaque<"const attnc::AttnParams">) attributes {specifiers = ["extern \22C\22 __global__ __launch_bounds__(256, 1)"]}
 // CHECK: %[[CTA:.+]] = "emitc.variable"
 // CHECK: %[[PTR:.+]] = address_of %[[CTA]]
 // CHECK: %[[LIVE:.+]] = call_opaque "attnc::ctaBegin"(%[[PTR]], %[[P]])

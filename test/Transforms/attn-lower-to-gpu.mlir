@@ -4,7 +4,7 @@
 // pipeline and masks only the tiles that cross the diagonal.
 // CHECK-LABEL: func.func @prefill
 // CHECK-SAME: (%[[Q:[^:]+]]: {{.*}}, %[[K:[^:]+]]: {{.*}}, %[[V:[^:]+]]: {{.*}})
-// CHECK: %[[OUT:.+]] = attn_gpu.launch @attention(%[[Q]], %[[K]], %[[V]]) {geometry = #attn_gpu.launch<threads = 128, smem = 81920, block_m = 64, kv_splits = 1>}
+// CHECK: %[[OUT:.+]] = attn_gpu.launch @attention(%[[Q]], %[[K]], %[[V]]) {geometry = #attn_gpu.launch<threads = 256, smem = 98304, block_m = 128, kv_splits = 1>}
 // CHECK: return %[[OUT]]
 // CHECK: attn_gpu.kernel @attention
 // CHECK-SAME: plan = <prefill

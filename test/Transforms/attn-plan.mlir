@@ -1,11 +1,11 @@
 // RUN: attn-opt %s -split-input-file -verify-diagnostics -attn-plan | FileCheck %s
 
 // One query token per request is decode: a 16-row tile of GQA heads, four
-// warps across each KV tile, deep pipeline, split-KV allowed.
+// warps across each KV tile, three stages, split-KV allowed.
 // CHECK: module attributes {attn_gpu.target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>}
 // CHECK-LABEL: func.func @decode
 // CHECK: attn.attention
-// CHECK-SAME: attn_gpu.plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 4, kv_splits = 16, q_in_regs = true>
+// CHECK-SAME: attn_gpu.plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = true>
 func.func @decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xbf16, paged<16, nhd>>,
                   %v: !attn.kv<?x8x128xbf16, paged<16, nhd>>) -> !attn.out<1x32x128xbf16> {
   %out = attn.attention(%q, %k, %v)
@@ -16,9 +16,9 @@ func.func @decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xbf16, paged<1
 
 // -----
 
-// Several queries per request is prefill: four warps of 16 rows, 64-key tiles.
+// Several queries per request is prefill: eight warps of 16 rows, 64-key tiles.
 // CHECK-LABEL: func.func @prefill
-// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 128 x 64, warps = 8 x 1, stages = 2, kv_splits = 1, q_in_regs = true>
 func.func @prefill(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, ragged>,
                    %v: !attn.kv<?x8x128xbf16, ragged>) -> !attn.out<?x32x128xbf16, ragged> {
   %out = attn.attention(%q, %k, %v) {causal}
@@ -32,7 +32,7 @@ func.func @prefill(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16
 // Head dim 256 halves the KV tile and reloads queries from shared memory,
 // which keeps the kernel free of register spills.
 // CHECK-LABEL: func.func @prefill_d256
-// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 64 x 32, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 128 x 32, warps = 8 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
 func.func @prefill_d256(%q: !attn.q<?x8x256xbf16>, %k: !attn.kv<?x8x256xbf16>,
                         %v: !attn.kv<?x8x256xbf16>) -> !attn.out<?x8x256xbf16> {
   %out = attn.attention(%q, %k, %v) {causal}

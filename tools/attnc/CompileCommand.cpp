@@ -30,6 +30,7 @@ namespace {
 struct CompileArgs {
   std::string file, arch = "sm_90a", emit = "cuda", output = "-", cacheDir;
   bool time = false, printIRAfterAll = false, noCache = false;
+  int64_t prefillWarps = 0, decodeStages = 0;
 };
 
 bool writeOutput(const std::string &path, const std::string &data) {
@@ -53,6 +54,8 @@ int runCompile(const CompileArgs &args) {
   CompileOptions options;
   options.arch = args.arch;
   options.printIRAfterAll = args.printIRAfterAll;
+  options.prefillWarps = args.prefillWarps;
+  options.decodeStages = args.decodeStages;
   if (args.emit == "attn" || args.emit == "gpu" || args.emit == "emitc" ||
       (args.emit == "cuda" && !args.time)) {
     // IR stages need no NVRTC: print the module after the asked-for stage.
@@ -142,6 +145,13 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--emit", args->emit, "attn|gpu|emitc|cuda|ptx|cubin")
       ->capture_default_str();
   cmd->add_option("-o", args->output, "output file (- for stdout)");
+  cmd->add_option("--prefill-warps", args->prefillWarps,
+                  "tuning: warps of a prefill CTA, 16 query rows each "
+                  "(0: the planner's)")
+      ->check(CLI::Range(0, 8));
+  cmd->add_option("--decode-stages", args->decodeStages,
+                  "tuning: pipeline stages of a decode CTA (0: the planner's)")
+      ->check(CLI::Range(0, 8));
   cmd->add_flag("--time", args->time,
                 "print the time of the frontend and of NVRTC (compiles "
                 "through the cache)");

@@ -13,6 +13,7 @@ struct RunArgs {
   std::string file, shape, cacheDir;
   bool check = false;
   int iterations = 20, splits = 0;
+  int64_t prefillWarps = 0, decodeStages = 0;
   unsigned seed = 1;
 };
 
@@ -65,8 +66,12 @@ int runRun(const RunArgs &args) {
   shape.seed = args.seed;
   shape.splits = args.splits;
   shape.timingIterations = args.iterations;
+  shape.compare = args.check;
+  CompileOptions options;
+  options.prefillWarps = args.prefillWarps;
+  options.decodeStages = args.decodeStages;
   StatusOr<RunReport> report =
-      runAndCheck(source, args.file, CompileOptions(), shape, args.cacheDir);
+      runAndCheck(source, args.file, options, shape, args.cacheDir);
   if (!report.ok()) {
     std::cerr << "attnc: " << report.status().toString() << "\n";
     return report.status().code() == ErrorCode::NoDevice ? 3 : 1;
@@ -101,6 +106,13 @@ void addRunCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_option("--splits", args->splits, "force KV splits (decode)");
   cmd->add_option("--seed", args->seed, "random inputs' seed");
+  cmd->add_option("--prefill-warps", args->prefillWarps,
+                  "tuning: warps of a prefill CTA, 16 query rows each "
+                  "(0: the planner's)")
+      ->check(CLI::Range(0, 8));
+  cmd->add_option("--decode-stages", args->decodeStages,
+                  "tuning: pipeline stages of a decode CTA (0: the planner's)")
+      ->check(CLI::Range(0, 8));
   cmd->add_option("--cache-dir", args->cacheDir, "kernel cache directory");
   cmd->footer("Examples:\n"
               "  attnc run examples/gqa_paged_decode.mlir --shape "

@@ -28,6 +28,8 @@ struct RunShape {
   int splits = 0; // force the KV splits of split-KV launches (0: auto)
   unsigned seed = 1;
   int timingIterations = 0;
+  /// Compare with the reference (slow for long sequences); off: only time.
+  bool compare = true;
 };
 
 struct RunReport {

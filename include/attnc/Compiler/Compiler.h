@@ -27,6 +27,9 @@ struct CompileOptions {
   int64_t sms = 132;
   int64_t smem = 232448;
   int64_t maxSplits = 16;
+  /// Tuning knobs of attn-plan (see its options); 0 is the planner's choice.
+  int64_t prefillWarps = 0;
+  int64_t decodeStages = 0;
   bool printIRAfterAll = false;
 };
 
