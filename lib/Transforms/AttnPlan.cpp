@@ -90,8 +90,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       // Eight warps share each K/V tile loaded into shared memory (measured
       // on P1: 5.06 ms against 5.38 ms with four; docs/PERFORMANCE.md).
       int64_t warps = prefillWarps > 0 ? int64_t(prefillWarps) : 8;
-      plan = PlanAttr::get(ctx, Schedule::prefill, 16 * warps, blockN, warps,
-                           1,
+      plan = PlanAttr::get(ctx, Schedule::prefill, 16 * warps, blockN, warps, 1,
                            /*stages=*/2, 1, qkDim <= 128);
     }
     if (!fits(plan))
