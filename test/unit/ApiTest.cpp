@@ -28,6 +28,16 @@ Target sm90() {
 
 bool haveGpu() { return cuda::Driver::get().ok(); }
 
+/// Two requests of 64 queries and 64 keys, `queryTokens` rows in all.
+Batch twoRequests(int64_t queryTokens) {
+  Batch batch;
+  batch.batch = 2;
+  batch.maxQueryLen = 64;
+  batch.maxKVLen = 64;
+  batch.queryTokens = queryTokens;
+  return batch;
+}
+
 } // namespace
 
 TEST(Api, SpecBecomesAVerifiedVariant) {
@@ -99,12 +109,7 @@ TEST(Api, PlanChecksTheBatchBeforeTouchingTheGpu) {
   spec.kvLayout = TokenLayout::Ragged;
   StatusOr<Kernel> kernel = Kernel::compile(*Variant::fromSpec(spec), sm90());
   ASSERT_TRUE(kernel.ok());
-  Batch batch;
-  batch.batch = 2;
-  batch.maxQueryLen = 64;
-  batch.maxKVLen = 64;
-  batch.queryTokens = 100;
-  StatusOr<Plan> plan = kernel->plan(batch);
+  StatusOr<Plan> plan = kernel->plan(twoRequests(100));
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), ErrorCode::InvalidArgument);
   EXPECT_NE(plan.status().message().find("q_indptr"), std::string::npos);
@@ -114,12 +119,7 @@ TEST(Api, DenseQueriesMustFillTheBatch) {
   StatusOr<Kernel> kernel =
       Kernel::compile(*Variant::fromSpec(gqaCausal()), sm90());
   ASSERT_TRUE(kernel.ok());
-  Batch batch;
-  batch.batch = 2;
-  batch.maxQueryLen = 64;
-  batch.maxKVLen = 64;
-  batch.queryTokens = 100;
-  StatusOr<Plan> plan = kernel->plan(batch);
+  StatusOr<Plan> plan = kernel->plan(twoRequests(100));
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.status().message().find("batch x query length"),
             std::string::npos);
@@ -131,12 +131,7 @@ TEST(Api, PlanWithoutAGpuSaysSo) {
   StatusOr<Kernel> kernel =
       Kernel::compile(*Variant::fromSpec(gqaCausal()), sm90());
   ASSERT_TRUE(kernel.ok());
-  Batch batch;
-  batch.batch = 2;
-  batch.maxQueryLen = 64;
-  batch.maxKVLen = 64;
-  batch.queryTokens = 128;
-  StatusOr<Plan> plan = kernel->plan(batch);
+  StatusOr<Plan> plan = kernel->plan(twoRequests(128));
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), ErrorCode::NoDevice);
 }

@@ -10,6 +10,10 @@ namespace attnc {
 /// Reads a variant from `path` (- for stdin); says why on failure.
 bool readSource(const std::string &path, std::string &source);
 
+/// `--prefill-warps` and `--decode-stages`, attn-plan's tuning knobs.
+void addTuningOptions(CLI::App &command, int64_t &prefillWarps,
+                      int64_t &decodeStages);
+
 /// `attnc sim`: the serving simulator.
 void addSimCommand(CLI::App &app, int &exitCode);
 /// `attnc compile`: a variant to IR, CUDA C++, PTX or a cubin.

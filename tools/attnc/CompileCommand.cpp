@@ -26,6 +26,19 @@ bool readSource(const std::string &path, std::string &source) {
   return true;
 }
 
+void addTuningOptions(CLI::App &command, int64_t &prefillWarps,
+                      int64_t &decodeStages) {
+  command
+      .add_option("--prefill-warps", prefillWarps,
+                  "tuning: warps of a prefill CTA, 16 query rows each "
+                  "(0: the planner's)")
+      ->check(CLI::Range(0, 8));
+  command
+      .add_option("--decode-stages", decodeStages,
+                  "tuning: pipeline stages of a decode CTA (0: the planner's)")
+      ->check(CLI::Range(0, 8));
+}
+
 namespace {
 struct CompileArgs {
   std::string file, arch = "sm_90a", emit = "cuda", output = "-", cacheDir;
@@ -145,13 +158,7 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--emit", args->emit, "attn|gpu|emitc|cuda|ptx|cubin")
       ->capture_default_str();
   cmd->add_option("-o", args->output, "output file (- for stdout)");
-  cmd->add_option("--prefill-warps", args->prefillWarps,
-                  "tuning: warps of a prefill CTA, 16 query rows each "
-                  "(0: the planner's)")
-      ->check(CLI::Range(0, 8));
-  cmd->add_option("--decode-stages", args->decodeStages,
-                  "tuning: pipeline stages of a decode CTA (0: the planner's)")
-      ->check(CLI::Range(0, 8));
+  addTuningOptions(*cmd, args->prefillWarps, args->decodeStages);
   cmd->add_flag("--time", args->time,
                 "print the time of the frontend and of NVRTC (compiles "
                 "through the cache)");

@@ -106,13 +106,7 @@ void addRunCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_option("--splits", args->splits, "force KV splits (decode)");
   cmd->add_option("--seed", args->seed, "random inputs' seed");
-  cmd->add_option("--prefill-warps", args->prefillWarps,
-                  "tuning: warps of a prefill CTA, 16 query rows each "
-                  "(0: the planner's)")
-      ->check(CLI::Range(0, 8));
-  cmd->add_option("--decode-stages", args->decodeStages,
-                  "tuning: pipeline stages of a decode CTA (0: the planner's)")
-      ->check(CLI::Range(0, 8));
+  addTuningOptions(*cmd, args->prefillWarps, args->decodeStages);
   cmd->add_option("--cache-dir", args->cacheDir, "kernel cache directory");
   cmd->footer("Examples:\n"
               "  attnc run examples/gqa_paged_decode.mlir --shape "
