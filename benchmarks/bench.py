@@ -147,7 +147,6 @@ def attnc_runner(w, q, k, v):
     if not w.paged:
         out = torch.empty_like(q)
         window = None if w.window is None else (w.window, 0)
-        attnc.attention(q, k, v, causal=w.causal, window=window, out=out)
         return lambda: attnc.attention(q, k, v, causal=w.causal,
                                        window=window, out=out), out
     page = 16

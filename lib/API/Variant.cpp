@@ -9,11 +9,7 @@
 
 #include "attnc/Compiler/Compiler.h"
 
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/Parser/Parser.h"
-#include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/raw_ostream.h"
-
+#include <cctype>
 #include <sstream>
 
 namespace attnc {
@@ -148,18 +144,12 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
 StatusOr<Variant> Variant::fromMlir(std::string text, std::string fileName) {
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   registerAttncDialects(context);
-  std::string diagnostics;
-  llvm::raw_string_ostream stream(diagnostics);
-  llvm::SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, stream);
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(text, fileName), llvm::SMLoc());
+  DiagnosticCollector diagnostics(context);
   // Parsing verifies: a variant that parses is one the compiler accepts as
   // input (what it cannot compile yet is reported by compile).
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = diagnostics.parse(text, fileName);
   if (!module)
-    return Status::error(ErrorCode::ParseError, diagnostics);
+    return Status::error(ErrorCode::ParseError, diagnostics.text());
   if (module->getBody()->empty())
     return Status::error(ErrorCode::InvalidArgument,
                          fileName + ": the variant defines no function");

@@ -44,6 +44,16 @@ OwningOpRef<ModuleOp> parseVariant(const std::string &source,
   return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }
 
+DiagnosticCollector::DiagnosticCollector(MLIRContext &context)
+    : context_(context), handler_(sourceMgr_, &context, stream_) {}
+
+OwningOpRef<ModuleOp> DiagnosticCollector::parse(const std::string &source,
+                                                 const std::string &fileName) {
+  sourceMgr_.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, fileName), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr_, &context_);
+}
+
 namespace {
 
 Layout layoutOf(attn::TokenLayout layout) {
@@ -352,18 +362,13 @@ StatusOr<CompiledVariant> compileVariant(const std::string &source,
   auto start = std::chrono::steady_clock::now();
   MLIRContext context(MLIRContext::Threading::DISABLED);
   registerAttncDialects(context);
-  std::string diagnostics;
-  llvm::raw_string_ostream diagStream(diagnostics);
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagStream);
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(source, fileName), llvm::SMLoc());
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  DiagnosticCollector diagnostics(context);
+  OwningOpRef<ModuleOp> module = diagnostics.parse(source, fileName);
   if (!module)
-    return Status::error(ErrorCode::ParseError, diagnostics);
+    return Status::error(ErrorCode::ParseError, diagnostics.text());
   if (failed(lowerVariant(*module, options, Stage::EmitC, &result.program)) ||
       failed(printCuda(*module, result.cuda)))
-    return Status::error(ErrorCode::CompileError, diagnostics);
+    return Status::error(ErrorCode::CompileError, diagnostics.text());
   result.frontendMs = millisecondsSince(start);
 
   start = std::chrono::steady_clock::now();

@@ -81,7 +81,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
         return PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4, stages,
                              std::max<int64_t>(1, maxSplits), true);
       };
-      int64_t stages = decodeStages > 0 ? int64_t(decodeStages) : 3;
+      int64_t stages = decodeStages > 0 ? decodeStages : 3;
       while (stages > 2 && !fits(decode(stages)))
         --stages;
       plan = decode(stages);
@@ -89,7 +89,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       int64_t blockN = std::max(qkDim, vDim) > 128 ? 32 : 64;
       // Eight warps share each K/V tile loaded into shared memory (measured
       // on P1: 5.06 ms against 5.38 ms with four; docs/PERFORMANCE.md).
-      int64_t warps = prefillWarps > 0 ? int64_t(prefillWarps) : 8;
+      int64_t warps = prefillWarps > 0 ? prefillWarps : 8;
       plan = PlanAttr::get(ctx, Schedule::prefill, 16 * warps, blockN, warps, 1,
                            /*stages=*/2, 1, qkDim <= 128);
     }

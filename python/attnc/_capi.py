@@ -6,13 +6,7 @@ from pathlib import Path
 
 from .errors import AttncError
 
-# attnc_status values, mirrored from attnc_c.h.
-OK = 0
-STATUS_NAMES = {
-    1: "invalid argument", 2: "out of memory", 3: "not found",
-    4: "unsupported", 5: "parse error", 6: "internal error", 7: "no GPU",
-    8: "CUDA error", 9: "compile error",
-}
+OK = 0  # attnc_status; attnc_status_name() names the others
 BF16, F16, F32, I32 = 0, 1, 2, 3
 DENSE, RAGGED, PAGED = 0, 1, 2
 ROLE_QUERY, ROLE_KV, ROLE_OUTPUT, ROLE_LSE, ROLE_BUFFER = 0, 1, 2, 3, 4
@@ -113,4 +107,5 @@ def check(status):
     """Raises AttncError for a failed C call."""
     if status != OK:
         message = lib.attnc_last_error().decode(errors="replace")
-        raise AttncError(status, STATUS_NAMES.get(status, "error"), message)
+        kind = lib.attnc_status_name(status).decode()
+        raise AttncError(status, kind, message)

@@ -38,13 +38,20 @@ def _plan(kernel, key, **batch):
     return plan
 
 
-def _window(window):
+def modifier_fields(causal, window, sinks, softcap, scale, alibi,
+                    return_lse):
+    """The attnc_variant_spec fields of masks, score modifiers and the LSE
+    result. window is None, an int (keys to the left) or (left, right)."""
     if window is None:
-        return -1, -1
-    if isinstance(window, int):
-        return window, 0
-    left, right = window
-    return left, right
+        left, right = -1, -1
+    elif isinstance(window, int):
+        left, right = window, 0
+    else:
+        left, right = window
+    return dict(causal=int(bool(causal)), window_left=left,
+                window_right=right, sinks=sinks, scale=float(scale or 0),
+                softcap=float(softcap or 0), alibi=int(bool(alibi)),
+                return_lse=int(bool(return_lse)))
 
 
 def _host_ints(indptr):
@@ -101,7 +108,6 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
                 f"q has batch {q.shape[0]}, k has {k.shape[0]}")
         batch, q_len, kv_len = q.shape[0], q.shape[1], k.shape[1]
         tokens = batch * q_len
-    left, right = _window(window)
     capture_types = []
     for i, c in enumerate(captures):
         check_tensor(f"captures[{i}]", c, None, ("int32", "float32"))
@@ -114,13 +120,10 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     spec = dict(query_heads=heads, kv_heads=kv_heads, head_dim=dim,
                 dtype=ELEMENT_TYPES[dtype], query_layout=1 if ragged else 0,
                 queries_per_request=1 if decode else 0,
-                kv_layout=1 if ragged else 0, causal=int(bool(causal)),
-                window_left=left, window_right=right, sinks=sinks,
-                scale=float(scale or 0), softcap=float(softcap or 0),
-                alibi=int(bool(alibi)), return_lse=int(bool(return_lse)),
-                score_mod=score_mod or "", mask_mod=mask_mod or "",
-                capture_types=tuple(capture_types))
-    spec = {key: value for key, value in spec.items() if value != ""}
+                kv_layout=1 if ragged else 0, score_mod=score_mod or "",
+                mask_mod=mask_mod or "", capture_types=tuple(capture_types),
+                **modifier_fields(causal, window, sinks, softcap, scale,
+                                  alibi, return_lse))
     kernel = kernel_for(spec)
 
     import torch

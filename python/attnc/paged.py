@@ -5,7 +5,7 @@ that run can be captured in a CUDA graph."""
 
 from ._tensors import ELEMENT_TYPES, check_tensor, current_stream, \
     dtype_name, require
-from .functional import kernel_for
+from .functional import kernel_for, modifier_fields
 
 
 class PagedAttention:
@@ -32,19 +32,17 @@ class PagedAttention:
                 f"{num_qo_heads} query heads must be a multiple of "
                 f"{num_kv_heads} KV heads")
         require(1 <= page_size <= 256, "page_size must be in 1..256")
-        left, right = (-1, -1) if window is None else (
-            (window, 0) if isinstance(window, int) else tuple(window))
         self._spec = dict(
             query_heads=num_qo_heads, kv_heads=num_kv_heads,
             head_dim=head_dim, dtype=ELEMENT_TYPES[dtype], kv_layout=2,
             page_size=page_size, hnd=int(kv_layout == "HND"),
-            causal=int(bool(causal)), window_left=left, window_right=right,
-            sinks=sinks, scale=float(scale or 0),
-            softcap=float(softcap or 0), return_lse=int(bool(return_lse)))
+            **modifier_fields(causal, window, sinks, softcap, scale, False,
+                              return_lse))
         self.num_qo_heads, self.num_kv_heads = num_qo_heads, num_kv_heads
         self.head_dim, self.page_size = head_dim, page_size
         self.kv_layout, self.dtype = kv_layout, dtype
         self.return_lse = bool(return_lse)
+        self._plan = None  # the kernel's Plan, once plan() has run
 
     def plan(self, kv_indptr, kv_indices, kv_last_page_len, qo_indptr=None):
         """Index arrays: int32 tensors (host or device). May allocate and
@@ -83,8 +81,8 @@ class PagedAttention:
                     "a request has more queries than keys")
             q_len, tokens = int(q_lens.max()), int(qo[-1])
             self._qo = qo.to(device)
-        self._decode, self._batch, self._tokens = decode, batch, tokens
-        self._handle = self._kernel.plan(
+        self._tokens = tokens
+        self._plan = self._kernel.plan(
             batch, q_len, int(kv_lens.max()), tokens,
             q_indptr=self._qo.data_ptr() if self._qo is not None else 0,
             kv_indptr=self._indptr.data_ptr(),
@@ -95,7 +93,7 @@ class PagedAttention:
     def run(self, q, k_cache, v_cache, out=None, lse=None):
         """Runs on the current stream. Pass `out` (and `lse`) to keep run
         free of allocation, e.g. under CUDA-graph capture."""
-        require(hasattr(self, "_handle"), "call plan() before run()",
+        require(self._plan is not None, "call plan() before run()",
                 RuntimeError)
         check_tensor("q", q, 3, (self.dtype,))
         require(q.shape[0] == self._tokens and
@@ -124,7 +122,7 @@ class PagedAttention:
                                   device=q.device)
             check_tensor("lse", lse, 2, ("float32",))
             outputs.append(lse.data_ptr())
-        self._kernel.run(self._handle,
+        self._kernel.run(self._plan,
                          [q.data_ptr(), k_cache.data_ptr(),
                           v_cache.data_ptr()],
                          outputs, current_stream(q))

@@ -15,8 +15,12 @@
 #include "support/Status.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <string>
 
@@ -43,6 +47,24 @@ void registerAttncDialects(mlir::MLIRContext &context);
 mlir::OwningOpRef<mlir::ModuleOp> parseVariant(const std::string &source,
                                                const std::string &fileName,
                                                mlir::MLIRContext &context);
+
+/// Parses variants while collecting every diagnostic of its context as text
+/// ("file:line:col: error: ..."), those of passes run later included, for
+/// as long as it lives: how the JIT reports bad input as an error value.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(mlir::MLIRContext &context);
+  mlir::OwningOpRef<mlir::ModuleOp> parse(const std::string &source,
+                                          const std::string &fileName);
+  const std::string &text() { return stream_.str(); }
+
+private:
+  mlir::MLIRContext &context_;
+  std::string text_;
+  llvm::raw_string_ostream stream_{text_};
+  llvm::SourceMgr sourceMgr_;
+  mlir::SourceMgrDiagnosticHandler handler_;
+};
 
 /// Runs the pipeline up to and including `stage`; on the way, describes the
 /// host launches into `program` (when given) once they exist.
