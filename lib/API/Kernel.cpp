@@ -2,7 +2,7 @@
 
 #include "attnc/attnc.h"
 
-#include "attnc/Compiler/Compiler.h"
+#include "attnc/Driver/Compile.h"
 #include "cuda/CudaDriver.h"
 #include "exec/Executor.h"
 

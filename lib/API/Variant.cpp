@@ -7,7 +7,7 @@
 
 #include "attnc/attnc.h"
 
-#include "attnc/Compiler/Compiler.h"
+#include "attnc/Driver/Pipeline.h"
 
 #include <cctype>
 #include <sstream>

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attnc/Compiler/Checker.h"
+#include "attnc/Check/Checker.h"
 #include "cuda/CudaDriver.h"
 
 #include <gtest/gtest.h>

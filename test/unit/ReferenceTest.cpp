@@ -1,6 +1,6 @@
 //===- ReferenceTest.cpp - the CPU reference on hand-computed cases -------===//
 
-#include "reference/Reference.h"
+#include "attnc/Check/Reference.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 
 #include "Commands.h"
 
-#include "attnc/Compiler/Compiler.h"
+#include "attnc/Driver/Compile.h"
 #include "jit/Nvrtc.h"
 
 #include "mlir/IR/AsmState.h"

@@ -2,7 +2,7 @@
 
 #include "Commands.h"
 
-#include "attnc/Compiler/Checker.h"
+#include "attnc/Check/Checker.h"
 
 #include <iostream>
 

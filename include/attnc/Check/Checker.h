@@ -1,5 +1,4 @@
-//===- Checker.h - run a variant on the GPU against the reference -*- C++
-//-*-===//
+//===- Checker.h - run a variant on the GPU against the reference -*- C++ -*-===//
 //
 // `attnc run --check` and the GPU tests: random inputs (never zeros) in the
 // variant's layouts (ragged index pointers, shuffled pages), outputs
@@ -9,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTNC_COMPILER_CHECKER_H
-#define ATTNC_COMPILER_CHECKER_H
+#ifndef ATTNC_CHECK_CHECKER_H
+#define ATTNC_CHECK_CHECKER_H
 
-#include "attnc/Compiler/Compiler.h"
+#include "attnc/Driver/Compile.h"
 
 #include <string>
 #include <vector>
@@ -50,4 +49,4 @@ StatusOr<RunReport> runAndCheck(const std::string &source,
 
 } // namespace attnc
 
-#endif // ATTNC_COMPILER_CHECKER_H
+#endif // ATTNC_CHECK_CHECKER_H

@@ -6,8 +6,8 @@
 // independently of the kernel.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ATTNC_RUNTIME_REFERENCE_REFERENCE_H
-#define ATTNC_RUNTIME_REFERENCE_REFERENCE_H
+#ifndef ATTNC_CHECK_REFERENCE_H
+#define ATTNC_CHECK_REFERENCE_H
 
 #include <cstdint>
 #include <functional>
@@ -62,4 +62,4 @@ double relativeError(const std::vector<double> &a,
 
 } // namespace attnc::reference
 
-#endif // ATTNC_RUNTIME_REFERENCE_REFERENCE_H
+#endif // ATTNC_CHECK_REFERENCE_H

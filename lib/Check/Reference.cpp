@@ -1,6 +1,6 @@
 //===- Reference.cpp - double-precision attention reference ---------------===//
 
-#include "reference/Reference.h"
+#include "attnc/Check/Reference.h"
 
 #include <cassert>
 #include <cmath>

@@ -1,15 +1,14 @@
-//===- Compiler.h - from a variant to CUDA C++, a cubin and a program -*- C++
-//-*-===//
+//===- Pipeline.h - parse a variant and run the pass pipeline ---*- C++ -*-===//
 //
-// The driver behind `attnc compile`, `attnc run` and the JIT: parse a
-// variant, run the pass pipeline (canonicalize, plan, analyze masks, split
-// KV, lower to attn_gpu, lower to EmitC), print CUDA C++, describe the host
-// launches as a Program, compile with NVRTC and cache the result.
+// The front half of the driver behind `attnc compile`, `attnc run` and the
+// JIT: parse a variant, run the pass pipeline (canonicalize, plan, analyze
+// masks, split KV, lower to attn_gpu, lower to EmitC), print CUDA C++ and
+// describe the host launches as a Program.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTNC_COMPILER_COMPILER_H
-#define ATTNC_COMPILER_COMPILER_H
+#ifndef ATTNC_DRIVER_PIPELINE_H
+#define ATTNC_DRIVER_PIPELINE_H
 
 #include "exec/Program.h"
 #include "support/Status.h"
@@ -75,23 +74,6 @@ mlir::LogicalResult lowerVariant(mlir::ModuleOp module,
 /// Prints the device file of a module lowered to EmitC as CUDA C++.
 mlir::LogicalResult printCuda(mlir::ModuleOp module, std::string &cuda);
 
-/// A variant compiled all the way: what the cache stores.
-struct CompiledVariant {
-  Program program;
-  std::string cuda;
-  std::string cubin;
-  std::string ptxasLog;
-  double frontendMs = 0, nvrtcMs = 0; // 0 when it came from the cache
-  bool fromCache = false;
-};
-
-/// Compiles `source` for `options.arch`, through the disk cache under
-/// `cacheDir` ("" for the default; "-" for none) and the in-process cache.
-StatusOr<CompiledVariant> compileVariant(const std::string &source,
-                                         const std::string &fileName,
-                                         const CompileOptions &options,
-                                         const std::string &cacheDir = "");
-
 } // namespace attnc
 
-#endif // ATTNC_COMPILER_COMPILER_H
+#endif // ATTNC_DRIVER_PIPELINE_H

@@ -1,11 +1,11 @@
 //===- Checker.cpp - run a variant on the GPU against the reference -------===//
 
-#include "attnc/Compiler/Checker.h"
+#include "attnc/Check/Checker.h"
 
 #include "RegionInterpreter.h"
 #include "attnc/Dialect/Attn/AttnDialect.h"
 #include "exec/Executor.h"
-#include "reference/Reference.h"
+#include "attnc/Check/Reference.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/SourceMgr.h"
