@@ -12,7 +12,6 @@
 #define ATTNC_DIALECT_ATTN_TYPES_TD
 
 include "AttnDialect.td"
-include "AttnEnums.td"
 include "mlir/IR/AttrTypeBase.td"
 
 class Attn_Type<string name, string typeMnemonic, list<Trait> traits = []>

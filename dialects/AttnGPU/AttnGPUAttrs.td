@@ -13,13 +13,13 @@ def AttnGPU_Schedule : I32EnumAttr<"Schedule", "kernel schedule", [
   let genSpecializedAttr = 0;
 }
 
-def AttnGPU_PartialTiles : I32EnumAttr<"PartialTiles",
-    "which KV tiles need the per-element mask", [
-    I32EnumAttrCase<"never", 0>,
-    I32EnumAttrCase<"edges", 1>,
-    I32EnumAttrCase<"always", 2>]> {
-  let cppNamespace = "::mlir::attn_gpu";
-  let genSpecializedAttr = 0;
+// The classification the device library is instantiated with: defined once,
+// in runtime/device/attnc/device/abi.h, and spelled by its keywords here.
+def AttnGPU_PartialTilesParameter
+    : AttrParameter<"::attnc::PartialTiles",
+                    "which KV tiles need the per-element mask"> {
+  let parser = [{ ::mlir::attn_gpu::parsePartialTiles($_parser) }];
+  let printer = [{ $_printer << ::attnc::keyword($_self) }];
 }
 
 def AttnGPU_TargetAttr : AttnGPU_Attr<"Target", "target"> {
@@ -72,7 +72,7 @@ def AttnGPU_MaskAnalysisAttr : AttnGPU_Attr<"MaskAnalysis", "masks"> {
   }];
   let parameters = (ins "bool":$lowerBound, "bool":$upperBound,
                         "int64_t":$sinks,
-                        EnumParameter<AttnGPU_PartialTiles>:$partial);
+                        AttnGPU_PartialTilesParameter:$partial);
   let assemblyFormat = [{
     `<` `lower` `=` $lowerBound `,` `upper` `=` $upperBound `,`
         `sinks` `=` $sinks `,` `partial` `=` $partial `>`

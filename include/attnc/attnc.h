@@ -22,6 +22,7 @@
 #ifndef ATTNC_ATTNC_H
 #define ATTNC_ATTNC_H
 
+#include "attnc/device/abi.h"
 #include "support/Status.h"
 
 #include <cstdint>
@@ -32,9 +33,6 @@
 
 namespace attnc {
 
-enum class ElementType { BF16, F16 };
-enum class TokenLayout { Dense, Ragged, Paged };
-
 /// The builder's description of a single-attention variant. Tensors are
 /// row-major: dense queries [batch, qLen, heads, dim], ragged queries
 /// [tokens, heads, dim]; dense and ragged keys likewise; paged keys
@@ -42,13 +40,14 @@ enum class TokenLayout { Dense, Ragged, Paged };
 struct VariantSpec {
   std::string name = "attention";
   int64_t queryHeads = 0, kvHeads = 0, headDim = 0;
-  ElementType dtype = ElementType::BF16;
+  /// Queries, keys, values and outputs: BF16 or F16.
+  DType dtype = DType::BF16;
   /// Dense or ragged; dense queries of `queriesPerRequest` (0: any) tokens.
   TokenLayout queryLayout = TokenLayout::Dense;
   int64_t queriesPerRequest = 0;
   TokenLayout kvLayout = TokenLayout::Dense;
   int64_t pageSize = 16;
-  bool hnd = false;
+  PageOrder pageOrder = PageOrder::NHD;
   bool causal = false;
   /// Keys visible to the left and right of a query's diagonal.
   std::optional<std::pair<int64_t, int64_t>> window;
@@ -92,8 +91,7 @@ struct Target {
 struct TensorSpec {
   enum class Role { Query, KV, Output, Lse, Buffer } role = Role::Query;
   int64_t heads = 0, dim = 0;
-  /// 0 bf16, 1 f16, 2 f32, 3 i32.
-  int dtype = 0;
+  DType dtype = DType::BF16;
   TokenLayout layout = TokenLayout::Dense;
   int64_t seqLen = -1; // per request; -1 when any
 };

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define ATTNC_C_API_VERSION 1
+#define ATTNC_C_API_VERSION 2
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -32,17 +32,21 @@ typedef enum attnc_status {
   ATTNC_COMPILE_ERROR = 9,
 } attnc_status;
 
+/* The values of attnc/device/abi.h's enums (checked where the API is
+ * built); attnc_dtype_name and friends give their names. */
 typedef enum attnc_dtype {
   ATTNC_BF16 = 0,
   ATTNC_F16 = 1,
   ATTNC_F32 = 2,
-  ATTNC_I32 = 3
+  ATTNC_I32 = 3,
+  ATTNC_I64 = 4
 } attnc_dtype;
 typedef enum attnc_layout {
   ATTNC_DENSE = 0,
   ATTNC_RAGGED = 1,
   ATTNC_PAGED = 2
 } attnc_layout;
+typedef enum attnc_page_order { ATTNC_NHD = 0, ATTNC_HND = 1 } attnc_page_order;
 typedef enum attnc_role {
   ATTNC_ROLE_QUERY = 0,
   ATTNC_ROLE_KV = 1,
@@ -64,7 +68,7 @@ typedef struct attnc_variant_spec {
   int64_t queries_per_request; /* dense queries: 0 for any */
   attnc_layout kv_layout;
   int64_t page_size;
-  int hnd;
+  attnc_page_order page_order;
   int causal;
   int64_t window_left, window_right; /* -1: no window */
   int64_t sinks;
@@ -96,7 +100,24 @@ typedef struct attnc_batch {
   int64_t k_page_stride, v_page_stride;
 } attnc_batch;
 
+/* What a kernel can hold (attnc/device/abi.h's limits). */
+typedef struct attnc_limits {
+  int64_t max_seq_len;  /* tokens per request, window extents, sinks */
+  int64_t max_heads;    /* query or KV heads */
+  int64_t max_head_dim; /* elements per head the IR accepts */
+  int64_t min_page_size, max_page_size;
+  int64_t max_kv_splits;
+  int64_t max_merge_states;
+  int64_t max_captures, max_capture_rank;
+} attnc_limits;
+
 const char *attnc_last_error(void);
+/* The names of the enums' values ("bf16", "paged", "hnd"); "" for a value
+ * that names nothing. */
+const char *attnc_dtype_name(int dtype);
+const char *attnc_layout_name(int layout);
+const char *attnc_page_order_name(int order);
+const attnc_limits *attnc_get_limits(void);
 const char *attnc_status_name(attnc_status status);
 int attnc_api_version(void);
 

@@ -21,6 +21,25 @@ static_assert(int(attnc::ErrorCode::InvalidArgument) ==
                   int(attnc::ErrorCode::CompileError) == ATTNC_COMPILE_ERROR,
               "the C status codes mirror attnc::ErrorCode");
 
+// The C enums are the ABI's (attnc/device/abi.h) under C names.
+#define ATTNC_SAME(c, cpp) static_assert(int(c) == int(cpp), #c " is " #cpp);
+ATTNC_SAME(ATTNC_BF16, attnc::DType::BF16)
+ATTNC_SAME(ATTNC_F16, attnc::DType::F16)
+ATTNC_SAME(ATTNC_F32, attnc::DType::F32)
+ATTNC_SAME(ATTNC_I32, attnc::DType::I32)
+ATTNC_SAME(ATTNC_I64, attnc::DType::I64)
+ATTNC_SAME(ATTNC_DENSE, attnc::TokenLayout::Dense)
+ATTNC_SAME(ATTNC_RAGGED, attnc::TokenLayout::Ragged)
+ATTNC_SAME(ATTNC_PAGED, attnc::TokenLayout::Paged)
+ATTNC_SAME(ATTNC_NHD, attnc::PageOrder::NHD)
+ATTNC_SAME(ATTNC_HND, attnc::PageOrder::HND)
+ATTNC_SAME(ATTNC_ROLE_QUERY, attnc::TensorSpec::Role::Query)
+ATTNC_SAME(ATTNC_ROLE_KV, attnc::TensorSpec::Role::KV)
+ATTNC_SAME(ATTNC_ROLE_OUTPUT, attnc::TensorSpec::Role::Output)
+ATTNC_SAME(ATTNC_ROLE_LSE, attnc::TensorSpec::Role::Lse)
+ATTNC_SAME(ATTNC_ROLE_BUFFER, attnc::TensorSpec::Role::Buffer)
+#undef ATTNC_SAME
+
 namespace {
 
 thread_local std::string lastError;
@@ -70,6 +89,25 @@ const char *attnc_status_name(attnc_status status) {
 
 int attnc_api_version(void) { return ATTNC_C_API_VERSION; }
 
+const char *attnc_dtype_name(int dtype) {
+  return attnc::keyword(attnc::DType(dtype));
+}
+const char *attnc_layout_name(int layout) {
+  return attnc::keyword(attnc::TokenLayout(layout));
+}
+const char *attnc_page_order_name(int order) {
+  return attnc::keyword(attnc::PageOrder(order));
+}
+
+const attnc_limits *attnc_get_limits(void) {
+  namespace limits = attnc::limits;
+  static const attnc_limits values = {
+      limits::kMaxSeqLen,      limits::kMaxHeads,    limits::kMaxHeadDim,
+      limits::kMinPageSize,    limits::kMaxPageSize, limits::kMaxKVSplits,
+      limits::kMaxMergeStates, limits::kMaxCaptures, limits::kMaxCaptureRank};
+  return &values;
+}
+
 void attnc_variant_spec_init(attnc_variant_spec *spec) {
   if (!spec)
     return;
@@ -79,6 +117,7 @@ void attnc_variant_spec_init(attnc_variant_spec *spec) {
   spec->query_layout = ATTNC_DENSE;
   spec->kv_layout = ATTNC_DENSE;
   spec->page_size = 16;
+  spec->page_order = ATTNC_NHD;
   spec->window_left = spec->window_right = -1;
 }
 
@@ -105,18 +144,23 @@ attnc_status attnc_variant_from_spec(const attnc_variant_spec *c,
     spec.queryHeads = c->query_heads;
     spec.kvHeads = c->kv_heads;
     spec.headDim = c->head_dim;
-    if (c->dtype != ATTNC_BF16 && c->dtype != ATTNC_F16)
-      return fail(ATTNC_INVALID_ARGUMENT, "dtype must be bf16 or f16");
-    spec.dtype = c->dtype == ATTNC_BF16 ? attnc::ElementType::BF16
-                                        : attnc::ElementType::F16;
-    if (c->query_layout < ATTNC_DENSE || c->query_layout > ATTNC_PAGED ||
-        c->kv_layout < ATTNC_DENSE || c->kv_layout > ATTNC_PAGED)
+    // An enum from C may hold any int: only known enumerators pass (the
+    // verifier decides which of them a role accepts).
+    if (!*attnc::keyword(attnc::DType(c->dtype)))
+      return fail(ATTNC_INVALID_ARGUMENT,
+                  "unknown dtype " + std::to_string(int(c->dtype)));
+    if (!*attnc::keyword(attnc::TokenLayout(c->query_layout)) ||
+        !*attnc::keyword(attnc::TokenLayout(c->kv_layout)))
       return fail(ATTNC_INVALID_ARGUMENT, "unknown layout");
-    spec.queryLayout = static_cast<attnc::TokenLayout>(c->query_layout);
+    if (!*attnc::keyword(attnc::PageOrder(c->page_order)))
+      return fail(ATTNC_INVALID_ARGUMENT,
+                  "unknown page order " + std::to_string(int(c->page_order)));
+    spec.dtype = attnc::DType(c->dtype);
+    spec.queryLayout = attnc::TokenLayout(c->query_layout);
     spec.queriesPerRequest = c->queries_per_request;
-    spec.kvLayout = static_cast<attnc::TokenLayout>(c->kv_layout);
+    spec.kvLayout = attnc::TokenLayout(c->kv_layout);
     spec.pageSize = c->page_size;
-    spec.hnd = c->hnd != 0;
+    spec.pageOrder = attnc::PageOrder(c->page_order);
     spec.causal = c->causal != 0;
     if (c->window_left >= 0 || c->window_right >= 0)
       spec.window = {c->window_left < 0 ? 0 : c->window_left,

@@ -38,8 +38,8 @@ TensorSpec describe(const ValueSpec &value) {
   spec.role = static_cast<TensorSpec::Role>(value.kind);
   spec.heads = value.heads;
   spec.dim = value.dim;
-  spec.dtype = static_cast<int>(value.dtype);
-  spec.layout = static_cast<TokenLayout>(value.layout);
+  spec.dtype = value.dtype;
+  spec.layout = value.layout;
   spec.seqLen = value.seqLen;
   return spec;
 }
@@ -103,9 +103,9 @@ static Status checkBatch(const Program &program, const Batch &batch) {
   for (int id : program.inputs) {
     const ValueSpec &value = program.values[id];
     if (value.kind == ValueSpec::Kind::Query) {
-      if (value.layout == Layout::Ragged && !batch.qIndptr)
+      if (value.layout == TokenLayout::Ragged && !batch.qIndptr)
         return invalid("ragged queries need q_indptr");
-      if (value.layout == Layout::Dense) {
+      if (value.layout == TokenLayout::Dense) {
         if (value.seqLen > 0 && batch.maxQueryLen != value.seqLen)
           return invalid("the variant takes " + std::to_string(value.seqLen) +
                          " queries per request, the batch has " +
@@ -120,9 +120,9 @@ static Status checkBatch(const Program &program, const Batch &batch) {
       }
     }
     if (value.kind == ValueSpec::Kind::KV) {
-      if (value.layout != Layout::Dense && !batch.kvIndptr)
+      if (value.layout != TokenLayout::Dense && !batch.kvIndptr)
         return invalid("ragged or paged keys need kv_indptr");
-      if (value.layout == Layout::Paged &&
+      if (value.layout == TokenLayout::Paged &&
           (!batch.pageIndices || !batch.lastPageLen))
         return invalid("paged keys need page indices and last page lengths");
     }

@@ -16,14 +16,18 @@ namespace attnc {
 
 namespace {
 
-const char *elementName(ElementType type) {
-  return type == ElementType::BF16 ? "bf16" : "f16";
-}
-
 std::string seq(int64_t len) { return len > 0 ? std::to_string(len) : "?"; }
 
-std::string layoutSuffix(TokenLayout layout) {
-  return layout == TokenLayout::Ragged ? ", ragged" : "";
+/// The layout part of a descriptor type: "", ", ragged" or
+/// ", paged<16, nhd>". The verifier decides which ones a role may have.
+std::string layoutSuffix(TokenLayout layout, int64_t pageSize = 0,
+                         PageOrder order = PageOrder::NHD) {
+  std::string text;
+  if (layout != TokenLayout::Dense)
+    text = std::string(", ") + keyword(layout);
+  if (layout == TokenLayout::Paged)
+    text += "<" + std::to_string(pageSize) + ", " + keyword(order) + ">";
+  return text;
 }
 
 Status invalid(const std::string &message) {
@@ -67,11 +71,33 @@ std::string joined(const std::vector<std::string> &parts) {
 
 } // namespace
 
+namespace {
+
+/// Parses and verifies `text`; a failure is `code`: ParseError for MLIR
+/// text, InvalidArgument for a spec (its text is ours; what is wrong in it
+/// is a field, region text included).
+Status checkVariantText(const std::string &text, const std::string &fileName,
+                        ErrorCode code) {
+  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+  registerAttncDialects(context);
+  DiagnosticCollector diagnostics(context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = diagnostics.parse(text, fileName);
+  if (!module)
+    return Status::error(code, diagnostics.text());
+  // A variant that verifies is one the compiler accepts as input (what it
+  // cannot compile yet is reported by compile), if it holds anything.
+  if (mlir::failed(requireSomethingToCompile(*module)))
+    return Status::error(ErrorCode::InvalidArgument, diagnostics.text());
+  return Status();
+}
+
+} // namespace
+
 StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
   if (Status status = checkSpec(s); !status.ok())
     return status;
   std::string dims = "x" + std::to_string(s.queryHeads) + "x" +
-                     std::to_string(s.headDim) + "x" + elementName(s.dtype);
+                     std::to_string(s.headDim) + "x" + keyword(s.dtype);
   std::string queryLen = s.queryLayout == TokenLayout::Ragged
                              ? std::string("?")
                              : seq(s.queriesPerRequest);
@@ -82,12 +108,9 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
   std::string lseType = "!attn.lse<" + queryLen + "x" +
                         std::to_string(s.queryHeads) +
                         layoutSuffix(s.queryLayout) + ">";
-  std::string kvLayout = layoutSuffix(s.kvLayout);
-  if (s.kvLayout == TokenLayout::Paged)
-    kvLayout = ", paged<" + std::to_string(s.pageSize) + ", " +
-               (s.hnd ? "hnd" : "nhd") + ">";
+  std::string kvLayout = layoutSuffix(s.kvLayout, s.pageSize, s.pageOrder);
   std::string kvType = "!attn.kv<?x" + std::to_string(s.kvHeads) + "x" +
-                       std::to_string(s.headDim) + "x" + elementName(s.dtype) +
+                       std::to_string(s.headDim) + "x" + keyword(s.dtype) +
                        kvLayout + ">";
 
   std::vector<std::string> attrs;
@@ -138,21 +161,20 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
     os << "      mask_mod {\n" << s.maskMod << "\n      }\n";
   os << "  return " << (s.returnLse ? "%out, %lse" : "%out") << " : " << results
      << "\n}\n";
-  return fromMlir(os.str(), "<" + s.name + ">");
+  Variant variant;
+  variant.text_ = os.str();
+  variant.fileName_ = "<" + s.name + ">";
+  if (Status status = checkVariantText(variant.text_, variant.fileName_,
+                                       ErrorCode::InvalidArgument);
+      !status.ok())
+    return status;
+  return variant;
 }
 
 StatusOr<Variant> Variant::fromMlir(std::string text, std::string fileName) {
-  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
-  registerAttncDialects(context);
-  DiagnosticCollector diagnostics(context);
-  // Parsing verifies: a variant that parses is one the compiler accepts as
-  // input (what it cannot compile yet is reported by compile).
-  mlir::OwningOpRef<mlir::ModuleOp> module = diagnostics.parse(text, fileName);
-  if (!module)
-    return Status::error(ErrorCode::ParseError, diagnostics.text());
-  if (module->getBody()->empty())
-    return Status::error(ErrorCode::InvalidArgument,
-                         fileName + ": the variant defines no function");
+  if (Status status = checkVariantText(text, fileName, ErrorCode::ParseError);
+      !status.ok())
+    return status;
   Variant variant;
   variant.text_ = std::move(text);
   variant.fileName_ = std::move(fileName);

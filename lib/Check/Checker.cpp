@@ -3,9 +3,9 @@
 #include "attnc/Check/Checker.h"
 
 #include "RegionInterpreter.h"
+#include "attnc/Check/Reference.h"
 #include "attnc/Dialect/Attn/AttnDialect.h"
 #include "exec/Executor.h"
-#include "attnc/Check/Reference.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/SourceMgr.h"
@@ -178,12 +178,12 @@ Status Run::planLengths() {
     if (v.kind == ValueSpec::Kind::Query && !query)
       query = &v;
     if (v.kind == ValueSpec::Kind::KV) {
-      anyDenseKV |= v.layout == Layout::Dense;
-      pagedKV |= v.layout == Layout::Paged;
-      raggedKV |= v.layout == Layout::Ragged;
+      anyDenseKV |= v.layout == TokenLayout::Dense;
+      pagedKV |= v.layout == TokenLayout::Paged;
+      raggedKV |= v.layout == TokenLayout::Ragged;
       if (v.seqLen > 0)
         kvStatic = v.seqLen;
-      if (v.layout == Layout::Paged) {
+      if (v.layout == TokenLayout::Paged) {
         if (problem.pageSize && problem.pageSize != v.pageSize)
           return Status::error(ErrorCode::Unsupported,
                                "attnc run needs one page size per function");
@@ -200,8 +200,8 @@ Status Run::planLengths() {
   int qLen = query->seqLen > 0 ? int(query->seqLen)
                                : (shape.qLen > 0 ? shape.qLen : 64);
   int kvLen = kvStatic > 0 ? int(kvStatic) : shape.kvLen;
-  bool qVaries =
-      shape.varyLengths && query->layout == Layout::Ragged && query->seqLen < 0;
+  bool qVaries = shape.varyLengths && query->layout == TokenLayout::Ragged &&
+                 query->seqLen < 0;
   bool kvVaries = shape.varyLengths && !anyDenseKV && kvStatic < 0;
   auto pick = [&](int len, bool varies) {
     if (!varies || len <= 1)
@@ -267,7 +267,7 @@ void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
       count *= s;
     host.buffer.sizes = sizes;
     host.buffer.data.resize(count);
-    bytes.assign(count * byteSize(spec.dtype), 0);
+    bytes.assign(count * bytesOf(spec.dtype), 0);
     for (int64_t i = 0; i < count; ++i) {
       double v;
       if (querySegments || keySegments) {
@@ -296,14 +296,14 @@ void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
   const std::vector<int> &lens = isQuery ? problem.qLens : problem.kvLens;
   int64_t rowElems = spec.heads * spec.dim;
   int64_t totalRows;
-  if (spec.layout == Layout::Paged)
+  if (spec.layout == TokenLayout::Paged)
     totalRows = problem.numPages * problem.pageSize;
-  else if (spec.layout == Layout::Ragged)
+  else if (spec.layout == TokenLayout::Ragged)
     totalRows = isQuery ? problem.qTokens : problem.kvTokens;
   else
     totalRows =
         int64_t(problem.batch) * *std::max_element(lens.begin(), lens.end());
-  bytes.assign(totalRows * rowElems * byteSize(spec.dtype), 0);
+  bytes.assign(totalRows * rowElems * bytesOf(spec.dtype), 0);
   // Unused rows and pages hold random data too, so that reading them shows.
   for (int64_t i = 0; i < totalRows * rowElems; ++i)
     storeElement(spec.dtype, bytes, i, normal(rng));
@@ -317,16 +317,16 @@ void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
           double v = rounded(normal(rng));
           logical[(j * spec.heads + h) * spec.dim + d] = v;
           int64_t index;
-          if (spec.layout == Layout::Paged) {
+          if (spec.layout == TokenLayout::Paged) {
             int P = problem.pageSize;
             int64_t page = problem.pageIndices[problem.pageOffsets[b] + j / P];
             int slot = j % P;
-            index = spec.hnd
+            index = spec.pageOrder == PageOrder::HND
                         ? ((page * spec.heads + h) * P + slot) * spec.dim + d
                         : ((page * P + slot) * spec.heads + h) * spec.dim + d;
           } else {
             int64_t row =
-                spec.layout == Layout::Ragged
+                spec.layout == TokenLayout::Ragged
                     ? (isQuery ? problem.qOffsets[b] : problem.kvOffsets[b]) + j
                     : int64_t(b) * lens[b] + j;
             index = (row * spec.heads + h) * spec.dim + d;
@@ -490,7 +490,7 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
   for (int id : program.outputs) {
     const ValueSpec &spec = program.values[id];
     std::vector<uint8_t> poison(
-        problem.qTokens * spec.heads * spec.dim * byteSize(spec.dtype), 0xff);
+        problem.qTokens * spec.heads * spec.dim * bytesOf(spec.dtype), 0xff);
     if (Status s = upload(poison, binding.values[id]); !s.ok())
       return s;
   }
@@ -539,7 +539,7 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
     auto [value, id] = pair;
     const ValueSpec &spec = program.values[id];
     std::vector<uint8_t> bytes(problem.qTokens * spec.heads * spec.dim *
-                               byteSize(spec.dtype));
+                               bytesOf(spec.dtype));
     if (Status s =
             driver.copyToHost(bytes.data(), binding.values[id], bytes.size());
         !s.ok())
@@ -549,7 +549,7 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
     int64_t rowElems = spec.heads * spec.dim;
     for (int b = 0; b < problem.batch; ++b)
       for (int i = 0; i < problem.qLens[b]; ++i) {
-        int64_t row = spec.layout == Layout::Ragged
+        int64_t row = spec.layout == TokenLayout::Ragged
                           ? problem.qOffsets[b] + i
                           : int64_t(b) * problem.qLens[b] + i;
         for (int64_t e = 0; e < rowElems; ++e) {
@@ -589,9 +589,11 @@ StatusOr<RunReport> runAndCheck(const std::string &source,
 
   MLIRContext context(MLIRContext::Threading::DISABLED);
   registerAttncDialects(context);
-  OwningOpRef<ModuleOp> module = parseVariant(source, fileName, context);
+  DiagnosticCollector diagnostics(context);
+  OwningOpRef<ModuleOp> module = diagnostics.parse(source, fileName);
   if (!module || failed(lowerVariant(*module, options, Stage::Attn)))
-    return Status::error(ErrorCode::ParseError, "cannot re-read " + fileName);
+    return Status::error(ErrorCode::ParseError, "cannot re-read " + fileName +
+                                                    ": " + diagnostics.text());
   auto funcs = module->getOps<func::FuncOp>();
   if (funcs.empty())
     return Status::error(ErrorCode::InvalidArgument, "no function");

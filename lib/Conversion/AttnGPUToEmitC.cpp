@@ -124,21 +124,24 @@ public:
   }
 
 private:
-  /// The compile-time configuration of the tile library for this kernel.
+  /// The compile-time configuration of the tile library for this kernel:
+  /// every decision the compiler made, which the device uses as given.
   std::string configStruct() {
     auto q = cast<QueryType>(kernel.getQuery());
     auto out = cast<OutputType>(kernel.getOutput());
     auto kv = cast<KVType>(kernel.getKey());
     gpu::PlanAttr plan = kernel.getPlan();
+    gpu::MaskAnalysisAttr masks = kernel.getMasks();
     auto window = dyn_cast_or_null<WindowAttr>(kernel.getWindowAttr());
-    int kvLayout = kv.getLayout() == TokenLayout::Paged    ? 2
-                   : kv.getLayout() == TokenLayout::Ragged ? 1
-                                                           : 0;
+    bool paged = kv.getLayout() == TokenLayout::Paged;
     std::string s;
     llvm::raw_string_ostream os(s);
     auto member = [&](StringRef type, StringRef field, auto value) {
       os << "  static constexpr " << type << " " << field << " = " << value
          << ";\n";
+    };
+    auto flag = [&](StringRef field, bool value) {
+      member("bool", field, value ? "true" : "false");
     };
     os << "struct " << name << "_config {\n";
     os << "  using Elem = " << cppElementType(q.getElementType()) << ";\n";
@@ -152,38 +155,44 @@ private:
     member("int", "kWarpsN", plan.getWarpsN());
     member("int", "kBlockN", plan.getBlockN());
     member("int", "kStages", plan.getStages());
-    member("int", "kQLayout", q.getLayout() == TokenLayout::Ragged ? 1 : 0);
-    member("int", "kKVLayout", kvLayout);
-    member("int", "kPageSize", kvLayout == 2 ? kv.getPageSize() : 0);
-    member("bool", "kPageHND",
-           kvLayout == 2 && kv.getPageOrder() == PageOrder::HND ? "true"
-                                                                : "false");
-    member("bool", "kCausal", kernel.getCausal() ? "true" : "false");
-    member("int", "kWindowLeft", window ? window.getLeft() : -1);
-    member("int", "kWindowRight", window ? window.getRight() : -1);
-    member("int", "kSinks", kernel.getSinks().value_or(0));
+    member("int", "kSmemBytes", kernel.getSharedMemoryBytes());
+    member("attnc::TokenLayout", "kQLayout", attnc::spelling(q.getLayout()));
+    member("attnc::TokenLayout", "kKVLayout", attnc::spelling(kv.getLayout()));
+    member("int", "kPageSize", paged ? kv.getPageSize() : 0);
+    member("attnc::PageOrder", "kPageOrder",
+           attnc::spelling(paged ? kv.getPageOrder() : PageOrder::NHD));
+    flag("kCausal", kernel.getCausal());
+    member("attnc::i64", "kWindowLeft", window ? window.getLeft() : -1);
+    member("attnc::i64", "kWindowRight", window ? window.getRight() : -1);
+    // attn-analyze-masks' classification of the KV tiles.
+    flag("kLowerBound", masks.getLowerBound());
+    flag("kUpperBound", masks.getUpperBound());
+    member("attnc::i64", "kSinks", masks.getSinks());
+    member("attnc::PartialTiles", "kPartialTiles",
+           attnc::spelling(masks.getPartial()));
     member("float", "kScale",
            floatLiteral(kernel.getScale().convertToDouble()));
     member("float", "kSoftcap",
            floatLiteral(kernel.getSoftcap()
                             ? kernel.getSoftcap()->convertToDouble()
                             : 0.0));
-    member("bool", "kAlibi", kernel.getAlibi() ? "true" : "false");
-    member("bool", "kScoreMod",
-           kernel.getScoreMod().empty() ? "false" : "true");
-    member("bool", "kMaskMod", kernel.getMaskMod().empty() ? "false" : "true");
-    member("bool", "kSegments", kernel.getSegments() ? "true" : "false");
-    member("bool", "kHasLse", kernel.getHasLse() ? "true" : "false");
-    member("bool", "kQInRegs", plan.getQueryInRegisters() ? "true" : "false");
+    flag("kAlibi", kernel.getAlibi());
+    flag("kScoreMod", !kernel.getScoreMod().empty());
+    flag("kMaskMod", !kernel.getMaskMod().empty());
+    flag("kSegments", kernel.getSegments());
+    flag("kHasLse", kernel.getHasLse());
+    flag("kQInRegs", plan.getQueryInRegisters());
     os << "  static __device__ __forceinline__ float scoreMod(float s, int b, "
-          "int h, int i, int j, const attnc::AttnParams &p) {\n    return ";
+          "int h, int i, int j, int qLen, int kvLen, const attnc::AttnParams "
+          "&p) {\n    return ";
     if (kernel.getScoreMod().empty())
       os << "s;\n";
     else
       os << name << "_score_mod(s, b, h, i, j, &p);\n";
     os << "  }\n";
     os << "  static __device__ __forceinline__ bool maskMod(int b, int h, int "
-          "i, int j, const attnc::AttnParams &p) {\n    return ";
+          "i, int j, int qLen, int kvLen, const attnc::AttnParams &p) {\n"
+          "    return ";
     if (kernel.getMaskMod().empty())
       os << "true;\n";
     else

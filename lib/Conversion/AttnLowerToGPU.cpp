@@ -49,13 +49,13 @@ void buildAttentionBody(OpBuilder &b, Location loc, gpu::PlanAttr plan,
   gpu::PrefetchTileOp::create(b, loc, next, TypeAttr::get(kvType));
   gpu::ScoreMmaOp::create(b, loc, tile);
   switch (masks.getPartial()) {
-  case gpu::PartialTiles::never:
+  case gpu::PartialTiles::Never:
     gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/false);
     break;
-  case gpu::PartialTiles::always:
+  case gpu::PartialTiles::Always:
     gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/true);
     break;
-  case gpu::PartialTiles::edges: {
+  case gpu::PartialTiles::Edges: {
     auto partial = gpu::TileIsPartialOp::create(b, loc, b.getI1Type(), tile);
     auto ifPartial = scf::IfOp::create(b, loc, partial, /*withElse=*/true);
     OpBuilder::InsertionGuard guard(b);

@@ -2,6 +2,8 @@
 
 #include "attnc/Driver/Pipeline.h"
 
+#include "ParserHazards.h"
+
 #include "attnc/Dialect/Attn/AttnDialect.h"
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
 #include "attnc/Transforms/Passes.h"
@@ -14,27 +16,18 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/SourceMgr.h"
 
-
 using namespace mlir;
 
 namespace attnc {
 
-void registerAttncDialects(MLIRContext &context) {
+void registerAttncDialects(MLIRContext &context, bool printOpOnDiagnostic) {
   DialectRegistry registry;
   registry.insert<attn::AttnDialect, attn_gpu::AttnGPUDialect,
                   arith::ArithDialect, math::MathDialect, memref::MemRefDialect,
                   func::FuncDialect, scf::SCFDialect, emitc::EmitCDialect>();
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
-}
-
-OwningOpRef<ModuleOp> parseVariant(const std::string &source,
-                                   const std::string &fileName,
-                                   MLIRContext &context) {
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(source, fileName), llvm::SMLoc());
-  return parseSourceFile<ModuleOp>(sourceMgr, &context);
+  context.printOpOnDiagnostic(printOpOnDiagnostic);
 }
 
 DiagnosticCollector::DiagnosticCollector(MLIRContext &context)
@@ -42,23 +35,40 @@ DiagnosticCollector::DiagnosticCollector(MLIRContext &context)
 
 OwningOpRef<ModuleOp> DiagnosticCollector::parse(const std::string &source,
                                                  const std::string &fileName) {
-  sourceMgr_.AddNewSourceBuffer(
+  unsigned buffer = sourceMgr_.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(source, fileName), llvm::SMLoc());
+  if (std::optional<ParserHazard> hazard = findParserHazard(source)) {
+    auto [line, column] = sourceMgr_.getLineAndColumn(
+        llvm::SMLoc::getFromPointer(
+            sourceMgr_.getMemoryBuffer(buffer)->getBufferStart() +
+            hazard->offset),
+        buffer);
+    emitError(FileLineColLoc::get(&context_, fileName, line, column))
+        << hazard->message;
+    return nullptr;
+  }
   return parseSourceFile<ModuleOp>(sourceMgr_, &context_);
 }
 
-namespace {
-
-Layout layoutOf(attn::TokenLayout layout) {
-  switch (layout) {
-  case attn::TokenLayout::Ragged:
-    return Layout::Ragged;
-  case attn::TokenLayout::Paged:
-    return Layout::Paged;
-  default:
-    return Layout::Dense;
-  }
+LogicalResult requireSomethingToCompile(ModuleOp module) {
+  bool found = false;
+  module.walk([&](Operation *op) {
+    if (isa<attn::AttentionOp, attn::MergeStatesOp>(op)) {
+      found = true;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (found)
+    return success();
+  // An implicit module has no location of its own: point at its first op.
+  Location loc = module.getBody()->empty() ? module.getLoc()
+                                           : module.getBody()->front().getLoc();
+  return emitError(loc, "nothing to compile: the module has no "
+                        "attn.attention or attn.merge_states");
 }
+
+namespace {
 
 FailureOr<DType> dtypeOf(Type type, Location loc) {
   if (type.isBF16())
@@ -69,6 +79,8 @@ FailureOr<DType> dtypeOf(Type type, Location loc) {
     return DType::F32;
   if (type.isInteger(32))
     return DType::I32;
+  if (type.isInteger(64))
+    return DType::I64;
   return emitError(loc) << "no GPU buffers of type " << type << " yet";
 }
 
@@ -81,7 +93,7 @@ FailureOr<ValueSpec> describeValue(Value value) {
     spec.seqLen = ShapedType::isDynamic(t.getSeqLen()) ? -1 : t.getSeqLen();
     spec.heads = t.getNumHeads();
     spec.dim = t.getHeadDim();
-    spec.layout = layoutOf(t.getLayout());
+    spec.layout = t.getLayout();
     FailureOr<DType> dtype = dtypeOf(t.getElementType(), loc);
     if (failed(dtype))
       return failure();
@@ -96,7 +108,7 @@ FailureOr<ValueSpec> describeValue(Value value) {
       return failure();
     spec.pageSize =
         kv.getLayout() == attn::TokenLayout::Paged ? kv.getPageSize() : 0;
-    spec.hnd = kv.getPageOrder() == attn::PageOrder::HND;
+    spec.pageOrder = kv.getPageOrder();
   } else if (auto out = dyn_cast<attn::OutputType>(type)) {
     if (failed(setHeads(out, ValueSpec::Kind::Output)))
       return failure();
@@ -106,7 +118,7 @@ FailureOr<ValueSpec> describeValue(Value value) {
     spec.heads = lse.getNumHeads();
     spec.dim = 1;
     spec.dtype = DType::F32;
-    spec.layout = layoutOf(lse.getLayout());
+    spec.layout = lse.getLayout();
   } else if (auto memref = dyn_cast<MemRefType>(type)) {
     spec.kind = ValueSpec::Kind::Buffer;
     FailureOr<DType> dtype = dtypeOf(memref.getElementType(), loc);
@@ -202,6 +214,8 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
 
 LogicalResult lowerVariant(ModuleOp module, const CompileOptions &options,
                            Stage stage, Program *program) {
+  if (failed(requireSomethingToCompile(module)))
+    return failure();
   MLIRContext *context = module.getContext();
   PassManager pm(context);
   if (options.printIRAfterAll) {

@@ -26,13 +26,13 @@ struct AttnAnalyzeMasksPass
       bool lower = window;
       bool upper = window || op.getCausal();
       int64_t sinks = window ? op.getSinks().value_or(0) : 0;
-      PartialTiles partial = PartialTiles::edges;
+      PartialTiles partial = PartialTiles::Edges;
       if (op.getMaskMod().empty() == false || op.getQuerySegments())
-        partial = PartialTiles::always;
+        partial = PartialTiles::Always;
       else if (!lower && !upper) {
         int64_t kvLen = op.getStaticKVLen();
         if (!ShapedType::isDynamic(kvLen) && kvLen % plan.getBlockN() == 0)
-          partial = PartialTiles::never;
+          partial = PartialTiles::Never;
       }
       op->setAttr("attn_gpu.masks",
                   attn_gpu::MaskAnalysisAttr::get(op.getContext(), lower, upper,

@@ -20,7 +20,7 @@ class VariantSpec(ctypes.Structure):
         ("name", c_char_p), ("query_heads", c_int64), ("kv_heads", c_int64),
         ("head_dim", c_int64), ("dtype", c_int), ("query_layout", c_int),
         ("queries_per_request", c_int64), ("kv_layout", c_int),
-        ("page_size", c_int64), ("hnd", c_int), ("causal", c_int),
+        ("page_size", c_int64), ("page_order", c_int), ("causal", c_int),
         ("window_left", c_int64), ("window_right", c_int64),
         ("sinks", c_int64), ("scale", ctypes.c_float),
         ("softcap", ctypes.c_float), ("alibi", c_int), ("return_lse", c_int),

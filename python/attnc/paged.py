@@ -35,7 +35,7 @@ class PagedAttention:
         self._spec = dict(
             query_heads=num_qo_heads, kv_heads=num_kv_heads,
             head_dim=head_dim, dtype=ELEMENT_TYPES[dtype], kv_layout=2,
-            page_size=page_size, hnd=int(kv_layout == "HND"),
+            page_size=page_size, page_order=int(kv_layout == "HND"),
             **modifier_fields(causal, window, sinks, softcap, scale, False,
                               return_lse))
         self.num_qo_heads, self.num_kv_heads = num_qo_heads, num_kv_heads

@@ -45,7 +45,7 @@ def test_spec_becomes_the_expected_mlir():
 
 def test_paged_spec_names_page_size_and_order():
     text = Variant.from_spec(query_heads=28, kv_heads=4, head_dim=128,
-                             kv_layout=2, page_size=64, hnd=1,
+                             kv_layout=2, page_size=64, page_order=1,
                              queries_per_request=1).mlir
     assert "!attn.kv<?x4x128xbf16, paged<64, hnd>>" in text
     assert "!attn.q<1x28x128xbf16>" in text

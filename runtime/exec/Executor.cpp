@@ -66,7 +66,7 @@ size_t Executor::attentionResultBytes(const LaunchSpec &launch, int result,
   const ValueSpec &out = program_.values[launch.results[0]];
   size_t rows = size_t(layout.qTokens) * out.heads;
   size_t copies = launch.splitResults ? size_t(splits) : 1;
-  return result == 0 ? copies * rows * out.dim * byteSize(out.dtype)
+  return result == 0 ? copies * rows * out.dim * bytesOf(out.dtype)
                      : copies * rows * sizeof(float);
 }
 
@@ -74,7 +74,7 @@ size_t Executor::mergeResultBytes(const LaunchSpec &launch, int result,
                                   const BatchLayout &layout) const {
   const ValueSpec &out = program_.values[launch.results[0]];
   size_t rows = size_t(layout.qTokens) * out.heads;
-  return result == 0 ? rows * out.dim * byteSize(out.dtype)
+  return result == 0 ? rows * out.dim * bytesOf(out.dtype)
                      : rows * sizeof(float);
 }
 
@@ -144,13 +144,14 @@ Status Executor::launchAttention(const LaunchSpec &launch,
         break;
       }
       int capture = index - (launch.segments ? 2 : 0);
-      if (capture >= kMaxCaptures)
-        return Status::error(ErrorCode::Unsupported,
-                             "more than 8 captured buffers");
+      if (capture >= limits::kMaxCaptures)
+        return Status::error(ErrorCode::Internal,
+                             "more captured buffers than the verifier allows");
       CaptureParams &view = p.captures[capture];
       view.data = ptr;
       const std::vector<int64_t> &sizes = binding.bufferSizes[arg];
-      if (sizes.size() != spec.shape.size() || sizes.size() > 4)
+      if (sizes.size() != spec.shape.size() ||
+          sizes.size() > size_t(limits::kMaxCaptureRank))
         return Status::error(ErrorCode::InvalidArgument,
                              "captured buffer " + std::to_string(capture) +
                                  " needs its sizes");
@@ -172,13 +173,13 @@ Status Executor::launchAttention(const LaunchSpec &launch,
     value = key;
     p.v = p.k;
   }
-  if (query->layout == Layout::Ragged && !layout.qIndptr)
+  if (query->layout == TokenLayout::Ragged && !layout.qIndptr)
     return Status::error(ErrorCode::InvalidArgument,
                          "ragged queries need q_indptr");
-  if (key->layout != Layout::Dense && !layout.kvIndptr)
+  if (key->layout != TokenLayout::Dense && !layout.kvIndptr)
     return Status::error(ErrorCode::InvalidArgument,
                          "ragged or paged keys need kv_indptr");
-  if (key->layout == Layout::Paged &&
+  if (key->layout == TokenLayout::Paged &&
       (!layout.pageIndices || !layout.lastPageLen))
     return Status::error(ErrorCode::InvalidArgument,
                          "paged keys need page indices and last page lengths");
@@ -250,12 +251,12 @@ Status Executor::launchMerge(const LaunchSpec &launch,
     p.num_states = states;
     for (int s = 0; s < states; ++s) {
       p.outs[s] = reinterpret_cast<const char *>(binding.values[outs]) +
-                  size_t(s) * rows * in.dim * byteSize(in.dtype);
+                  size_t(s) * rows * in.dim * bytesOf(in.dtype);
       p.lses[s] = reinterpret_cast<const float *>(binding.values[lses]) +
                   size_t(s) * rows;
     }
   } else {
-    if (pairs > size_t(kMaxMergeStates))
+    if (pairs > size_t(limits::kMaxMergeStates))
       return Status::error(ErrorCode::Unsupported,
                            "more than 32 states to merge");
     p.num_states = int(pairs);

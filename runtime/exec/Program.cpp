@@ -6,18 +6,6 @@
 
 namespace attnc {
 
-size_t byteSize(DType type) {
-  switch (type) {
-  case DType::BF16:
-  case DType::F16:
-    return 2;
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  }
-  return 0;
-}
-
 namespace {
 template <typename T>
 void writeList(std::ostream &os, const std::vector<T> &v) {
@@ -43,7 +31,7 @@ std::string Program::serialize() const {
   for (const ValueSpec &v : values) {
     os << "value " << int(v.kind) << " " << v.seqLen << " " << v.heads << " "
        << v.dim << " " << int(v.dtype) << " " << int(v.layout) << " "
-       << v.pageSize << " " << v.hnd << " ";
+       << v.pageSize << " " << int(v.pageOrder) << " ";
     writeList(os, v.shape);
     os << "\n";
   }
@@ -77,14 +65,15 @@ StatusOr<Program> Program::deserialize(const std::string &text) {
     return bad("header");
   for (size_t i = 0; i < numValues; ++i) {
     ValueSpec v;
-    int kind, dtype, layout;
+    int kind, dtype, layout, order;
     if (!(is >> word >> kind >> v.seqLen >> v.heads >> v.dim >> dtype >>
-          layout >> v.pageSize >> v.hnd) ||
+          layout >> v.pageSize >> order) ||
         word != "value" || !readList(is, v.shape))
       return bad("value " + std::to_string(i));
     v.kind = ValueSpec::Kind(kind);
     v.dtype = DType(dtype);
-    v.layout = Layout(layout);
+    v.layout = TokenLayout(layout);
+    v.pageOrder = PageOrder(order);
     program.values.push_back(v);
   }
   for (size_t i = 0; i < numLaunches; ++i) {

@@ -11,6 +11,7 @@
 #ifndef ATTNC_RUNTIME_EXEC_PROGRAM_H
 #define ATTNC_RUNTIME_EXEC_PROGRAM_H
 
+#include "attnc/device/abi.h"
 #include "support/Status.h"
 
 #include <cstdint>
@@ -19,20 +20,15 @@
 
 namespace attnc {
 
-enum class DType { BF16, F16, F32, I32 };
-enum class Layout { Dense, Ragged, Paged };
-
-size_t byteSize(DType type);
-
 /// One value of the compiled function.
 struct ValueSpec {
   enum class Kind { Query, KV, Output, Lse, Buffer } kind = Kind::Query;
   int64_t seqLen = -1; // per request; -1 when dynamic
   int64_t heads = 0, dim = 0;
   DType dtype = DType::BF16;
-  Layout layout = Layout::Dense;
+  TokenLayout layout = TokenLayout::Dense;
   int64_t pageSize = 0;
-  bool hnd = false;
+  PageOrder pageOrder = PageOrder::NHD;
   std::vector<int64_t> shape; // buffers (memrefs): -1 for dynamic sizes
 };
 

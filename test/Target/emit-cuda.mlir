@@ -1,12 +1,17 @@
 // RUN: attnc compile %s --emit=cuda | FileCheck %s
 
 // MLIR's C++ printer turns the device file into CUDA C++ for NVRTC: the
-// tile library's headers, the configuration struct and the entry point.
+// tile library's headers, the configuration struct (the compiler's decisions,
+// the shared-memory size and mask classification among them, in the ABI's
+// enums) and the entry point.
 // CHECK: #include "attnc/device/attention.h"
 // CHECK: struct attention_config {
 // CHECK: using Elem = attnc::bf16;
-// CHECK: static constexpr int kKVLayout = 2;
+// CHECK: static constexpr int kSmemBytes = [[SMEM:[0-9]+]];
+// CHECK: static constexpr attnc::TokenLayout kKVLayout = attnc::TokenLayout::Paged;
 // CHECK: static constexpr int kPageSize = 16;
+// CHECK: static constexpr attnc::PageOrder kPageOrder = attnc::PageOrder::NHD;
+// CHECK: static constexpr attnc::PartialTiles kPartialTiles = attnc::PartialTiles::Edges;
 // CHECK: extern "C" __global__ __launch_bounds__(128, 1) void attention(const attnc::AttnParams [[P:v[0-9]+]]) {
 // CHECK: extern __shared__ __align__(16) char attnc_smem[];
 // CHECK: attnc::AttentionCta<attention_config> [[CTA:v[0-9]+]];

@@ -70,12 +70,12 @@ TEST(Api, SpecErrorsAreValues) {
             ErrorCode::InvalidArgument);
 }
 
-TEST(Api, BadRegionTextIsAParseErrorWithALocation) {
+TEST(Api, BadRegionTextIsAnInvalidSpecWithALocation) {
   VariantSpec spec = gqaCausal();
   spec.scoreMod = "^bb0(%s: f32):\n  attn.yield %nope : f32";
   StatusOr<Variant> variant = Variant::fromSpec(spec);
   ASSERT_FALSE(variant.ok());
-  EXPECT_EQ(variant.status().code(), ErrorCode::ParseError);
+  EXPECT_EQ(variant.status().code(), ErrorCode::InvalidArgument);
   EXPECT_NE(variant.status().message().find("<attention>:"), std::string::npos);
 }
 

@@ -71,7 +71,7 @@ TEST(Program, TextFormRoundTrips) {
   q.kind = ValueSpec::Kind::Query;
   q.heads = 32;
   q.dim = 128;
-  q.layout = Layout::Ragged;
+  q.layout = TokenLayout::Ragged;
   ValueSpec buffer;
   buffer.kind = ValueSpec::Kind::Buffer;
   buffer.dtype = DType::I32;

@@ -75,19 +75,24 @@ int runCompile(const CompileArgs &args) {
     mlir::MLIRContext context;
     registerAttncDialects(context);
     auto start = std::chrono::steady_clock::now();
-    mlir::OwningOpRef<mlir::ModuleOp> module =
-        parseVariant(source, args.file, context);
-    if (!module)
+    DiagnosticCollector diagnostics(context);
+    auto fail = [&] {
+      std::cerr << diagnostics.text();
       return 1;
+    };
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        diagnostics.parse(source, args.file);
+    if (!module)
+      return fail();
     Stage stage = args.emit == "attn"  ? Stage::Attn
                   : args.emit == "gpu" ? Stage::Gpu
                                        : Stage::EmitC;
     if (mlir::failed(lowerVariant(*module, options, stage)))
-      return 1;
+      return fail();
     std::string text;
     if (args.emit == "cuda") {
       if (mlir::failed(printCuda(*module, text)))
-        return 1;
+        return fail();
     } else {
       llvm::raw_string_ostream os(text);
       module->print(os);

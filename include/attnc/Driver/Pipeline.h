@@ -39,20 +39,20 @@ struct CompileOptions {
 /// Stages of the pipeline, for --emit.
 enum class Stage { Attn, Gpu, EmitC };
 
-/// Registers every dialect attnc's inputs and pipeline use.
-void registerAttncDialects(mlir::MLIRContext &context);
+/// Registers every dialect attnc's inputs and pipeline use, and keeps IR
+/// dumps out of diagnostics unless `printOpOnDiagnostic` (a debug option).
+void registerAttncDialects(mlir::MLIRContext &context,
+                           bool printOpOnDiagnostic = false);
 
-/// Parses `source`; diagnostics go to the context's handler.
-mlir::OwningOpRef<mlir::ModuleOp> parseVariant(const std::string &source,
-                                               const std::string &fileName,
-                                               mlir::MLIRContext &context);
-
-/// Parses variants while collecting every diagnostic of its context as text
-/// ("file:line:col: error: ..."), those of passes run later included, for
-/// as long as it lives: how the JIT reports bad input as an error value.
+/// The one way attnc reads a variant: parses (and verifies) it while
+/// collecting every diagnostic of its context as text, in one format
+/// ("file:line:col: error: ..." with the source line), those of passes run
+/// later included, for as long as it lives. Input that would crash the
+/// upstream parser is refused before the parser sees it (docs/UPSTREAM.md).
 class DiagnosticCollector {
 public:
   explicit DiagnosticCollector(mlir::MLIRContext &context);
+  /// Null on failure, with the reasons in text().
   mlir::OwningOpRef<mlir::ModuleOp> parse(const std::string &source,
                                           const std::string &fileName);
   const std::string &text() { return stream_.str(); }
@@ -64,6 +64,10 @@ private:
   llvm::SourceMgr sourceMgr_;
   mlir::SourceMgrDiagnosticHandler handler_;
 };
+
+/// Whether `module` holds anything the pipeline compiles (an attn.attention
+/// or attn.merge_states); emits the error if not.
+mlir::LogicalResult requireSomethingToCompile(mlir::ModuleOp module);
 
 /// Runs the pipeline up to and including `stage`; on the way, describes the
 /// host launches into `program` (when given) once they exist.

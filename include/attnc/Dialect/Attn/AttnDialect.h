@@ -1,6 +1,6 @@
 //===- AttnDialect.h - the attn dialect -------------------------*- C++ -*-===//
 //
-// Entry point for users of the attn dialect: the dialect, its enums,
+// Entry point for users of the attn dialect: the dialect, its
 // attributes, types and operations.
 //
 //===----------------------------------------------------------------------===//
@@ -19,8 +19,15 @@
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "attnc/device/abi.h"
+
 #include "attnc/Dialect/Attn/AttnDialect.h.inc"
-#include "attnc/Dialect/Attn/AttnEnums.h.inc"
+
+namespace mlir::attn {
+// The dialect's types carry the layouts every layer shares (abi.h).
+using ::attnc::PageOrder;
+using ::attnc::TokenLayout;
+} // namespace mlir::attn
 
 #define GET_ATTRDEF_CLASSES
 #include "attnc/Dialect/Attn/AttnAttrs.h.inc"

@@ -16,6 +16,12 @@
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h.inc"
 #include "attnc/Dialect/AttnGPU/AttnGPUEnums.h.inc"
 
+namespace mlir::attn_gpu {
+using ::attnc::PartialTiles;
+/// Parses a PartialTiles keyword (`never`, `edges`, `always`).
+FailureOr<PartialTiles> parsePartialTiles(AsmParser &parser);
+} // namespace mlir::attn_gpu
+
 #define GET_ATTRDEF_CLASSES
 #include "attnc/Dialect/AttnGPU/AttnGPUAttrs.h.inc"
 

@@ -9,7 +9,6 @@ using namespace mlir;
 using namespace mlir::attn;
 
 #include "attnc/Dialect/Attn/AttnDialect.cpp.inc"
-#include "attnc/Dialect/Attn/AttnEnums.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "attnc/Dialect/Attn/AttnAttrs.cpp.inc"

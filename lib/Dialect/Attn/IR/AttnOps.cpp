@@ -123,7 +123,7 @@ LogicalResult verifySegments(AttentionOp op, Value segments, StringRef role,
   int64_t rank = layout == TokenLayout::Ragged ? 1 : 2;
   if (!type.getElementType().isInteger(32) || type.getRank() != rank)
     return op.emitOpError()
-           << role << " segment ids of a " << stringifyTokenLayout(layout)
+           << role << " segment ids of a " << attnc::keyword(layout)
            << " batch must be a rank-" << rank << " memref of i32, got "
            << type;
   return success();

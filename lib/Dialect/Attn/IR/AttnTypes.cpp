@@ -40,12 +40,10 @@ ParseResult parseLayout(AsmParser &parser, LayoutSpec &spec) {
   StringRef keyword;
   if (parser.parseKeyword(&keyword))
     return failure();
-  std::optional<TokenLayout> layout = symbolizeTokenLayout(keyword);
-  if (!layout)
+  if (!attnc::parseKeyword(keyword.data(), keyword.size(), spec.layout))
     return parser.emitError(loc, "expected a layout: 'dense', 'ragged' or "
                                  "'paged<page_size, nhd|hnd>', got '")
            << keyword << "'";
-  spec.layout = *layout;
   if (spec.layout != TokenLayout::Paged)
     return success();
   if (parser.parseLess() || parser.parseInteger(spec.pageSize) ||
@@ -55,11 +53,9 @@ ParseResult parseLayout(AsmParser &parser, LayoutSpec &spec) {
   StringRef order;
   if (parser.parseKeyword(&order))
     return failure();
-  std::optional<PageOrder> pageOrder = symbolizePageOrder(order);
-  if (!pageOrder)
+  if (!attnc::parseKeyword(order.data(), order.size(), spec.pageOrder))
     return parser.emitError(loc, "expected a page order 'nhd' or 'hnd', got '")
            << order << "'";
-  spec.pageOrder = *pageOrder;
   return parser.parseGreater();
 }
 
@@ -74,9 +70,9 @@ void printLayout(AsmPrinter &printer, TokenLayout layout, int64_t pageSize,
                  PageOrder pageOrder) {
   if (layout == TokenLayout::Dense)
     return;
-  printer << ", " << stringifyTokenLayout(layout);
+  printer << ", " << attnc::keyword(layout);
   if (layout == TokenLayout::Paged)
-    printer << "<" << pageSize << ", " << stringifyPageOrder(pageOrder) << ">";
+    printer << "<" << pageSize << ", " << attnc::keyword(pageOrder) << ">";
 }
 
 void printSeqLen(AsmPrinter &printer, int64_t seqLen) {

@@ -22,10 +22,9 @@
 
 namespace attnc {
 
-enum KVLayout : int { kDenseKV = 0, kRaggedKV = 1, kPagedKV = 2 };
-
-/// Everything the kernel needs to know at compile time, derived from the
-/// generated configuration `C`.
+/// What the kernel derives at compile time from the generated configuration
+/// `C`, which carries every decision the compiler made (tiles, stages, mask
+/// classification, shared-memory size).
 template <class C> struct Shape {
   static constexpr int kD = C::kHeadDimQK;
   static constexpr int kDV = C::kHeadDimV;
@@ -43,12 +42,17 @@ template <class C> struct Shape {
       2 * (kQElems + C::kStages * (kKElems + kVElems));
   static constexpr int kEpilogueBytes =
       4 * (kBlockM * kDV + 3 * C::kWarpsN * kBlockM);
-  static constexpr int kSmemBytes =
-      kLoopBytes > kEpilogueBytes ? kLoopBytes : kEpilogueBytes;
+  static_assert((kLoopBytes > kEpilogueBytes ? kLoopBytes : kEpilogueBytes) ==
+                    C::kSmemBytes,
+                "the tiles must fill the shared memory the planner sized");
   static constexpr bool kWindowLeft = C::kWindowLeft >= 0;
   static constexpr bool kWindowRight = C::kWindowRight >= 0;
+  static_assert(C::kLowerBound == kWindowLeft &&
+                    C::kUpperBound == (C::kCausal || kWindowRight),
+                "the analyzed bounds are the declarative masks'");
   static constexpr bool kMods = C::kSoftcap > 0.0f || C::kAlibi || C::kScoreMod;
-  static constexpr bool kAlwaysPartial = C::kMaskMod || C::kSegments;
+  static constexpr bool kAlwaysPartial =
+      C::kPartialTiles == PartialTiles::Always;
   static_assert(kWarpCols % 16 == 0, "each warp needs 16-key steps");
   static_assert(kD % 64 == 0 && kDV % 64 == 0, "head dims are multiples of 64");
 };
@@ -98,13 +102,16 @@ template <class C> struct AttentionCta {
   }
 
   ATTNC_DEVICE void planTiles() {
+    // Window extents may be as large as any position: compare in i64.
     int lo = 0, hi = kvLen;
-    if (C::kCausal)
-      hi = lastPos + 1 < hi ? lastPos + 1 : hi;
-    if (S::kWindowRight && lastPos + C::kWindowRight + 1 < hi)
-      hi = lastPos + C::kWindowRight + 1;
-    if (S::kWindowLeft && firstPos - C::kWindowLeft > lo)
-      lo = firstPos - C::kWindowLeft;
+    if (C::kUpperBound) {
+      if (C::kCausal)
+        hi = lastPos + 1 < hi ? lastPos + 1 : hi;
+      if (S::kWindowRight && lastPos + C::kWindowRight + 1 < hi)
+        hi = int(lastPos + C::kWindowRight + 1);
+    }
+    if (C::kLowerBound && firstPos - C::kWindowLeft > lo)
+      lo = int(firstPos - C::kWindowLeft);
     if (hi < 0)
       hi = 0;
     mainBegin = lo / S::kBlockN;
@@ -112,8 +119,8 @@ template <class C> struct AttentionCta {
     if (mainEnd < mainBegin)
       mainEnd = mainBegin;
     sinkTiles = 0;
-    if (S::kWindowLeft && C::kSinks > 0) {
-      int sinkKeys = C::kSinks < hi ? C::kSinks : hi;
+    if (C::kLowerBound && C::kSinks > 0) {
+      int sinkKeys = C::kSinks < hi ? int(C::kSinks) : hi;
       sinkTiles = (sinkKeys + S::kBlockN - 1) / S::kBlockN;
       if (sinkTiles >= mainBegin) { // the ranges touch: one range
         mainBegin = 0;
@@ -157,7 +164,8 @@ template <class C> struct AttentionCta {
     if (C::kSegments &&
         p->q_segments[qToken0 + query] != p->kv_segments[kvToken0 + key])
       return false;
-    if (C::kMaskMod && !C::maskMod(batch, headOf(row), query, key, *p))
+    if (C::kMaskMod &&
+        !C::maskMod(batch, headOf(row), query, key, qLen, kvLen, *p))
       return false;
     return true;
   }
@@ -175,7 +183,7 @@ template <class C> struct AttentionCta {
     lane = threadIdx.x % 32;
     wm = warp / C::kWarpsN;
     wn = warp % C::kWarpsN;
-    if (C::kQLayout == 1) {
+    if (C::kQLayout == TokenLayout::Ragged) {
       qToken0 = params.q_indptr[batch];
       qLen = params.q_indptr[batch + 1] - qToken0;
     } else {
@@ -189,13 +197,13 @@ template <class C> struct AttentionCta {
       rows = S::kBlockM;
     pageBegin = 0;
     kvToken0 = 0;
-    if (C::kKVLayout == kPagedKV) {
+    if (C::kKVLayout == TokenLayout::Paged) {
       pageBegin = params.kv_indptr[batch];
       int pages = params.kv_indptr[batch + 1] - pageBegin;
       kvLen = pages > 0
                   ? (pages - 1) * C::kPageSize + params.last_page_len[batch]
                   : 0;
-    } else if (C::kKVLayout == kRaggedKV) {
+    } else if (C::kKVLayout == TokenLayout::Ragged) {
       kvToken0 = params.kv_indptr[batch];
       kvLen = params.kv_indptr[batch + 1] - kvToken0;
     } else {
@@ -239,12 +247,13 @@ template <class C> struct AttentionCta {
   ATTNC_DEVICE const Elem *kvRow(const void *base, i64 pageStride,
                                  int key) const {
     const Elem *ptr = static_cast<const Elem *>(base);
-    if (C::kKVLayout == kPagedKV) {
+    if (C::kKVLayout == TokenLayout::Paged) {
       constexpr int pageSize = C::kPageSize > 0 ? C::kPageSize : 1;
       int page = p->page_indices[pageBegin + key / pageSize];
       int slot = key % pageSize;
-      i64 offset = C::kPageHND ? (i64(kvHead) * pageSize + slot) * Dim
-                               : (i64(slot) * C::kNumKVHeads + kvHead) * Dim;
+      i64 offset = C::kPageOrder == PageOrder::HND
+                       ? (i64(kvHead) * pageSize + slot) * Dim
+                       : (i64(slot) * C::kNumKVHeads + kvHead) * Dim;
       return ptr + i64(page) * pageStride + offset;
     }
     return ptr + (i64(kvToken0 + key) * C::kNumKVHeads + kvHead) * Dim;
@@ -341,7 +350,8 @@ template <class C> struct AttentionCta {
           if (C::kAlibi)
             x += slope[e / 2] * float(key - (query + kvLen - qLen));
           if (C::kScoreMod)
-            x = C::scoreMod(x, batch, headOf(rowBegin + row), query, key, *p);
+            x = C::scoreMod(x, batch, headOf(rowBegin + row), query, key, qLen,
+                            kvLen, *p);
           x *= kLog2E;
         } else {
           x *= C::kScale * kLog2E;

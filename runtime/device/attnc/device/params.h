@@ -8,19 +8,16 @@
 #ifndef ATTNC_DEVICE_PARAMS_H
 #define ATTNC_DEVICE_PARAMS_H
 
-#include "attnc/device/prelude.h"
+#include "attnc/device/abi.h"
 
 namespace attnc {
 
 /// A buffer captured by a score_mod or mask_mod region: a strided view.
 struct CaptureParams {
   const void *data;
-  i64 sizes[4];
-  i64 strides[4];
+  i64 sizes[limits::kMaxCaptureRank];
+  i64 strides[limits::kMaxCaptureRank];
 };
-
-constexpr int kMaxCaptures = 8;
-constexpr int kMaxMergeStates = 32;
 
 /// Arguments of one attention launch. Tensors are contiguous:
 /// q/out [tokens, heads, dim]; dense and ragged k/v [tokens, kv_heads, dim];
@@ -53,13 +50,13 @@ struct AttnParams {
   float *partial_out;
   float *partial_lse;
   i64 partial_split_stride; // tokens * heads
-  CaptureParams captures[kMaxCaptures];
+  CaptureParams captures[limits::kMaxCaptures];
 };
 
 /// Arguments of a merge of attention states over the same queries.
 struct MergeParams {
-  const void *outs[kMaxMergeStates];
-  const float *lses[kMaxMergeStates];
+  const void *outs[limits::kMaxMergeStates];
+  const float *lses[limits::kMaxMergeStates];
   void *out;
   float *lse; // may be null
   i32 num_states;
