@@ -3,6 +3,7 @@
 #include "sim/Simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <queue>
 #include <unordered_map>
@@ -21,6 +22,43 @@ namespace {
 double passSeconds(const StepStats &step) {
   return 0.004 + 2.5e-5 * static_cast<double>(step.prefillTokens) +
          5e-5 * static_cast<double>(step.decodeTokens);
+}
+
+Status invalid(const std::string &message) {
+  return Status::error(ErrorCode::InvalidArgument, message);
+}
+
+Status validate(const Workload &workload, const SimOptions &options) {
+  if (options.pageSize < 1 || options.pageSize > kMaxPageSize)
+    return invalid("page size must be in [1, " + std::to_string(kMaxPageSize) +
+                   "], got " + std::to_string(options.pageSize));
+  if (options.cacheTokens < options.pageSize ||
+      options.cacheTokens > kMaxCacheTokens)
+    return invalid("cache size must be in [page size " +
+                   std::to_string(options.pageSize) + ", " +
+                   std::to_string(kMaxCacheTokens) + "] tokens, got " +
+                   std::to_string(options.cacheTokens));
+  if (options.scheduler.prefillBudget < 1 || options.scheduler.maxRunning < 1)
+    return invalid("the scheduler needs a positive prefill budget and "
+                   "running limit");
+  std::unordered_set<RequestId> ids;
+  for (const Request &request : workload.requests) {
+    std::string name = "request " + std::to_string(request.id);
+    // A NaN time never compares <= now: the simulation would wait forever.
+    if (!std::isfinite(request.arrival) || request.arrival < 0)
+      return invalid(name + ": arrival must be finite and non-negative");
+    if (!std::isfinite(request.thinkTime) || request.thinkTime < 0)
+      return invalid(name + ": think time must be finite and non-negative");
+    if (request.prompt.empty())
+      return invalid(name + ": the prompt is empty");
+    if (request.outputLen < 1 || request.outputLen > kMaxTraceOutputLen)
+      return invalid(name + ": output length must be in [1, " +
+                     std::to_string(kMaxTraceOutputLen) + "], got " +
+                     std::to_string(request.outputLen));
+    if (!ids.insert(request.id).second)
+      return invalid(name + " appears twice");
+  }
+  return Status();
 }
 
 } // namespace
@@ -57,6 +95,8 @@ double optimalHitRate(const Workload &workload, int64_t pageSize) {
 
 StatusOr<SimResult> simulate(const Workload &workload,
                              const SimOptions &options) {
+  if (Status status = validate(workload, options); !status.ok())
+    return status;
   PoolConfig poolConfig;
   poolConfig.pageSize = options.pageSize;
   poolConfig.numPages = options.cacheTokens / options.pageSize;

@@ -26,9 +26,16 @@ enum class ArrivalMode {
 
 const char *toString(ArrivalMode mode);
 
+/// The accounting pool still keeps a few bytes of bookkeeping per page:
+/// 2^26 tokens stay under a gigabyte at one token a page.
+constexpr int64_t kMaxCacheTokens = int64_t(1) << 26;
+constexpr int64_t kMaxPageSize = 256;
+
 struct SimOptions {
   SchedulerConfig scheduler;
+  /// In [pageSize, kMaxCacheTokens]; rounded down to whole pages.
   int64_t cacheTokens = 0;
+  /// In [1, kMaxPageSize].
   int64_t pageSize = 16;
   ArrivalMode arrival = ArrivalMode::Offline;
 };
@@ -51,6 +58,8 @@ struct SimResult {
   double seconds = 0;
 };
 
+/// Checks the options and the workload (finite, non-negative times, ids
+/// that name one request each) before simulating: InvalidArgument if not.
 StatusOr<SimResult> simulate(const Workload &workload,
                              const SimOptions &options);
 

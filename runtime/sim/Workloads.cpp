@@ -2,7 +2,9 @@
 
 #include "sim/Workloads.h"
 
+#include <cmath>
 #include <random>
+#include <sstream>
 
 namespace attnc {
 
@@ -133,6 +135,16 @@ const std::vector<std::string> &workloadNames() {
 
 StatusOr<Workload> makeWorkload(const std::string &name, uint64_t seed,
                                 double arrivalsPerSecond) {
+  // A NaN or infinite rate would make every arrival NaN or 0, and a tiny
+  // one infinite: the simulator would wait forever or never.
+  if (arrivalsPerSecond != 0 && !(arrivalsPerSecond >= kMinArrivalRate &&
+                                  arrivalsPerSecond <= kMaxArrivalRate)) {
+    std::ostringstream message;
+    message << "arrivals per second must be 0 (offline) or in ["
+            << kMinArrivalRate << ", " << kMaxArrivalRate << "], got "
+            << arrivalsPerSecond;
+    return Status::error(ErrorCode::InvalidArgument, message.str());
+  }
   Generator generator(seed, arrivalsPerSecond);
   if (name == "few-shot")
     fewShot(generator);

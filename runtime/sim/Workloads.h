@@ -12,10 +12,29 @@
 
 #include "sched/Request.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace attnc {
+
+/// What a trace line may hold (docs/SIMULATOR.md). The bounds keep every
+/// value the simulator derives exact and finite: tokens fit a Token, a
+/// request fits the largest cache (kMaxCacheTokens in Simulator.h) twice,
+/// ids compare exactly as doubles, and arrival times keep sub-microsecond
+/// resolution.
+constexpr double kMaxTraceArrival = 1e9;
+constexpr int64_t kMaxTraceTokenId = INT32_MAX;
+constexpr int64_t kMaxTracePromptTokens = int64_t(1) << 20;
+constexpr int64_t kMaxTraceOutputLen = int64_t(1) << 20;
+constexpr int64_t kMaxTraceId = (int64_t(1) << 53) - 1;
+/// Arrays and objects nested inside a request, the request included.
+constexpr int kMaxTraceNesting = 256;
+
+/// makeWorkload's online arrival rates, per second: slower than one every
+/// 1000 s keeps arrivals of the largest workload under kMaxTraceArrival.
+constexpr double kMinArrivalRate = 1e-3;
+constexpr double kMaxArrivalRate = 1e6;
 
 struct Workload {
   std::string name;
@@ -27,12 +46,14 @@ struct Workload {
 const std::vector<std::string> &workloadNames();
 
 /// `arrivalsPerSecond` spaces independent requests as a Poisson process
-/// (online mode); 0 queues them all at time 0 (offline mode).
+/// (online mode, in [kMinArrivalRate, kMaxArrivalRate]); 0 queues them all
+/// at time 0 (offline mode).
 StatusOr<Workload> makeWorkload(const std::string &name, uint64_t seed,
                                 double arrivalsPerSecond);
 
 /// One request per line: {"id": …, "arrival": seconds, "prompt": [token
-/// ids], "output_len": n}.
+/// ids], "output_len": n}, within the kMaxTrace* bounds above. Errors
+/// (ErrorCode::ParseError) name the line, the byte column and the field.
 StatusOr<Workload> readTrace(const std::string &path);
 StatusOr<Workload> parseTrace(const std::string &text, const std::string &name);
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 using namespace attnc;
 
 namespace {
@@ -95,4 +97,111 @@ TEST(Simulator, ReportsRequestsThatCannotFit) {
   StatusOr<SimResult> result = simulate(*workload, options);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), ErrorCode::OutOfMemory);
+}
+
+namespace {
+
+Workload twoRequests() {
+  Workload workload;
+  workload.name = "two";
+  for (RequestId id : {0, 1}) {
+    Request request;
+    request.id = id;
+    request.arrival = 0.5 * id;
+    request.prompt = {1, 2, 3, static_cast<Token>(10 + id)};
+    request.outputLen = 2;
+    workload.requests.push_back(request);
+  }
+  return workload;
+}
+
+SimOptions onlineOptions() {
+  SimOptions options;
+  options.cacheTokens = 256;
+  options.arrival = ArrivalMode::Online;
+  return options;
+}
+
+std::string simError(const Workload &workload, const SimOptions &options) {
+  StatusOr<SimResult> result = simulate(workload, options);
+  if (result.ok())
+    return "simulated";
+  EXPECT_EQ(result.status().code(), ErrorCode::InvalidArgument);
+  return result.status().message();
+}
+
+} // namespace
+
+// A NaN arrival never compared <= now: the online loop waited forever.
+TEST(Simulator, RejectsNonFiniteTimesInsteadOfHanging) {
+  ASSERT_TRUE(simulate(twoRequests(), onlineOptions()).ok());
+  for (double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL, -1.0}) {
+    Workload workload = twoRequests();
+    workload.requests[1].arrival = bad;
+    EXPECT_EQ(simError(workload, onlineOptions()),
+              "request 1: arrival must be finite and non-negative")
+        << bad;
+    workload = twoRequests();
+    workload.requests[1].after = 0;
+    workload.requests[1].thinkTime = bad;
+    EXPECT_EQ(simError(workload, onlineOptions()),
+              "request 1: think time must be finite and non-negative")
+        << bad;
+  }
+}
+
+TEST(Simulator, RejectsBadRequests) {
+  Workload workload = twoRequests();
+  workload.requests[0].prompt.clear();
+  EXPECT_EQ(simError(workload, onlineOptions()),
+            "request 0: the prompt is empty");
+  for (int64_t bad : {int64_t(0), int64_t(-3), kMaxTraceOutputLen + 1}) {
+    workload = twoRequests();
+    workload.requests[0].outputLen = bad;
+    EXPECT_EQ(simError(workload, onlineOptions()),
+              "request 0: output length must be in [1, 1048576], got " +
+                  std::to_string(bad));
+  }
+  workload = twoRequests();
+  workload.requests[1].id = 0;
+  EXPECT_EQ(simError(workload, onlineOptions()), "request 0 appears twice");
+}
+
+// A zero page size divided by zero; a cache under one page or past what the
+// accounting pool should allocate is an error, not a crash.
+TEST(Simulator, RejectsBadOptions) {
+  for (int64_t pageSize : {int64_t(0), int64_t(-1), kMaxPageSize + 1}) {
+    SimOptions options = onlineOptions();
+    options.pageSize = pageSize;
+    EXPECT_EQ(simError(twoRequests(), options),
+              "page size must be in [1, 256], got " + std::to_string(pageSize));
+  }
+  for (int64_t cache :
+       {int64_t(-5), int64_t(0), int64_t(15), kMaxCacheTokens + 1, INT64_MAX}) {
+    SimOptions options = onlineOptions();
+    options.cacheTokens = cache;
+    EXPECT_EQ(simError(twoRequests(), options),
+              "cache size must be in [page size 16, 67108864] tokens, got " +
+                  std::to_string(cache));
+  }
+  SimOptions options = onlineOptions();
+  options.scheduler.prefillBudget = 0;
+  EXPECT_EQ(simError(twoRequests(), options),
+            "the scheduler needs a positive prefill budget and running limit");
+}
+
+TEST(Simulator, RejectsBadArrivalRates) {
+  for (double rate : {std::nan(""), HUGE_VAL, -1.0, 1e-300, 1e-4, 2e6}) {
+    StatusOr<Workload> workload = makeWorkload("few-shot", 1, rate);
+    ASSERT_FALSE(workload.ok()) << rate;
+    EXPECT_EQ(workload.status().code(), ErrorCode::InvalidArgument);
+    EXPECT_EQ(workload.status().message().rfind(
+                  "arrivals per second must be 0 (offline) or in [0.001, "
+                  "1e+06], got ",
+                  0),
+              0u)
+        << workload.status().message();
+  }
+  for (double rate : {0.0, kMinArrivalRate, kMaxArrivalRate})
+    EXPECT_TRUE(makeWorkload("branching", 1, rate).ok()) << rate;
 }

@@ -4,25 +4,126 @@
 
 #include "sim/Simulator.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <memory>
+#include <sstream>
 
 namespace attnc {
 
 namespace {
 
+/// Numeric flags are kept as text and converted by parseFlags: CLI11's
+/// conversions accept "nan" and "inf", wrap "-1" into an unsigned seed and
+/// exit with their own codes, and a value out of range must never fall back
+/// to a default.
 struct SimArgs {
   std::string workload;
   std::string trace;
   std::vector<std::string> policies;
+  std::string cacheTokensText;
+  std::string pageSizeText = "16";
+  std::string seedText = "1";
+  std::string arrival = "offline";
+  std::string rateText = "10";
+  bool json = false;
+  bool all = false;
+  CLI::Option *cacheTokensOption = nullptr;
+
+  /// Set by parseFlags; 0 cache tokens picks the sizes from the workload.
   int64_t cacheTokens = 0;
   int64_t pageSize = 16;
   uint64_t seed = 1;
-  std::string arrival = "offline";
   double rate = 10;
-  bool json = false;
-  bool all = false;
 };
+
+/// All of `text` as a decimal integer in [lo, hi]: strtoll alone would
+/// skip spaces, take a '+' and stop at "1e3" or "16x".
+bool parseInteger(const std::string &text, int64_t lo, int64_t hi,
+                  int64_t &out) {
+  size_t digits = !text.empty() && text[0] == '-' ? 1 : 0;
+  if (digits == text.size() ||
+      text.find_first_not_of("0123456789", digits) != std::string::npos)
+    return false;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), nullptr, 10);
+  if (errno == ERANGE || value < lo || value > hi)
+    return false;
+  out = value;
+  return true;
+}
+
+bool parseUnsigned(const std::string &text, uint64_t &out) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  errno = 0;
+  unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE)
+    return false;
+  out = value;
+  return true;
+}
+
+/// All of `text` as a finite number in [lo, hi]; NaN fails every
+/// comparison, so it is refused by name.
+bool parseReal(const std::string &text, double lo, double hi, double &out) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])))
+    return false;
+  char *end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(value) ||
+      value < lo || value > hi)
+    return false;
+  out = value;
+  return true;
+}
+
+std::string format(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+/// Converts and checks every numeric flag; prints why and returns false on
+/// the first bad one.
+bool parseFlags(SimArgs &args) {
+  auto bad = [](const char *flag, const std::string &expected,
+                const std::string &got) {
+    std::fprintf(stderr, "attnc sim: %s must be %s, got '%s'\n", flag,
+                 expected.c_str(), got.c_str());
+    return false;
+  };
+  std::string pageRange =
+      "an integer in [1, " + std::to_string(kMaxPageSize) + "]";
+  if (!parseInteger(args.pageSizeText, 1, kMaxPageSize, args.pageSize))
+    return bad("--page-size", pageRange, args.pageSizeText);
+  if (args.cacheTokensOption->count()) {
+    std::string range = "an integer in [" + std::to_string(args.pageSize) +
+                        ", " + std::to_string(kMaxCacheTokens) +
+                        "] (at least one page of --page-size " +
+                        std::to_string(args.pageSize) + ")";
+    if (!parseInteger(args.cacheTokensText, args.pageSize, kMaxCacheTokens,
+                      args.cacheTokens))
+      return bad("--cache-tokens", range, args.cacheTokensText);
+  }
+  if (!parseUnsigned(args.seedText, args.seed))
+    return bad("--seed",
+               "an integer in [0, " +
+                   std::to_string(std::numeric_limits<uint64_t>::max()) + "]",
+               args.seedText);
+  if (!parseReal(args.rateText, kMinArrivalRate, kMaxArrivalRate, args.rate))
+    return bad("--rate",
+               "a number of arrivals per second in [" +
+                   format(kMinArrivalRate) + ", " + format(kMaxArrivalRate) +
+                   "]",
+               args.rateText);
+  return true;
+}
 
 const std::vector<Policy> kPolicies = {Policy::FCFS, Policy::LongestPrefixMatch,
                                        Policy::DFSWeight};
@@ -57,13 +158,23 @@ void printTable(const std::vector<SimResult> &results) {
                 static_cast<long long>(r.evictedTokens), r.seconds);
 }
 
-int run(const SimArgs &args) {
+int run(SimArgs &args) {
+  if (!parseFlags(args))
+    return 2;
   std::vector<std::string> workloads;
   if (args.all)
     workloads = workloadNames();
-  else if (!args.workload.empty())
+  else if (!args.workload.empty()) {
+    const std::vector<std::string> &names = workloadNames();
+    if (std::find(names.begin(), names.end(), args.workload) == names.end()) {
+      std::fprintf(stderr,
+                   "attnc sim: --workload is few-shot, multi-turn, branching "
+                   "or agents, got '%s'\n",
+                   args.workload.c_str());
+      return 2;
+    }
     workloads = {args.workload};
-  else if (args.trace.empty()) {
+  } else if (args.trace.empty()) {
     std::fprintf(stderr, "attnc sim: give --workload NAME, --trace FILE or "
                          "--all\n");
     return 2;
@@ -163,16 +274,26 @@ void addSimCommand(CLI::App &app, int &exitCode) {
           ->excludes(workload);
   sim->add_option("--policy", args->policies,
                   "fcfs, lpm or dfs-weight (repeatable; default: all)");
-  sim->add_option("--cache-tokens", args->cacheTokens,
-                  "KV cache size in tokens (default: twice the longest "
-                  "request)");
-  sim->add_option("--page-size", args->pageSize, "tokens per KV page")
-      ->check(CLI::Range(1, 256));
-  sim->add_option("--seed", args->seed, "seed of the synthetic workloads");
+  args->cacheTokensOption =
+      sim->add_option("--cache-tokens", args->cacheTokensText,
+                      "KV cache size in tokens, from --page-size to " +
+                          std::to_string(kMaxCacheTokens) +
+                          " (default: twice the longest request)")
+          ->type_name("INT");
+  sim->add_option("--page-size", args->pageSizeText,
+                  "tokens per KV page, 1 to " + std::to_string(kMaxPageSize) +
+                      " (default: 16)")
+      ->type_name("INT");
+  sim->add_option("--seed", args->seedText,
+                  "seed of the synthetic workloads (default: 1)")
+      ->type_name("UINT");
   sim->add_option("--arrival", args->arrival,
                   "offline (all queued at the start) or online");
-  sim->add_option("--rate", args->rate,
-                  "online arrivals per second of independent requests");
+  sim->add_option("--rate", args->rateText,
+                  "online arrivals per second of independent requests, " +
+                      format(kMinArrivalRate) + " to " +
+                      format(kMaxArrivalRate) + " (default: 10)")
+      ->type_name("FLOAT");
   sim->add_flag("--json", args->json, "one JSON object per line");
   sim->add_flag("--all", args->all,
                 "every workload, policy, two cache sizes (ample, under "

@@ -1,0 +1,149 @@
+//===- SimCommandTest.cpp - attnc sim's flags and traces ------------------===//
+//
+// Runs the attnc binary: flag checking lives in the command, and its exit
+// codes are part of the interface (2 for a bad flag, 1 for a bad trace).
+//
+//===----------------------------------------------------------------------===//
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Outcome {
+  int exitCode = -1;
+  std::string output;
+};
+
+/// Runs `attnc sim ARGS` with stdout and stderr together. The arguments
+/// are fixed strings of these tests, so the shell needs no quoting beyond
+/// what they carry.
+Outcome runSim(const std::string &args) {
+  std::string command = "'" ATTNC_BINARY "' sim " + args + " 2>&1";
+  Outcome outcome;
+  FILE *pipe = popen(command.c_str(), "r");
+  if (!pipe)
+    return outcome;
+  std::array<char, 4096> buffer;
+  size_t read;
+  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    outcome.output.append(buffer.data(), read);
+  int status = pclose(pipe);
+  if (WIFEXITED(status))
+    outcome.exitCode = WEXITSTATUS(status);
+  return outcome;
+}
+
+std::string writeTrace(const std::string &name, const std::string &text) {
+  std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+} // namespace
+
+// Out-of-range values used to be replaced by defaults without a word
+// (--cache-tokens -5, --rate -1), or accepted (--rate nan, --seed -1).
+TEST(SimCommand, RejectsEveryBadNumericFlag) {
+  const std::string cache = "attnc sim: --cache-tokens must be an integer in "
+                            "[16, 67108864] (at least one page of "
+                            "--page-size 16), got '";
+  const std::string page =
+      "attnc sim: --page-size must be an integer in [1, 256], got '";
+  const std::string seed = "attnc sim: --seed must be an integer in [0, "
+                           "18446744073709551615], got '";
+  const std::string rate = "attnc sim: --rate must be a number of arrivals "
+                           "per second in [0.001, 1e+06], got '";
+  struct Case {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"--cache-tokens -5", cache + "-5'"},
+      {"--cache-tokens=-5", cache + "-5'"},
+      {"--cache-tokens 0", cache + "0'"},
+      {"--cache-tokens 15", cache + "15'"},
+      {"--cache-tokens 67108865", cache + "67108865'"},
+      {"--cache-tokens 99999999999999999999", cache + "99999999999999999999'"},
+      {"--cache-tokens 1e3", cache + "1e3'"},
+      {"--cache-tokens 4096.0", cache + "4096.0'"},
+      {"--cache-tokens abc", cache + "abc'"},
+      {"--cache-tokens ''", cache + "'"},
+      {"--page-size 0", page + "0'"},
+      {"--page-size 257", page + "257'"},
+      {"--page-size -16", page + "-16'"},
+      {"--page-size 16x", page + "16x'"},
+      {"--page-size 8 --cache-tokens 7",
+       "attnc sim: --cache-tokens must be an integer in [8, 67108864] (at "
+       "least one page of --page-size 8), got '7'"},
+      {"--seed -1", seed + "-1'"},
+      {"--seed +1", seed + "+1'"},
+      {"--seed 18446744073709551616", seed + "18446744073709551616'"},
+      {"--seed 1.5", seed + "1.5'"},
+      {"--rate -1", rate + "-1'"},
+      {"--rate=-1", rate + "-1'"},
+      {"--rate 0", rate + "0'"},
+      {"--rate nan", rate + "nan'"},
+      {"--rate inf", rate + "inf'"},
+      {"--rate -inf", rate + "-inf'"},
+      {"--rate 1e400", rate + "1e400'"},
+      {"--rate 1e-400", rate + "1e-400'"},
+      {"--rate 2e6", rate + "2e6'"},
+      {"--rate ' 5'", rate + " 5'"},
+      {"--rate 5x", rate + "5x'"},
+  };
+  for (const Case &c : cases) {
+    Outcome outcome = runSim("--workload few-shot " + c.args);
+    EXPECT_EQ(outcome.exitCode, 2) << c.args;
+    EXPECT_EQ(outcome.output, c.message + "\n") << c.args;
+  }
+  Outcome workload = runSim("--workload chat");
+  EXPECT_EQ(workload.exitCode, 2);
+  EXPECT_EQ(workload.output, "attnc sim: --workload is few-shot, multi-turn, "
+                             "branching or agents, got 'chat'\n");
+}
+
+TEST(SimCommand, AcceptsFlagsAtTheirBounds) {
+  Outcome outcome =
+      runSim("--workload branching --policy lpm --arrival online --json "
+             "--page-size 256 --cache-tokens 67108864 --rate 0.001 --seed "
+             "18446744073709551615");
+  EXPECT_EQ(outcome.exitCode, 0) << outcome.output;
+  EXPECT_NE(outcome.output.find("\"cache_tokens\": 67108864"),
+            std::string::npos)
+      << outcome.output;
+}
+
+// A trace that hung (nan), crashed (deep nesting) or cast out of range
+// (1e300) now fails with the line, column and field.
+TEST(SimCommand, BadTracesFailWithTheirPosition) {
+  struct Case {
+    std::string text;
+    std::string message;
+  } cases[] = {
+      {"{\"prompt\": [1], \"output_len\": 1}\n"
+       "{\"arrival\": nan, \"prompt\": [1, 2], \"output_len\": 2}\n",
+       "line 2, column 13: \"arrival\" must be a number of seconds in [0, "
+       "1e+09], got nan"},
+      {"{\"prompt\": [1], \"output_len\": 1, \"x\": " +
+           std::string(100000, '[') + std::string(100000, ']') + "}\n",
+       "line 1, column 294: values nest deeper than 256 levels"},
+      {"{\"prompt\": [1, 2, 3], \"output_len\": 1e300}\n",
+       "line 1, column 37: \"output_len\" must be an integer in [1, 1048576], "
+       "got 1e300"},
+  };
+  int index = 0;
+  for (const Case &c : cases) {
+    std::string path =
+        writeTrace("bad-" + std::to_string(index++) + ".jsonl", c.text);
+    for (const char *arrival : {"offline", "online"}) {
+      Outcome outcome = runSim("--trace '" + path + "' --arrival " + arrival);
+      EXPECT_EQ(outcome.exitCode, 1) << c.message;
+      EXPECT_EQ(outcome.output, "attnc sim: parse error: " + c.message + "\n");
+    }
+  }
+}
