@@ -189,6 +189,7 @@ def Attn_YieldOp : Attn_Op<"yield", [
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "attr-dict ($values^ `:` qualified(type($values)))?";
   let builders = [OpBuilder<(ins), [{ /* nothing */ }]>];
+  let hasVerifier = 1;
 }
 
 #endif // ATTNC_DIALECT_ATTN_OPS_TD

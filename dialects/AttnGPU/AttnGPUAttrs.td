@@ -31,6 +31,12 @@ def AttnGPU_TargetAttr : AttnGPU_Attr<"Target", "target"> {
   let parameters = (ins StringRefParameter<>:$arch, "int64_t":$sms,
                         "int64_t":$smem);
   let assemblyFormat = "`<` $arch `,` `sms` `=` $sms `,` `smem` `=` $smem `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The architectures attnc plans and compiles for.
+    static ::llvm::ArrayRef<::llvm::StringLiteral> getSupportedArchs();
+    static bool isSupportedArch(::llvm::StringRef arch);
+  }];
 }
 
 def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
@@ -52,6 +58,7 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
         `warps` `=` $warpsM `x` $warpsN `,` `stages` `=` $stages `,`
         `kv_splits` `=` $kvSplits `,` `q_in_regs` `=` $queryInRegisters `>`
   }];
+  let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t getThreads() const { return 32 * getWarpsM() * getWarpsN(); }
     /// Dynamic shared memory of a kernel with this plan, in bytes.
@@ -73,6 +80,7 @@ def AttnGPU_MaskAnalysisAttr : AttnGPU_Attr<"MaskAnalysis", "masks"> {
   let parameters = (ins "bool":$lowerBound, "bool":$upperBound,
                         "int64_t":$sinks,
                         AttnGPU_PartialTilesParameter:$partial);
+  let genVerifyDecl = 1;
   let assemblyFormat = [{
     `<` `lower` `=` $lowerBound `,` `upper` `=` $upperBound `,`
         `sinks` `=` $sinks `,` `partial` `=` $partial `>`
@@ -83,6 +91,7 @@ def AttnGPU_LaunchAttr : AttnGPU_Attr<"Launch", "launch"> {
   let summary = "launch geometry of one kernel";
   let parameters = (ins "int64_t":$threads, "int64_t":$smem,
                         "int64_t":$blockM, "int64_t":$kvSplits);
+  let genVerifyDecl = 1;
   let assemblyFormat = [{
     `<` `threads` `=` $threads `,` `smem` `=` $smem `,` `block_m` `=` $blockM
         `,` `kv_splits` `=` $kvSplits `>`

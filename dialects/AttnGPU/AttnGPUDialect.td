@@ -23,6 +23,16 @@ def AttnGPU_Dialect : Dialect {
   }];
   let dependentDialects = ["::mlir::attn::AttnDialect"];
   let useDefaultAttributePrinterParser = 1;
+  // The pipeline annotates attn ops and the module with `attn_gpu.*`
+  // attributes; only the known ones, of their attribute types, verify.
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The target on the module (set by attn-plan).
+    static constexpr ::llvm::StringLiteral kTargetAnnotation = "attn_gpu.target";
+    /// The plan and mask analysis on each attn.attention.
+    static constexpr ::llvm::StringLiteral kPlanAnnotation = "attn_gpu.plan";
+    static constexpr ::llvm::StringLiteral kMasksAnnotation = "attn_gpu.masks";
+  }];
 }
 
 class AttnGPU_Op<string mnemonic, list<Trait> traits = []>

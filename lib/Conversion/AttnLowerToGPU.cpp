@@ -76,7 +76,7 @@ struct AttnLowerToGPUPass
     : public attn::impl::AttnLowerToGPUBase<AttnLowerToGPUPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto target = module->getAttrOfType<gpu::TargetAttr>("attn_gpu.target");
+    auto target = module->getAttrOfType<gpu::TargetAttr>(attn_gpu::AttnGPUDialect::kTargetAnnotation);
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<AttentionOp, MergeStatesOp>(op))
@@ -99,8 +99,8 @@ struct AttnLowerToGPUPass
 
   LogicalResult lowerAttention(AttentionOp op, gpu::TargetAttr target,
                                SymbolTable &symbols) {
-    auto plan = op->getAttrOfType<gpu::PlanAttr>("attn_gpu.plan");
-    auto masks = op->getAttrOfType<gpu::MaskAnalysisAttr>("attn_gpu.masks");
+    auto plan = op->getAttrOfType<gpu::PlanAttr>(attn_gpu::AttnGPUDialect::kPlanAnnotation);
+    auto masks = op->getAttrOfType<gpu::MaskAnalysisAttr>(attn_gpu::AttnGPUDialect::kMasksAnnotation);
     if (!plan || !masks)
       return op.emitOpError("is not planned; run attn-plan and "
                             "attn-analyze-masks first");

@@ -17,7 +17,7 @@ struct AttnAnalyzeMasksPass
     : public attn::impl::AttnAnalyzeMasksBase<AttnAnalyzeMasksPass> {
   void runOnOperation() override {
     getOperation()->walk([&](AttentionOp op) {
-      auto plan = op->getAttrOfType<attn_gpu::PlanAttr>("attn_gpu.plan");
+      auto plan = op->getAttrOfType<attn_gpu::PlanAttr>(attn_gpu::AttnGPUDialect::kPlanAnnotation);
       if (!plan) {
         op.emitOpError("has no attn_gpu.plan; run attn-plan first");
         return signalPassFailure();
@@ -34,7 +34,7 @@ struct AttnAnalyzeMasksPass
         if (!ShapedType::isDynamic(kvLen) && kvLen % plan.getBlockN() == 0)
           partial = PartialTiles::Never;
       }
-      op->setAttr("attn_gpu.masks",
+      op->setAttr(attn_gpu::AttnGPUDialect::kMasksAnnotation,
                   attn_gpu::MaskAnalysisAttr::get(op.getContext(), lower, upper,
                                                   sinks, partial));
     });

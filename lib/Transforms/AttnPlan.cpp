@@ -47,8 +47,14 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     ModuleOp module = getOperation();
-    module->setAttr("attn_gpu.target",
-                    attn_gpu::TargetAttr::get(ctx, arch, sms, smem));
+    auto target = attn_gpu::TargetAttr::getChecked(
+        [&] { return module.emitError(); }, ctx, StringRef(arch), int64_t(sms),
+        int64_t(smem));
+    if (!target)
+      return signalPassFailure();
+    if (failed(verifyTuningOptions(module)))
+      return signalPassFailure();
+    module->setAttr(attn_gpu::AttnGPUDialect::kTargetAnnotation, target);
     WalkResult result = module.walk([&](AttentionOp op) {
       std::string feature = unsupportedFeature(op);
       if (!feature.empty()) {
@@ -58,11 +64,29 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       FailureOr<PlanAttr> plan = choosePlan(op);
       if (failed(plan))
         return WalkResult::interrupt();
-      op->setAttr("attn_gpu.plan", *plan);
+      op->setAttr(attn_gpu::AttnGPUDialect::kPlanAnnotation, *plan);
       return WalkResult::advance();
     });
     if (result.wasInterrupted())
       signalPassFailure();
+  }
+
+  /// The knobs reach the plan unchecked otherwise (PlanAttr::get does not
+  /// verify), so they are range-checked against what a plan may hold.
+  LogicalResult verifyTuningOptions(ModuleOp module) {
+    auto outside = [&](StringRef option, int64_t value, int64_t lo,
+                       int64_t hi) -> LogicalResult {
+      if (value >= lo && value <= hi)
+        return success();
+      return module.emitError("attn-plan option ")
+             << option << " must be in [" << lo << ", " << hi << "], got "
+             << value;
+    };
+    return success(
+        succeeded(outside("max-splits", maxSplits, 1,
+                          attnc::limits::kMaxKVSplits)) &&
+        succeeded(outside("prefill-warps", prefillWarps, 0, 8)) &&
+        succeeded(outside("decode-stages", decodeStages, 0, 8)));
   }
 
   FailureOr<PlanAttr> choosePlan(AttentionOp op) {
@@ -79,7 +103,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       // 0.45 ms, 2 stages 0.43 ms on D1; docs/PERFORMANCE.md).
       auto decode = [&](int64_t stages) {
         return PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4, stages,
-                             std::max<int64_t>(1, maxSplits), true);
+                             maxSplits, true);
       };
       int64_t stages = decodeStages > 0 ? decodeStages : 3;
       while (stages > 2 && !fits(decode(stages)))

@@ -18,7 +18,7 @@ struct AttnSplitKVPass : public attn::impl::AttnSplitKVBase<AttnSplitKVPass> {
   void runOnOperation() override {
     SmallVector<AttentionOp> candidates;
     getOperation()->walk([&](AttentionOp op) {
-      auto plan = op->getAttrOfType<attn_gpu::PlanAttr>("attn_gpu.plan");
+      auto plan = op->getAttrOfType<attn_gpu::PlanAttr>(attn_gpu::AttnGPUDialect::kPlanAnnotation);
       if (plan && plan.getKvSplits() > 1 && !op.getKvSplits())
         candidates.push_back(op);
     });
@@ -29,7 +29,7 @@ struct AttnSplitKVPass : public attn::impl::AttnSplitKVBase<AttnSplitKVPass> {
   void split(AttentionOp op) {
     IRRewriter rewriter(op);
     MLIRContext *ctx = op.getContext();
-    auto plan = op->getAttrOfType<attn_gpu::PlanAttr>("attn_gpu.plan");
+    auto plan = op->getAttrOfType<attn_gpu::PlanAttr>(attn_gpu::AttnGPUDialect::kPlanAnnotation);
     OutputType out = op.getOutput().getType();
     auto partialOut =
         OutputType::get(ctx, out.getSeqLen(), out.getNumHeads(),

@@ -27,8 +27,10 @@ void AttnDialect::initialize() {
 
 LogicalResult WindowAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t left, int64_t right) {
-  if (left < 0 || right < 0)
-    return emitError() << "window extents must be non-negative, got <" << left
+  if (left < 0 || right < 0 || left > attnc::limits::kMaxSeqLen ||
+      right > attnc::limits::kMaxSeqLen)
+    return emitError() << "window extents must be in [0, "
+                       << attnc::limits::kMaxSeqLen << "], got <" << left
                        << ", " << right << ">";
   return success();
 }

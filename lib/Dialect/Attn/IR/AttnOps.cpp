@@ -52,6 +52,48 @@ void AttentionOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 
 namespace {
 
+namespace limits = attnc::limits;
+
+/// Refuses attributes an attn op does not declare: a misspelled `casual`
+/// must not compile as a non-causal variant. The pipeline's own `attn_gpu.*`
+/// annotations are verified by the attn_gpu dialect.
+LogicalResult verifyKnownAttributes(Operation *op,
+                                    ArrayRef<StringRef> declared) {
+  for (NamedAttribute attr : op->getDiscardableAttrs()) {
+    StringRef name = attr.getName().getValue();
+    if (name.starts_with("attn_gpu."))
+      continue;
+    InFlightDiagnostic diag = op->emitOpError("has no attribute '")
+                              << name << "'";
+    StringRef closest;
+    unsigned best = 3; // suggest only near misses
+    for (StringRef candidate : declared) {
+      unsigned distance = name.edit_distance(candidate);
+      if (distance < best) {
+        best = distance;
+        closest = candidate;
+      }
+    }
+    if (!closest.empty())
+      diag << "; did you mean '" << closest << "'?";
+    else if (declared.empty())
+      diag << "; it takes none";
+    else
+      diag << "; it takes " << llvm::join(declared, ", ");
+    return diag;
+  }
+  return success();
+}
+
+/// The declared attributes of `Op`, without the internal segment sizes.
+template <typename Op> SmallVector<StringRef> declaredAttributes() {
+  SmallVector<StringRef> names;
+  for (StringRef name : Op::getAttributeNames())
+    if (name != "operandSegmentSizes" && name != "resultSegmentSizes")
+      names.push_back(name);
+  return names;
+}
+
 bool isFp8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
 
 /// Queries and keys meet in one matrix product: they share an element type,
@@ -136,6 +178,8 @@ bool isCapturableElementType(Type type) {
 } // namespace
 
 LogicalResult AttentionOp::verify() {
+  if (failed(verifyKnownAttributes(*this, declaredAttributes<AttentionOp>())))
+    return failure();
   QueryType query = getQuery().getType();
   OutputType output = getOutput().getType();
 
@@ -169,14 +213,17 @@ LogicalResult AttentionOp::verify() {
       return emitOpError("a causal window must have right extent 0, got ")
              << window->getRight();
   if (std::optional<int64_t> splits = getKvSplits()) {
-    if (*splits < 2)
-      return emitOpError("kv_splits must be at least 2, got ") << *splits;
+    if (*splits < 2 || *splits > limits::kMaxKVSplits)
+      return emitOpError("kv_splits must be in [2, ")
+             << limits::kMaxKVSplits << "], got " << *splits;
     if (!getLse() || !output.getElementType().isF32())
       return emitOpError("with kv_splits produces f32 partial states and "
                          "their log-sum-exps");
   }
-  if (std::optional<int64_t> sinks = getSinks(); sinks && *sinks < 0)
-    return emitOpError("sinks must be non-negative, got ") << *sinks;
+  if (std::optional<int64_t> sinks = getSinks();
+      sinks && (*sinks < 0 || *sinks > limits::kMaxSeqLen))
+    return emitOpError("sinks must be in [0, ")
+           << limits::kMaxSeqLen << "], got " << *sinks;
   if (std::optional<APFloat> scale = getScale()) {
     double value = scale->convertToDouble();
     if (!std::isfinite(value) || value <= 0)
@@ -200,14 +247,17 @@ LogicalResult AttentionOp::verify() {
         failed(verifySegments(*this, getKeySegments(), "key", keyLayout)))
       return failure();
   }
+  if (getCaptures().size() > size_t(limits::kMaxCaptures))
+    return emitOpError("captures at most ")
+           << limits::kMaxCaptures << " buffers, got " << getCaptures().size();
   for (Value capture : getCaptures()) {
     auto type = cast<MemRefType>(capture.getType());
-    if (type.getRank() < 1 || type.getRank() > 2 ||
+    if (type.getRank() < 1 || type.getRank() > limits::kMaxCaptureRank ||
         !isCapturableElementType(type.getElementType()) ||
         !type.getLayout().isIdentity())
-      return emitOpError("captured buffers must be memrefs of rank 1 or 2 "
-                         "with an identity layout and i32, i64 or f32 "
-                         "elements, got ")
+      return emitOpError("captured buffers must be memrefs of rank 1 to ")
+             << limits::kMaxCaptureRank
+             << " with an identity layout and i32, i64 or f32 elements, got "
              << type;
   }
   return success();
@@ -324,14 +374,19 @@ void MergeStatesOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 }
 
 LogicalResult MergeStatesOp::verify() {
+  if (failed(verifyKnownAttributes(*this, declaredAttributes<MergeStatesOp>())))
+    return failure();
   if (std::optional<int64_t> splits = getKvSplits()) {
-    if (*splits < 2)
-      return emitOpError("kv_splits must be at least 2, got ") << *splits;
+    if (*splits < 2 || *splits > limits::kMaxKVSplits)
+      return emitOpError("kv_splits must be in [2, ")
+             << limits::kMaxKVSplits << "], got " << *splits;
     if (getOutputs().size() != 1)
       return emitOpError("merges the splits of one state, got ")
              << getOutputs().size() << " states";
-  } else if (getOutputs().size() < 2) {
-    return emitOpError("needs at least two states to merge, got ")
+  } else if (getOutputs().size() < 2 ||
+             getOutputs().size() > size_t(limits::kMaxMergeStates)) {
+    return emitOpError("merges 2 to ")
+           << limits::kMaxMergeStates << " states, got "
            << getOutputs().size();
   }
   Type stateType = getOutputs().front().getType();
@@ -364,9 +419,12 @@ LogicalResult MergeStatesOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult RepeatKVOp::verify() {
+  if (failed(verifyKnownAttributes(*this, declaredAttributes<RepeatKVOp>())))
+    return failure();
   int64_t group = getGroup();
-  if (group < 1)
-    return emitOpError("group must be at least 1, got ") << group;
+  if (group < 1 || group > limits::kMaxHeads)
+    return emitOpError("group must be in [1, ")
+           << limits::kMaxHeads << "], got " << group;
   KVType source = getSource().getType();
   KVType result = getResult().getType();
   if (result.getNumHeads() != source.getNumHeads() * group)
@@ -388,4 +446,12 @@ OpFoldResult RepeatKVOp::fold(FoldAdaptor) {
   if (getGroup() == 1)
     return getSource();
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// YieldOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult YieldOp::verify() {
+  return verifyKnownAttributes(*this, {});
 }

@@ -120,10 +120,21 @@ template <typename T> void printHeadTensor(AsmPrinter &printer, T type) {
   printer << ">";
 }
 
+namespace limits = attnc::limits;
+
 LogicalResult verifySeqLen(EmitErrorFn emitError, int64_t seqLen) {
-  if (!ShapedType::isDynamic(seqLen) && seqLen <= 0)
-    return emitError() << "sequence length must be positive or '?', got "
-                       << seqLen;
+  if (!ShapedType::isDynamic(seqLen) &&
+      (seqLen <= 0 || seqLen > limits::kMaxSeqLen))
+    return emitError() << "sequence length must be in [1, "
+                       << limits::kMaxSeqLen << "] or '?', got " << seqLen;
+  return success();
+}
+
+LogicalResult verifyHeadCount(EmitErrorFn emitError, StringRef role,
+                              int64_t numHeads) {
+  if (numHeads <= 0 || numHeads > limits::kMaxHeads)
+    return emitError() << role << " head count must be in [1, "
+                       << limits::kMaxHeads << "], got " << numHeads;
   return success();
 }
 
@@ -134,8 +145,10 @@ LogicalResult verifyLayout(EmitErrorFn emitError, StringRef role,
     return emitError() << role
                        << " cannot be paged: only keys and values live in a "
                           "paged cache";
-  if (layout == TokenLayout::Paged && (pageSize < 1 || pageSize > 256))
-    return emitError() << "page size must be between 1 and 256, got "
+  if (layout == TokenLayout::Paged &&
+      (pageSize < limits::kMinPageSize || pageSize > limits::kMaxPageSize))
+    return emitError() << "page size must be between " << limits::kMinPageSize
+                       << " and " << limits::kMaxPageSize << ", got "
                        << pageSize;
   if (layout != TokenLayout::Paged && pageSize != 0)
     return emitError() << "a page size is only meaningful for a paged layout";
@@ -146,9 +159,9 @@ LogicalResult verifyHeadDim(EmitErrorFn emitError, StringRef role,
                             int64_t headDim) {
   // Multiples of 8 keep every head row 16-byte aligned in bf16/f16, which
   // the vectorized loads of the generated kernels rely on.
-  if (headDim <= 0 || headDim % 8 != 0)
-    return emitError() << role << " head dim must be a positive multiple of 8, "
-                       << "got " << headDim;
+  if (headDim <= 0 || headDim % 8 != 0 || headDim > limits::kMaxHeadDim)
+    return emitError() << role << " head dim must be a multiple of 8 in [8, "
+                       << limits::kMaxHeadDim << "], got " << headDim;
   return success();
 }
 
@@ -158,10 +171,8 @@ LogicalResult verifyHeadTensor(EmitErrorFn emitError, StringRef role,
                                int64_t pageSize, bool allowPaged) {
   if (failed(verifySeqLen(emitError, seqLen)))
     return failure();
-  if (numHeads <= 0)
-    return emitError() << role << " head count must be positive, got "
-                       << numHeads;
-  if (failed(verifyHeadDim(emitError, role, headDim)))
+  if (failed(verifyHeadCount(emitError, role, numHeads)) ||
+      failed(verifyHeadDim(emitError, role, headDim)))
     return failure();
   return verifyLayout(emitError, role, layout, pageSize, allowPaged);
 }
@@ -292,9 +303,8 @@ LogicalResult LseType::verify(EmitErrorFn emitError, int64_t seqLen,
                               int64_t numHeads, TokenLayout layout) {
   if (failed(verifySeqLen(emitError, seqLen)))
     return failure();
-  if (numHeads <= 0)
-    return emitError() << "log-sum-exp head count must be positive, got "
-                       << numHeads;
+  if (failed(verifyHeadCount(emitError, "log-sum-exp", numHeads)))
+    return failure();
   return verifyLayout(emitError, "log-sum-exp", layout, 0,
                       /*allowPaged=*/false);
 }

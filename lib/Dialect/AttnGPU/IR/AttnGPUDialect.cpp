@@ -26,6 +26,82 @@ FailureOr<PartialTiles> mlir::attn_gpu::parsePartialTiles(AsmParser &parser) {
 #define GET_ATTRDEF_CLASSES
 #include "attnc/Dialect/AttnGPU/AttnGPUAttrs.cpp.inc"
 
+namespace limits = attnc::limits;
+
+/// Every architecture the device library's schedules are written and tested
+/// for; sm_90a is Hopper's arch-specific target (wgmma, setmaxnreg).
+static constexpr llvm::StringLiteral kSupportedArchs[] = {
+    "sm_80", "sm_86", "sm_87", "sm_89", "sm_90a"};
+
+ArrayRef<llvm::StringLiteral> TargetAttr::getSupportedArchs() {
+  return kSupportedArchs;
+}
+
+bool TargetAttr::isSupportedArch(StringRef arch) {
+  return llvm::is_contained(kSupportedArchs, arch);
+}
+
+LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef arch, int64_t sms, int64_t smem) {
+  if (!isSupportedArch(arch)) {
+    InFlightDiagnostic diag = emitError()
+                              << "unsupported GPU architecture '" << arch
+                              << "'; attnc compiles for ";
+    llvm::interleaveComma(kSupportedArchs, diag);
+    return diag;
+  }
+  // Real GPUs have at most a few hundred SMs and 228 KiB per CTA; the
+  // bounds only keep the planner's arithmetic far from overflow.
+  if (sms < 1 || sms > 4096)
+    return emitError() << "sms must be in [1, 4096], got " << sms;
+  if (smem < 1 || smem > (int64_t(1) << 24))
+    return emitError() << "smem must be in [1, 16777216] bytes, got " << smem;
+  return success();
+}
+
+LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               Schedule, int64_t blockM, int64_t blockN,
+                               int64_t warpsM, int64_t warpsN, int64_t stages,
+                               int64_t kvSplits, bool) {
+  if (warpsM < 1 || warpsN < 1 || 32 * warpsM * warpsN > limits::kMaxThreadsPerCta)
+    return emitError() << "warps must be at least 1 x 1 and at most "
+                       << limits::kMaxThreadsPerCta / 32 << " in all, got "
+                       << warpsM << " x " << warpsN;
+  if (blockM < 1 || blockM > 1024 || blockN < 1 || blockN > 1024)
+    return emitError() << "block must be in [1, 1024] x [1, 1024], got "
+                       << blockM << " x " << blockN;
+  if (stages < 1 || stages > 16)
+    return emitError() << "stages must be in [1, 16], got " << stages;
+  if (kvSplits < 1 || kvSplits > limits::kMaxKVSplits)
+    return emitError() << "kv_splits must be in [1, " << limits::kMaxKVSplits
+                       << "], got " << kvSplits;
+  return success();
+}
+
+LogicalResult
+MaskAnalysisAttr::verify(function_ref<InFlightDiagnostic()> emitError, bool,
+                         bool, int64_t sinks, PartialTiles) {
+  if (sinks < 0 || sinks > limits::kMaxSeqLen)
+    return emitError() << "sinks must be in [0, " << limits::kMaxSeqLen
+                       << "], got " << sinks;
+  return success();
+}
+
+LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t threads, int64_t smem, int64_t blockM,
+                                 int64_t kvSplits) {
+  if (threads < 1 || threads > limits::kMaxThreadsPerCta)
+    return emitError() << "threads must be in [1, "
+                       << limits::kMaxThreadsPerCta << "], got " << threads;
+  if (smem < 0 || smem > (int64_t(1) << 24))
+    return emitError() << "smem must be in [0, 16777216] bytes, got " << smem;
+  if (blockM < 1 || kvSplits < 1 || kvSplits > limits::kMaxKVSplits)
+    return emitError() << "block_m must be positive and kv_splits in [1, "
+                       << limits::kMaxKVSplits << "], got " << blockM << " and "
+                       << kvSplits;
+  return success();
+}
+
 int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const {
   // The emitter passes this size to the device as C::kSmemBytes, where
   // Shape<C> static_asserts that its tiles fill exactly this much: the
@@ -35,6 +111,30 @@ int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const {
       2 * (getBlockM() * qkDim + getStages() * getBlockN() * (qkDim + vDim));
   int64_t epilogue = 4 * (getBlockM() * vDim + 3 * getWarpsN() * getBlockM());
   return std::max(loop, epilogue);
+}
+
+LogicalResult AttnGPUDialect::verifyOperationAttribute(Operation *op,
+                                                      NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  auto expect = [&](bool rightType, StringRef what) -> LogicalResult {
+    if (rightType)
+      return success();
+    return op->emitError() << "'" << name << "' must be " << what << ", got "
+                           << attr.getValue();
+  };
+  if (name == kTargetAnnotation)
+    return expect(isa<TargetAttr>(attr.getValue()) && isa<ModuleOp>(op),
+                  "an #attn_gpu.target on the module");
+  if (name == kPlanAnnotation)
+    return expect(isa<PlanAttr>(attr.getValue()) && isa<attn::AttentionOp>(op),
+                  "an #attn_gpu.plan on an attn.attention");
+  if (name == kMasksAnnotation)
+    return expect(isa<MaskAnalysisAttr>(attr.getValue()) &&
+                      isa<attn::AttentionOp>(op),
+                  "an #attn_gpu.masks on an attn.attention");
+  return op->emitError() << "unknown annotation '" << name << "': attn_gpu "
+                         << "annotates with " << kTargetAnnotation << ", "
+                         << kPlanAnnotation << " and " << kMasksAnnotation;
 }
 
 void AttnGPUDialect::initialize() {

@@ -74,9 +74,11 @@ constexpr i32 kMaxMergeStates = 32;
 /// they fit the grid's y dimension.
 constexpr i64 kMaxKVSplits = kMaxMergeStates;
 /// Buffers captured by score_mod / mask_mod regions (AttnParams' array),
-/// and the rank of each.
+/// and the rank of each (a table per key, or per query and key).
 constexpr i32 kMaxCaptures = 8;
-constexpr i32 kMaxCaptureRank = 4;
+constexpr i32 kMaxCaptureRank = 2;
+/// Threads of one CTA.
+constexpr i64 kMaxThreadsPerCta = 1024;
 } // namespace limits
 
 #if !ATTNC_IS_DEVICE

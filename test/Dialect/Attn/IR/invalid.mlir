@@ -3,7 +3,7 @@
 // -----
 
 // Head counts must be positive.
-// expected-error @+1 {{query head count must be positive, got 0}}
+// expected-error @+1 {{query head count must be in [1, 1024], got 0}}
 func.func @f(%a: !attn.q<?x0x64xbf16>) {
   return
 }
@@ -11,7 +11,7 @@ func.func @f(%a: !attn.q<?x0x64xbf16>) {
 // -----
 
 // Head dims keep rows 16-byte aligned.
-// expected-error @+1 {{key/value head dim must be a positive multiple of 8, got 100}}
+// expected-error @+1 {{key/value head dim must be a multiple of 8 in [8, 1024], got 100}}
 func.func @f(%a: !attn.kv<?x8x100xbf16>) {
   return
 }
@@ -19,7 +19,7 @@ func.func @f(%a: !attn.kv<?x8x100xbf16>) {
 // -----
 
 // Sequence lengths are positive or dynamic.
-// expected-error @+1 {{sequence length must be positive or '?', got 0}}
+// expected-error @+1 {{sequence length must be in [1, 2147483647] or '?', got 0}}
 func.func @f(%a: !attn.out<0x8x64xbf16>) {
   return
 }
@@ -116,7 +116,7 @@ func.func @f(%a: !attn.lse<?x8x64>) {
 
 // Window extents are non-negative.
 func.func @f() {
-  // expected-error @+1 {{window extents must be non-negative, got <-1, 0>}}
+  // expected-error @+1 {{window extents must be in [0, 2147483647], got <-1, 0>}}
   "test.use"() {w = #attn.window<-1, 0>} : () -> ()
   return
 }
@@ -271,7 +271,7 @@ func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?
 
 // Sinks are non-negative.
 func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
-  // expected-error @+1 {{'attn.attention' op sinks must be non-negative, got -1}}
+  // expected-error @+1 {{'attn.attention' op sinks must be in [0, 2147483647], got -1}}
   %out = attn.attention(%q, %k, %v) {window = #attn.window<128, 0>, sinks = -1}
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
   return
@@ -319,7 +319,7 @@ func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?
 
 // Captured buffers hold i32, i64 or f32.
 func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>, %c: memref<8xf16>) {
-  // expected-error @+1 {{'attn.attention' op captured buffers must be memrefs of rank 1 or 2 with an identity layout and i32, i64 or f32 elements, got 'memref<8xf16>'}}
+  // expected-error @+1 {{'attn.attention' op captured buffers must be memrefs of rank 1 to 2 with an identity layout and i32, i64 or f32 elements, got 'memref<8xf16>'}}
   %out = attn.attention(%q, %k, %v) captures(%c : memref<8xf16>) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
   return
 }
@@ -422,7 +422,7 @@ func.func @f(%x: f32) {
 
 // A merge needs two states.
 func.func @f(%o: !attn.out<1x8x64xf32>, %l: !attn.lse<1x8>) {
-  // expected-error @+1 {{'attn.merge_states' op needs at least two states to merge, got 1}}
+  // expected-error @+1 {{'attn.merge_states' op merges 2 to 32 states, got 1}}
   %out, %lse = attn.merge_states (%o, %l) : !attn.out<1x8x64xf32>, !attn.lse<1x8> -> !attn.out<1x8x64xbf16>
   return
 }
@@ -467,7 +467,7 @@ func.func @f(%k: !attn.kv<?x8x64xbf16>) {
 
 // repeat_kv repeats at least once.
 func.func @f(%k: !attn.kv<?x8x64xbf16>) {
-  // expected-error @+1 {{'attn.repeat_kv' op group must be at least 1, got 0}}
+  // expected-error @+1 {{'attn.repeat_kv' op group must be in [1, 1024], got 0}}
   %r = attn.repeat_kv %k by 0 : !attn.kv<?x8x64xbf16> -> !attn.kv<?x8x64xbf16>
   return
 }
@@ -494,7 +494,7 @@ func.func @f(%o: !attn.out<1x8x64xf32>, %l: !attn.lse<1x8>) {
 
 // One split is no split.
 func.func @f(%o: !attn.out<1x8x64xf32>, %l: !attn.lse<1x8>) {
-  // expected-error @+1 {{'attn.merge_states' op kv_splits must be at least 2, got 1}}
+  // expected-error @+1 {{'attn.merge_states' op kv_splits must be in [2, 32], got 1}}
   %out, %lse = attn.merge_states (%o, %l) {kv_splits = 1 : i64} : !attn.out<1x8x64xf32>, !attn.lse<1x8> -> !attn.out<1x8x64xbf16>
   return
 }
@@ -513,8 +513,172 @@ func.func @f(%q: !attn.q<1x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?
 
 // One split of the keys is no split.
 func.func @f(%q: !attn.q<1x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
-  // expected-error @+1 {{'attn.attention' op kv_splits must be at least 2, got 1}}
+  // expected-error @+1 {{'attn.attention' op kv_splits must be in [2, 32], got 1}}
   %out, %lse = attn.attention(%q, %k, %v) {kv_splits = 1 : i64}
       : !attn.q<1x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<1x8x64xf32>, !attn.lse<1x8>
+  return
+}
+
+// -----
+
+// A misspelled mask is refused, not compiled as no mask.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op has no attribute 'casual'; did you mean 'causal'?}}
+  %out = attn.attention(%q, %k, %v) {casual}
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// An attribute far from every declared one lists them.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op has no attribute 'sliding'; it takes alibi, causal, kv_splits, scale, sinks, softcap, window}}
+  %out = attn.attention(%q, %k, %v) {causal, sliding = 4 : i64}
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Only the pipeline's own attn_gpu annotations are allowed.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{unknown annotation 'attn_gpu.palm': attn_gpu annotates with attn_gpu.target, attn_gpu.plan and attn_gpu.masks}}
+  %out = attn.attention(%q, %k, %v) {attn_gpu.palm = 1 : i64}
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// A pipeline annotation has its attribute type.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn_gpu.plan' must be an #attn_gpu.plan on an attn.attention, got 1 : i64}}
+  %out = attn.attention(%q, %k, %v) {attn_gpu.plan = 1 : i64}
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Window extents fit the device's 32-bit positions, never truncated.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{window extents must be in [0, 2147483647], got <4294967297, 0>}}
+  %out = attn.attention(%q, %k, %v) {window = #attn.window<4294967297, 0>}
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Sinks fit the device's 32-bit positions, never truncated.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op sinks must be in [0, 2147483647], got 4294967296}}
+  %out = attn.attention(%q, %k, %v) {window = #attn.window<128, 0>, sinks = 4294967296}
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Splits are bounded by what one merge kernel combines.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op kv_splits must be in [2, 32], got 33}}
+  %out = attn.attention(%q, %k, %v) {kv_splits = 33 : i64}
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Head counts fit the launch grid, never truncated.
+// expected-error @+1 {{query head count must be in [1, 1024], got 2147483648}}
+func.func @f(%a: !attn.q<?x2147483648x128xbf16>) {
+  return
+}
+
+// -----
+
+// Sequence lengths fit the device's 32-bit positions.
+// expected-error @+1 {{sequence length must be in [1, 2147483647] or '?', got 4294967296}}
+func.func @f(%a: !attn.kv<4294967296x8x64xbf16>) {
+  return
+}
+
+// -----
+
+// Head dims are bounded.
+// expected-error @+1 {{output head dim must be a multiple of 8 in [8, 1024], got 2048}}
+func.func @f(%a: !attn.out<?x8x2048xbf16>) {
+  return
+}
+
+// -----
+
+// Log-sum-exp head counts are bounded like the outputs'.
+// expected-error @+1 {{log-sum-exp head count must be in [1, 1024], got 0}}
+func.func @f(%a: !attn.lse<?x0>) {
+  return
+}
+
+// -----
+
+// A merge combines at most as many states as its kernel takes.
+func.func @f(%o: !attn.out<1x8x64xf32>, %l: !attn.lse<1x8>) {
+  // expected-error @+1 {{'attn.merge_states' op merges 2 to 32 states, got 33}}
+  %out, %lse = attn.merge_states (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l), (%o, %l)
+      : !attn.out<1x8x64xf32>, !attn.lse<1x8> -> !attn.out<1x8x64xbf16>
+  return
+}
+
+// -----
+
+// Merges take no undeclared attributes.
+func.func @f(%o: !attn.out<1x8x64xf32>, %l: !attn.lse<1x8>) {
+  // expected-error @+1 {{'attn.merge_states' op has no attribute 'kv_split'; did you mean 'kv_splits'?}}
+  %out, %lse = attn.merge_states (%o, %l) {kv_split = 2 : i64}
+      : !attn.out<1x8x64xf32>, !attn.lse<1x8> -> !attn.out<1x8x64xbf16>
+  return
+}
+
+// -----
+
+// A repeat takes no undeclared attributes.
+func.func @f(%k: !attn.kv<?x8x64xbf16>) {
+  // expected-error @+1 {{'attn.repeat_kv' op has no attribute 'fast'; it takes group}}
+  %r = attn.repeat_kv %k by 4 {fast} : !attn.kv<?x8x64xbf16> -> !attn.kv<?x32x64xbf16>
+  return
+}
+
+// -----
+
+// A repeat's group is bounded like head counts.
+func.func @f(%k: !attn.kv<?x1x64xbf16>) {
+  // expected-error @+1 {{'attn.repeat_kv' op group must be in [1, 1024], got 2048}}
+  %r = attn.repeat_kv %k by 2048 : !attn.kv<?x1x64xbf16> -> !attn.kv<?x1024x64xbf16>
+  return
+}
+
+// -----
+
+// A region's yield takes no attributes.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v)
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    // expected-error @+1 {{'attn.yield' op has no attribute 'fast'; it takes none}}
+    attn.yield {fast} %s : f32
+  }
+  return
+}
+
+// -----
+
+// A variant captures at most as many buffers as the launch passes.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>, %t: memref<8xf32>) {
+  // expected-error @+1 {{'attn.attention' op captures at most 8 buffers, got 9}}
+  %out = attn.attention(%q, %k, %v) captures(%t, %t, %t, %t, %t, %t, %t, %t, %t : memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>)
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
   return
 }

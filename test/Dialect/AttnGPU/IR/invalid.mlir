@@ -48,3 +48,92 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 // expected-error @below {{query and output must be attn descriptor types}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = i32 key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
+
+// -----
+
+// A plan without warps is refused before anything divides by its warp count.
+// expected-error @below {{warps must be at least 1 x 1 and at most 32 in all, got 8 x 0}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 128 x 64, warps = 8 x 0, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// Tiles are non-empty.
+// expected-error @below {{block must be in [1, 1024] x [1, 1024], got 64 x 0}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 0, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// Stage counts are positive.
+// expected-error @below {{stages must be in [1, 16], got 0}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 0, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// A plan splits the keys at least once and at most as often as a merge combines.
+// expected-error @below {{kv_splits must be in [1, 32], got 0}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 2, kv_splits = 0, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// Targets name a supported architecture.
+// expected-error @below {{unsupported GPU architecture 'banana'; attnc compiles for sm_80, sm_86, sm_87, sm_89, sm_90a}}
+attn_gpu.kernel @k target = #attn_gpu.target<"banana", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// A target has multiprocessors.
+// expected-error @below {{sms must be in [1, 4096], got 0}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 0, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// A target has shared memory.
+// expected-error @below {{smem must be in [1, 16777216] bytes, got -1}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = -1> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// The analysis never holds negative sinks.
+// expected-error @below {{sinks must be in [0, 2147483647], got -4}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = true, upper = false, sinks = -4, partial = edges> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// Partial tiles are one of the three classes.
+// expected-error @below {{expected 'never', 'edges' or 'always', got 'sometimes'}}
+// expected-error @below {{failed to parse AttnGPU_MaskAnalysisAttr parameter 'partial'}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = true, upper = false, sinks = 0, partial = sometimes> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// A launch runs at least one thread and no more than a CTA holds.
+func.func @f(%q: !attn.q<?x8x64xbf16>) {
+  // expected-error @below {{threads must be in [1, 1024], got 0}}
+  attn_gpu.launch @k(%q) {geometry = #attn_gpu.launch<threads = 0, smem = 0, block_m = 64, kv_splits = 1>} : (!attn.q<?x8x64xbf16>) -> ()
+  return
+}
+
+// -----
+
+// A launch's splits are bounded like a plan's.
+func.func @f(%q: !attn.q<?x8x64xbf16>) {
+  // expected-error @below {{block_m must be positive and kv_splits in [1, 32], got 64 and 64}}
+  attn_gpu.launch @k(%q) {geometry = #attn_gpu.launch<threads = 128, smem = 0, block_m = 64, kv_splits = 64>} : (!attn.q<?x8x64xbf16>) -> ()
+  return
+}
+
+// -----
+
+// The module's target annotation is an #attn_gpu.target.
+// expected-error @below {{'attn_gpu.target' must be an #attn_gpu.target on the module, got "sm_90a"}}
+module attributes {attn_gpu.target = "sm_90a"} {
+}
