@@ -1,5 +1,6 @@
 # lit configuration for attnc's regression tests.
 
+import glob
 import os
 
 import lit.formats
@@ -23,3 +24,9 @@ tool_dirs = [config.attnc_tools_dir, config.llvm_tools_dir]
 tools = [ToolSubst("attn-opt", unresolved="fatal"), ToolSubst("attnc", unresolved="fatal"),
          ToolSubst("not", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# NVRTC (from the CUDA toolkit) compiles without a GPU; tests that go as far
+# as a cubin need it.
+if glob.glob("/usr/local/cuda/lib64/libnvrtc.so*") or glob.glob(
+        "/usr/local/cuda/targets/*/lib/libnvrtc.so*"):
+    config.available_features.add("nvrtc")

@@ -22,8 +22,9 @@ using namespace mlir;
 namespace attnc {
 
 namespace {
-/// Bumped whenever the generated code changes meaning.
-constexpr const char *kCompilerVersion = "attnc-0.2";
+/// The project version (CMakeLists.txt), bumped whenever the generated code
+/// changes meaning.
+constexpr const char *kCompilerVersion = "attnc-" ATTNC_VERSION;
 
 /// Content of the device tile library the generated code includes: a change
 /// to it must miss the cache.
@@ -123,7 +124,7 @@ StatusOr<CompiledVariant> compileVariant(const std::string &source,
   CompiledVariant result;
   auto start = std::chrono::steady_clock::now();
   MLIRContext context(MLIRContext::Threading::DISABLED);
-  registerAttncDialects(context);
+  registerAttncDialects(context, options.printOpOnDiagnostic);
   DiagnosticCollector diagnostics(context);
   OwningOpRef<ModuleOp> module = diagnostics.parse(source, fileName);
   if (!module)

@@ -145,3 +145,48 @@ TEST(Api, CompileWithoutArchNeedsAGpu) {
   EXPECT_NE(kernel.status().message().find("no target arch"),
             std::string::npos);
 }
+
+// Inputs on which MLIR 22's parser crashes the process are refused with a
+// located error first: a host application must survive any string.
+TEST(Api, UpstreamParserCrashesAreErrors) {
+  struct Case {
+    std::string text, message;
+  };
+  std::vector<Case> cases = {
+      {"func.func @f() attributes {x = array<index: 1>} { return }",
+       "<variant>:1:32: error: dense arrays of 'index' are not supported"},
+      {"\"func.return\"(%0#2147483647) : (i32) -> ()",
+       "<variant>:1:17: error: result number #2147483647 is larger than"},
+      {"func.func @f() attributes {x = " + std::string(100000, '[') +
+           std::string(100000, ']') + "} { return }",
+       "error: brackets nest deeper than 256 levels"},
+      {"func.func @f() attributes {x = " + std::string(20000, '(') + "}",
+       "error: brackets nest deeper than 256 levels"},
+  };
+  for (const Case &c : cases) {
+    StatusOr<Variant> variant = Variant::fromMlir(c.text);
+    ASSERT_FALSE(variant.ok()) << c.text.substr(0, 80);
+    EXPECT_EQ(variant.status().code(), ErrorCode::ParseError);
+    EXPECT_NE(variant.status().message().find(c.message), std::string::npos)
+        << variant.status().message();
+  }
+  // The scan skips strings and comments, where the same text is harmless.
+  EXPECT_FALSE(Variant::fromMlir("// array<index: 1> %0#99999999\n"
+                                 "func.func @f() attributes "
+                                 "{x = \"array<index: 1>\"} { return }")
+                   .status()
+                   .message()
+                   .find("nothing to compile") == std::string::npos);
+}
+
+TEST(Api, AModuleWithNothingToCompileIsAnError) {
+  StatusOr<Variant> variant =
+      Variant::fromMlir("func.func @f() {\n  return\n}\n");
+  ASSERT_FALSE(variant.ok());
+  EXPECT_EQ(variant.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(variant.status().message().find(
+                "<variant>:1:1: error: nothing to compile"),
+            std::string::npos)
+      << variant.status().message();
+  EXPECT_FALSE(Variant::fromMlir("").ok());
+}

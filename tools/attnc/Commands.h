@@ -3,12 +3,21 @@
 #ifndef ATTNC_TOOLS_ATTNC_COMMANDS_H
 #define ATTNC_TOOLS_ATTNC_COMMANDS_H
 
+#include "support/Status.h"
+
 #include <CLI/CLI.hpp>
 
 namespace attnc {
 
 /// Reads a variant from `path` (- for stdin); says why on failure.
 bool readSource(const std::string &path, std::string &source);
+
+/// Prints a failure in one format: compiler diagnostics as they are
+/// ("file:line:col: error: ..."), other errors as "attnc: kind: message".
+void printFailure(const Status &status);
+
+/// `--arch`, checked against the architectures attnc compiles for.
+CLI::Option *addArchOption(CLI::App &command, std::string &arch);
 
 /// `--prefill-warps` and `--decode-stages`, attn-plan's tuning knobs.
 void addTuningOptions(CLI::App &command, int64_t &prefillWarps,

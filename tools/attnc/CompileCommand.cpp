@@ -2,6 +2,7 @@
 
 #include "Commands.h"
 
+#include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
 #include "attnc/Driver/Compile.h"
 #include "jit/Nvrtc.h"
 
@@ -26,6 +27,34 @@ bool readSource(const std::string &path, std::string &source) {
   return true;
 }
 
+void printFailure(const Status &status) {
+  std::string text = status.message();
+  bool diagnostics = (status.code() == ErrorCode::ParseError ||
+                      status.code() == ErrorCode::CompileError) &&
+                     text.find(": error: ") != std::string::npos;
+  if (!diagnostics)
+    text = "attnc: " + status.toString();
+  if (text.empty() || text.back() != '\n')
+    text += '\n';
+  std::cerr << text;
+}
+
+CLI::Option *addArchOption(CLI::App &command, std::string &arch) {
+  std::string supported;
+  for (llvm::StringRef name : mlir::attn_gpu::TargetAttr::getSupportedArchs())
+    supported += (supported.empty() ? "" : ", ") + name.str();
+  return command.add_option("--arch", arch, "GPU architecture: " + supported)
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [supported](std::string &value) -> std::string {
+            if (mlir::attn_gpu::TargetAttr::isSupportedArch(value))
+              return "";
+            return "unsupported GPU architecture '" + value +
+                   "'; attnc compiles for " + supported;
+          },
+          "ARCH"));
+}
+
 void addTuningOptions(CLI::App &command, int64_t &prefillWarps,
                       int64_t &decodeStages) {
   command
@@ -43,6 +72,7 @@ namespace {
 struct CompileArgs {
   std::string file, arch = "sm_90a", emit = "cuda", output = "-", cacheDir;
   bool time = false, printIRAfterAll = false, noCache = false;
+  bool printOpOnDiagnostic = false;
   int64_t prefillWarps = 0, decodeStages = 0;
 };
 
@@ -67,13 +97,14 @@ int runCompile(const CompileArgs &args) {
   CompileOptions options;
   options.arch = args.arch;
   options.printIRAfterAll = args.printIRAfterAll;
+  options.printOpOnDiagnostic = args.printOpOnDiagnostic;
   options.prefillWarps = args.prefillWarps;
   options.decodeStages = args.decodeStages;
   if (args.emit == "attn" || args.emit == "gpu" || args.emit == "emitc" ||
       (args.emit == "cuda" && !args.time)) {
     // IR stages need no NVRTC: print the module after the asked-for stage.
     mlir::MLIRContext context;
-    registerAttncDialects(context);
+    registerAttncDialects(context, options.printOpOnDiagnostic);
     auto start = std::chrono::steady_clock::now();
     DiagnosticCollector diagnostics(context);
     auto fail = [&] {
@@ -105,12 +136,6 @@ int runCompile(const CompileArgs &args) {
                 << " ms\n";
     return writeOutput(args.output, text) ? 0 : 1;
   }
-  if (args.emit != "cuda" && args.emit != "ptx" && args.emit != "cubin") {
-    std::cerr << "attnc: --emit must be attn, gpu, emitc, cuda, ptx or "
-                 "cubin, got '"
-              << args.emit << "'\n";
-    return 2;
-  }
   auto start = std::chrono::steady_clock::now();
   StatusOr<CompiledVariant> compiled = compileVariant(
       source, args.file, options, args.noCache ? "-" : args.cacheDir);
@@ -118,7 +143,7 @@ int runCompile(const CompileArgs &args) {
                        std::chrono::steady_clock::now() - start)
                        .count();
   if (!compiled.ok()) {
-    std::cerr << "attnc: " << compiled.status().toString() << "\n";
+    printFailure(compiled.status());
     return 1;
   }
   if (args.time) {
@@ -142,7 +167,7 @@ int runCompile(const CompileArgs &args) {
         nvrtc.ok() ? (*nvrtc)->compile(compiled->cuda, args.arch, true)
                    : StatusOr<jit::CompiledCode>(nvrtc.status());
     if (!ptx.ok()) {
-      std::cerr << "attnc: " << ptx.status().toString() << "\n";
+      printFailure(ptx.status());
       return 1;
     }
     return writeOutput(args.output, ptx->image) ? 0 : 1;
@@ -158,10 +183,10 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
                  "PTX or a cubin");
   cmd->add_option("file", args->file, "the variant (.mlir), - for stdin")
       ->required();
-  cmd->add_option("--arch", args->arch, "GPU architecture")
-      ->capture_default_str();
+  addArchOption(*cmd, args->arch);
   cmd->add_option("--emit", args->emit, "attn|gpu|emitc|cuda|ptx|cubin")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"attn", "gpu", "emitc", "cuda", "ptx", "cubin"}));
   cmd->add_option("-o", args->output, "output file (- for stdout)");
   addTuningOptions(*cmd, args->prefillWarps, args->decodeStages);
   cmd->add_flag("--time", args->time,
@@ -169,6 +194,8 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
                 "through the cache)");
   cmd->add_flag("--print-ir-after-all", args->printIRAfterAll,
                 "print the IR after every pass");
+  cmd->add_flag("--mlir-print-op-on-diagnostic", args->printOpOnDiagnostic,
+                "debug: attach the operation's IR to each diagnostic");
   cmd->add_option("--cache-dir", args->cacheDir,
                   "kernel cache (default $XDG_CACHE_HOME/attnc)");
   cmd->add_flag("--no-cache", args->noCache,

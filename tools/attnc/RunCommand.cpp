@@ -4,6 +4,9 @@
 
 #include "attnc/Check/Checker.h"
 
+#include "attnc/device/abi.h"
+
+#include <charconv>
 #include <iostream>
 
 namespace attnc {
@@ -33,13 +36,14 @@ bool parseShape(const std::string &text, RunShape &shape) {
     if (eq == std::string::npos)
       return false;
     std::string key = item.substr(0, eq);
+    std::string number = item.substr(eq + 1);
     int value = 0;
-    try {
-      value = std::stoi(item.substr(eq + 1));
-    } catch (...) {
+    auto [parsedTo, error] =
+        std::from_chars(number.data(), number.data() + number.size(), value);
+    if (error != std::errc() || parsedTo != number.data() + number.size())
       return false;
-    }
-    if (value < 1)
+    // A request count indexes the grid's z dimension; lengths are positions.
+    if (value < 1 || (key == "batch" && value > 65535))
       return false;
     if (key == "batch")
       shape.batch = value;
@@ -60,7 +64,8 @@ int runRun(const RunArgs &args) {
   RunShape shape;
   if (!args.shape.empty() && !parseShape(args.shape, shape)) {
     std::cerr << "attnc: bad --shape '" << args.shape
-              << "': expected e.g. batch=4,q=128,kv=1024[,fixed]\n";
+              << "': expected e.g. batch=4,q=128,kv=1024[,fixed] with "
+                 "batch in [1, 65535] and q, kv in [1, 2147483647]\n";
     return 2;
   }
   shape.seed = args.seed;
@@ -73,7 +78,7 @@ int runRun(const RunArgs &args) {
   StatusOr<RunReport> report =
       runAndCheck(source, args.file, options, shape, args.cacheDir);
   if (!report.ok()) {
-    std::cerr << "attnc: " << report.status().toString() << "\n";
+    printFailure(report.status());
     return report.status().code() == ErrorCode::NoDevice ? 3 : 1;
   }
   std::cout << args.file << ": " << report->layoutSummary << "\n";
@@ -103,8 +108,11 @@ void addRunCommand(CLI::App &app, int &exitCode) {
                 "compare with the double-precision reference; fail above "
                 "1e-2 relative error");
   cmd->add_option("--iterations", args->iterations, "timed runs")
-      ->capture_default_str();
-  cmd->add_option("--splits", args->splits, "force KV splits (decode)");
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--splits", args->splits,
+                  "force KV splits of split-KV launches (0: the planner's)")
+      ->check(CLI::Range(0, int(limits::kMaxKVSplits)));
   cmd->add_option("--seed", args->seed, "random inputs' seed");
   addTuningOptions(*cmd, args->prefillWarps, args->decodeStages);
   cmd->add_option("--cache-dir", args->cacheDir, "kernel cache directory");

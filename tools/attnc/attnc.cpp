@@ -2,10 +2,22 @@
 
 #include "Commands.h"
 
+#include "jit/Nvrtc.h"
+
+#include "llvm/Config/llvm-config.h"
+
 int main(int argc, char **argv) {
   CLI::App app{"attnc: a compiler for attention kernels, and its serving "
                "runtime"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] {
+    std::string nvrtc = "not found";
+    if (attnc::StatusOr<attnc::jit::Nvrtc *> found = attnc::jit::Nvrtc::get();
+        found.ok())
+      nvrtc = (*found)->version();
+    return "attnc " ATTNC_VERSION " (MLIR " +
+           std::to_string(LLVM_VERSION_MAJOR) + ", NVRTC " + nvrtc + ")";
+  });
   app.footer("Examples:\n"
              "  attnc compile examples/gqa_paged_decode.mlir --emit=cuda\n"
              "  attnc run examples/causal_ragged_prefill.mlir --shape "
@@ -19,6 +31,12 @@ int main(int argc, char **argv) {
   attnc::addCompileCommand(app, exitCode);
   attnc::addRunCommand(app, exitCode);
   attnc::addCacheCommand(app, exitCode);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &error) {
+    // --help and --version exit 0; every bad flag or value exits 2, like
+    // the subcommands' own checks.
+    return app.exit(error) == 0 ? 0 : 2;
+  }
   return exitCode;
 }

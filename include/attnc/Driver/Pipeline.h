@@ -34,6 +34,8 @@ struct CompileOptions {
   int64_t prefillWarps = 0;
   int64_t decodeStages = 0;
   bool printIRAfterAll = false;
+  /// Debug: attach each diagnosed operation's IR (not part of the cache key).
+  bool printOpOnDiagnostic = false;
 };
 
 /// Stages of the pipeline, for --emit.
