@@ -96,6 +96,21 @@ const std::string &Kernel::cudaSource() const { return state_->compiled.cuda; }
 const std::string &Kernel::cubin() const { return state_->compiled.cubin; }
 bool Kernel::fromCache() const { return state_->compiled.fromCache; }
 
+static BatchLayout layoutOf(const Batch &batch) {
+  BatchLayout layout;
+  layout.batch = batch.batch;
+  layout.qLen = batch.maxQueryLen;
+  layout.kvLen = batch.maxKVLen;
+  layout.qTokens = batch.queryTokens;
+  layout.qIndptr = batch.qIndptr;
+  layout.kvIndptr = batch.kvIndptr;
+  layout.pageIndices = batch.pageIndices;
+  layout.lastPageLen = batch.lastPageLen;
+  layout.kPageStride = batch.kPageStride;
+  layout.vPageStride = batch.vPageStride;
+  return layout;
+}
+
 static Status checkBatch(const Program &program, const Batch &batch) {
   if (batch.batch < 0 || batch.maxQueryLen < 0 || batch.maxKVLen < 0 ||
       batch.queryTokens < 0)
@@ -134,6 +149,9 @@ StatusOr<Plan> Kernel::plan(const Batch &batch) const {
   const Program &program = state_->compiled.program;
   if (Status status = checkBatch(program, batch); !status.ok())
     return status;
+  BatchLayout layout = layoutOf(batch);
+  if (Status status = checkLayout(program, layout); !status.ok())
+    return status;
   std::lock_guard<std::mutex> lock(state_->mutex);
   if (!state_->module) {
     StatusOr<cuda::Driver *> driver = cuda::Driver::get();
@@ -148,17 +166,7 @@ StatusOr<Plan> Kernel::plan(const Batch &batch) const {
   }
   auto plan = std::make_unique<Plan::State>();
   plan->kernel = state_.get();
-  BatchLayout &layout = plan->layout;
-  layout.batch = batch.batch;
-  layout.qLen = batch.maxQueryLen;
-  layout.kvLen = batch.maxKVLen;
-  layout.qTokens = batch.queryTokens;
-  layout.qIndptr = batch.qIndptr;
-  layout.kvIndptr = batch.kvIndptr;
-  layout.pageIndices = batch.pageIndices;
-  layout.lastPageLen = batch.lastPageLen;
-  layout.kPageStride = batch.kPageStride;
-  layout.vPageStride = batch.vPageStride;
+  plan->layout = layout;
 
   Executor executor(*state_->driver, program, *state_->module);
   if (Status status = executor.resolveKernels(); !status.ok())

@@ -47,6 +47,30 @@ Status Executor::ensureBuffer(int value, size_t bytes, Binding &binding) {
   return Status();
 }
 
+Status checkLayout(const Program &program, const BatchLayout &layout) {
+  auto invalid = [](const std::string &message) {
+    return Status::error(ErrorCode::InvalidArgument, message);
+  };
+  // The batch indexes the grid's z dimension.
+  if (layout.batch < 0 || layout.batch > 65535)
+    return invalid("the batch must have 0 to 65535 requests, got " +
+                   std::to_string(layout.batch));
+  if (layout.qLen < 0 || layout.kvLen < 0 || layout.qTokens < 0)
+    return invalid("query and key lengths and query tokens must be "
+                   "non-negative");
+  for (const LaunchSpec &launch : program.launches) {
+    if (launch.kind != LaunchSpec::Kind::Attention)
+      continue;
+    // A request's rows (queries x the GQA group) are 32-bit on the device.
+    if (int64_t(layout.qLen) * launch.group > limits::kMaxSeqLen)
+      return invalid("a request's queries times the GQA group (" +
+                     std::to_string(layout.qLen) + " x " +
+                     std::to_string(launch.group) + ") exceed " +
+                     std::to_string(limits::kMaxSeqLen));
+  }
+  return Status();
+}
+
 int Executor::chooseSplits(const LaunchSpec &launch,
                            const BatchLayout &layout) const {
   if (!launch.splitResults)
@@ -102,6 +126,8 @@ Status Executor::resolveKernels() {
 
 Status Executor::run(const BatchLayout &layout, Binding &binding,
                      cuda::CUstream stream, int splits) {
+  if (Status status = checkLayout(program_, layout); !status.ok())
+    return status;
   binding.values.resize(program_.values.size(), 0);
   binding.bufferSizes.resize(program_.values.size());
   for (const LaunchSpec &launch : program_.launches) {

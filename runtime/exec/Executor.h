@@ -32,6 +32,11 @@ struct BatchLayout {
   int64_t kPageStride = 0, vPageStride = 0; // elements; 0: contiguous pages
 };
 
+/// Whether `layout` fits what `program`'s kernels hold (grid dimensions,
+/// 32-bit row and position indices): checked by Executor::run, and by plans
+/// before they touch the GPU.
+Status checkLayout(const Program &program, const BatchLayout &layout);
+
 /// Device memory of each value: inputs and outputs set by the caller.
 struct Binding {
   std::vector<cuda::CUdeviceptr> values;

@@ -125,6 +125,32 @@ TEST(Api, DenseQueriesMustFillTheBatch) {
             std::string::npos);
 }
 
+// What the kernels' grid and 32-bit indices cannot hold is refused at plan
+// time, before the GPU is touched, never launched truncated.
+TEST(Api, PlanRefusesBatchesBeyondTheKernelsLimits) {
+  VariantSpec spec = gqaCausal();
+  spec.queryLayout = TokenLayout::Ragged;
+  spec.kvLayout = TokenLayout::Ragged;
+  StatusOr<Kernel> kernel = Kernel::compile(*Variant::fromSpec(spec), sm90());
+  ASSERT_TRUE(kernel.ok());
+  Batch batch = twoRequests(128);
+  batch.qIndptr = batch.kvIndptr = 0x1000; // never read: refused first
+  batch.batch = 65536;
+  StatusOr<Plan> plan = kernel->plan(batch);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("0 to 65535 requests, got 65536"),
+            std::string::npos)
+      << plan.status().message();
+  batch.batch = 2;
+  batch.maxQueryLen = 1 << 29; // x 4 query heads per KV head > 2^31 - 1
+  plan = kernel->plan(batch);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("queries times the GQA group "
+                                         "(536870912 x 4) exceed"),
+            std::string::npos)
+      << plan.status().message();
+}
+
 TEST(Api, PlanWithoutAGpuSaysSo) {
   if (haveGpu())
     GTEST_SKIP() << "a GPU is present: the no-GPU path cannot be seen";
