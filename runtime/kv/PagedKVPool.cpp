@@ -22,11 +22,17 @@ PagedKVPool::create(const PoolConfig &config) {
   if (config.numPages <= 0 || config.numPages > INT32_MAX)
     return invalid("a pool needs between 1 and 2^31-1 pages, got " +
                    str(config.numPages));
-  if (config.pageSize < 1 || config.pageSize > 256)
-    return invalid("page size must be between 1 and 256, got " +
+  // The pool holds pages the kernels read: the same limits as the IR's.
+  if (config.pageSize < limits::kMinPageSize ||
+      config.pageSize > limits::kMaxPageSize)
+    return invalid("page size must be between " + str(limits::kMinPageSize) +
+                   " and " + str(limits::kMaxPageSize) + ", got " +
                    str(config.pageSize));
-  if (config.numKVHeads <= 0 || config.headDim <= 0)
-    return invalid("head count and head dim must be positive, got " +
+  if (config.numKVHeads <= 0 || config.numKVHeads > limits::kMaxHeads ||
+      config.headDim <= 0 || config.headDim > limits::kMaxHeadDim)
+    return invalid("head count and head dim must be in [1, " +
+                   str(limits::kMaxHeads) + "] and [1, " +
+                   str(limits::kMaxHeadDim) + "], got " +
                    str(config.numKVHeads) + " and " + str(config.headDim));
   if (config.elementBytes != 1 && config.elementBytes != 2 &&
       config.elementBytes != 4)
@@ -38,16 +44,12 @@ PagedKVPool::create(const PoolConfig &config) {
                          "(runtime/cuda), which this build does not have yet");
 
   // Page storage first, then the per-page bookkeeping: a pool too large to
-  // hold fails before anything big was touched.
+  // hold fails before anything big was touched. Within the limits above the
+  // size is at most 2^31 pages x 2 x 2^30 bytes, far from overflowing.
   int64_t pageBytes = config.pageSize * config.numKVHeads * config.headDim *
                       config.elementBytes;
   std::unique_ptr<std::byte[]> storage;
   if (config.memory == PoolMemory::Host) {
-    if (pageBytes > INT64_MAX / 2 / config.numPages)
-      return Status::error(ErrorCode::OutOfMemory,
-                           "a pool of " + str(config.numPages) + " pages of " +
-                               str(pageBytes) +
-                               " bytes exceeds the address space");
     int64_t bytes = config.numPages * 2 * pageBytes;
     storage.reset(new (std::nothrow) std::byte[bytes]);
     if (!storage)

@@ -16,6 +16,7 @@
 #ifndef ATTNC_RUNTIME_KV_PAGEDKVPOOL_H
 #define ATTNC_RUNTIME_KV_PAGEDKVPOOL_H
 
+#include "attnc/device/abi.h"
 #include "support/Status.h"
 
 #include <cstddef>
@@ -28,8 +29,6 @@ namespace attnc {
 
 using PageId = int32_t;
 using SequenceId = int64_t;
-
-enum class PageOrder { NHD, HND };
 
 enum class PoolMemory {
   /// Pages in host memory: tests and CPU-side tools.

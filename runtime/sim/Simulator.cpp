@@ -29,9 +29,10 @@ Status invalid(const std::string &message) {
 }
 
 Status validate(const Workload &workload, const SimOptions &options) {
-  if (options.pageSize < 1 || options.pageSize > kMaxPageSize)
-    return invalid("page size must be in [1, " + std::to_string(kMaxPageSize) +
-                   "], got " + std::to_string(options.pageSize));
+  if (options.pageSize < 1 || options.pageSize > limits::kMaxPageSize)
+    return invalid("page size must be in [1, " +
+                   std::to_string(limits::kMaxPageSize) + "], got " +
+                   std::to_string(options.pageSize));
   if (options.cacheTokens < options.pageSize ||
       options.cacheTokens > kMaxCacheTokens)
     return invalid("cache size must be in [page size " +

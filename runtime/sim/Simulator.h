@@ -9,6 +9,7 @@
 #ifndef ATTNC_RUNTIME_SIM_SIMULATOR_H
 #define ATTNC_RUNTIME_SIM_SIMULATOR_H
 
+#include "attnc/device/abi.h"
 #include "sched/Scheduler.h"
 #include "sim/Workloads.h"
 
@@ -29,13 +30,12 @@ const char *toString(ArrivalMode mode);
 /// The accounting pool still keeps a few bytes of bookkeeping per page:
 /// 2^26 tokens stay under a gigabyte at one token a page.
 constexpr int64_t kMaxCacheTokens = int64_t(1) << 26;
-constexpr int64_t kMaxPageSize = 256;
 
 struct SimOptions {
   SchedulerConfig scheduler;
   /// In [pageSize, kMaxCacheTokens]; rounded down to whole pages.
   int64_t cacheTokens = 0;
-  /// In [1, kMaxPageSize].
+  /// In [1, limits::kMaxPageSize].
   int64_t pageSize = 16;
   ArrivalMode arrival = ArrivalMode::Offline;
 };

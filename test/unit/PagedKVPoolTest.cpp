@@ -79,21 +79,27 @@ TEST(PagedKVPool, DeviceMemoryNeedsTheCudaRuntime) {
 }
 
 TEST(PagedKVPool, HostAllocationFailureIsAnError) {
+  // Dims beyond what a kernel reads are refused before any size is computed.
   PoolConfig config = smallPool();
-  config.numPages = INT32_MAX;
   config.headDim = 1 << 30;
   StatusOr<std::unique_ptr<PagedKVPool>> pool = PagedKVPool::create(config);
   ASSERT_FALSE(pool.ok());
-  EXPECT_EQ(pool.status().code(), ErrorCode::OutOfMemory);
-  EXPECT_NE(pool.status().message().find("exceeds the address space"),
-            std::string::npos);
+  EXPECT_EQ(pool.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(pool.status().message().find("[1, 1024], got 2 and 1073741824"),
+            std::string::npos)
+      << pool.status().message();
 
-  // Representable, but more than any machine of ours has (2^60 bytes).
-  config.numPages = 1 << 20;
-  config.headDim = 1 << 25;
+  // Within the limits, but more than any machine of ours has (2^62 bytes).
+  config.numPages = INT32_MAX;
+  config.pageSize = 256;
+  config.numKVHeads = 1024;
+  config.headDim = 1024;
+  config.elementBytes = 4;
   pool = PagedKVPool::create(config);
   ASSERT_FALSE(pool.ok());
   EXPECT_EQ(pool.status().code(), ErrorCode::OutOfMemory);
+  EXPECT_NE(pool.status().message().find("cannot allocate"), std::string::npos)
+      << pool.status().message();
 }
 
 TEST(PagedKVPool, RunningOutOfPagesChangesNothing) {

@@ -170,7 +170,8 @@ TEST(Simulator, RejectsBadRequests) {
 // A zero page size divided by zero; a cache under one page or past what the
 // accounting pool should allocate is an error, not a crash.
 TEST(Simulator, RejectsBadOptions) {
-  for (int64_t pageSize : {int64_t(0), int64_t(-1), kMaxPageSize + 1}) {
+  for (int64_t pageSize :
+       {int64_t(0), int64_t(-1), int64_t(limits::kMaxPageSize + 1)}) {
     SimOptions options = onlineOptions();
     options.pageSize = pageSize;
     EXPECT_EQ(simError(twoRequests(), options),

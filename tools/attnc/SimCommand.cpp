@@ -99,8 +99,8 @@ bool parseFlags(SimArgs &args) {
     return false;
   };
   std::string pageRange =
-      "an integer in [1, " + std::to_string(kMaxPageSize) + "]";
-  if (!parseInteger(args.pageSizeText, 1, kMaxPageSize, args.pageSize))
+      "an integer in [1, " + std::to_string(limits::kMaxPageSize) + "]";
+  if (!parseInteger(args.pageSizeText, 1, limits::kMaxPageSize, args.pageSize))
     return bad("--page-size", pageRange, args.pageSizeText);
   if (args.cacheTokensOption->count()) {
     std::string range = "an integer in [" + std::to_string(args.pageSize) +
@@ -281,8 +281,8 @@ void addSimCommand(CLI::App &app, int &exitCode) {
                           " (default: twice the longest request)")
           ->type_name("INT");
   sim->add_option("--page-size", args->pageSizeText,
-                  "tokens per KV page, 1 to " + std::to_string(kMaxPageSize) +
-                      " (default: 16)")
+                  "tokens per KV page, 1 to " +
+                      std::to_string(limits::kMaxPageSize) + " (default: 16)")
       ->type_name("INT");
   sim->add_option("--seed", args->seedText,
                   "seed of the synthetic workloads (default: 1)")
