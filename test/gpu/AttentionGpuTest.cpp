@@ -89,7 +89,7 @@ RunShape shapeOf(int batch, int q, int kv, int splits = 0, unsigned seed = 7) {
 const char *kBiasRegion =
     "      score_mod {\n"
     "      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, "
-    "%ids: memref<?x?xi32>):\n"
+    "%ql: index, %kl: index, %ids: memref<?x?xi32>):\n"
     "        %c7 = arith.constant 7 : index\n"
     "        %far = arith.cmpi ugt, %i, %j : index\n"
     "        %back = arith.subi %i, %j : index\n"
@@ -105,8 +105,8 @@ const char *kBiasRegion =
     "      }\n";
 const char *kDocumentMask =
     "      mask_mod {\n"
-    "      ^bb0(%b: index, %h: index, %i: index, %j: index, "
-    "%ids: memref<?x?xi32>):\n"
+    "      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, "
+    "%kl: index, %ids: memref<?x?xi32>):\n"
     "        %qd = memref.load %ids[%b, %i] : memref<?x?xi32>\n"
     "        %kd = memref.load %ids[%b, %j] : memref<?x?xi32>\n"
     "        %same = arith.cmpi eq, %qd, %kd : i32\n"
