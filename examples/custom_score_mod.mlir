@@ -1,5 +1,11 @@
 // A score function no fixed kernel offers: a relative-position bias read
 // from a learned table of 64 buckets per head, clamped by distance.
+//
+// The distance is from the query's position in the sequence, not from %qi:
+// a request's queries are its last q_len tokens of kv_len (chunked prefill,
+// decode), so query %qi sits at %qi + %kv_len - %q_len, the bottom-right
+// aligned position the declarative masks use. With %qi alone, a decode step
+// would measure every key's distance from position 0.
 func.func @relative_bias(
     %q: !attn.q<?x16x64xbf16>,
     %k: !attn.kv<?x16x64xbf16>,
@@ -10,12 +16,12 @@ func.func @relative_bias(
       -> !attn.out<?x16x64xbf16>
       score_mod {
       ^bb0(%score: f32, %batch: index, %head: index, %qi: index, %kvi: index,
-           %table: memref<16x64xf32>):
+           %q_len: index, %kv_len: index, %table: memref<16x64xf32>):
+        %end = arith.addi %qi, %kv_len : index
+        %pos = arith.subi %end, %q_len : index
+        %rel = arith.subi %pos, %kvi : index
+        %dist = math.absi %rel : index
         %c63 = arith.constant 63 : index
-        %far = arith.cmpi ugt, %qi, %kvi : index
-        %back = arith.subi %qi, %kvi : index
-        %ahead = arith.subi %kvi, %qi : index
-        %dist = arith.select %far, %back, %ahead : index
         %bucket = arith.minui %dist, %c63 : index
         %b = memref.load %table[%head, %bucket] : memref<16x64xf32>
         %biased = arith.addf %score, %b : f32

@@ -44,8 +44,19 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     partial states, one per share of each request's keys, in f32; an
     `attn.merge_states` with the same `kv_splits` combines them.
 
-    The regions are isolated from above; buffers they read come in through
-    `captures` and appear as trailing block arguments.
+    The `score_mod` region's block takes the modified score and the
+    position of the pair, `(%score: f32, %batch: index, %head: index,
+    %qi: index, %kvi: index, %q_len: index, %kv_len: index)`; `mask_mod`
+    takes the same without the score and yields an `i1`, true where the key
+    is visible. `%head` is the query head; `%qi` (in `0..q_len-1`) and `%kvi`
+    (in `0..kv_len-1`) index the request's queries and keys, and `%q_len`,
+    `%kv_len` are the request's lengths, so `%qi + %kv_len - %q_len` is the
+    bottom-right aligned position `p` the declarative masks use (the query's
+    position in the sequence under chunked prefill and decode). The regions
+    hold the `arith` and `math` ops `docs/regions.md` lists, on `f32`, `i1`,
+    `i32`, `i64` and `index` scalars. They are isolated from above; buffers
+    they read come in through `captures`, appear as trailing block arguments
+    and are read with `memref.load`.
 
     ```mlir
     %out, %lse = attn.attention(%q, %k, %v) {causal, softcap = 30.0 : f32}
@@ -104,9 +115,10 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     double getDefaultScale();
     /// Static number of keys per request, or ShapedType::kDynamic.
     int64_t getStaticKVLen();
-    /// Block arguments the regions take before the captures.
-    static constexpr unsigned kScoreModIndexArgs = 5;
-    static constexpr unsigned kMaskModIndexArgs = 4;
+    /// Block arguments the regions take before the captures: (score,)
+    /// batch, head, qi, kvi, q_len, kv_len.
+    static constexpr unsigned kScoreModIndexArgs = 7;
+    static constexpr unsigned kMaskModIndexArgs = 6;
   }];
 }
 

@@ -206,9 +206,10 @@ def AttnGPUToEmitC : Pass<"attn-gpu-to-emitc", "::mlir::ModuleOp"> {
   let description = [{
     Moves every kernel into `emitc.file "attnc_device"`: a compile-time
     configuration struct for the device tile library, `__device__`
-    functions for the `score_mod` / `mask_mod` regions (through the upstream
-    arith and math conversions; loads from captured buffers read the
-    launch's strided views), and an `extern "C" __global__` function per
+    functions for the `score_mod` / `mask_mod` regions (every op
+    `docs/regions.md` lists: math functions become calls of CUDA's, the rest
+    goes through the upstream arith conversion; loads from captured buffers
+    read the launch's strided views), and an `extern "C" __global__` function per
     kernel whose body calls one tile-library function per `attn_gpu` op.
     Host-side `attn_gpu.launch` ops stay. `mlir-translate
     --mlir-to-cpp --file-id=attnc_device`, or `attnc compile --emit=cuda`,

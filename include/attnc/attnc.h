@@ -56,10 +56,14 @@ struct VariantSpec {
   bool alibi = false;
   bool returnLse = false;
   /// A region block, `^bb0(%score: f32, %batch: index, %head: index,
-  /// %qi: index, %kvi: index, <captures>): ... attn.yield %s : f32`.
+  /// %qi: index, %kvi: index, %q_len: index, %kv_len: index, <captures>):
+  /// ... attn.yield %s : f32`. qi and kvi index the request's queries and
+  /// keys; the query's position in the sequence is qi + kv_len - q_len.
+  /// docs/regions.md lists the ops regions may use.
   std::string scoreMod;
   /// A region block, `^bb0(%batch: index, %head: index, %qi: index,
-  /// %kvi: index, <captures>): ... attn.yield %keep : i1`.
+  /// %kvi: index, %q_len: index, %kv_len: index, <captures>): ...
+  /// attn.yield %keep : i1`, true where the key is visible.
   std::string maskMod;
   /// Types of the buffers the regions read, e.g. "memref<16x64xf32>".
   std::vector<std::string> captureTypes;

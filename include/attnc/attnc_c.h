@@ -76,7 +76,9 @@ typedef struct attnc_variant_spec {
   float softcap; /* 0: none */
   int alibi;
   int return_lse;
-  const char *score_mod; /* region block text, or NULL */
+  /* Region block text, or NULL: the block arguments are in attnc.h's
+     VariantSpec::scoreMod and maskMod, the admitted ops in docs/regions.md. */
+  const char *score_mod;
   const char *mask_mod;
   const char *const *capture_types;
   int num_captures;

@@ -2,8 +2,8 @@
 
 #include "attnc/Check/Checker.h"
 
-#include "RegionInterpreter.h"
 #include "attnc/Check/Reference.h"
+#include "attnc/Check/RegionInterpreter.h"
 #include "attnc/Dialect/Attn/AttnDialect.h"
 #include "exec/Executor.h"
 
@@ -355,20 +355,25 @@ reference::Variant variantOf(attn::AttentionOp op, std::string &error,
   v.alibi = op.getAlibi();
   v.segments = op.getQuerySegments() != nullptr;
   Operation *raw = op.getOperation();
+  auto indices = [](const reference::Position &at) {
+    return std::vector<double>{double(at.batch), double(at.head),
+                               double(at.query), double(at.key),
+                               double(at.qLen),  double(at.kvLen)};
+  };
   if (!op.getScoreMod().empty())
-    v.scoreMod = [raw, captures, &error](double s, int64_t b, int64_t h,
-                                         int64_t i, int64_t j) {
+    v.scoreMod = [raw, captures, indices,
+                  &error](double s, const reference::Position &at) {
+      std::vector<double> scalars = indices(at);
+      scalars.insert(scalars.begin(), s);
       auto r = evaluateRegion(cast<attn::AttentionOp>(raw).getScoreMod(),
-                              {s, double(b), double(h), double(i), double(j)},
-                              captures, error);
+                              scalars, captures, error);
       return r ? *r : s;
     };
   if (!op.getMaskMod().empty())
-    v.maskMod = [raw, captures, &error](int64_t b, int64_t h, int64_t i,
-                                        int64_t j) {
+    v.maskMod = [raw, captures, indices,
+                 &error](const reference::Position &at) {
       auto r = evaluateRegion(cast<attn::AttentionOp>(raw).getMaskMod(),
-                              {double(b), double(h), double(i), double(j)},
-                              captures, error);
+                              indices(at), captures, error);
       return r && *r != 0;
     };
   return v;

@@ -31,7 +31,8 @@ static bool isVisible(const Variant &variant, const Request &request,
     return false;
   if (variant.segments && request.qSegments[query] != request.kvSegments[key])
     return false;
-  if (variant.maskMod && !variant.maskMod(batch, head, query, key))
+  if (variant.maskMod &&
+      !variant.maskMod({batch, head, query, key, request.qLen, request.kvLen}))
     return false;
   return true;
 }
@@ -67,7 +68,8 @@ State attention(const Variant &variant, const Request &request,
         if (variant.alibi)
           s += alibiSlope(h, variant.qHeads) * double(j - pos);
         if (variant.scoreMod)
-          s = variant.scoreMod(s, batchIndex, h, i, j);
+          s = variant.scoreMod(
+              s, {batchIndex, h, i, j, request.qLen, request.kvLen});
         logits[j] = s;
         maxLogit = std::max(maxLogit, s);
       }

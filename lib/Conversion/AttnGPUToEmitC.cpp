@@ -7,12 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RegionToEmitC.h"
 #include "attnc/Transforms/Passes.h"
 
-#include "mlir/Conversion/ArithToEmitC/ArithToEmitC.h"
-#include "mlir/Conversion/FuncToEmitC/FuncToEmitC.h"
-#include "mlir/Conversion/MathToEmitC/MathToEmitC.h"
-#include "mlir/Dialect/EmitC/Transforms/TypeConversions.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -55,52 +52,6 @@ std::string floatLiteral(double value) {
   return s + "f";
 }
 
-/// Converts the operands of emitc.call_opaque ops created from region
-/// memref.loads once their index operands change type.
-struct ConvertCallOpaqueOperands
-    : public OpConversionPattern<emitc::CallOpaqueOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(emitc::CallOpaqueOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOpWithNewOp<emitc::CallOpaqueOp>(
-        op, op.getResultTypes(), op.getCallee(), adaptor.getOperands(),
-        op.getArgsAttr(), op.getTemplateArgsAttr());
-    return success();
-  }
-};
-
-/// arith's min and max ops, which the upstream conversion lacks, as a
-/// comparison and a conditional in the operands' signedness.
-template <typename Op, emitc::CmpPredicate Predicate, bool Unsigned>
-struct MinMaxToConditional : public OpConversionPattern<Op> {
-  using OpConversionPattern<Op>::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
-    Type type = lhs.getType();
-    Type compareType = type;
-    // size_t (from index) is unsigned and iN is signed in EmitC: compare in
-    // the signedness the op asks for.
-    if (isa<emitc::SizeTType>(type) && !Unsigned)
-      compareType = emitc::PtrDiffTType::get(op.getContext());
-    else if (auto integer = dyn_cast<IntegerType>(type); integer && Unsigned)
-      compareType = IntegerType::get(op.getContext(), integer.getWidth(),
-                                     IntegerType::Unsigned);
-    Value a = lhs, c = rhs;
-    if (compareType != type) {
-      a = emitc::CastOp::create(rewriter, loc, compareType, lhs);
-      c = emitc::CastOp::create(rewriter, loc, compareType, rhs);
-    }
-    Value pick = emitc::CmpOp::create(rewriter, loc, rewriter.getI1Type(),
-                                      Predicate, a, c);
-    rewriter.replaceOpWithNewOp<emitc::ConditionalOp>(op, type, pick, lhs, rhs);
-    return success();
-  }
-};
-
 class KernelEmitter {
 public:
   KernelEmitter(gpu::KernelOp kernel, emitc::FileOp file)
@@ -111,12 +62,12 @@ public:
     name = kernel.getSymName().str();
     if (!kernel.getScoreMod().empty() &&
         failed(emitRegionFunction(kernel.getScoreMod(), "_score_mod",
-                                  b.getF32Type(), /*indexArgs=*/4,
+                                  b.getF32Type(),
                                   /*leadingScore=*/true)))
       return failure();
     if (!kernel.getMaskMod().empty() &&
         failed(emitRegionFunction(kernel.getMaskMod(), "_mask_mod",
-                                  b.getI1Type(), /*indexArgs=*/4,
+                                  b.getI1Type(),
                                   /*leadingScore=*/false)))
       return failure();
     emitc::VerbatimOp::create(b, kernel.getLoc(), configStruct());
@@ -185,10 +136,14 @@ private:
     os << "  static __device__ __forceinline__ float scoreMod(float s, int b, "
           "int h, int i, int j, int qLen, int kvLen, const attnc::AttnParams "
           "&p) {\n    return ";
+    // The device scores the padding rows and keys of a request's last tiles
+    // too, and masks them afterwards; the region sees only the request's
+    // positions, so that its capture loads stay inside the buffers.
     if (kernel.getScoreMod().empty())
       os << "s;\n";
     else
-      os << name << "_score_mod(s, b, h, i, j, &p);\n";
+      os << "i < qLen && j < kvLen ? " << name
+         << "_score_mod(s, b, h, i, j, qLen, kvLen, &p) : s;\n";
     os << "  }\n";
     os << "  static __device__ __forceinline__ bool maskMod(int b, int h, int "
           "i, int j, int qLen, int kvLen, const attnc::AttnParams &p) {\n"
@@ -196,17 +151,16 @@ private:
     if (kernel.getMaskMod().empty())
       os << "true;\n";
     else
-      os << name << "_mask_mod(b, h, i, j, &p);\n";
+      os << name << "_mask_mod(b, h, i, j, qLen, kvLen, &p);\n";
     os << "  }\n};";
     return s;
   }
 
   /// Clones a modifier region into a func.func over (score?, batch, head,
-  /// query, key, params) whose capture loads read the launch's views, then
-  /// converts it with the upstream func, arith and math conversions.
+  /// qi, kvi, q_len, kv_len, params) whose capture loads read the launch's
+  /// views, then converts it to an emitc.func.
   LogicalResult emitRegionFunction(Region &region, StringRef suffix,
-                                   Type resultType, unsigned indexArgs,
-                                   bool leadingScore) {
+                                   Type resultType, bool leadingScore) {
     MLIRContext *ctx = b.getContext();
     Location loc = kernel.getLoc();
     Type params = emitc::PointerType::get(
@@ -214,7 +168,7 @@ private:
     SmallVector<Type> argTypes;
     if (leadingScore)
       argTypes.push_back(b.getF32Type());
-    argTypes.append(indexArgs, b.getIndexType());
+    argTypes.append(AttentionOp::kMaskModIndexArgs, b.getIndexType());
     argTypes.push_back(params);
     auto func =
         func::FuncOp::create(b, loc, name + suffix.str(),
@@ -259,36 +213,11 @@ private:
       body.clone(op, mapping);
     }
 
-    TypeConverter converter;
-    converter.addConversion([](Type type) { return type; });
-    populateEmitCSizeTTypeConversions(converter);
-    RewritePatternSet patterns(ctx);
-    populateArithToEmitCPatterns(converter, patterns);
-    populateConvertMathToEmitCPatterns(patterns, emitc::LanguageTarget::c99);
-    populateFuncToEmitCPatterns(converter, patterns);
-    patterns.add<
-        ConvertCallOpaqueOperands,
-        MinMaxToConditional<arith::MinUIOp, emitc::CmpPredicate::lt, true>,
-        MinMaxToConditional<arith::MaxUIOp, emitc::CmpPredicate::gt, true>,
-        MinMaxToConditional<arith::MinSIOp, emitc::CmpPredicate::lt, false>,
-        MinMaxToConditional<arith::MaxSIOp, emitc::CmpPredicate::gt, false>,
-        MinMaxToConditional<arith::MinimumFOp, emitc::CmpPredicate::lt, false>,
-        MinMaxToConditional<arith::MaximumFOp, emitc::CmpPredicate::gt, false>,
-        MinMaxToConditional<arith::MinNumFOp, emitc::CmpPredicate::lt, false>,
-        MinMaxToConditional<arith::MaxNumFOp, emitc::CmpPredicate::gt, false>>(
-        converter, ctx);
-    ConversionTarget target(*ctx);
-    target.addLegalDialect<emitc::EmitCDialect>();
-    target.addIllegalDialect<arith::ArithDialect, math::MathDialect,
-                             func::FuncDialect>();
-    target.addDynamicallyLegalOp<emitc::CallOpaqueOp>(
-        [&](emitc::CallOpaqueOp op) { return converter.isLegal(op); });
-    if (failed(applyPartialConversion(func.getOperation(), target,
-                                      std::move(patterns)))) {
+    // The verifier admits only ops that lower: a failure here is a bug.
+    if (failed(convertRegionFunction(func)))
       return kernel.emitOpError("has a ")
              << suffix.drop_front() << " region the C++ emitter cannot "
-             << "express (an arith or math op without an EmitC lowering)";
-    }
+             << "express (an op RegionOps.h admits without an EmitC lowering)";
     auto emitted = cast<emitc::FuncOp>(file.lookupSymbol(name + suffix.str()));
     emitted.setSpecifiersAttr(
         b.getStrArrayAttr({"static __device__ __forceinline__"}));

@@ -70,9 +70,12 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     are bottom-right aligned when q_len < kv_len. heads must be a multiple
     of kv_heads (GQA / MQA). window is an int (keys to the left) or a
     (left, right) pair; sinks keeps the first keys visible. score_mod and
-    mask_mod are MLIR region blocks (see docs) reading `captures` (int32 or
-    float32 tensors). Returns out, or (out, lse) with lse [.., heads] in
-    float32, natural log.
+    mask_mod are MLIR region blocks, `^bb0(%score: f32, %b: index, %h:
+    index, %qi: index, %kvi: index, %q_len: index, %kv_len: index,
+    <captures>)` (mask_mod without %score, yielding i1), reading `captures`
+    (int32 or float32 tensors); the query's position in the sequence is
+    qi + kv_len - q_len (docs/regions.md). Returns out, or (out, lse) with
+    lse [.., heads] in float32, natural log.
     """
     ragged = q_indptr is not None or kv_indptr is not None
     rank = 3 if ragged else 4

@@ -167,7 +167,7 @@ def test_score_mod_with_a_captured_table():
     bias = 2 * torch.randn(length, device="cuda", dtype=torch.float32)
     score_mod = """
       ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kvi: index,
-           %bias: memref<?xf32>):
+           %q_len: index, %kv_len: index, %bias: memref<?xf32>):
         %x = memref.load %bias[%kvi] : memref<?xf32>
         %y = arith.addf %s, %x : f32
         attn.yield %y : f32"""

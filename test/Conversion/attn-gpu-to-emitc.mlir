@@ -36,18 +36,18 @@ func.func @prefill(%q: !attn.q<?x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
 // conversion; loads from captures read the launch's strided views.
 // CHECK-LABEL: func.func @score_mod
 // CHECK: emitc.file "attnc_device"
-// CHECK: func @attention_score_mod(%[[S:.+]]: f32, %{{.+}}: !emitc.size_t, %[[H:.+]]: !emitc.size_t, %{{.+}}: !emitc.size_t, %[[J:.+]]: !emitc.size_t, %[[PARAMS:.+]]: !emitc.ptr<!emitc.opaque<"const attnc::AttnParams">>) -> f32 attributes {specifiers = ["static __device__ __forceinline__"]}
+// CHECK: func @attention_score_mod(%[[S:.+]]: f32, %{{.+}}: !emitc.size_t, %[[H:.+]]: !emitc.size_t, %{{.+}}: !emitc.size_t, %[[J:.+]]: !emitc.size_t, %{{.+}}: !emitc.size_t, %{{.+}}: !emitc.size_t, %[[PARAMS:.+]]: !emitc.ptr<!emitc.opaque<"const attnc::AttnParams">>) -> f32 attributes {specifiers = ["static __device__ __forceinline__"]}
 // CHECK: %[[BIAS:.+]] = call_opaque "attnc::loadCapture<float>"(%[[PARAMS]], %[[H]], %[[J]]) {args = [0 : index, 0 : i32, 1 : index, 2 : index]}
 // CHECK: %[[SUM:.+]] = add %[[S]], %[[BIAS]]
 // CHECK: return %[[SUM]] : f32
 // CHECK: verbatim "struct attention_config {
-// CHECK-SAME: return attention_score_mod(s, b, h, i, j, &p);
+// CHECK-SAME: return i < qLen && j < kvLen ? attention_score_mod(s, b, h, i, j, qLen, kvLen, &p) : s;
 func.func @score_mod(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>,
                      %v: !attn.kv<?x8x64xbf16>, %table: memref<8x?xf32>) -> !attn.out<?x8x64xbf16> {
   %out = attn.attention(%q, %k, %v) captures(%table : memref<8x?xf32>)
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       score_mod {
-      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: memref<8x?xf32>):
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index, %t: memref<8x?xf32>):
         %bias = memref.load %t[%h, %j] : memref<8x?xf32>
         %r = arith.addf %s, %bias : f32
         attn.yield %r : f32

@@ -57,7 +57,7 @@ func.func @mask_mod(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>,
   %out = attn.attention(%q, %k, %v) {causal}
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       mask_mod {
-      ^bb0(%b: index, %h: index, %i: index, %j: index):
+      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
         %c3 = arith.constant 3 : index
         %r = arith.remui %j, %c3 : index
         %c0 = arith.constant 0 : index

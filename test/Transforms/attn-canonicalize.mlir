@@ -111,7 +111,7 @@ func.func @softcap_from_division(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xb
   %out = attn.attention(%q, %k, %v)
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       score_mod {
-      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
         %c = arith.constant 50.0 : f32
         %d = arith.divf %s, %c : f32
         %t = math.tanh %d : f32
@@ -132,7 +132,7 @@ func.func @softcap_from_reciprocal(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64
   %out = attn.attention(%q, %k, %v)
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       score_mod {
-      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
         %inv = arith.constant 0.0333333351 : f32
         %c = arith.constant 30.0 : f32
         %d = arith.mulf %s, %inv : f32
@@ -156,7 +156,7 @@ func.func @softcap_after_alibi_stays(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x
   %out = attn.attention(%q, %k, %v) {alibi}
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       score_mod {
-      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
         %c = arith.constant 50.0 : f32
         %d = arith.divf %s, %c : f32
         %t = math.tanh %d : f32
@@ -177,7 +177,7 @@ func.func @constant_factor_into_scale(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8
   %out = attn.attention(%q, %k, %v)
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       score_mod {
-      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
         %c = arith.constant 2.0 : f32
         %r = arith.mulf %s, %c : f32
         attn.yield %r : f32
@@ -199,11 +199,11 @@ func.func @trivial_regions(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, 
   %out = attn.attention(%q, %k, %v) captures(%buf : memref<8xf32>)
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       score_mod {
-      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %x: memref<8xf32>):
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index, %x: memref<8xf32>):
         attn.yield %s : f32
       }
       mask_mod {
-      ^bb0(%b: index, %h: index, %i: index, %j: index, %x: memref<8xf32>):
+      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index, %x: memref<8xf32>):
         %t = arith.constant true
         attn.yield %t : i1
       }
@@ -217,14 +217,14 @@ func.func @trivial_regions(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, 
 // CHECK-LABEL: func.func @unused_capture
 // CHECK-SAME: %[[A:[^:]+]]: memref<8xf32>, %[[B:[^:]+]]: memref<8xf32>
 // CHECK: captures(%[[B]] : memref<8xf32>)
-// CHECK: ^bb0(%{{.+}}: f32, %{{.+}}: index, %[[H:.+]]: index, %{{.+}}: index, %{{.+}}: index, %[[BUF:.+]]: memref<8xf32>):
+// CHECK: ^bb0(%{{.+}}: f32, %{{.+}}: index, %[[H:.+]]: index, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index, %[[BUF:.+]]: memref<8xf32>):
 // CHECK: memref.load %[[BUF]][%[[H]]]
 func.func @unused_capture(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>,
                           %a: memref<8xf32>, %b: memref<8xf32>) {
   %out = attn.attention(%q, %k, %v) captures(%a, %b : memref<8xf32>, memref<8xf32>)
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       score_mod {
-      ^bb0(%s: f32, %bt: index, %h: index, %i: index, %j: index, %x: memref<8xf32>, %y: memref<8xf32>):
+      ^bb0(%s: f32, %bt: index, %h: index, %i: index, %j: index, %ql: index, %kl: index, %x: memref<8xf32>, %y: memref<8xf32>):
         %m = memref.load %y[%h] : memref<8xf32>
         %r = arith.addf %s, %m : f32
         attn.yield %r : f32
@@ -260,7 +260,7 @@ func.func @fold_in_region(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %
   %out = attn.attention(%q, %k, %v)
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       score_mod {
-      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
         %a = arith.constant 0.5 : f32
         %c = arith.constant 0.25 : f32
         %sum = arith.addf %a, %c : f32

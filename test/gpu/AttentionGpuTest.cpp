@@ -86,14 +86,18 @@ RunShape shapeOf(int batch, int q, int kv, int splits = 0, unsigned seed = 7) {
   return s;
 }
 
+// A relative-position bias: distance from the query's aligned position
+// qi + kv_len - q_len, so it holds under chunked prefill and decode.
 const char *kBiasRegion =
     "      score_mod {\n"
     "      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, "
-    "%ids: memref<?x?xi32>):\n"
+    "%ql: index, %kl: index, %ids: memref<?x?xi32>):\n"
     "        %c7 = arith.constant 7 : index\n"
-    "        %far = arith.cmpi ugt, %i, %j : index\n"
-    "        %back = arith.subi %i, %j : index\n"
-    "        %ahead = arith.subi %j, %i : index\n"
+    "        %end = arith.addi %i, %kl : index\n"
+    "        %p = arith.subi %end, %ql : index\n"
+    "        %far = arith.cmpi ugt, %p, %j : index\n"
+    "        %back = arith.subi %p, %j : index\n"
+    "        %ahead = arith.subi %j, %p : index\n"
     "        %d = arith.select %far, %back, %ahead : index\n"
     "        %bucket = arith.minui %d, %c7 : index\n"
     "        %di = arith.index_cast %bucket : index to i32\n"
@@ -103,14 +107,63 @@ const char *kBiasRegion =
     "        %r = arith.addf %s, %bias : f32\n"
     "        attn.yield %r : f32\n"
     "      }\n";
+// The query's document is read at its aligned position.
 const char *kDocumentMask =
     "      mask_mod {\n"
-    "      ^bb0(%b: index, %h: index, %i: index, %j: index, "
-    "%ids: memref<?x?xi32>):\n"
-    "        %qd = memref.load %ids[%b, %i] : memref<?x?xi32>\n"
+    "      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, "
+    "%kl: index, %ids: memref<?x?xi32>):\n"
+    "        %end = arith.addi %i, %kl : index\n"
+    "        %p = arith.subi %end, %ql : index\n"
+    "        %qd = memref.load %ids[%b, %p] : memref<?x?xi32>\n"
     "        %kd = memref.load %ids[%b, %j] : memref<?x?xi32>\n"
     "        %same = arith.cmpi eq, %qd, %kd : i32\n"
     "        attn.yield %same : i1\n"
+    "      }\n";
+// Causal written by hand: the key is at or before the query's aligned
+// position. It must agree with the declarative `causal` in prefill, chunked
+// prefill and decode (where a mask on qi alone would see only key 0).
+const char *kCausalByHand =
+    "      mask_mod {\n"
+    "      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, "
+    "%kl: index):\n"
+    "        %end = arith.addi %i, %kl : index\n"
+    "        %p = arith.subi %end, %ql : index\n"
+    "        %seen = arith.cmpi ule, %j, %p : index\n"
+    "        attn.yield %seen : i1\n"
+    "      }\n";
+// The math functions the issue names, kept finite for every score: the
+// logarithms and roots read 1 + |s|, the exponentials bounded values.
+const char *kMathScoreMod =
+    "      score_mod {\n"
+    "      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, "
+    "%ql: index, %kl: index):\n"
+    "        %one = arith.constant 1.0 : f32\n"
+    "        %half = arith.constant 0.5 : f32\n"
+    "        %tenth = arith.constant 0.1 : f32\n"
+    "        %t = math.tanh %s : f32\n"
+    "        %e = math.erf %s : f32\n"
+    "        %a = math.absf %s : f32\n"
+    "        %a1 = arith.addf %a, %one : f32\n"
+    "        %l = math.log %a1 : f32\n"
+    "        %l2 = math.log2 %a1 : f32\n"
+    "        %r = math.sqrt %a : f32\n"
+    "        %rs = math.rsqrt %a1 : f32\n"
+    "        %p = math.powf %a1, %half : f32\n"
+    "        %x = math.exp %e : f32\n"
+    "        %x2 = math.exp2 %t : f32\n"
+    "        %m = arith.maximumf %t, %e : f32\n"
+    "        %u0 = arith.mulf %t, %half : f32\n"
+    "        %u1 = arith.addf %s, %u0 : f32\n"
+    "        %u2 = arith.addf %l, %l2 : f32\n"
+    "        %u3 = arith.mulf %r, %rs : f32\n"
+    "        %u4 = arith.subf %u3, %u2 : f32\n"
+    "        %u5 = arith.addf %p, %x : f32\n"
+    "        %u6 = arith.addf %u5, %x2 : f32\n"
+    "        %u7 = arith.addf %u6, %m : f32\n"
+    "        %u8 = arith.addf %u4, %u7 : f32\n"
+    "        %u9 = arith.mulf %u8, %tenth : f32\n"
+    "        %res = arith.addf %u1, %u9 : f32\n"
+    "        attn.yield %res : f32\n"
     "      }\n";
 
 std::vector<Case> cases() {
@@ -158,6 +211,25 @@ std::vector<Case> cases() {
        kBiasRegion, true, shapeOf(2, 120, 120)});
   add({"mask_mod_document", 8, 8, 128, "bf16", false, false, "", "causal",
        kDocumentMask, true, shapeOf(2, 200, 200)});
+  // Regions see the request's lengths: chunked prefill and decode.
+  add({"score_mod_relative_bias_chunked_prefill", 8, 2, 64, "bf16", false, true,
+       "paged<16, nhd>", "", kBiasRegion, true, shapeOf(2, 70, 300)});
+  add({"mask_mod_document_chunked_prefill", 8, 8, 128, "bf16", false, true,
+       "ragged", "causal", kDocumentMask, true, shapeOf(2, 60, 250)});
+  add({"mask_mod_causal_prefill", 8, 8, 128, "bf16", false, false, "", "",
+       kCausalByHand, false, shapeOf(2, 200, 200)});
+  add({"mask_mod_causal_chunked_prefill", 16, 4, 128, "bf16", false, true,
+       "paged<16, nhd>", "", kCausalByHand, false, shapeOf(2, 70, 300)});
+  add({"causal_chunked_prefill_declarative", 16, 4, 128, "bf16", false, true,
+       "paged<16, nhd>", "causal", "", false, shapeOf(2, 70, 300)});
+  add({"mask_mod_causal_decode", 32, 8, 128, "bf16", true, false,
+       "paged<16, nhd>", "", kCausalByHand, false, shapeOf(4, 1, 700)});
+  add({"causal_decode_declarative", 32, 8, 128, "bf16", true, false,
+       "paged<16, nhd>", "causal", "", false, shapeOf(4, 1, 700)});
+  add({"score_mod_math_functions", 8, 4, 128, "bf16", false, false, "",
+       "causal", kMathScoreMod, false, shapeOf(2, 150, 150)});
+  add({"score_mod_math_functions_decode", 32, 8, 128, "bf16", true, false,
+       "paged<16, nhd>", "", kMathScoreMod, false, shapeOf(3, 1, 500)});
   // Decode: split-KV + merge, paged page sizes and orders, GQA packing.
   add({"decode_gqa4_paged1_nhd", 32, 8, 128, "bf16", true, false,
        "paged<1, nhd>", "", "", false, shapeOf(5, 1, 300)});

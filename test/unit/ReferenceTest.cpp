@@ -101,15 +101,58 @@ TEST(Reference, GroupedHeadsShareKeys) {
 
 TEST(Reference, ModifierRegionsSeeTheirRequest) {
   Variant v = scalarVariant();
-  v.maskMod = [](int64_t batch, int64_t, int64_t, int64_t key) {
-    return !(batch == 1 && key == 0);
+  v.maskMod = [](const Position &at) {
+    return !(at.batch == 1 && at.key == 0);
   };
-  v.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t key) {
-    return s + (key == 1 ? std::log(3.0) : 0.0);
+  v.scoreMod = [](double s, const Position &at) {
+    return s + (at.key == 1 ? std::log(3.0) : 0.0);
   };
   Request r = request({0}, {0, 0}, {1, 5});
   EXPECT_NEAR(attention(v, r, 0).out[0], 4.0, 1e-12);
   EXPECT_NEAR(attention(v, r, 1).out[0], 5.0, 1e-12); // key 0 hidden
+}
+
+TEST(Reference, ModifierRegionsSeeTheRequestLengths) {
+  // Two queries (a chunk) over five keys: the regions see q_len 2, kv_len 5.
+  Variant v = scalarVariant();
+  std::vector<Position> seen;
+  v.maskMod = [&](const Position &at) {
+    seen.push_back(at);
+    return true;
+  };
+  attention(v, request({1, 1}, {0, 0, 0, 0, 0}, {1, 2, 3, 4, 5}), 3);
+  ASSERT_EQ(seen.size(), 10u);
+  for (const Position &at : seen) {
+    EXPECT_EQ(at.batch, 3);
+    EXPECT_EQ(at.qLen, 2);
+    EXPECT_EQ(at.kvLen, 5);
+  }
+  EXPECT_EQ(seen.back().query, 1);
+  EXPECT_EQ(seen.back().key, 4);
+}
+
+TEST(Reference, MaskModAtTheAlignedPositionIsCausal) {
+  // kvi <= qi + kv_len - q_len is the declarative causal mask, in prefill,
+  // chunked prefill and decode alike; kvi <= qi is not once q_len < kv_len.
+  Variant declarative = scalarVariant();
+  declarative.causal = true;
+  Variant written = scalarVariant();
+  written.maskMod = [](const Position &at) {
+    return at.key <= at.query + at.kvLen - at.qLen;
+  };
+  Variant naive = scalarVariant();
+  naive.maskMod = [](const Position &at) { return at.key <= at.query; };
+  std::vector<double> keys{0.3, -0.2, 0.9, 0.1, -0.7}, values{1, 2, 3, 4, 5};
+  for (std::vector<double> queries :
+       {std::vector<double>{1, -1, 2, 0.5, 1}, {1, -1}, {2}}) {
+    Request r = request(queries, keys, values);
+    State expected = attention(declarative, r, 0);
+    EXPECT_EQ(relativeError(attention(written, r, 0).out, expected.out), 0.0)
+        << queries.size() << " queries";
+    if (queries.size() < keys.size())
+      EXPECT_GT(relativeError(attention(naive, r, 0).out, expected.out), 0.1)
+          << queries.size() << " queries";
+  }
 }
 
 TEST(Reference, RaggedRequestsAreIndependent) {

@@ -24,6 +24,12 @@ struct Request {
   std::vector<int32_t> qSegments, kvSegments;
 };
 
+/// Where a score sits, as score_mod / mask_mod regions see it: query and
+/// key index the request's tokens, which has qLen queries and kvLen keys.
+struct Position {
+  int64_t batch = 0, head = 0, query = 0, key = 0, qLen = 0, kvLen = 0;
+};
+
 struct Variant {
   int64_t qHeads = 1, kvHeads = 1, qkDim = 64, vDim = 64;
   bool causal = false;
@@ -33,10 +39,8 @@ struct Variant {
   double softcap = 0.0;
   bool alibi = false;
   bool segments = false;
-  /// (score, batch, head, query index, key index) -> score.
-  std::function<double(double, int64_t, int64_t, int64_t, int64_t)> scoreMod;
-  /// (batch, head, query index, key index) -> visible.
-  std::function<bool(int64_t, int64_t, int64_t, int64_t)> maskMod;
+  std::function<double(double score, const Position &)> scoreMod;
+  std::function<bool(const Position &)> maskMod; // true: visible
 };
 
 /// Attention state of one request: out [qLen][qHeads][vDim] and

@@ -1,6 +1,7 @@
 //===- AttnOps.cpp - operations of the attn dialect -----------------------===//
 
 #include "attnc/Dialect/Attn/AttnDialect.h"
+#include "attnc/Dialect/Attn/RegionOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -290,16 +291,10 @@ LogicalResult verifyModifierRegion(AttentionOp op, Region &region,
            << formatTypes(expected) << "), the captures' types last, got ("
            << formatTypes(block.getArgumentTypes()) << ")";
 
-  WalkResult walk = region.walk([&](Operation *nested) {
-    StringRef dialect = nested->getDialect()
-                            ? nested->getDialect()->getNamespace()
-                            : StringRef();
-    if (dialect == "arith" || dialect == "math" ||
-        isa<memref::LoadOp, YieldOp>(nested))
-      return WalkResult::advance();
-    nested->emitOpError("is not allowed in '")
-        << name << "': use arith and math ops, and memref.load on captures";
-    return WalkResult::interrupt();
+  // Pre-order, so an op holding a region is named before what it holds.
+  WalkResult walk = region.walk<WalkOrder::PreOrder>([&](Operation *nested) {
+    return failed(verifyRegionOp(nested, name)) ? WalkResult::interrupt()
+                                                : WalkResult::advance();
   });
   if (walk.wasInterrupted())
     return failure();
@@ -318,12 +313,14 @@ LogicalResult verifyModifierRegion(AttentionOp op, Region &region,
 LogicalResult AttentionOp::verifyRegions() {
   Builder b(getContext());
   Type index = b.getIndexType();
-  if (failed(verifyModifierRegion(*this, getScoreMod(), "score_mod",
-                                  {b.getF32Type(), index, index, index, index},
+  SmallVector<Type> indices(kMaskModIndexArgs, index);
+  SmallVector<Type> scoreArgs{b.getF32Type()};
+  llvm::append_range(scoreArgs, indices);
+  if (failed(verifyModifierRegion(*this, getScoreMod(), "score_mod", scoreArgs,
                                   b.getF32Type())))
     return failure();
-  return verifyModifierRegion(*this, getMaskMod(), "mask_mod",
-                              {index, index, index, index}, b.getI1Type());
+  return verifyModifierRegion(*this, getMaskMod(), "mask_mod", indices,
+                              b.getI1Type());
 }
 
 //===----------------------------------------------------------------------===//

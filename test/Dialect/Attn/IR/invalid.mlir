@@ -326,9 +326,9 @@ func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?
 
 // -----
 
-// score_mod takes the score and four indices.
+// score_mod takes the score, batch, head, qi, kvi, q_len and kv_len.
 func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
-  // expected-error @+1 {{'attn.attention' op 'score_mod' block arguments must be (f32, index, index, index, index), the captures' types last, got (f32, index)}}
+  // expected-error @+1 {{'attn.attention' op 'score_mod' block arguments must be (f32, index, index, index, index, index, index), the captures' types last, got (f32, index)}}
   %out = attn.attention(%q, %k, %v) 
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       score_mod {
@@ -340,12 +340,12 @@ func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?
 
 // -----
 
-// mask_mod takes four indices and the captures.
+// mask_mod takes six indices and the captures.
 func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>, %c: memref<8xi32>) {
-  // expected-error @+1 {{'attn.attention' op 'mask_mod' block arguments must be (index, index, index, index, memref<8xi32>), the captures' types last, got (index, index, index, index)}}
+  // expected-error @+1 {{'attn.attention' op 'mask_mod' block arguments must be (index, index, index, index, index, index, memref<8xi32>), the captures' types last, got (index, index, index, index, index, index)}}
   %out = attn.attention(%q, %k, %v) captures(%c : memref<8xi32>) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       mask_mod {
-      ^bb0(%b: index, %h: index, %i: index, %j: index):
+      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
         %t = arith.constant true
         attn.yield %t : i1
       }
@@ -358,7 +358,7 @@ func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?
 func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
   %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       score_mod {
-      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
         // expected-error @+1 {{'attn.yield' op in 'score_mod' must yield exactly one 'f32'}}
         attn.yield %i : index
       }
@@ -371,7 +371,7 @@ func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?
 func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
   %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       mask_mod {
-      ^bb0(%b: index, %h: index, %i: index, %j: index):
+      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
         // expected-error @+1 {{'attn.yield' op in 'mask_mod' must yield exactly one 'i1'}}
         attn.yield
       }
@@ -380,17 +380,152 @@ func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?
 
 // -----
 
-// Regions hold only arith, math and memref.load.
+// Regions hold only the listed arith and math ops and memref.load.
 func.func @g(%x: f32) -> f32 {
   return %x : f32
 }
 func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
   %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       score_mod {
-      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
-        // expected-error @+1 {{'func.call' op is not allowed in 'score_mod': use arith and math ops, and memref.load on captures}}
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        // expected-error @+1 {{'func.call' op is not allowed in 'score_mod': regions hold the arith and math ops listed in docs/regions.md, and memref.load on captures}}
         %r = func.call @g(%s) : (f32) -> f32
         attn.yield %r : f32
+      }
+  return
+}
+
+// -----
+
+// A math op without a lowering is refused by name, not at code generation.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        %n = arith.constant 3 : i32
+        // expected-error @+1 {{'math.fpowi' op is not allowed in 'score_mod': regions hold the arith and math ops listed in docs/regions.md, and memref.load on captures}}
+        %r = math.fpowi %s, %n : f32, i32
+        attn.yield %r : f32
+      }
+  return
+}
+
+// -----
+
+// An arith op outside the list is refused by name.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        %f = arith.constant 1.0 : f32
+        // expected-error @+1 {{'arith.bitcast' op is not allowed in 'mask_mod': regions hold the arith and math ops listed in docs/regions.md, and memref.load on captures}}
+        %x = arith.bitcast %f : f32 to i32
+        %c = arith.constant 0 : i32
+        %r = arith.cmpi eq, %x, %c : i32
+        attn.yield %r : i1
+      }
+  return
+}
+
+// -----
+
+// Regions compute in f32: f64 values are refused.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        // expected-error @+1 {{'arith.constant' op in 'score_mod' computes on 'f64': regions compute on f32, i1, i32, i64 and index scalars}}
+        %c = arith.constant 2.0 : f64
+        attn.yield %s : f32
+      }
+  return
+}
+
+// -----
+
+// Conversions to other float types are refused by name.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        // expected-error @+1 {{'arith.truncf' op is not allowed in 'score_mod': regions hold the arith and math ops listed in docs/regions.md, and memref.load on captures}}
+        %x = arith.truncf %s : f32 to bf16
+        attn.yield %s : f32
+      }
+  return
+}
+
+// -----
+
+// f16 values are refused where they appear.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        // expected-error @+1 {{'arith.constant' op in 'score_mod' computes on 'f16': regions compute on f32, i1, i32, i64 and index scalars}}
+        %c = arith.constant 2.0 : f16
+        %t = math.tanh %c : f16
+        attn.yield %s : f32
+      }
+  return
+}
+
+// -----
+
+// Integers narrower than 32 bits are refused.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        // expected-error @+1 {{'arith.index_cast' op in 'mask_mod' computes on 'i8': regions compute on f32, i1, i32, i64 and index scalars}}
+        %x = arith.index_cast %i : index to i8
+        %t = arith.constant true
+        attn.yield %t : i1
+      }
+  return
+}
+
+// -----
+
+// Vector values are refused.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        // expected-error @+1 {{'arith.constant' op in 'score_mod' computes on 'vector<4xf32>': regions compute on f32, i1, i32, i64 and index scalars}}
+        %c = arith.constant dense<1.0> : vector<4xf32>
+        attn.yield %s : f32
+      }
+  return
+}
+
+// -----
+
+// Booleans are not ordered as signed numbers: true is -1 in arith, 1 in C++.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        %a = arith.cmpi ule, %j, %i : index
+        %z = arith.constant false
+        // expected-error @+1 {{'arith.cmpi' op in 'mask_mod' orders i1 values as signed numbers: compare booleans with eq, ne or an unsigned predicate}}
+        %r = arith.cmpi slt, %a, %z : i1
+        attn.yield %r : i1
+      }
+  return
+}
+
+// -----
+
+// Booleans are not numbers.
+func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        %a = arith.cmpi ule, %j, %i : index
+        // expected-error @+1 {{'arith.extsi' op in 'score_mod' reads i1 as a number: booleans take andi, ori, xori, select, cmpi (eq, ne, unsigned), extui, uitofp, index_castui and trunci}}
+        %x = arith.extsi %a : i1 to i32
+        attn.yield %s : f32
       }
   return
 }
@@ -402,7 +537,7 @@ func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?
   // expected-note @+1 {{required by region isolation constraints}}
   %out = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
       score_mod {
-      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
         // expected-error @+1 {{using value defined outside the region}}
         %r = arith.addf %s, %x : f32
         attn.yield %r : f32

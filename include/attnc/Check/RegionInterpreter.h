@@ -1,7 +1,7 @@
 //===- RegionInterpreter.h - score_mod / mask_mod in double -----*- C++ -*-===//
 
-#ifndef ATTNC_LIB_COMPILER_REGIONINTERPRETER_H
-#define ATTNC_LIB_COMPILER_REGIONINTERPRETER_H
+#ifndef ATTNC_CHECK_REGIONINTERPRETER_H
+#define ATTNC_CHECK_REGIONINTERPRETER_H
 
 #include "mlir/IR/Region.h"
 
@@ -30,4 +30,4 @@ evaluateRegion(mlir::Region &region, const std::vector<double> &scalars,
 
 } // namespace attnc
 
-#endif // ATTNC_LIB_COMPILER_REGIONINTERPRETER_H
+#endif // ATTNC_CHECK_REGIONINTERPRETER_H

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Every example that the GPU pipeline supports compiles through NVRTC to an
-# sm_90a cubin, and ptxas reports no spills. Without NVRTC the test is
-# skipped (exit 77), saying why.
+# Usage: compile-to-cubin.sh ATTNC (DIR | FILE.mlir)...
+# Every variant (each DIR's *.mlir, and each FILE) that the GPU pipeline
+# supports compiles through NVRTC to an sm_90a cubin, and ptxas reports no
+# spills. Without NVRTC the test is skipped (exit 77), saying why.
 set -u
-attnc="$1"; examples="$2"
+attnc="$1"; shift
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
+files=()
+for arg in "$@"; do
+  if [ -d "$arg" ]; then files+=("$arg"/*.mlir); else files+=("$arg"); fi
+done
 failed=0; compiled=0
-for f in "$examples"/*.mlir; do
+for f in "${files[@]}"; do
   log=$("$attnc" compile "$f" --arch sm_90a --emit=cubin --cache-dir "$cache" -o /dev/null 2>&1)
   status=$?
   if echo "$log" | grep -q "NVRTC is needed"; then
@@ -22,5 +27,5 @@ for f in "$examples"/*.mlir; do
   if [ -n "$spills" ]; then echo "SPILLS: $f"; echo "$spills"; failed=1; continue; fi
   compiled=$((compiled + 1)); echo "ok, no spills: $f"
 done
-echo "$compiled examples compiled to sm_90a cubins"
+echo "$compiled variants compiled to sm_90a cubins"
 exit $failed
