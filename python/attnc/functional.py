@@ -114,7 +114,9 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     (left, right) pair; sinks keeps the first keys visible. score_mod and
     mask_mod are MLIR region blocks (see docs) reading `captures` (int32 or
     float32 tensors). Returns out, or (out, lse) with lse [.., heads] in
-    float32, natural log.
+    float32, natural log. Ragged index pointers are read on the host and
+    checked against q and k unless max_q_len and max_kv_len are given:
+    then they are trusted, and those must be the true maxima.
     """
     ragged = q_indptr is not None or kv_indptr is not None
     rank = 3 if ragged else 4
