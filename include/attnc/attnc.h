@@ -146,8 +146,8 @@ public:
   struct State;
 
 private:
-  explicit Kernel(std::unique_ptr<State> state);
-  std::unique_ptr<State> state_;
+  explicit Kernel(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
 };
 
 class Plan {

@@ -5,6 +5,20 @@
 |* function returns a status code; attnc_last_error() gives the message of    *|
 |* the calling thread's last failure. Nothing aborts.                         *|
 |*                                                                            *|
+|* Handles are checked on every call: a null, destroyed or foreign handle     *|
+|* (one attnc did not return, or of another type) is ATTNC_INVALID_ARGUMENT   *|
+|* ("... is not a live attnc_kernel"), never a crash; handle values are       *|
+|* never reused, so a stale handle stays detectable. Functions that return a  *|
+|* string or a number return "" or 0 for such a handle and set                *|
+|* attnc_last_error. Destroying NULL does nothing, like free(NULL). A         *|
+|* handle may be used from several threads; destroying it while another       *|
+|* thread is inside a call with it frees the object when that call ends.      *|
+|*                                                                            *|
+|* What C cannot show is the caller's to get right: strings must be           *|
+|* NUL-terminated, arrays must hold as many entries as their counts say,      *|
+|* and device pointers must point at tensors of the shapes the kernel's       *|
+|* inputs describe.                                                           *|
+|*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef ATTNC_ATTNC_C_H
@@ -17,7 +31,8 @@
 extern "C" {
 #endif
 
-#define ATTNC_C_API_VERSION 2
+/* 3: destroy functions return a status; attnc_role_name. */
+#define ATTNC_C_API_VERSION 3
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -59,27 +74,35 @@ typedef struct attnc_variant_st *attnc_variant;
 typedef struct attnc_kernel_st *attnc_kernel;
 typedef struct attnc_plan_st *attnc_plan;
 
-/* Mirrors attnc::VariantSpec; attnc_variant_spec_init fills the defaults. */
+/* Mirrors attnc::VariantSpec; attnc_variant_spec_init fills the defaults.
+ * attnc_variant_from_spec checks the encoding (flags 0 or 1, the sentinels
+ * below, known enumerators, the capture array); the attn dialect's
+ * verifier checks the values, and its message is attnc_last_error. */
 typedef struct attnc_variant_spec {
-  const char *name;
+  const char *name; /* a symbol: [A-Za-z_][A-Za-z0-9_]*; NULL: "attention" */
   int64_t query_heads, kv_heads, head_dim;
   attnc_dtype dtype;           /* BF16 or F16 */
   attnc_layout query_layout;   /* DENSE or RAGGED */
   int64_t queries_per_request; /* dense queries: 0 for any */
   attnc_layout kv_layout;
-  int64_t page_size;
-  attnc_page_order page_order;
-  int causal;
-  int64_t window_left, window_right; /* -1: no window */
+  int64_t page_size;           /* paged keys only */
+  attnc_page_order page_order; /* paged keys only */
+  int causal;                  /* 0 or 1 */
+  /* Both -1: no window; otherwise both non-negative. */
+  int64_t window_left, window_right;
   int64_t sinks;
-  float scale;   /* 0: 1/sqrt(head_dim) */
-  float softcap; /* 0: none */
-  int alibi;
-  int return_lse;
-  /* Region block text, or NULL: the block arguments are in attnc.h's
-     VariantSpec::scoreMod and maskMod, the admitted ops in docs/regions.md. */
+  float scale;    /* 0: 1/sqrt(head_dim) */
+  float softcap;  /* 0: none */
+  int alibi;      /* 0 or 1 */
+  int return_lse; /* 0 or 1 */
+  /* Region block text, or NULL (or "") for none: the block arguments are in
+   * attnc.h's VariantSpec::scoreMod and maskMod, the admitted ops in
+   * docs/regions.md. It must be exactly one block: text that closes the
+   * region to add operations is refused. */
   const char *score_mod;
   const char *mask_mod;
+  /* num_captures (0..attnc_limits.max_captures) memref types, each parsed
+   * alone: anything but one whole memref type is refused. */
   const char *const *capture_types;
   int num_captures;
 } attnc_variant_spec;
@@ -92,7 +115,9 @@ typedef struct attnc_tensor_spec {
   int64_t seq_len; /* per request; -1 when any */
 } attnc_tensor_spec;
 
-/* Mirrors attnc::Batch: index arrays are int32 device pointers. */
+/* Mirrors attnc::Batch: index arrays are int32 device pointers, which
+ * attnc cannot check; counts and lengths must be non-negative, page
+ * strides 0 (packed pages) or positive. */
 typedef struct attnc_batch {
   int batch;
   int max_query_len;
@@ -119,6 +144,7 @@ const char *attnc_last_error(void);
 const char *attnc_dtype_name(int dtype);
 const char *attnc_layout_name(int layout);
 const char *attnc_page_order_name(int order);
+const char *attnc_role_name(int role); /* "query", "kv", "output", ... */
 const attnc_limits *attnc_get_limits(void);
 const char *attnc_status_name(attnc_status status);
 int attnc_api_version(void);
@@ -127,15 +153,16 @@ void attnc_variant_spec_init(attnc_variant_spec *spec);
 attnc_status attnc_variant_from_mlir(const char *text, attnc_variant *out);
 attnc_status attnc_variant_from_spec(const attnc_variant_spec *spec,
                                      attnc_variant *out);
-/* The variant's MLIR text, owned by the variant. */
+/* The variant's MLIR text, valid until the variant is destroyed. */
 const char *attnc_variant_mlir(attnc_variant variant);
-void attnc_variant_destroy(attnc_variant variant);
+attnc_status attnc_variant_destroy(attnc_variant variant);
 
 /* arch NULL or "": the current GPU's. cache_dir NULL or "": the default
  * cache; "-": none. */
 attnc_status attnc_kernel_compile(attnc_variant variant, const char *arch,
                                   const char *cache_dir, attnc_kernel *out);
-void attnc_kernel_destroy(attnc_kernel kernel);
+/* A kernel's plans keep what they need of it: it may be destroyed first. */
+attnc_status attnc_kernel_destroy(attnc_kernel kernel);
 int attnc_kernel_num_inputs(attnc_kernel kernel);
 int attnc_kernel_num_outputs(attnc_kernel kernel);
 attnc_status attnc_kernel_input(attnc_kernel kernel, int index,
@@ -147,11 +174,13 @@ size_t attnc_kernel_cubin_size(attnc_kernel kernel);
 
 attnc_status attnc_plan_create(attnc_kernel kernel, const attnc_batch *batch,
                                attnc_plan *out);
-void attnc_plan_destroy(attnc_plan plan);
+attnc_status attnc_plan_destroy(attnc_plan plan);
+/* KV splits of attention launch `launch`; 0 if there is no such launch. */
 int attnc_plan_num_splits(attnc_plan plan, int launch);
 
-/* buffer_sizes: for each captured buffer input in order, its sizes
- * (buffer_ranks[i] of them); NULL when every buffer has a static shape.
+/* buffer_sizes and buffer_ranks: both NULL when every buffer has a static
+ * shape, else one entry for each buffer input (role BUFFER) in order:
+ * buffer_sizes[i] holds buffer_ranks[i] sizes (rank 0: the static shape).
  * No allocation, no synchronization. */
 attnc_status attnc_run(attnc_kernel kernel, attnc_plan plan,
                        const uint64_t *inputs, int num_inputs,

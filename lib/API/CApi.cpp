@@ -1,20 +1,22 @@
 //===- CApi.cpp - the C API over attnc.h ----------------------------------===//
+//
+// Handles are not pointers to the objects: each is a number drawn once from
+// a counter and looked up in its type's registry on every call, so that a
+// destroyed, foreign or made-up handle is an error value rather than a
+// dereference, even after its memory has been reused.
+//
+//===----------------------------------------------------------------------===//
 
 #include "attnc/attnc.h"
 #include "attnc/attnc_c.h"
 
+#include <atomic>
+#include <cstdint>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <string>
-
-struct attnc_variant_st {
-  attnc::Variant variant;
-};
-struct attnc_kernel_st {
-  attnc::Kernel kernel;
-};
-struct attnc_plan_st {
-  attnc::Plan plan;
-};
+#include <unordered_map>
 
 static_assert(int(attnc::ErrorCode::InvalidArgument) ==
                       ATTNC_INVALID_ARGUMENT &&
@@ -53,6 +55,10 @@ attnc_status fail(const attnc::Status &status) {
   return fail(static_cast<attnc_status>(status.code()), status.message());
 }
 
+attnc_status invalid(std::string message) {
+  return fail(ATTNC_INVALID_ARGUMENT, std::move(message));
+}
+
 /// The C boundary: nothing may unwind through it.
 template <typename F> attnc_status guarded(F &&body) {
   try {
@@ -62,6 +68,86 @@ template <typename F> attnc_status guarded(F &&body) {
   } catch (const std::exception &e) {
     return fail(ATTNC_INTERNAL, e.what());
   }
+}
+
+/// Handle values: drawn from one counter for every type and never reused.
+/// They start far above any address a process maps, so that no pointer to
+/// real memory is ever mistaken for a handle.
+std::atomic<uintptr_t> nextHandle{uintptr_t(0xA7C0) << 48};
+
+/// The live handles of one type and the objects they stand for. Calls hold
+/// a reference to the object while they use it, so destroying a handle
+/// while another thread uses it frees the object after that call.
+template <typename Handle, typename Object> class Registry {
+public:
+  explicit Registry(const char *typeName) : typeName_(typeName) {}
+
+  Handle add(Object object) {
+    auto shared = std::make_shared<Object>(std::move(object));
+    uintptr_t id = nextHandle.fetch_add(1);
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.emplace(id, std::move(shared));
+    return reinterpret_cast<Handle>(id);
+  }
+
+  /// The object of `handle`, or null with the reason in attnc_last_error.
+  std::shared_ptr<Object> find(Handle handle, const char *argument) {
+    if (!handle) {
+      fail(ATTNC_INVALID_ARGUMENT, std::string(argument) + " is null");
+      return nullptr;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(reinterpret_cast<uintptr_t>(handle));
+    if (it == live_.end()) {
+      fail(ATTNC_INVALID_ARGUMENT, notLive(argument));
+      return nullptr;
+    }
+    return it->second;
+  }
+
+  /// Forgets `handle`; its object goes when the last call using it ends.
+  attnc_status remove(Handle handle, const char *argument) {
+    if (!handle)
+      return ATTNC_OK; // like free(NULL)
+    std::shared_ptr<Object> object;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = live_.find(reinterpret_cast<uintptr_t>(handle));
+      if (it == live_.end())
+        return fail(ATTNC_INVALID_ARGUMENT, notLive(argument));
+      object = std::move(it->second);
+      live_.erase(it);
+    }
+    object.reset(); // outside the lock: freeing may call the CUDA driver
+    return ATTNC_OK;
+  }
+
+private:
+  std::string notLive(const char *argument) const {
+    return std::string(argument) + " is not a live " + typeName_ +
+           " (destroyed, or not made by attnc)";
+  }
+
+  const char *typeName_;
+  std::mutex mutex_;
+  std::unordered_map<uintptr_t, std::shared_ptr<Object>> live_;
+};
+
+// Never destroyed: objects still alive at exit must not be freed after the
+// CUDA driver they use has been unloaded.
+auto &variants() {
+  static auto *registry =
+      new Registry<attnc_variant, attnc::Variant>("attnc_variant");
+  return *registry;
+}
+auto &kernels() {
+  static auto *registry =
+      new Registry<attnc_kernel, attnc::Kernel>("attnc_kernel");
+  return *registry;
+}
+auto &plans() {
+  static auto *registry = new Registry<attnc_plan, attnc::Plan>("attnc_plan");
+  return *registry;
 }
 
 attnc_tensor_spec toC(const attnc::TensorSpec &spec) {
@@ -74,6 +160,73 @@ attnc_tensor_spec toC(const attnc::TensorSpec &spec) {
   out.seq_len = spec.seqLen;
   return out;
 }
+
+/// A C flag: 0 or 1, so that garbage in a struct (one not filled by
+/// attnc_variant_spec_init, or of another API version) is not read as true.
+bool isFlag(int value) { return value == 0 || value == 1; }
+
+/// Checks the encoding of a C spec (flags, the -1 and 0 sentinels, the
+/// capture array) and translates it; the C++ API and the verifier judge
+/// the values.
+attnc_status specFromC(const attnc_variant_spec &c, attnc::VariantSpec &spec) {
+  if (c.name)
+    spec.name = c.name;
+  spec.queryHeads = c.query_heads;
+  spec.kvHeads = c.kv_heads;
+  spec.headDim = c.head_dim;
+  // Enum fields may hold any int; fromSpec refuses unknown enumerators.
+  spec.dtype = attnc::DType(c.dtype);
+  spec.queryLayout = attnc::TokenLayout(c.query_layout);
+  spec.queriesPerRequest = c.queries_per_request;
+  spec.kvLayout = attnc::TokenLayout(c.kv_layout);
+  spec.pageSize = c.page_size;
+  spec.pageOrder = attnc::PageOrder(c.page_order);
+  for (auto [name, value] : {std::pair<const char *, int>{"causal", c.causal},
+                             {"alibi", c.alibi},
+                             {"return_lse", c.return_lse}})
+    if (!isFlag(value))
+      return invalid(std::string(name) + " must be 0 or 1, got " +
+                     std::to_string(value));
+  spec.causal = c.causal;
+  spec.alibi = c.alibi;
+  spec.returnLse = c.return_lse;
+  bool noWindow = c.window_left == -1 && c.window_right == -1;
+  if (!noWindow && (c.window_left < 0 || c.window_right < 0))
+    return invalid("window_left and window_right must both be -1 (no window) "
+                   "or both be non-negative, got " +
+                   std::to_string(c.window_left) + " and " +
+                   std::to_string(c.window_right));
+  if (!noWindow)
+    spec.window = {c.window_left, c.window_right};
+  spec.sinks = c.sinks;
+  if (c.scale != 0)
+    spec.scale = c.scale;
+  if (c.softcap != 0)
+    spec.softcap = c.softcap;
+  if (c.score_mod)
+    spec.scoreMod = c.score_mod;
+  if (c.mask_mod)
+    spec.maskMod = c.mask_mod;
+  // Bounds how much of the caller's array is read.
+  if (c.num_captures < 0 || c.num_captures > attnc::limits::kMaxCaptures)
+    return invalid("num_captures must be in 0.." +
+                   std::to_string(attnc::limits::kMaxCaptures) + ", got " +
+                   std::to_string(c.num_captures));
+  if (c.num_captures > 0 && !c.capture_types)
+    return invalid("capture_types is null but num_captures is " +
+                   std::to_string(c.num_captures));
+  for (int i = 0; i < c.num_captures; ++i) {
+    if (!c.capture_types[i])
+      return invalid("capture_types[" + std::to_string(i) + "] is null");
+    spec.captureTypes.push_back(c.capture_types[i]);
+  }
+  return ATTNC_OK;
+}
+
+const char *kRoleNames[] = {"query", "kv", "output", "lse", "buffer"};
+static_assert(sizeof(kRoleNames) / sizeof(*kRoleNames) ==
+                  size_t(attnc::TensorSpec::Role::Buffer) + 1,
+              "a name for every role");
 
 } // namespace
 
@@ -97,6 +250,10 @@ const char *attnc_layout_name(int layout) {
 }
 const char *attnc_page_order_name(int order) {
   return attnc::keyword(attnc::PageOrder(order));
+}
+const char *attnc_role_name(int role) {
+  int count = int(sizeof(kRoleNames) / sizeof(*kRoleNames));
+  return role >= 0 && role < count ? kRoleNames[role] : "";
 }
 
 const attnc_limits *attnc_get_limits(void) {
@@ -123,12 +280,12 @@ void attnc_variant_spec_init(attnc_variant_spec *spec) {
 
 attnc_status attnc_variant_from_mlir(const char *text, attnc_variant *out) {
   if (!text || !out)
-    return fail(ATTNC_INVALID_ARGUMENT, "text and out must not be null");
+    return invalid("text and out must not be null");
   return guarded([&] {
     attnc::StatusOr<attnc::Variant> variant = attnc::Variant::fromMlir(text);
     if (!variant.ok())
       return fail(variant.status());
-    *out = new attnc_variant_st{std::move(*variant)};
+    *out = variants().add(std::move(*variant));
     return ATTNC_OK;
   });
 }
@@ -136,128 +293,109 @@ attnc_status attnc_variant_from_mlir(const char *text, attnc_variant *out) {
 attnc_status attnc_variant_from_spec(const attnc_variant_spec *c,
                                      attnc_variant *out) {
   if (!c || !out)
-    return fail(ATTNC_INVALID_ARGUMENT, "spec and out must not be null");
+    return invalid("spec and out must not be null");
   return guarded([&] {
     attnc::VariantSpec spec;
-    if (c->name)
-      spec.name = c->name;
-    spec.queryHeads = c->query_heads;
-    spec.kvHeads = c->kv_heads;
-    spec.headDim = c->head_dim;
-    // An enum from C may hold any int: only known enumerators pass (the
-    // verifier decides which of them a role accepts).
-    if (!*attnc::keyword(attnc::DType(c->dtype)))
-      return fail(ATTNC_INVALID_ARGUMENT,
-                  "unknown dtype " + std::to_string(int(c->dtype)));
-    if (!*attnc::keyword(attnc::TokenLayout(c->query_layout)) ||
-        !*attnc::keyword(attnc::TokenLayout(c->kv_layout)))
-      return fail(ATTNC_INVALID_ARGUMENT, "unknown layout");
-    if (!*attnc::keyword(attnc::PageOrder(c->page_order)))
-      return fail(ATTNC_INVALID_ARGUMENT,
-                  "unknown page order " + std::to_string(int(c->page_order)));
-    spec.dtype = attnc::DType(c->dtype);
-    spec.queryLayout = attnc::TokenLayout(c->query_layout);
-    spec.queriesPerRequest = c->queries_per_request;
-    spec.kvLayout = attnc::TokenLayout(c->kv_layout);
-    spec.pageSize = c->page_size;
-    spec.pageOrder = attnc::PageOrder(c->page_order);
-    spec.causal = c->causal != 0;
-    if (c->window_left >= 0 || c->window_right >= 0)
-      spec.window = {c->window_left < 0 ? 0 : c->window_left,
-                     c->window_right < 0 ? 0 : c->window_right};
-    spec.sinks = c->sinks;
-    if (c->scale != 0)
-      spec.scale = c->scale;
-    if (c->softcap != 0)
-      spec.softcap = c->softcap;
-    spec.alibi = c->alibi != 0;
-    spec.returnLse = c->return_lse != 0;
-    if (c->score_mod)
-      spec.scoreMod = c->score_mod;
-    if (c->mask_mod)
-      spec.maskMod = c->mask_mod;
-    if (c->num_captures < 0 || (c->num_captures > 0 && !c->capture_types))
-      return fail(ATTNC_INVALID_ARGUMENT, "capture types missing");
-    for (int i = 0; i < c->num_captures; ++i) {
-      if (!c->capture_types[i])
-        return fail(ATTNC_INVALID_ARGUMENT,
-                    "capture type " + std::to_string(i) + " is null");
-      spec.captureTypes.push_back(c->capture_types[i]);
-    }
+    if (attnc_status status = specFromC(*c, spec); status != ATTNC_OK)
+      return status;
     attnc::StatusOr<attnc::Variant> variant = attnc::Variant::fromSpec(spec);
     if (!variant.ok())
       return fail(variant.status());
-    *out = new attnc_variant_st{std::move(*variant)};
+    *out = variants().add(std::move(*variant));
     return ATTNC_OK;
   });
 }
 
-const char *attnc_variant_mlir(attnc_variant variant) {
-  return variant ? variant->variant.mlir().c_str() : "";
+const char *attnc_variant_mlir(attnc_variant handle) {
+  std::shared_ptr<attnc::Variant> variant = variants().find(handle, "variant");
+  // The text lives as long as the variant's handle.
+  return variant ? variant->mlir().c_str() : "";
 }
 
-void attnc_variant_destroy(attnc_variant variant) { delete variant; }
+attnc_status attnc_variant_destroy(attnc_variant variant) {
+  return guarded([&] { return variants().remove(variant, "variant"); });
+}
 
-attnc_status attnc_kernel_compile(attnc_variant variant, const char *arch,
+attnc_status attnc_kernel_compile(attnc_variant handle, const char *arch,
                                   const char *cacheDir, attnc_kernel *out) {
-  if (!variant || !out)
-    return fail(ATTNC_INVALID_ARGUMENT, "variant and out must not be null");
+  if (!out)
+    return invalid("out must not be null");
   return guarded([&] {
+    std::shared_ptr<attnc::Variant> variant =
+        variants().find(handle, "variant");
+    if (!variant)
+      return ATTNC_INVALID_ARGUMENT;
     attnc::Target target;
     if (arch)
       target.arch = arch;
     if (cacheDir)
       target.cacheDir = cacheDir;
     attnc::StatusOr<attnc::Kernel> kernel =
-        attnc::Kernel::compile(variant->variant, target);
+        attnc::Kernel::compile(*variant, target);
     if (!kernel.ok())
       return fail(kernel.status());
-    *out = new attnc_kernel_st{std::move(*kernel)};
+    *out = kernels().add(std::move(*kernel));
     return ATTNC_OK;
   });
 }
 
-void attnc_kernel_destroy(attnc_kernel kernel) { delete kernel; }
-
-int attnc_kernel_num_inputs(attnc_kernel kernel) {
-  return kernel ? int(kernel->kernel.inputs().size()) : 0;
-}
-int attnc_kernel_num_outputs(attnc_kernel kernel) {
-  return kernel ? int(kernel->kernel.outputs().size()) : 0;
+attnc_status attnc_kernel_destroy(attnc_kernel kernel) {
+  return guarded([&] { return kernels().remove(kernel, "kernel"); });
 }
 
-attnc_status attnc_kernel_input(attnc_kernel kernel, int index,
+int attnc_kernel_num_inputs(attnc_kernel handle) {
+  std::shared_ptr<attnc::Kernel> kernel = kernels().find(handle, "kernel");
+  return kernel ? int(kernel->inputs().size()) : 0;
+}
+int attnc_kernel_num_outputs(attnc_kernel handle) {
+  std::shared_ptr<attnc::Kernel> kernel = kernels().find(handle, "kernel");
+  return kernel ? int(kernel->outputs().size()) : 0;
+}
+
+attnc_status attnc_kernel_input(attnc_kernel handle, int index,
                                 attnc_tensor_spec *out) {
-  if (!kernel || !out || index < 0 ||
-      index >= int(kernel->kernel.inputs().size()))
-    return fail(ATTNC_INVALID_ARGUMENT, "no input " + std::to_string(index));
-  *out = toC(kernel->kernel.inputs()[index]);
+  std::shared_ptr<attnc::Kernel> kernel = kernels().find(handle, "kernel");
+  if (!kernel)
+    return ATTNC_INVALID_ARGUMENT;
+  if (!out)
+    return invalid("out must not be null");
+  if (index < 0 || index >= int(kernel->inputs().size()))
+    return invalid("no input " + std::to_string(index));
+  *out = toC(kernel->inputs()[index]);
   return ATTNC_OK;
 }
 
-attnc_status attnc_kernel_output(attnc_kernel kernel, int index,
+attnc_status attnc_kernel_output(attnc_kernel handle, int index,
                                  attnc_tensor_spec *out) {
-  if (!kernel || !out || index < 0 ||
-      index >= int(kernel->kernel.outputs().size()))
-    return fail(ATTNC_INVALID_ARGUMENT, "no output " + std::to_string(index));
-  *out = toC(kernel->kernel.outputs()[index]);
+  std::shared_ptr<attnc::Kernel> kernel = kernels().find(handle, "kernel");
+  if (!kernel)
+    return ATTNC_INVALID_ARGUMENT;
+  if (!out)
+    return invalid("out must not be null");
+  if (index < 0 || index >= int(kernel->outputs().size()))
+    return invalid("no output " + std::to_string(index));
+  *out = toC(kernel->outputs()[index]);
   return ATTNC_OK;
 }
 
-const char *attnc_kernel_cuda_source(attnc_kernel kernel) {
-  return kernel ? kernel->kernel.cudaSource().c_str() : "";
+const char *attnc_kernel_cuda_source(attnc_kernel handle) {
+  std::shared_ptr<attnc::Kernel> kernel = kernels().find(handle, "kernel");
+  return kernel ? kernel->cudaSource().c_str() : "";
 }
 
-size_t attnc_kernel_cubin_size(attnc_kernel kernel) {
-  return kernel ? kernel->kernel.cubin().size() : 0;
+size_t attnc_kernel_cubin_size(attnc_kernel handle) {
+  std::shared_ptr<attnc::Kernel> kernel = kernels().find(handle, "kernel");
+  return kernel ? kernel->cubin().size() : 0;
 }
 
-attnc_status attnc_plan_create(attnc_kernel kernel, const attnc_batch *c,
+attnc_status attnc_plan_create(attnc_kernel handle, const attnc_batch *c,
                                attnc_plan *out) {
-  if (!kernel || !c || !out)
-    return fail(ATTNC_INVALID_ARGUMENT,
-                "kernel, batch and out must not be null");
+  if (!c || !out)
+    return invalid("batch and out must not be null");
   return guarded([&] {
+    std::shared_ptr<attnc::Kernel> kernel = kernels().find(handle, "kernel");
+    if (!kernel)
+      return ATTNC_INVALID_ARGUMENT;
     attnc::Batch batch;
     batch.batch = c->batch;
     batch.maxQueryLen = c->max_query_len;
@@ -269,42 +407,68 @@ attnc_status attnc_plan_create(attnc_kernel kernel, const attnc_batch *c,
     batch.lastPageLen = c->last_page_len;
     batch.kPageStride = c->k_page_stride;
     batch.vPageStride = c->v_page_stride;
-    attnc::StatusOr<attnc::Plan> plan = kernel->kernel.plan(batch);
+    attnc::StatusOr<attnc::Plan> plan = kernel->plan(batch);
     if (!plan.ok())
       return fail(plan.status());
-    *out = new attnc_plan_st{std::move(*plan)};
+    *out = plans().add(std::move(*plan));
     return ATTNC_OK;
   });
 }
 
-void attnc_plan_destroy(attnc_plan plan) { delete plan; }
-
-int attnc_plan_num_splits(attnc_plan plan, int launch) {
-  if (!plan || launch < 0 || launch >= int(plan->plan.splits().size()))
-    return 0;
-  return plan->plan.splits()[launch];
+attnc_status attnc_plan_destroy(attnc_plan plan) {
+  return guarded([&] { return plans().remove(plan, "plan"); });
 }
 
-attnc_status attnc_run(attnc_kernel kernel, attnc_plan plan,
+int attnc_plan_num_splits(attnc_plan handle, int launch) {
+  std::shared_ptr<attnc::Plan> plan = plans().find(handle, "plan");
+  if (!plan)
+    return 0;
+  if (launch < 0 || launch >= int(plan->splits().size())) {
+    invalid("the plan has no attention launch " + std::to_string(launch));
+    return 0;
+  }
+  return plan->splits()[launch];
+}
+
+attnc_status attnc_run(attnc_kernel kernelHandle, attnc_plan planHandle,
                        const uint64_t *inputs, int numInputs,
                        const uint64_t *outputs, int numOutputs,
                        const int64_t *const *bufferSizes,
                        const int *bufferRanks, void *stream) {
-  if (!kernel || !plan || (numInputs > 0 && !inputs) ||
-      (numOutputs > 0 && !outputs) || numInputs < 0 || numOutputs < 0)
-    return fail(ATTNC_INVALID_ARGUMENT,
-                "kernel, plan, inputs and outputs must not be null");
+  if ((numInputs > 0 && !inputs) || (numOutputs > 0 && !outputs) ||
+      numInputs < 0 || numOutputs < 0)
+    return invalid("inputs and outputs must be arrays of num_inputs and "
+                   "num_outputs (non-negative) pointers");
+  if (!bufferSizes != !bufferRanks)
+    return invalid("buffer_sizes and buffer_ranks must both be null or both "
+                   "be given");
   return guarded([&] {
+    std::shared_ptr<attnc::Kernel> kernel =
+        kernels().find(kernelHandle, "kernel");
+    if (!kernel)
+      return ATTNC_INVALID_ARGUMENT;
     std::vector<std::vector<int64_t>> sizes;
-    if (bufferSizes && bufferRanks) {
+    if (bufferSizes) {
       int buffers = 0;
-      for (const attnc::TensorSpec &spec : kernel->kernel.inputs())
+      for (const attnc::TensorSpec &spec : kernel->inputs())
         buffers += spec.role == attnc::TensorSpec::Role::Buffer;
-      for (int b = 0; b < buffers; ++b)
-        sizes.emplace_back(bufferSizes[b], bufferSizes[b] + bufferRanks[b]);
+      for (int b = 0; b < buffers; ++b) {
+        int rank = bufferRanks[b];
+        if (rank < 0 || rank > attnc::limits::kMaxCaptureRank)
+          return invalid("buffer_ranks[" + std::to_string(b) +
+                         "] must be in 0.." +
+                         std::to_string(attnc::limits::kMaxCaptureRank) +
+                         ", got " + std::to_string(rank));
+        if (rank > 0 && !bufferSizes[b])
+          return invalid("buffer_sizes[" + std::to_string(b) + "] is null");
+        sizes.emplace_back(bufferSizes[b], bufferSizes[b] + rank);
+      }
     }
-    attnc::Status status = kernel->kernel.run(
-        plan->plan, std::vector<uint64_t>(inputs, inputs + numInputs),
+    std::shared_ptr<attnc::Plan> plan = plans().find(planHandle, "plan");
+    if (!plan)
+      return ATTNC_INVALID_ARGUMENT;
+    attnc::Status status = kernel->run(
+        *plan, std::vector<uint64_t>(inputs, inputs + numInputs),
         std::vector<uint64_t>(outputs, outputs + numOutputs), stream, sizes);
     if (!status.ok())
       return fail(status);

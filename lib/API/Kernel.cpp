@@ -21,7 +21,9 @@ struct Kernel::State {
 };
 
 struct Plan::State {
-  const Kernel::State *kernel = nullptr;
+  /// Shared so that a plan outliving its kernel can never be taken for a
+  /// newer kernel's that reuses the address.
+  std::shared_ptr<const Kernel::State> kernel;
   BatchLayout layout;
   std::vector<int> splits;
   std::map<int, cuda::DeviceBuffer> scratch;
@@ -65,7 +67,7 @@ StatusOr<CompileOptions> optionsFor(const Target &target) {
 
 } // namespace
 
-Kernel::Kernel(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Kernel::Kernel(std::shared_ptr<State> state) : state_(std::move(state)) {}
 Kernel::~Kernel() = default;
 Kernel::Kernel(Kernel &&) noexcept = default;
 Kernel &Kernel::operator=(Kernel &&) noexcept = default;
@@ -78,7 +80,7 @@ StatusOr<Kernel> Kernel::compile(const Variant &variant, const Target &target) {
       variant.mlir(), variant.fileName(), *options, target.cacheDir);
   if (!compiled.ok())
     return compiled.status();
-  auto state = std::make_unique<State>();
+  auto state = std::make_shared<State>();
   state->compiled = std::move(*compiled);
   const Program &program = state->compiled.program;
   for (int id : program.inputs)
@@ -115,6 +117,9 @@ static Status checkBatch(const Program &program, const Batch &batch) {
   if (batch.batch < 0 || batch.maxQueryLen < 0 || batch.maxKVLen < 0 ||
       batch.queryTokens < 0)
     return invalid("batch sizes and lengths must be non-negative");
+  // A negative stride would read before the cache.
+  if (batch.kPageStride < 0 || batch.vPageStride < 0)
+    return invalid("page strides must be 0 (packed pages) or positive");
   for (int id : program.inputs) {
     const ValueSpec &value = program.values[id];
     if (value.kind == ValueSpec::Kind::Query) {
@@ -165,7 +170,7 @@ StatusOr<Plan> Kernel::plan(const Batch &batch) const {
     state_->module = std::move(*module);
   }
   auto plan = std::make_unique<Plan::State>();
-  plan->kernel = state_.get();
+  plan->kernel = state_;
   plan->layout = layout;
 
   Executor executor(*state_->driver, program, *state_->module);
@@ -192,7 +197,7 @@ Status Kernel::run(const Plan &plan, const std::vector<uint64_t> &inputs,
                    const std::vector<uint64_t> &outputs, void *stream,
                    const std::vector<std::vector<int64_t>> &bufferSizes) const {
   const Program &program = state_->compiled.program;
-  if (plan.state_->kernel != state_.get())
+  if (plan.state_->kernel != state_)
     return invalid("the plan was made by another kernel");
   if (inputs.size() != program.inputs.size() ||
       outputs.size() != program.outputs.size())

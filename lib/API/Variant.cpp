@@ -7,9 +7,14 @@
 
 #include "attnc/attnc.h"
 
+#include "attnc/Dialect/Attn/AttnDialect.h"
 #include "attnc/Driver/Pipeline.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include <cctype>
+#include <cmath>
+#include <cstring>
 #include <sstream>
 
 namespace attnc {
@@ -34,31 +39,49 @@ Status invalid(const std::string &message) {
   return Status::error(ErrorCode::InvalidArgument, message);
 }
 
+/// What the spec encodes that the IR cannot say: enumerators that exist,
+/// the sentinels of its fields, and a name that is a symbol. Everything
+/// the IR can say (head counts, their group, page sizes, windows, sinks,
+/// scale, element types per role) is the verifier's to check, with its
+/// message.
 Status checkSpec(const VariantSpec &s) {
-  if (s.queryHeads <= 0 || s.kvHeads <= 0 || s.headDim <= 0)
-    return invalid("query heads, KV heads and head dim must be positive");
-  if (s.queryHeads % s.kvHeads != 0)
-    return invalid("query heads (" + std::to_string(s.queryHeads) +
-                   ") must be a multiple of KV heads (" +
-                   std::to_string(s.kvHeads) + ")");
-  if (s.queryLayout == TokenLayout::Paged)
-    return invalid("queries are dense or ragged, never paged");
+  if (!*keyword(s.dtype))
+    return invalid("unknown dtype " + std::to_string(int(s.dtype)));
+  if (!*keyword(s.queryLayout))
+    return invalid("unknown query layout " +
+                   std::to_string(int(s.queryLayout)));
+  if (!*keyword(s.kvLayout))
+    return invalid("unknown KV layout " + std::to_string(int(s.kvLayout)));
+  if (!*keyword(s.pageOrder))
+    return invalid("unknown page order " + std::to_string(int(s.pageOrder)));
+  // The IR has no spelling for a negative size (zero is the verifier's).
+  for (auto [name, value] :
+       {std::pair<const char *, int64_t>{"query heads", s.queryHeads},
+        {"KV heads", s.kvHeads},
+        {"head dim", s.headDim},
+        {"page size", s.pageSize}})
+    if (value < 0)
+      return invalid(std::string(name) + " must be positive, got " +
+                     std::to_string(value));
+  // 0 means "any length": a negative count would silently mean it too.
   if (s.queriesPerRequest < 0)
-    return invalid("queries per request must be 0 (any) or positive");
-  if (s.kvLayout == TokenLayout::Paged && (s.pageSize < 1 || s.pageSize > 256))
-    return invalid("page size must be in 1..256, got " +
-                   std::to_string(s.pageSize));
-  if (s.window && (s.window->first < 0 || s.window->second < 0))
-    return invalid("window sizes must be non-negative");
-  if (s.sinks < 0)
-    return invalid("sinks must be non-negative");
+    return invalid("queries per request must be 0 (any) or positive, got " +
+                   std::to_string(s.queriesPerRequest));
+  if (s.queriesPerRequest > 0 && s.queryLayout != TokenLayout::Dense)
+    return invalid("queries per request applies to dense queries only");
   if (!s.captureTypes.empty() && s.scoreMod.empty() && s.maskMod.empty())
     return invalid("captured buffers need a score_mod or mask_mod to read "
                    "them");
+  auto isLetter = [](char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+  };
+  bool symbol = !s.name.empty() && isLetter(s.name[0]);
   for (char c : s.name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
-      return invalid("variant name '" + s.name +
-                     "' must be letters, digits and underscores");
+    symbol &= isLetter(c) || std::isdigit(static_cast<unsigned char>(c));
+  if (!symbol)
+    return invalid("variant name '" + s.name +
+                   "' must be a letter or underscore followed by letters, "
+                   "digits and underscores");
   return Status();
 }
 
@@ -69,9 +92,21 @@ std::string joined(const std::vector<std::string> &parts) {
   return out;
 }
 
-} // namespace
-
-namespace {
+/// A float attribute's text. Finite values in decimal with every digit a
+/// float needs; NaN and infinities, which have no decimal spelling in MLIR,
+/// as their bits, so that the verifier (not the parser) judges them.
+std::string f32Attr(float x) {
+  std::ostringstream os;
+  if (std::isfinite(x)) {
+    os.precision(9);
+    os << std::scientific << x;
+  } else {
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    os << "0x" << std::hex << std::uppercase << bits;
+  }
+  return os.str() + " : f32";
+}
 
 /// Parses and verifies `text`; a failure is `code`: ParseError for MLIR
 /// text, InvalidArgument for a spec (its text is ours; what is wrong in it
@@ -91,11 +126,63 @@ Status checkVariantText(const std::string &text, const std::string &fileName,
   return Status();
 }
 
+/// Whether the module parsed from a spec's text is the one function the
+/// spec describes: region text is pasted between braces, so text that
+/// closes them could add operations, functions or the other region.
+Status checkSpecShape(mlir::ModuleOp module, const VariantSpec &s) {
+  auto wrong = [&](const std::string &what) {
+    return invalid("score_mod / mask_mod text must be one block of its "
+                   "region: with it, " +
+                   what);
+  };
+  mlir::Block *body = module.getBody();
+  auto func = body->getOperations().size() == 1
+                  ? llvm::dyn_cast<mlir::func::FuncOp>(body->front())
+                  : nullptr;
+  if (!func || func.getSymName() != s.name)
+    return wrong("the variant is no longer one function");
+  if (!func.getBody().hasOneBlock() ||
+      func.getBody().front().getOperations().size() != 2)
+    return wrong("the function holds other operations than the attention");
+  auto attention =
+      llvm::dyn_cast<mlir::attn::AttentionOp>(func.getBody().front().front());
+  if (!attention)
+    return wrong("the function holds other operations than the attention");
+  if (attention.getScoreMod().empty() != s.scoreMod.empty() ||
+      attention.getMaskMod().empty() != s.maskMod.empty())
+    return wrong("the attention's regions are not the spec's score_mod and "
+                 "mask_mod");
+  return Status();
+}
+
 } // namespace
 
 StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
   if (Status status = checkSpec(s); !status.ok())
     return status;
+  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+  registerAttncDialects(context);
+  DiagnosticCollector diagnostics(context);
+
+  // Capture types enter the text as MLIR prints them after parsing each
+  // one alone: a string that is not exactly one memref type (or that
+  // would close the signature it is pasted into) never reaches the text.
+  std::vector<std::string> captureTypes;
+  for (size_t i = 0; i < s.captureTypes.size(); ++i) {
+    std::string what = "capture type " + std::to_string(i);
+    mlir::Type type = diagnostics.parseType(
+        llvm::StringRef(s.captureTypes[i]).trim().str(), "<" + what + ">");
+    if (!type)
+      return invalid(what + " is not a type:\n" + diagnostics.text());
+    if (!llvm::isa<mlir::MemRefType>(type))
+      return invalid(what + " must be a memref type, got '" +
+                     s.captureTypes[i] + "'");
+    std::string printed;
+    llvm::raw_string_ostream os(printed);
+    type.print(os);
+    captureTypes.push_back(printed);
+  }
+
   std::string dims = "x" + std::to_string(s.queryHeads) + "x" +
                      std::to_string(s.headDim) + "x" + keyword(s.dtype);
   std::string queryLen = s.queryLayout == TokenLayout::Ragged
@@ -121,36 +208,33 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
                     ", " + std::to_string(s.window->second) + ">");
   if (s.sinks)
     attrs.push_back("sinks = " + std::to_string(s.sinks));
-  auto f32 = [](float x) {
-    std::ostringstream os;
-    os.precision(9);
-    os << std::scientific << x;
-    return os.str() + " : f32";
-  };
   if (s.scale)
-    attrs.push_back("scale = " + f32(*s.scale));
+    attrs.push_back("scale = " + f32Attr(*s.scale));
   if (s.softcap)
-    attrs.push_back("softcap = " + f32(*s.softcap));
+    attrs.push_back("softcap = " + f32Attr(*s.softcap));
   if (s.alibi)
     attrs.push_back("alibi");
 
+  // The attention's regions are not isolated from above in the parser's
+  // name scope, so the function's value names must not be ones a region
+  // would use for its block arguments (%q, %k, %s...).
   std::vector<std::string> captureNames;
-  for (size_t i = 0; i < s.captureTypes.size(); ++i)
-    captureNames.push_back("%capture" + std::to_string(i));
-  std::vector<std::string> args = {"%q: " + qType, "%k: " + kvType,
-                                   "%v: " + kvType};
-  for (size_t i = 0; i < s.captureTypes.size(); ++i)
-    args.push_back(captureNames[i] + ": " + s.captureTypes[i]);
+  for (size_t i = 0; i < captureTypes.size(); ++i)
+    captureNames.push_back("%attnc_capture" + std::to_string(i));
+  std::vector<std::string> args = {"%attnc_q: " + qType, "%attnc_k: " + kvType,
+                                   "%attnc_v: " + kvType};
+  for (size_t i = 0; i < captureTypes.size(); ++i)
+    args.push_back(captureNames[i] + ": " + captureTypes[i]);
   std::string results = s.returnLse ? outType + ", " + lseType : outType;
+  std::string values = s.returnLse ? "%attnc_out, %attnc_lse" : "%attnc_out";
 
   std::ostringstream os;
   os << "func.func @" << s.name << "(" << joined(args) << ") -> (" << results
      << ") {\n";
-  os << "  " << (s.returnLse ? "%out, %lse" : "%out")
-     << " = attn.attention(%q, %k, %v)";
+  os << "  " << values << " = attn.attention(%attnc_q, %attnc_k, %attnc_v)";
   if (!captureNames.empty())
-    os << " captures(" << joined(captureNames) << " : "
-       << joined(s.captureTypes) << ")";
+    os << " captures(" << joined(captureNames) << " : " << joined(captureTypes)
+       << ")";
   if (!attrs.empty())
     os << " {" << joined(attrs) << "}";
   os << "\n      : " << qType << ", " << kvType << ", " << kvType
@@ -159,14 +243,15 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
     os << "      score_mod {\n" << s.scoreMod << "\n      }\n";
   if (!s.maskMod.empty())
     os << "      mask_mod {\n" << s.maskMod << "\n      }\n";
-  os << "  return " << (s.returnLse ? "%out, %lse" : "%out") << " : " << results
-     << "\n}\n";
+  os << "  return " << values << " : " << results << "\n}\n";
   Variant variant;
   variant.text_ = os.str();
   variant.fileName_ = "<" + s.name + ">";
-  if (Status status = checkVariantText(variant.text_, variant.fileName_,
-                                       ErrorCode::InvalidArgument);
-      !status.ok())
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      diagnostics.parse(variant.text_, variant.fileName_);
+  if (!module)
+    return invalid(diagnostics.text());
+  if (Status status = checkSpecShape(*module, s); !status.ok())
     return status;
   return variant;
 }

@@ -8,6 +8,7 @@
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
 #include "attnc/Transforms/Passes.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
@@ -33,21 +34,58 @@ void registerAttncDialects(MLIRContext &context, bool printOpOnDiagnostic) {
 DiagnosticCollector::DiagnosticCollector(MLIRContext &context)
     : context_(context), handler_(sourceMgr_, &context, stream_) {}
 
+/// Adds `source` to `sourceMgr` as `fileName` (the diagnostics handler
+/// finds it by that name to quote it) and reports the first construct that
+/// would crash MLIR's parser, if any. The copy, null on failure.
+static const llvm::MemoryBuffer *addSafeBuffer(llvm::SourceMgr &sourceMgr,
+                                               MLIRContext &context,
+                                               const std::string &source,
+                                               const std::string &fileName) {
+  unsigned buffer = sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, fileName), llvm::SMLoc());
+  const llvm::MemoryBuffer *copy = sourceMgr.getMemoryBuffer(buffer);
+  std::optional<ParserHazard> hazard = findParserHazard(source);
+  if (!hazard)
+    return copy;
+  auto [line, column] = sourceMgr.getLineAndColumn(
+      llvm::SMLoc::getFromPointer(copy->getBufferStart() + hazard->offset),
+      buffer);
+  emitError(FileLineColLoc::get(&context, fileName, line, column))
+      << hazard->message;
+  return nullptr;
+}
+
 OwningOpRef<ModuleOp> DiagnosticCollector::parse(const std::string &source,
                                                  const std::string &fileName) {
-  unsigned buffer = sourceMgr_.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(source, fileName), llvm::SMLoc());
-  if (std::optional<ParserHazard> hazard = findParserHazard(source)) {
-    auto [line, column] = sourceMgr_.getLineAndColumn(
-        llvm::SMLoc::getFromPointer(
-            sourceMgr_.getMemoryBuffer(buffer)->getBufferStart() +
-            hazard->offset),
-        buffer);
-    emitError(FileLineColLoc::get(&context_, fileName, line, column))
-        << hazard->message;
+  const llvm::MemoryBuffer *copy =
+      addSafeBuffer(sourceMgr_, context_, source, fileName);
+  if (!copy)
     return nullptr;
-  }
-  return parseSourceFile<ModuleOp>(sourceMgr_, &context_);
+  // This buffer, not the source manager's first (a type parsed before).
+  return parseSourceString<ModuleOp>(copy->getBuffer(), ParserConfig(&context_),
+                                     fileName);
+}
+
+Type DiagnosticCollector::parseType(const std::string &source,
+                                    const std::string &fileName) {
+  if (!addSafeBuffer(sourceMgr_, context_, source, fileName))
+    return nullptr;
+  // mlir::parseType names its locations after the text itself: point them
+  // at our copy of it, named fileName, which the diagnostics then quote.
+  bool renaming = false; // the text may be its own name
+  ScopedDiagnosticHandler rename(&context_, [&](Diagnostic &diagnostic) {
+    auto loc = dyn_cast<FileLineColLoc>(diagnostic.getLocation());
+    if (renaming || !loc || loc.getFilename() != source)
+      return failure(); // not ours: on to the collector
+    renaming = true;
+    emitError(FileLineColLoc::get(&context_, fileName, loc.getLine(),
+                                  loc.getColumn()))
+        << diagnostic.str();
+    renaming = false;
+    return success();
+  });
+  // Without numRead, mlir::parseType fails unless it consumes everything.
+  return mlir::parseType(source, &context_);
 }
 
 LogicalResult requireSomethingToCompile(ModuleOp module) {

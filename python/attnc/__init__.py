@@ -8,11 +8,11 @@ PyTorch tensors through libattnc's C API (ctypes; no compiled extension).
     out = wrapper.run(q, k_cache, v_cache)                 # every layer
 """
 
-from .errors import AttncError
+from .errors import AttncError, InvalidArgumentError
 from .functional import attention, merge_states
 from .kernel import Kernel, Plan, Variant
 from .paged import PagedAttention
 
-__all__ = ["AttncError", "Kernel", "PagedAttention", "Plan", "Variant",
-           "attention", "merge_states"]
+__all__ = ["AttncError", "InvalidArgumentError", "Kernel", "PagedAttention",
+           "Plan", "Variant", "attention", "merge_states"]
 __version__ = "0.1.0"

@@ -1,15 +1,15 @@
-"""ctypes bindings of libattnc.so's C API (include/attnc/attnc_c.h)."""
+"""ctypes bindings of libattnc.so's C API (include/attnc/attnc_c.h).
+
+The names and values of the library's enums, its status codes and its
+limits are read from the library, never written down here."""
 
 import ctypes
 import os
 from pathlib import Path
 
-from .errors import AttncError
+from .errors import AttncError, InvalidArgumentError
 
-OK = 0  # attnc_status; attnc_status_name() names the others
-BF16, F16, F32, I32 = 0, 1, 2, 3
-DENSE, RAGGED, PAGED = 0, 1, 2
-ROLE_QUERY, ROLE_KV, ROLE_OUTPUT, ROLE_LSE, ROLE_BUFFER = 0, 1, 2, 3, 4
+API_VERSION = 3  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
@@ -44,6 +44,13 @@ class Batch(ctypes.Structure):
     ]
 
 
+class Limits(ctypes.Structure):
+    _fields_ = [(name, c_int64) for name in (
+        "max_seq_len", "max_heads", "max_head_dim", "min_page_size",
+        "max_page_size", "max_kv_splits", "max_merge_states", "max_captures",
+        "max_capture_rank")]
+
+
 def _candidates():
     env = os.environ.get("ATTNC_LIBRARY")
     if env:
@@ -60,6 +67,12 @@ def _load():
         tried.append(str(path))
         if path.is_file():
             lib = ctypes.CDLL(str(path))
+            lib.attnc_api_version.restype = c_int
+            version = lib.attnc_api_version()
+            if version != API_VERSION:
+                raise ImportError(
+                    f"attnc: {path} speaks C API version {version}, this "
+                    f"package version {API_VERSION}: rebuild libattnc.so")
             _declare(lib)
             return lib
     raise ImportError(
@@ -72,15 +85,19 @@ def _declare(lib):
     sigs = {
         "attnc_last_error": (c_char_p, []),
         "attnc_status_name": (c_char_p, [c_int]),
-        "attnc_api_version": (c_int, []),
+        "attnc_dtype_name": (c_char_p, [c_int]),
+        "attnc_layout_name": (c_char_p, [c_int]),
+        "attnc_page_order_name": (c_char_p, [c_int]),
+        "attnc_role_name": (c_char_p, [c_int]),
+        "attnc_get_limits": (P(Limits), []),
         "attnc_variant_spec_init": (None, [P(VariantSpec)]),
         "attnc_variant_from_mlir": (c_int, [c_char_p, P(c_void_p)]),
         "attnc_variant_from_spec": (c_int, [P(VariantSpec), P(c_void_p)]),
         "attnc_variant_mlir": (c_char_p, [c_void_p]),
-        "attnc_variant_destroy": (None, [c_void_p]),
+        "attnc_variant_destroy": (c_int, [c_void_p]),
         "attnc_kernel_compile": (c_int, [c_void_p, c_char_p, c_char_p,
                                          P(c_void_p)]),
-        "attnc_kernel_destroy": (None, [c_void_p]),
+        "attnc_kernel_destroy": (c_int, [c_void_p]),
         "attnc_kernel_num_inputs": (c_int, [c_void_p]),
         "attnc_kernel_num_outputs": (c_int, [c_void_p]),
         "attnc_kernel_input": (c_int, [c_void_p, c_int, P(TensorSpec)]),
@@ -88,7 +105,7 @@ def _declare(lib):
         "attnc_kernel_cuda_source": (c_char_p, [c_void_p]),
         "attnc_kernel_cubin_size": (ctypes.c_size_t, [c_void_p]),
         "attnc_plan_create": (c_int, [c_void_p, P(Batch), P(c_void_p)]),
-        "attnc_plan_destroy": (None, [c_void_p]),
+        "attnc_plan_destroy": (c_int, [c_void_p]),
         "attnc_plan_num_splits": (c_int, [c_void_p, c_int]),
         "attnc_run": (c_int, [c_void_p, c_void_p, P(ctypes.c_uint64), c_int,
                               P(ctypes.c_uint64), c_int,
@@ -103,9 +120,55 @@ def _declare(lib):
 lib = _load()
 
 
+def _names(name_of):
+    """{name: value} of an enum whose values run from 0 up, named by the
+    library ("" past the last)."""
+    names = {}
+    while True:
+        value = len(names)
+        name = name_of(value).decode()
+        if not name:
+            return names
+        names[name] = value
+
+
+DTYPES = _names(lib.attnc_dtype_name)            # {"bf16": ..., "f16": ...}
+LAYOUTS = _names(lib.attnc_layout_name)          # {"dense": ..., ...}
+PAGE_ORDERS = _names(lib.attnc_page_order_name)  # {"nhd": ..., "hnd": ...}
+ROLES = _names(lib.attnc_role_name)              # {"query": ..., ...}
+_limits = lib.attnc_get_limits().contents
+LIMITS = {name: getattr(_limits, name) for name, _ in Limits._fields_}
+
+
+def _status_codes():
+    # Codes run from 0 ("ok") up; the library names the ones past the last
+    # "unknown error".
+    codes, code = {}, 0
+    while True:
+        name = lib.attnc_status_name(code).decode()
+        if name == "unknown error" or code > 255:
+            return codes
+        codes[name] = code
+        code += 1
+
+
+STATUS = _status_codes()
+OK = STATUS["ok"]
+INVALID_ARGUMENT = STATUS["invalid argument"]
+
+
+def last_error():
+    return lib.attnc_last_error().decode(errors="replace")
+
+
+def error(status):
+    """The exception for a failed C call's status."""
+    kind = lib.attnc_status_name(status).decode()
+    cls = InvalidArgumentError if status == INVALID_ARGUMENT else AttncError
+    return cls(status, kind, last_error())
+
+
 def check(status):
     """Raises AttncError for a failed C call."""
     if status != OK:
-        message = lib.attnc_last_error().decode(errors="replace")
-        kind = lib.attnc_status_name(status).decode()
-        raise AttncError(status, kind, message)
+        raise error(status)

@@ -1,7 +1,12 @@
 """Checks on tensor-like arguments: anything with data_ptr(), shape, dtype
 and device (PyTorch tensors), so that the checks need no torch import."""
 
-ELEMENT_TYPES = {"bfloat16": 0, "float16": 1}
+# Element types of q, k, v and out (the attn dialect's query types).
+ELEMENT_TYPES = ("bfloat16", "float16")
+# torch's dtype names beside the library's (attnc_dtype_name's) names.
+IR_NAMES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32",
+            "int32": "i32", "int64": "i64"}
+TORCH_NAMES = {ir: torch for torch, ir in IR_NAMES.items()}
 
 
 def dtype_name(tensor):
@@ -13,7 +18,9 @@ def require(condition, message, error=ValueError):
         raise error(message)
 
 
-def check_tensor(name, tensor, rank=None, dtypes=None):
+def check_tensor(name, tensor, rank=None, dtypes=None, cuda=True):
+    """rank: an int, a tuple of ints or None; cuda: whether it must be on
+    the GPU attnc runs on (index arrays read on the host need not)."""
     for attribute in ("data_ptr", "shape", "dtype", "device"):
         require(hasattr(tensor, attribute),
                 f"{name} must be a tensor (with data_ptr, shape, dtype and "
@@ -27,14 +34,15 @@ def check_tensor(name, tensor, rank=None, dtypes=None):
         require(dtype_name(tensor) in dtypes,
                 f"{name} must be {' or '.join(dtypes)}, got "
                 f"{dtype_name(tensor)}", TypeError)
-    device = tensor.device
-    require(getattr(device, "type", str(device)) == "cuda",
-            f"{name} must be on a CUDA device, got {device}")
-    require(getattr(device, "index", 0) in (0, None),
-            f"{name} is on {device}: attnc runs on cuda:0 for now")
-    if hasattr(tensor, "is_contiguous"):
-        require(tensor.is_contiguous(),
-                f"{name} must be contiguous (call .contiguous())")
+    if cuda:
+        device = tensor.device
+        require(getattr(device, "type", str(device)) == "cuda",
+                f"{name} must be on a CUDA device, got {device}")
+        require(getattr(device, "index", 0) in (0, None),
+                f"{name} is on {device}: attnc runs on cuda:0 for now")
+        if hasattr(tensor, "is_contiguous"):
+            require(tensor.is_contiguous(),
+                    f"{name} must be contiguous (call .contiguous())")
 
 
 def current_stream(tensor):

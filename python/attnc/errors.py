@@ -10,3 +10,9 @@ class AttncError(RuntimeError):
         self.code = code
         self.kind = kind
         self.message = message
+
+
+class InvalidArgumentError(AttncError, ValueError):
+    """libattnc refused an argument (kind "invalid argument"), e.g. a spec
+    the attn dialect's verifier rejects: also a ValueError, as the
+    package's own argument checks raise."""

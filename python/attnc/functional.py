@@ -2,8 +2,11 @@
 
 from collections import OrderedDict
 
-from ._tensors import ELEMENT_TYPES, check_tensor, current_stream, \
-    dtype_name, require
+from ._capi import LIMITS
+from ._tensors import ELEMENT_TYPES, IR_NAMES, check_tensor, \
+    current_stream, dtype_name, require
+from ._values import INT32, as_float32, as_flag, as_int, as_sequence, \
+    as_text
 from .kernel import Kernel, Variant
 
 _KERNELS = {}
@@ -38,24 +41,63 @@ def _plan(kernel, key, **batch):
     return plan
 
 
+def _window(window):
+    """(left, right) of a window argument: None, an int (keys to the left)
+    or a (left, right) pair. The C spec spells "no window" -1, so a
+    negative extent must not reach it."""
+    if window is None:
+        return -1, -1
+    if isinstance(window, (list, tuple)):
+        if len(window) != 2:
+            raise ValueError(f"window must be an int or a (left, right) "
+                             f"pair, got {len(window)} values")
+        left = as_int("window[0]", window[0])
+        right = as_int("window[1]", window[1])
+    elif isinstance(window, bool) or not hasattr(type(window), "__index__"):
+        raise TypeError(f"window must be None, an int or a (left, right) "
+                        f"pair, got {type(window).__name__}")
+    else:
+        left, right = as_int("window", window), 0
+    require(left >= 0 and right >= 0,
+            f"window extents must be non-negative (None: no window), got "
+            f"({left}, {right})")
+    return left, right
+
+
 def modifier_fields(causal, window, sinks, softcap, scale, alibi,
                     return_lse):
     """The attnc_variant_spec fields of masks, score modifiers and the LSE
-    result. window is None, an int (keys to the left) or (left, right)."""
-    if window is None:
-        left, right = -1, -1
-    elif isinstance(window, int):
-        left, right = window, 0
-    else:
-        left, right = window
-    return dict(causal=int(bool(causal)), window_left=left,
-                window_right=right, sinks=sinks, scale=float(scale or 0),
-                softcap=float(softcap or 0), alibi=int(bool(alibi)),
-                return_lse=int(bool(return_lse)))
+    result. window is None, an int (keys to the left) or (left, right).
+    softcap None or 0 is none (FlashAttention's convention); scale None is
+    1/sqrt(head_dim)."""
+    left, right = _window(window)
+    if scale is not None:
+        scale = as_float32("scale", scale)
+        # The C spec spells the default scale 0: a 0 must not become it.
+        require(scale != 0, "scale must be positive, got 0 (None: "
+                "1/sqrt(head_dim))")
+    return dict(causal=as_flag("causal", causal), window_left=left,
+                window_right=right, sinks=as_int("sinks", sinks),
+                scale=scale or 0.0,
+                softcap=0.0 if softcap is None else as_float32("softcap",
+                                                               softcap),
+                alibi=as_flag("alibi", alibi),
+                return_lse=as_flag("return_lse", return_lse))
 
 
-def _host_ints(indptr):
+def host_ints(indptr):
     return [int(x) for x in indptr.tolist()]
+
+
+def _check_indptr(name, values, rows_name, rows):
+    """An index pointer's values, checked to stay within `rows` rows."""
+    require(values[0] >= 0, f"{name} must start at 0 or more, got "
+            f"{values[0]}")
+    require(all(a <= b for a, b in zip(values, values[1:])),
+            f"{name} must not decrease")
+    require(values[-1] <= rows, f"{name} ends at {values[-1]}, past "
+            f"{rows_name}'s {rows} rows")
+    return values
 
 
 def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
@@ -75,7 +117,9 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     <captures>)` (mask_mod without %score, yielding i1), reading `captures`
     (int32 or float32 tensors); the query's position in the sequence is
     qi + kv_len - q_len (docs/regions.md). Returns out, or (out, lse) with
-    lse [.., heads] in float32, natural log.
+    lse [.., heads] in float32, natural log. Ragged index pointers are read
+    on the host and checked against q and k unless max_q_len and max_kv_len
+    are given: then they are trusted, and those must be the true maxima.
     """
     ragged = q_indptr is not None or kv_indptr is not None
     rank = 3 if ragged else 4
@@ -85,14 +129,14 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     dtype = dtype_name(q)
     require(dtype_name(k) == dtype and dtype_name(v) == dtype,
             "q, k and v must have the same dtype", TypeError)
+    # Head counts and their group are the verifier's to check (a zero
+    # included); only what the spec cannot say is checked here.
     heads, dim = q.shape[-2], q.shape[-1]
     kv_heads = k.shape[-2]
     require(tuple(k.shape) == tuple(v.shape),
             f"k {tuple(k.shape)} and v {tuple(v.shape)} must have one shape")
     require(k.shape[-1] == dim, f"k's head dim {k.shape[-1]} differs from "
             f"q's {dim}")
-    require(heads % kv_heads == 0,
-            f"q's {heads} heads must be a multiple of k's {kv_heads}")
     if ragged:
         require(q_indptr is not None and kv_indptr is not None,
                 "ragged attention needs both q_indptr and kv_indptr")
@@ -102,38 +146,52 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
                 "q_indptr and kv_indptr must both have batch + 1 entries")
         batch = q_indptr.shape[0] - 1
         if max_q_len is None or max_kv_len is None:
-            qs, ks = _host_ints(q_indptr), _host_ints(kv_indptr)
+            # Read anyway: check that the kernel stays inside q and k.
+            qs = _check_indptr("q_indptr", host_ints(q_indptr), "q",
+                               q.shape[0])
+            ks = _check_indptr("kv_indptr", host_ints(kv_indptr), "k",
+                               k.shape[0])
             max_q_len = max(b - a for a, b in zip(qs, qs[1:]))
             max_kv_len = max(b - a for a, b in zip(ks, ks[1:]))
-        q_len, kv_len, tokens = max_q_len, max_kv_len, q.shape[0]
+        q_len = as_int("max_q_len", max_q_len, (0, INT32[1]))
+        kv_len = as_int("max_kv_len", max_kv_len, (0, INT32[1]))
+        tokens = q.shape[0]
     else:
+        require(max_q_len is None and max_kv_len is None,
+                "max_q_len and max_kv_len are for ragged attention (with "
+                "q_indptr and kv_indptr)")
         require(k.shape[0] == q.shape[0],
                 f"q has batch {q.shape[0]}, k has {k.shape[0]}")
         batch, q_len, kv_len = q.shape[0], q.shape[1], k.shape[1]
         tokens = batch * q_len
+    score_mod = None if score_mod is None else as_text("score_mod", score_mod)
+    mask_mod = None if mask_mod is None else as_text("mask_mod", mask_mod)
+    captures = as_sequence("captures", captures)
     capture_types = []
     for i, c in enumerate(captures):
         check_tensor(f"captures[{i}]", c, None, ("int32", "float32"))
-        element = "i32" if dtype_name(c) == "int32" else "f32"
-        capture_types.append(
-            "memref<" + "x".join(["?"] * len(c.shape)) + "x" + element + ">")
+        require(len(c.shape) >= 1, f"captures[{i}] must have rank 1 or more")
+        capture_types.append("memref<" + "x".join(["?"] * len(c.shape)) +
+                             "x" + IR_NAMES[dtype_name(c)] + ">")
     # One query per request is decode: a kernel specialized for it splits
     # the keys instead of tiling queries.
     decode = not ragged and q_len == 1
+    layout = "ragged" if ragged else "dense"
     spec = dict(query_heads=heads, kv_heads=kv_heads, head_dim=dim,
-                dtype=ELEMENT_TYPES[dtype], query_layout=1 if ragged else 0,
-                queries_per_request=1 if decode else 0,
-                kv_layout=1 if ragged else 0, score_mod=score_mod or "",
-                mask_mod=mask_mod or "", capture_types=tuple(capture_types),
+                dtype=IR_NAMES[dtype], query_layout=layout,
+                queries_per_request=1 if decode else 0, kv_layout=layout,
+                score_mod=score_mod, mask_mod=mask_mod,
+                capture_types=tuple(capture_types),
                 **modifier_fields(causal, window, sinks, softcap, scale,
                                   alibi, return_lse))
+    if out is not None:
+        check_tensor("out", out, rank, (dtype,))
+        require(tuple(out.shape) == tuple(q.shape), "out must have q's shape")
     kernel = kernel_for(spec)
 
     import torch
     if out is None:
         out = torch.empty_like(q)
-    check_tensor("out", out, rank, (dtype,))
-    require(tuple(out.shape) == tuple(q.shape), "out must have q's shape")
     outputs = [out.data_ptr()]
     lse = None
     if return_lse:
@@ -157,11 +215,17 @@ def merge_states(outs, lses):
     """Merges attention states over disjoint key sets: outs[i] [.., heads,
     dim] (bf16 or f16), lses[i] [.., heads] float32 (natural log). Returns
     (out, lse); a state with lse -inf contributes nothing."""
+    outs = as_sequence("outs", outs)
+    lses = as_sequence("lses", lses)
     require(len(outs) == len(lses) >= 2, "merge_states needs two or more "
             "(out, lse) pairs")
-    require(len(outs) <= 32, "merge_states merges at most 32 states")
+    most = LIMITS["max_merge_states"]
+    require(len(outs) <= most, f"merge_states merges at most {most} states, "
+            f"got {len(outs)}")
     first = outs[0]
     check_tensor("outs[0]", first, None, ELEMENT_TYPES)
+    require(len(first.shape) >= 2, f"outs[0] must be [.., heads, dim], got "
+            f"shape {tuple(first.shape)}")
     heads, dim = first.shape[-2], first.shape[-1]
     rows = 1
     for size in first.shape[:-2]:
@@ -174,7 +238,7 @@ def merge_states(outs, lses):
                 f"{tuple(first.shape)}")
         require(tuple(s.shape) == tuple(first.shape[:-1]),
                 f"lses[{i}] must have shape {tuple(first.shape[:-1])}")
-    element = "bf16" if dtype_name(first) == "bfloat16" else "f16"
+    element = IR_NAMES[dtype_name(first)]
     out_t = f"!attn.out<?x{heads}x{dim}x{element}>"
     lse_t = f"!attn.lse<?x{heads}>"
     n = len(outs)

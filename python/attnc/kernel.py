@@ -1,42 +1,101 @@
 """Variants, compiled kernels and batch plans: thin owners of C handles."""
 
 import ctypes
+import os
 
 from . import _capi
 from ._capi import check, lib
+from ._tensors import TORCH_NAMES
+from ._values import (INT32, INT64, UINT64, as_flag, as_float32, as_int,
+                      as_sequence, as_text)
+
+_SPEC_TYPES = dict(_capi.VariantSpec._fields_)
+# Fields whose int is an enumerator, given by the library's name for it.
+_ENUMS = {"dtype": _capi.DTYPES, "query_layout": _capi.LAYOUTS,
+          "kv_layout": _capi.LAYOUTS, "page_order": _capi.PAGE_ORDERS}
+_FLAGS = ("causal", "alibi", "return_lse")
+# num_captures follows from capture_types.
+SPEC_FIELDS = tuple(name for name in _SPEC_TYPES if name != "num_captures")
+
+
+def _enum(field, value, names):
+    """An enum field: the library's name ("bf16", "ragged", "hnd") or its
+    int value (which the library checks)."""
+    if isinstance(value, str):
+        if value not in names:
+            raise ValueError(f"{field} must be one of {', '.join(names)}, "
+                             f"got {value!r}")
+        return names[value]
+    return as_int(field, value, INT32)
+
+
+def _spec_value(name, value):
+    """The C value of one attnc_variant_spec field, checked against the
+    field's C type; the library judges what it means."""
+    ctype = _SPEC_TYPES[name]
+    if name in _ENUMS:
+        return _enum(name, value, _ENUMS[name])
+    if name in _FLAGS:
+        return as_flag(name, value)
+    if ctype is ctypes.c_int64:
+        return as_int(name, value, INT64)
+    if ctype is ctypes.c_int:
+        return as_int(name, value, INT32)
+    if ctype is ctypes.c_float:
+        return as_float32(name, value)
+    if ctype is ctypes.c_char_p:
+        if value is None and name != "name":
+            return None  # no region
+        return as_text(name, value).encode()
+    raise AssertionError(f"no check for field {name}")
+
+
+def _live(handle, what):
+    """The C handle of an object, or a clear error once it has none."""
+    if not handle:
+        raise ValueError(f"this {what} has been released")
+    return handle
 
 
 class Variant:
-    """A verified attention variant: MLIR text of the attn dialect."""
+    """A verified attention variant: MLIR text of the attn dialect. Made by
+    from_mlir or from_spec."""
 
     def __init__(self, handle):
         self._handle = handle
 
     @classmethod
     def from_mlir(cls, text):
+        text = as_text("text", text)
         handle = ctypes.c_void_p()
         check(lib.attnc_variant_from_mlir(text.encode(), ctypes.byref(handle)))
         return cls(handle)
 
     @classmethod
     def from_spec(cls, **fields):
-        """Fields of attnc_variant_spec (attnc_c.h), by name."""
+        """Fields of attnc_variant_spec (attnc_c.h), by name; enum fields
+        by the library's names ("bf16", "ragged", "hnd") or values;
+        capture_types a list of memref type strings."""
+        unknown = sorted(set(fields) - set(SPEC_FIELDS))
+        if unknown:
+            raise TypeError(f"unknown variant spec field(s): "
+                            f"{', '.join(unknown)} (the fields are "
+                            f"{', '.join(SPEC_FIELDS)})")
         spec = _capi.VariantSpec()
         lib.attnc_variant_spec_init(ctypes.byref(spec))
-        keep = []
+        keep = []  # the C strings and array, alive until the call returns
         for name, value in fields.items():
             if name == "capture_types":
-                array = (ctypes.c_char_p * max(1, len(value)))(
-                    *[t.encode() for t in value])
+                types = [as_text(f"capture_types[{i}]", t).encode()
+                         for i, t in enumerate(as_sequence(name, value))]
+                array = (ctypes.c_char_p * max(1, len(types)))(*types)
                 keep.append(array)
                 spec.capture_types = array
-                spec.num_captures = len(value)
-            elif isinstance(value, str):
-                encoded = value.encode()
-                keep.append(encoded)
-                setattr(spec, name, encoded)
-            else:
-                setattr(spec, name, value)
+                spec.num_captures = len(types)
+                continue
+            value = _spec_value(name, value)
+            keep.append(value)
+            setattr(spec, name, value)
         handle = ctypes.c_void_p()
         check(lib.attnc_variant_from_spec(ctypes.byref(spec),
                                           ctypes.byref(handle)))
@@ -44,7 +103,10 @@ class Variant:
 
     @property
     def mlir(self):
-        return lib.attnc_variant_mlir(self._handle).decode()
+        text = lib.attnc_variant_mlir(_live(self._handle, "variant"))
+        if not text:  # a live variant always has text
+            raise _capi.error(_capi.INVALID_ARGUMENT)
+        return text.decode()
 
     def __del__(self):
         if getattr(self, "_handle", None):
@@ -55,15 +117,17 @@ class Variant:
 class TensorInfo:
     """What a kernel expects of one argument or result."""
 
-    ROLES = {0: "query", 1: "kv", 2: "output", 3: "lse", 4: "buffer"}
+    _ROLES = {value: name for name, value in _capi.ROLES.items()}
+    _DTYPES = {value: name for name, value in _capi.DTYPES.items()}
+    _LAYOUTS = {value: name for name, value in _capi.LAYOUTS.items()}
 
     def __init__(self, spec):
-        self.role = self.ROLES[spec.role]
+        self.role = self._ROLES[spec.role]
         self.heads = spec.heads
         self.dim = spec.dim
-        self.dtype = {0: "bfloat16", 1: "float16", 2: "float32",
-                      3: "int32"}[spec.dtype]
-        self.layout = {0: "dense", 1: "ragged", 2: "paged"}[spec.layout]
+        ir = self._DTYPES[spec.dtype]
+        self.dtype = TORCH_NAMES.get(ir, ir)
+        self.layout = self._LAYOUTS[spec.layout]
         self.seq_len = spec.seq_len
 
     def __repr__(self):
@@ -71,15 +135,32 @@ class TensorInfo:
                 f" {self.dtype}, {self.layout})")
 
 
+def _optional_text(name, value):
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    return as_text(name, value).encode()
+
+
+def _addresses(name, values):
+    """Device addresses as uint64s: ctypes would wrap a negative one."""
+    return [as_int(f"{name}[{i}]", v, UINT64)
+            for i, v in enumerate(as_sequence(name, values))]
+
+
 class Kernel:
     """A compiled variant. `arch=None` compiles for the current GPU."""
 
     def __init__(self, variant, arch=None, cache_dir=None):
+        if not isinstance(variant, Variant):
+            raise TypeError(f"variant must be an attnc.Variant, got "
+                            f"{type(variant).__name__}")
         self.variant = variant
         handle = ctypes.c_void_p()
         check(lib.attnc_kernel_compile(
-            variant._handle, arch.encode() if arch else None,
-            cache_dir.encode() if cache_dir else None, ctypes.byref(handle)))
+            _live(variant._handle, "variant"), _optional_text("arch", arch),
+            _optional_text("cache_dir", cache_dir), ctypes.byref(handle)))
         self._handle = handle
         self.inputs = [self._info(lib.attnc_kernel_input, i)
                        for i in range(lib.attnc_kernel_num_inputs(handle))]
@@ -93,39 +174,73 @@ class Kernel:
 
     @property
     def cuda_source(self):
-        return lib.attnc_kernel_cuda_source(self._handle).decode()
+        text = lib.attnc_kernel_cuda_source(_live(self._handle, "kernel"))
+        if not text:  # a live kernel always has source
+            raise _capi.error(_capi.INVALID_ARGUMENT)
+        return text.decode()
 
     @property
     def cubin_size(self):
-        return lib.attnc_kernel_cubin_size(self._handle)
+        return lib.attnc_kernel_cubin_size(_live(self._handle, "kernel"))
 
     def plan(self, batch, max_query_len, max_kv_len, query_tokens,
              q_indptr=0, kv_indptr=0, page_indices=0, last_page_len=0,
              k_page_stride=0, v_page_stride=0):
         """Index arrays are device addresses of int32 arrays (0: none)."""
-        b = _capi.Batch(batch, max_query_len, max_kv_len, query_tokens,
-                        q_indptr, kv_indptr, page_indices, last_page_len,
-                        k_page_stride, v_page_stride)
+        values = dict(batch=batch, max_query_len=max_query_len,
+                      max_kv_len=max_kv_len, query_tokens=query_tokens,
+                      q_indptr=q_indptr, kv_indptr=kv_indptr,
+                      page_indices=page_indices, last_page_len=last_page_len,
+                      k_page_stride=k_page_stride,
+                      v_page_stride=v_page_stride)
+        bounds = {ctypes.c_int: INT32, ctypes.c_int64: INT64,
+                  ctypes.c_uint64: UINT64}
+        b = _capi.Batch(**{
+            name: as_int(name, values[name], bounds[ctype])
+            for name, ctype in _capi.Batch._fields_})
         handle = ctypes.c_void_p()
-        check(lib.attnc_plan_create(self._handle, ctypes.byref(b),
-                                    ctypes.byref(handle)))
+        check(lib.attnc_plan_create(_live(self._handle, "kernel"),
+                                    ctypes.byref(b), ctypes.byref(handle)))
         return Plan(self, handle)
 
     def run(self, plan, inputs, outputs, stream=0, buffer_sizes=None):
         """Launches on `stream`; inputs and outputs are device addresses.
+        buffer_sizes: None, or the sizes of each buffer input in order.
         Neither allocates nor synchronizes."""
+        if not isinstance(plan, Plan):
+            raise TypeError(f"plan must be an attnc.Plan, got "
+                            f"{type(plan).__name__}")
+        if plan.kernel is not self:
+            raise ValueError("plan was made by another kernel")
+        inputs = _addresses("inputs", inputs)
+        outputs = _addresses("outputs", outputs)
+        stream = as_int("stream", 0 if stream is None else stream, UINT64)
         ins = (ctypes.c_uint64 * max(1, len(inputs)))(*inputs)
         outs = (ctypes.c_uint64 * max(1, len(outputs)))(*outputs)
         sizes = ranks = None
-        if buffer_sizes:
-            rows = [(ctypes.c_int64 * max(1, len(s)))(*s)
-                    for s in buffer_sizes]
-            sizes = (ctypes.POINTER(ctypes.c_int64) * len(rows))(
-                *[ctypes.cast(r, ctypes.POINTER(ctypes.c_int64))
-                  for r in rows])
-            ranks = (ctypes.c_int * len(rows))(*[len(s) for s in buffer_sizes])
-        check(lib.attnc_run(self._handle, plan._handle, ins, len(inputs), outs,
-                            len(outputs), sizes, ranks,
+        if buffer_sizes is not None:
+            # The library reads one entry per buffer input: no fewer.
+            buffers = sum(info.role == "buffer" for info in self.inputs)
+            buffer_sizes = as_sequence("buffer_sizes", buffer_sizes)
+            if len(buffer_sizes) != buffers:
+                raise ValueError(f"buffer_sizes needs one entry per buffer "
+                                 f"input ({buffers}), got "
+                                 f"{len(buffer_sizes)}")
+            rows = []
+            for i, row in enumerate(buffer_sizes):
+                row = [as_int(f"buffer_sizes[{i}][{d}]", s, INT64)
+                       for d, s in enumerate(
+                           as_sequence(f"buffer_sizes[{i}]", row))]
+                rows.append(row)
+            arrays = [(ctypes.c_int64 * max(1, len(r)))(*r) for r in rows]
+            sizes = (ctypes.POINTER(ctypes.c_int64) * max(1, len(rows)))(
+                *[ctypes.cast(a, ctypes.POINTER(ctypes.c_int64))
+                  for a in arrays])
+            ranks = (ctypes.c_int * max(1, len(rows)))(
+                *[len(r) for r in rows])
+        check(lib.attnc_run(_live(self._handle, "kernel"),
+                            _live(plan._handle, "plan"), ins, len(inputs),
+                            outs, len(outputs), sizes, ranks,
                             ctypes.c_void_p(stream or None)))
 
     def __del__(self):
@@ -135,14 +250,21 @@ class Kernel:
 
 
 class Plan:
-    """A batch's layout, KV-split choices and scratch memory."""
+    """A batch's layout, KV-split choices and scratch memory. Made by
+    Kernel.plan."""
 
     def __init__(self, kernel, handle):
         self.kernel = kernel  # keeps the kernel alive as long as the plan
         self._handle = handle
 
     def splits(self, launch=0):
-        return lib.attnc_plan_num_splits(self._handle, launch)
+        """KV splits of attention launch `launch`."""
+        launch = as_int("launch", launch, INT32)
+        splits = lib.attnc_plan_num_splits(_live(self._handle, "plan"),
+                                           launch)
+        if splits == 0:  # every launch has at least one split
+            raise _capi.error(_capi.INVALID_ARGUMENT)
+        return splits
 
     def __del__(self):
         if getattr(self, "_handle", None):

@@ -3,9 +3,12 @@ it: plan once per batch (index arrays, split decisions, scratch), then run
 for every layer with no allocation and no host-device synchronization, so
 that run can be captured in a CUDA graph."""
 
-from ._tensors import ELEMENT_TYPES, check_tensor, current_stream, \
-    dtype_name, require
-from .functional import kernel_for, modifier_fields
+from ._capi import PAGE_ORDERS
+from ._tensors import ELEMENT_TYPES, IR_NAMES, check_tensor, \
+    current_stream, require
+from ._values import as_int
+from .functional import host_ints, kernel_for, modifier_fields
+from .kernel import Variant
 
 
 class PagedAttention:
@@ -23,67 +26,92 @@ class PagedAttention:
                  kv_layout="NHD", dtype="bfloat16", causal=False,
                  window=None, sinks=0, softcap=None, scale=None,
                  return_lse=False):
-        require(kv_layout in ("NHD", "HND"),
-                f"kv_layout must be NHD or HND, got {kv_layout!r}")
+        require(isinstance(kv_layout, str) and
+                kv_layout.lower() in PAGE_ORDERS and kv_layout.isupper(),
+                f"kv_layout must be "
+                f"{' or '.join(o.upper() for o in PAGE_ORDERS)}, got "
+                f"{kv_layout!r}")
         dtype = str(dtype).replace("torch.", "")
         require(dtype in ELEMENT_TYPES,
                 f"dtype must be bfloat16 or float16, got {dtype}", TypeError)
-        require(num_qo_heads % num_kv_heads == 0,
-                f"{num_qo_heads} query heads must be a multiple of "
-                f"{num_kv_heads} KV heads")
-        require(1 <= page_size <= 256, "page_size must be in 1..256")
         self._spec = dict(
-            query_heads=num_qo_heads, kv_heads=num_kv_heads,
-            head_dim=head_dim, dtype=ELEMENT_TYPES[dtype], kv_layout=2,
-            page_size=page_size, page_order=int(kv_layout == "HND"),
+            query_heads=as_int("num_qo_heads", num_qo_heads),
+            kv_heads=as_int("num_kv_heads", num_kv_heads),
+            head_dim=as_int("head_dim", head_dim), dtype=IR_NAMES[dtype],
+            kv_layout="paged", page_size=as_int("page_size", page_size),
+            page_order=kv_layout.lower(),
             **modifier_fields(causal, window, sinks, softcap, scale, False,
                               return_lse))
+        # Verified now, so that a configuration the attn dialect refuses
+        # (heads, their group, the page size) fails here, with its message.
+        Variant.from_spec(**self._decode_spec())
         self.num_qo_heads, self.num_kv_heads = num_qo_heads, num_kv_heads
         self.head_dim, self.page_size = head_dim, page_size
         self.kv_layout, self.dtype = kv_layout, dtype
         self.return_lse = bool(return_lse)
         self._plan = None  # the kernel's Plan, once plan() has run
 
+    def _decode_spec(self):
+        return dict(self._spec, query_layout="dense", queries_per_request=1)
+
     def plan(self, kv_indptr, kv_indices, kv_last_page_len, qo_indptr=None):
         """Index arrays: int32 tensors (host or device). May allocate and
         synchronize; reuse the plan for every layer of the step."""
-        import torch
-        host = [x.to("cpu", torch.int32) for x in
-                (kv_indptr, kv_indices, kv_last_page_len)]
-        indptr, indices, last = host
-        batch = indptr.shape[0] - 1
+        arrays = [("kv_indptr", kv_indptr), ("kv_indices", kv_indices),
+                  ("kv_last_page_len", kv_last_page_len)]
+        if qo_indptr is not None:
+            arrays.append(("qo_indptr", qo_indptr))
+        for name, array in arrays:
+            check_tensor(name, array, 1, ("int32",), cuda=False)
+        # Checked on host ints, which cannot overflow: the kernel trusts
+        # these arrays to stay inside the caches and the queries.
+        indptr, indices, last = (host_ints(x) for x in
+                                 (kv_indptr, kv_indices, kv_last_page_len))
+        batch = len(indptr) - 1
         require(batch >= 1, "kv_indptr needs batch + 1 entries")
-        require(last.shape[0] == batch,
+        require(len(last) == batch,
                 "kv_last_page_len needs one entry per request")
-        pages = indptr[1:] - indptr[:-1]
-        require(bool((pages >= 1).all()), "every request needs a page")
-        require(bool(((last >= 1) & (last <= self.page_size)).all()),
+        require(indptr[0] >= 0, "kv_indptr must start at 0 or more")
+        pages = [b - a for a, b in zip(indptr, indptr[1:])]
+        require(all(p >= 1 for p in pages), "every request needs a page")
+        require(all(1 <= n <= self.page_size for n in last),
                 f"kv_last_page_len must be in 1..{self.page_size}")
-        require(int(indptr[-1]) <= indices.shape[0],
+        require(indptr[-1] <= len(indices),
                 "kv_indices is shorter than kv_indptr says")
-        kv_lens = (pages - 1) * self.page_size + last
+        used = indices[indptr[0]:indptr[-1]]
+        require(min(used) >= 0, "kv_indices must not be negative")
+        # Checked against the caches' page count at run, without a sync.
+        self._pages_needed = max(used) + 1
+        kv_lens = [(p - 1) * self.page_size + n for p, n in zip(pages, last)]
         decode = qo_indptr is None
-        spec = dict(self._spec, query_layout=0 if decode else 1,
-                    queries_per_request=1 if decode else 0)
-        self._kernel = kernel_for(spec)
-        device = torch.device("cuda", 0)
-        self._indptr = indptr.to(device)
-        self._indices = indices.to(device)
-        self._last = last.to(device)
         if decode:
-            q_len, tokens, self._qo = 1, batch, None
+            q_len, tokens = 1, batch
         else:
-            qo = qo_indptr.to("cpu", torch.int32)
-            require(qo.shape[0] == batch + 1,
-                    "qo_indptr needs batch + 1 entries")
-            q_lens = qo[1:] - qo[:-1]
-            require(bool((q_lens <= kv_lens).all()),
+            qo = host_ints(qo_indptr)
+            require(len(qo) == batch + 1, "qo_indptr needs batch + 1 entries")
+            require(qo[0] >= 0, "qo_indptr must start at 0 or more")
+            q_lens = [b - a for a, b in zip(qo, qo[1:])]
+            require(all(n >= 0 for n in q_lens), "qo_indptr must not decrease")
+            require(all(q <= k for q, k in zip(q_lens, kv_lens)),
                     "a request has more queries than keys")
-            q_len, tokens = int(q_lens.max()), int(qo[-1])
-            self._qo = qo.to(device)
+            q_len, tokens = max(q_lens), qo[-1]
+        spec = (self._decode_spec() if decode else
+                dict(self._spec, query_layout="ragged",
+                     queries_per_request=0))
+        self._kernel = kernel_for(spec)
+        import torch
+        device = torch.device("cuda", 0)
+
+        def on_device(x):
+            # A strided view on the device would be passed as it is.
+            return x.to(device).contiguous()
+        self._indptr = on_device(kv_indptr)
+        self._indices = on_device(kv_indices)
+        self._last = on_device(kv_last_page_len)
+        self._qo = None if decode else on_device(qo_indptr)
         self._tokens = tokens
         self._plan = self._kernel.plan(
-            batch, q_len, int(kv_lens.max()), tokens,
+            batch, q_len, max(kv_lens), tokens,
             q_indptr=self._qo.data_ptr() if self._qo is not None else 0,
             kv_indptr=self._indptr.data_ptr(),
             page_indices=self._indices.data_ptr(),
@@ -110,6 +138,9 @@ class PagedAttention:
                     f"{name} must be [pages, {page[0]}, {page[1]}, "
                     f"{self.head_dim}] ({self.kv_layout}), got "
                     f"{tuple(cache.shape)}")
+            require(cache.shape[0] >= self._pages_needed,
+                    f"{name} has {cache.shape[0]} pages, the plan reads page "
+                    f"{self._pages_needed - 1}")
         if out is None:
             out = q.new_empty(q.shape)
         check_tensor("out", out, 3, (self.dtype,))
@@ -121,7 +152,13 @@ class PagedAttention:
                 lse = torch.empty(q.shape[:2], dtype=torch.float32,
                                   device=q.device)
             check_tensor("lse", lse, 2, ("float32",))
+            require(tuple(lse.shape) == tuple(q.shape[:2]),
+                    f"lse must be {tuple(q.shape[:2])}, got "
+                    f"{tuple(lse.shape)}")
             outputs.append(lse.data_ptr())
+        else:
+            require(lse is None, "lse given, but the wrapper was made "
+                    "without return_lse")
         self._kernel.run(self._plan,
                          [q.data_ptr(), k_cache.data_ptr(),
                           v_cache.data_ptr()],

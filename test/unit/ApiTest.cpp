@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 using namespace attnc;
 
 namespace {
@@ -27,6 +29,23 @@ Target sm90() {
 }
 
 bool haveGpu() { return cuda::Driver::get().ok(); }
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// fromSpec's error message for `spec` (the test fails if it succeeds).
+std::string specError(const VariantSpec &spec) {
+  StatusOr<Variant> variant = Variant::fromSpec(spec);
+  EXPECT_FALSE(variant.ok()) << variant->mlir();
+  if (variant.ok())
+    return "";
+  EXPECT_EQ(variant.status().code(), ErrorCode::InvalidArgument);
+  return variant.status().message();
+}
+
+const char *kScoreMod = "^bb0(%s: f32, %b: index, %h: index, %qi: index, "
+                        "%ki: index):\n  attn.yield %s : f32";
 
 /// Two requests of 64 queries and 64 keys, `queryTokens` rows in all.
 Batch twoRequests(int64_t queryTokens) {
@@ -60,8 +79,11 @@ TEST(Api, SpecErrorsAreValues) {
   StatusOr<Variant> variant = Variant::fromSpec(spec);
   ASSERT_FALSE(variant.ok());
   EXPECT_EQ(variant.status().code(), ErrorCode::InvalidArgument);
-  EXPECT_NE(variant.status().message().find("multiple of KV heads"),
-            std::string::npos);
+  // The verifier's words: fromSpec does not check what it checks.
+  EXPECT_NE(variant.status().message().find(
+                "query heads (32) must be a multiple of key/value heads (5)"),
+            std::string::npos)
+      << variant.status().message();
 
   spec = gqaCausal();
   spec.kvLayout = TokenLayout::Paged;
@@ -215,4 +237,136 @@ TEST(Api, AModuleWithNothingToCompileIsAnError) {
             std::string::npos)
       << variant.status().message();
   EXPECT_FALSE(Variant::fromMlir("").ok());
+TEST(Api, SpecFieldsTheIrCannotSpellAreChecked) {
+  VariantSpec spec = gqaCausal();
+  spec.dtype = static_cast<DType>(9);
+  EXPECT_EQ(specError(spec), "unknown dtype 9");
+  spec = gqaCausal();
+  spec.queryLayout = static_cast<TokenLayout>(-2);
+  EXPECT_EQ(specError(spec), "unknown query layout -2");
+  spec = gqaCausal();
+  spec.headDim = -64;
+  EXPECT_EQ(specError(spec), "head dim must be positive, got -64");
+  spec = gqaCausal();
+  spec.kvLayout = TokenLayout::Paged;
+  spec.pageSize = -16;
+  EXPECT_EQ(specError(spec), "page size must be positive, got -16");
+  spec = gqaCausal();
+  spec.queriesPerRequest = -1;
+  EXPECT_TRUE(contains(specError(spec), "0 (any) or positive, got -1"));
+  spec = gqaCausal();
+  spec.name = "";
+  EXPECT_TRUE(contains(specError(spec), "variant name '' must be a letter"));
+  spec.name = std::string("a\0b", 3);
+  EXPECT_TRUE(contains(specError(spec), "must be a letter or underscore"));
+  spec = gqaCausal();
+  spec.captureTypes = {"memref<4xf32>"};
+  EXPECT_TRUE(contains(specError(spec), "need a score_mod or mask_mod"));
+}
+
+TEST(Api, SpecValuesAreTheVerifiers) {
+  VariantSpec spec = gqaCausal();
+  spec.kvHeads = 0;
+  EXPECT_TRUE(contains(specError(spec),
+                       "key/value head count must be positive, got 0"));
+  spec = gqaCausal();
+  spec.window = {{-4, 0}};
+  EXPECT_TRUE(
+      contains(specError(spec), "window extents must be non-negative, got"));
+  spec = gqaCausal();
+  spec.sinks = -1;
+  EXPECT_TRUE(contains(specError(spec), "sinks must be non-negative, got -1"));
+  spec = gqaCausal();
+  spec.queryLayout = TokenLayout::Paged;
+  EXPECT_TRUE(contains(specError(spec), "query cannot be paged"));
+  // NaN and infinity reach the verifier, which names them, rather than
+  // failing to parse.
+  spec = gqaCausal();
+  spec.scale = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(contains(specError(spec), "scale must be positive and finite"));
+  spec = gqaCausal();
+  spec.softcap = -std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(contains(specError(spec), "softcap must be positive and finite"));
+}
+
+TEST(Api, RegionsMayNameTheirArgumentsFreely) {
+  // The function's own value names must not collide with a region's.
+  VariantSpec spec = gqaCausal();
+  spec.scoreMod = "^bb0(%s: f32, %b: index, %h: index, %q: index, %k: "
+                  "index):\n  attn.yield %s : f32";
+  StatusOr<Variant> variant = Variant::fromSpec(spec);
+  EXPECT_TRUE(variant.ok()) << variant.status().message();
+}
+
+TEST(Api, RegionTextCannotLeaveItsRegion) {
+  const std::string closeRegion = std::string(kScoreMod) + "\n}\n";
+  const std::string types =
+      ": !attn.q<?x32x128xbf16>, !attn.kv<?x8x128xbf16>, "
+      "!attn.kv<?x8x128xbf16> -> !attn.out<?x32x128xbf16>\n";
+  struct Case {
+    std::string what, scoreMod, maskMod, message;
+  };
+  const Case cases[] = {
+      {"a mask_mod the spec does not have",
+       closeRegion +
+           "mask_mod {\n^bb0(%b: index, %h: index, %qi: index, %ki: index):\n"
+           "  %f = arith.constant false\n  attn.yield %f : i1",
+       "", "regions are not the spec's score_mod and mask_mod"},
+      {"a score_mod inside the mask_mod text", "",
+       "^bb0(%b: index, %h: index, %qi: index, %ki: index):\n"
+       "  %t = arith.constant true\n  attn.yield %t : i1\n}\nscore_mod {\n" +
+           std::string(kScoreMod),
+       // The parser takes regions in order: score_mod after mask_mod is
+       // not the op's syntax.
+       ""},
+      {"a second attention in the function",
+       closeRegion + "%x = attn.attention(%attnc_q, %attnc_k, %attnc_v) " +
+           types + "score_mod {\n" + kScoreMod,
+       "", "holds other operations than the attention"},
+      {"a second function",
+       closeRegion + "return %attnc_out : !attn.out<?x32x128xbf16>\n}\n" +
+           "func.func @evil(%attnc_q: !attn.q<?x32x128xbf16>, %attnc_k: "
+           "!attn.kv<?x8x128xbf16>, %attnc_v: !attn.kv<?x8x128xbf16>) -> "
+           "(!attn.out<?x32x128xbf16>) {\n"
+           "%attnc_out = attn.attention(%attnc_q, %attnc_k, %attnc_v) " +
+           types + "score_mod {\n" + kScoreMod,
+       "", "no longer one function"},
+  };
+  for (const Case &c : cases) {
+    VariantSpec spec = gqaCausal();
+    spec.scoreMod = c.scoreMod;
+    spec.maskMod = c.maskMod;
+    std::string error = specError(spec);
+    EXPECT_TRUE(contains(error, c.message)) << c.what << ": " << error;
+  }
+}
+
+TEST(Api, CaptureTypesEnterTheTextAsParsed) {
+  VariantSpec spec = gqaCausal();
+  spec.scoreMod = "^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: "
+                  "index, %t: memref<?xf32>):\n  attn.yield %s : f32";
+  spec.captureTypes = {"memref<?xf32>) -> () {"};
+  EXPECT_TRUE(contains(specError(spec), "capture type 0 is not a type"));
+  EXPECT_TRUE(contains(specError(spec), "<capture type 0>:1:14: error:"))
+      << specError(spec);
+  // Named as parseType names its own diagnostics: no endless renaming.
+  spec.captureTypes = {"<capture type 0>"};
+  EXPECT_TRUE(contains(specError(spec), "capture type 0 is not a type"));
+  spec.captureTypes = {"!attn.q<?x32x128xbf16>"};
+  EXPECT_TRUE(contains(specError(spec), "must be a memref type"));
+  spec.captureTypes = {" memref<?xf32> "};
+  StatusOr<Variant> variant = Variant::fromSpec(spec);
+  ASSERT_TRUE(variant.ok()) << variant.status().message();
+  EXPECT_TRUE(contains(variant->mlir(), "%attnc_capture0: memref<?xf32>)"));
+}
+
+TEST(Api, PlanRefusesNegativePageStrides) {
+  StatusOr<Kernel> kernel =
+      Kernel::compile(*Variant::fromSpec(gqaCausal()), sm90());
+  ASSERT_TRUE(kernel.ok());
+  Batch batch = twoRequests(128);
+  batch.vPageStride = -1;
+  StatusOr<Plan> plan = kernel->plan(batch);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_TRUE(contains(plan.status().message(), "page strides"));
 }

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -19,6 +21,27 @@ attnc_variant_spec gqaCausal() {
 }
 
 std::string lastError() { return attnc_last_error(); }
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// A compiled kernel of gqaCausal(), for tests of handles.
+struct Compiled {
+  attnc_variant variant = nullptr;
+  attnc_kernel kernel = nullptr;
+  Compiled() {
+    attnc_variant_spec spec = gqaCausal();
+    EXPECT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_OK)
+        << lastError();
+    EXPECT_EQ(attnc_kernel_compile(variant, "sm_90a", "-", &kernel), ATTNC_OK)
+        << lastError();
+  }
+  ~Compiled() {
+    attnc_kernel_destroy(kernel);
+    attnc_variant_destroy(variant);
+  }
+};
 
 } // namespace
 
@@ -37,7 +60,8 @@ TEST(CApi, ErrorsAreStatusCodesWithMessages) {
   attnc_variant variant = nullptr;
   EXPECT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_INVALID_ARGUMENT);
   EXPECT_EQ(variant, nullptr);
-  EXPECT_NE(lastError().find("multiple of KV heads"), std::string::npos);
+  EXPECT_NE(lastError().find("must be a multiple of key/value heads (3)"),
+            std::string::npos);
   EXPECT_STREQ(attnc_status_name(ATTNC_INVALID_ARGUMENT), "invalid argument");
 
   EXPECT_EQ(attnc_variant_from_mlir("func.func @f(", &variant),
@@ -97,5 +121,434 @@ TEST(CApi, CompileErrorsNameTheUnsupportedFeature) {
   EXPECT_NE(attnc_kernel_compile(variant, "sm_90a", "-", &kernel), ATTNC_OK);
   EXPECT_EQ(kernel, nullptr);
   EXPECT_NE(lastError().find("head dim"), std::string::npos);
+  attnc_variant_destroy(variant);
+}
+
+TEST(CApi, NamesAndLimitsComeFromTheAbi) {
+  EXPECT_STREQ(attnc_dtype_name(ATTNC_BF16), "bf16");
+  EXPECT_STREQ(attnc_dtype_name(99), "");
+  EXPECT_STREQ(attnc_layout_name(ATTNC_PAGED), "paged");
+  EXPECT_STREQ(attnc_page_order_name(ATTNC_HND), "hnd");
+  EXPECT_STREQ(attnc_role_name(ATTNC_ROLE_LSE), "lse");
+  EXPECT_STREQ(attnc_role_name(ATTNC_ROLE_BUFFER + 1), "");
+  EXPECT_STREQ(attnc_role_name(-1), "");
+  EXPECT_EQ(attnc_get_limits()->max_captures, 8);
+}
+
+TEST(CApi, DestroyingTwiceIsAnErrorNotACrash) {
+  attnc_variant_spec spec = gqaCausal();
+  attnc_variant variant = nullptr;
+  ASSERT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_OK);
+  EXPECT_EQ(attnc_variant_destroy(variant), ATTNC_OK);
+  EXPECT_EQ(attnc_variant_destroy(variant), ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "variant is not a live attnc_variant"))
+      << lastError();
+
+  Compiled compiled;
+  attnc_kernel kernel = compiled.kernel;
+  EXPECT_EQ(attnc_kernel_destroy(kernel), ATTNC_OK);
+  EXPECT_EQ(attnc_kernel_destroy(kernel), ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "kernel is not a live attnc_kernel"));
+  compiled.kernel = nullptr; // its destructor destroys NULL: nothing
+}
+
+TEST(CApi, UsingADestroyedHandleIsAnError) {
+  attnc_variant_spec spec = gqaCausal();
+  attnc_variant variant = nullptr;
+  ASSERT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_OK);
+  ASSERT_EQ(attnc_variant_destroy(variant), ATTNC_OK);
+  // A new variant may take the old one's memory, never its handle.
+  attnc_variant other = nullptr;
+  ASSERT_EQ(attnc_variant_from_spec(&spec, &other), ATTNC_OK);
+  EXPECT_NE(other, variant);
+  EXPECT_STREQ(attnc_variant_mlir(variant), "");
+  EXPECT_TRUE(contains(lastError(), "not a live attnc_variant"));
+  attnc_kernel kernel = nullptr;
+  EXPECT_EQ(attnc_kernel_compile(variant, "sm_90a", "-", &kernel),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(kernel, nullptr);
+  EXPECT_TRUE(contains(attnc_variant_mlir(other), "attn.attention"));
+  attnc_variant_destroy(other);
+
+  Compiled compiled;
+  attnc_kernel dead = compiled.kernel;
+  ASSERT_EQ(attnc_kernel_destroy(dead), ATTNC_OK);
+  compiled.kernel = nullptr;
+  attnc_last_error(); // each call below must set the error itself
+  EXPECT_EQ(attnc_kernel_num_inputs(dead), 0);
+  EXPECT_TRUE(contains(lastError(), "kernel is not a live attnc_kernel"));
+  EXPECT_EQ(attnc_kernel_num_outputs(dead), 0);
+  EXPECT_STREQ(attnc_kernel_cuda_source(dead), "");
+  EXPECT_EQ(attnc_kernel_cubin_size(dead), 0u);
+  attnc_tensor_spec tensor;
+  EXPECT_EQ(attnc_kernel_input(dead, 0, &tensor), ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(attnc_kernel_output(dead, 0, &tensor), ATTNC_INVALID_ARGUMENT);
+  attnc_batch batch{};
+  attnc_plan plan = nullptr;
+  EXPECT_EQ(attnc_plan_create(dead, &batch, &plan), ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "kernel is not a live attnc_kernel"));
+  EXPECT_EQ(attnc_run(dead, nullptr, nullptr, 0, nullptr, 0, nullptr, nullptr,
+                      nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "kernel is not a live attnc_kernel"));
+}
+
+TEST(CApi, APointerThatIsNoHandleIsAnError) {
+  int local = 0;
+  auto variant = reinterpret_cast<attnc_variant>(&local);
+  auto kernel = reinterpret_cast<attnc_kernel>(&local);
+  auto plan = reinterpret_cast<attnc_plan>(&local);
+  EXPECT_EQ(attnc_variant_destroy(variant), ATTNC_INVALID_ARGUMENT);
+  EXPECT_STREQ(attnc_variant_mlir(variant), "");
+  EXPECT_EQ(attnc_kernel_destroy(kernel), ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(attnc_kernel_num_inputs(kernel), 0);
+  EXPECT_EQ(attnc_plan_destroy(plan), ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "plan is not a live attnc_plan"));
+  EXPECT_EQ(attnc_plan_num_splits(plan, 0), 0);
+  EXPECT_EQ(local, 0); // nothing wrote through it
+
+  // A live handle of another type is no handle of this one.
+  Compiled compiled;
+  EXPECT_STREQ(
+      attnc_variant_mlir(reinterpret_cast<attnc_variant>(compiled.kernel)), "");
+  EXPECT_TRUE(contains(lastError(), "not a live attnc_variant"));
+  EXPECT_EQ(attnc_run(compiled.kernel,
+                      reinterpret_cast<attnc_plan>(compiled.kernel), nullptr, 0,
+                      nullptr, 0, nullptr, nullptr, nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "plan is not a live attnc_plan"));
+  EXPECT_EQ(attnc_run(compiled.kernel, plan, nullptr, 0, nullptr, 0, nullptr,
+                      nullptr, nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "plan is not a live attnc_plan"));
+}
+
+TEST(CApi, NullHandles) {
+  EXPECT_EQ(attnc_variant_destroy(nullptr), ATTNC_OK); // like free(NULL)
+  EXPECT_EQ(attnc_kernel_destroy(nullptr), ATTNC_OK);
+  EXPECT_EQ(attnc_plan_destroy(nullptr), ATTNC_OK);
+  EXPECT_STREQ(attnc_variant_mlir(nullptr), "");
+  EXPECT_EQ(lastError(), "variant is null");
+  attnc_kernel kernel = nullptr;
+  EXPECT_EQ(attnc_kernel_compile(nullptr, "sm_90a", "-", &kernel),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "variant is null");
+  EXPECT_EQ(attnc_kernel_num_outputs(nullptr), 0);
+  EXPECT_EQ(lastError(), "kernel is null");
+  EXPECT_EQ(attnc_plan_num_splits(nullptr, 0), 0);
+  EXPECT_EQ(lastError(), "plan is null");
+  Compiled compiled;
+  EXPECT_EQ(attnc_kernel_compile(compiled.variant, "sm_90a", "-", nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "out must not be null");
+  EXPECT_EQ(attnc_kernel_input(compiled.kernel, 0, nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "out must not be null");
+  attnc_tensor_spec tensor;
+  EXPECT_EQ(attnc_kernel_output(compiled.kernel, 1, &tensor),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "no output 1");
+  EXPECT_EQ(attnc_plan_create(compiled.kernel, nullptr, nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "batch and out must not be null");
+  EXPECT_EQ(attnc_variant_from_mlir(nullptr, nullptr), ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "text and out must not be null");
+}
+
+TEST(CApi, RunChecksItsArrays) {
+  Compiled compiled;
+  // No plan can be made without a GPU: these fail before the plan is read.
+  EXPECT_EQ(attnc_run(compiled.kernel, nullptr, nullptr, 3, nullptr, 0, nullptr,
+                      nullptr, nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "num_inputs and num_outputs"));
+  uint64_t pointers[3] = {1, 2, 3};
+  EXPECT_EQ(attnc_run(compiled.kernel, nullptr, pointers, -1, pointers, 1,
+                      nullptr, nullptr, nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "non-negative"));
+  int ranks[1] = {1};
+  EXPECT_EQ(attnc_run(compiled.kernel, nullptr, pointers, 3, pointers, 1,
+                      nullptr, ranks, nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "buffer_sizes and buffer_ranks"));
+  EXPECT_EQ(attnc_run(compiled.kernel, nullptr, pointers, 3, pointers, 1,
+                      nullptr, nullptr, nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "plan is null");
+}
+
+namespace {
+
+/// The status of `spec` after `change`, with attnc_last_error in `error`.
+template <typename F>
+attnc_status specStatus(F change, std::string &error,
+                        attnc_variant_spec spec = gqaCausal()) {
+  change(spec);
+  attnc_variant variant = nullptr;
+  attnc_status status = attnc_variant_from_spec(&spec, &variant);
+  error = lastError();
+  attnc_variant_destroy(variant);
+  return status;
+}
+
+} // namespace
+
+TEST(CApi, SpecEncodingIsChecked) {
+  struct Case {
+    const char *what;
+    void (*change)(attnc_variant_spec &);
+    const char *message;
+  };
+  static const char *oneType[] = {"memref<4xf32>"};
+  static const char *nullType[] = {nullptr};
+  const Case cases[] = {
+      {"causal 2", [](attnc_variant_spec &s) { s.causal = 2; },
+       "causal must be 0 or 1, got 2"},
+      {"alibi -1", [](attnc_variant_spec &s) { s.alibi = -1; },
+       "alibi must be 0 or 1, got -1"},
+      {"return_lse 7", [](attnc_variant_spec &s) { s.return_lse = 7; },
+       "return_lse must be 0 or 1, got 7"},
+      {"half a window",
+       [](attnc_variant_spec &s) {
+         s.window_left = -1;
+         s.window_right = 5;
+       },
+       "both be -1 (no window) or both be non-negative, got -1 and 5"},
+      {"window -2",
+       [](attnc_variant_spec &s) { s.window_left = s.window_right = -2; },
+       "got -2 and -2"},
+      {"num_captures -1", [](attnc_variant_spec &s) { s.num_captures = -1; },
+       "num_captures must be in 0..8, got -1"},
+      {"num_captures 9",
+       [](attnc_variant_spec &s) {
+         s.capture_types = oneType;
+         s.num_captures = 9;
+       },
+       "num_captures must be in 0..8, got 9"},
+      {"no capture array", [](attnc_variant_spec &s) { s.num_captures = 1; },
+       "capture_types is null but num_captures is 1"},
+      {"null capture type",
+       [](attnc_variant_spec &s) {
+         s.capture_types = nullType;
+         s.num_captures = 1;
+       },
+       "capture_types[0] is null"},
+      {"dtype 99",
+       [](attnc_variant_spec &s) { s.dtype = static_cast<attnc_dtype>(99); },
+       "unknown dtype 99"},
+      {"query layout 7",
+       [](attnc_variant_spec &s) {
+         s.query_layout = static_cast<attnc_layout>(7);
+       },
+       "unknown query layout 7"},
+      {"kv layout -1",
+       [](attnc_variant_spec &s) {
+         s.kv_layout = static_cast<attnc_layout>(-1);
+       },
+       "unknown KV layout -1"},
+      {"page order 5",
+       [](attnc_variant_spec &s) {
+         s.page_order = static_cast<attnc_page_order>(5);
+       },
+       "unknown page order 5"},
+      {"queries per request -1",
+       [](attnc_variant_spec &s) { s.queries_per_request = -1; },
+       "queries per request must be 0 (any) or positive, got -1"},
+      {"ragged queries per request",
+       [](attnc_variant_spec &s) {
+         s.query_layout = ATTNC_RAGGED;
+         s.queries_per_request = 4;
+       },
+       "applies to dense queries only"},
+      {"empty name", [](attnc_variant_spec &s) { s.name = ""; },
+       "variant name '' must be a letter or underscore"},
+      {"name of a digit", [](attnc_variant_spec &s) { s.name = "9lives"; },
+       "variant name '9lives'"},
+      {"name with a brace",
+       [](attnc_variant_spec &s) { s.name = "f() {} func.func @g"; },
+       "must be a letter or underscore followed by letters"},
+      // What the IR can say is the verifier's, in its words.
+      {"no KV heads", [](attnc_variant_spec &s) { s.kv_heads = 0; },
+       "key/value head count must be positive, got 0"},
+      {"negative heads", [](attnc_variant_spec &s) { s.query_heads = -3; },
+       "query heads must be positive, got -3"},
+      {"head dim 0", [](attnc_variant_spec &s) { s.head_dim = 0; },
+       "head dim must be a positive multiple of 8, got 0"},
+      {"page size 0",
+       [](attnc_variant_spec &s) {
+         s.kv_layout = ATTNC_PAGED;
+         s.page_size = 0;
+       },
+       "page size must be between 1 and 256, got 0"},
+      {"sinks -1", [](attnc_variant_spec &s) { s.sinks = -1; },
+       "sinks must be non-negative, got -1"},
+      {"NaN scale", [](attnc_variant_spec &s) { s.scale = std::nanf(""); },
+       "scale must be positive and finite, got"},
+      {"infinite softcap", [](attnc_variant_spec &s) { s.softcap = INFINITY; },
+       "softcap must be positive and finite, got"},
+      {"negative scale", [](attnc_variant_spec &s) { s.scale = -1; },
+       "scale must be positive and finite, got -1"},
+      {"dtype f32", [](attnc_variant_spec &s) { s.dtype = ATTNC_F32; },
+       "query element type must be bf16 or f16"},
+  };
+  for (const Case &c : cases) {
+    std::string error;
+    EXPECT_EQ(specStatus(c.change, error), ATTNC_INVALID_ARGUMENT) << c.what;
+    EXPECT_TRUE(contains(error, c.message))
+        << c.what << ": got \"" << error << "\"";
+  }
+  std::string error;
+  EXPECT_EQ(specStatus([](attnc_variant_spec &s) { s.name = nullptr; }, error),
+            ATTNC_OK)
+      << "NULL is the default name: " << error;
+  EXPECT_EQ(specStatus(
+                [](attnc_variant_spec &s) {
+                  s.window_left = 128;
+                  s.window_right = 0;
+                },
+                error),
+            ATTNC_OK)
+      << error;
+}
+
+TEST(CApi, CaptureTypesCannotInjectIr) {
+  const std::string scoreMod =
+      "^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, "
+      "%t: memref<4xf32>):\n  attn.yield %s : f32";
+  struct Case {
+    const char *type, *message;
+  };
+  const Case cases[] = {
+      // Would close the function's signature it is pasted into.
+      {"memref<4xf32>) -> () {", "capture type 0 is not a type"},
+      {"memref<4xf32>, %x: memref<4xf32>", "capture type 0 is not a type"},
+      {"f32", "capture type 0 must be a memref type, got 'f32'"},
+      {"", "capture type 0 is not a type"},
+  };
+  for (const Case &c : cases) {
+    attnc_variant_spec spec = gqaCausal();
+    const char *types[] = {c.type};
+    spec.capture_types = types;
+    spec.num_captures = 1;
+    spec.score_mod = scoreMod.c_str();
+    attnc_variant variant = nullptr;
+    EXPECT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_INVALID_ARGUMENT)
+        << c.type;
+    EXPECT_TRUE(contains(lastError(), c.message))
+        << c.type << ": got \"" << lastError() << "\"";
+  }
+  // Brackets nested deep enough to overflow the parser's stack.
+  std::string deep = "memref<4x" + std::string(100000, '<');
+  attnc_variant_spec spec = gqaCausal();
+  const char *types[] = {deep.c_str()};
+  spec.capture_types = types;
+  spec.num_captures = 1;
+  spec.score_mod = scoreMod.c_str();
+  attnc_variant variant = nullptr;
+  EXPECT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "brackets nest deeper")) << lastError();
+
+  // A type with spaces enters the text as MLIR prints it.
+  const char *spaced[] = {"  memref<4xf32>\n"};
+  spec.capture_types = spaced;
+  ASSERT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_OK) << lastError();
+  EXPECT_TRUE(contains(attnc_variant_mlir(variant),
+                       "captures(%attnc_capture0 : memref<4xf32>)"))
+      << attnc_variant_mlir(variant);
+  attnc_variant_destroy(variant);
+}
+
+TEST(CApi, RegionTextThatLeavesItsRegionIsRefused) {
+  // Closes score_mod and opens a mask_mod the spec does not have: it parses
+  // and verifies, so only the shape check can see it.
+  const char *addsMaskMod =
+      "^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index):\n"
+      "  attn.yield %s : f32\n"
+      "}\n"
+      "mask_mod {\n"
+      "^bb0(%b: index, %h: index, %qi: index, %ki: index):\n"
+      "  %f = arith.constant false\n"
+      "  attn.yield %f : i1";
+  attnc_variant_spec spec = gqaCausal();
+  spec.score_mod = addsMaskMod;
+  attnc_variant variant = nullptr;
+  EXPECT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "score_mod / mask_mod text must be one "
+                                    "block of its region"))
+      << lastError();
+  EXPECT_EQ(variant, nullptr);
+}
+
+TEST(CApi, BatchEncodingIsChecked) {
+  Compiled compiled;
+  attnc_batch batch{};
+  batch.batch = 1;
+  batch.max_query_len = 1;
+  batch.max_kv_len = 1;
+  batch.query_tokens = 1;
+  batch.k_page_stride = -8;
+  attnc_plan plan = nullptr;
+  EXPECT_EQ(attnc_plan_create(compiled.kernel, &batch, &plan),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "page strides")) << lastError();
+  batch.k_page_stride = 0;
+  batch.batch = -1;
+  EXPECT_EQ(attnc_plan_create(compiled.kernel, &batch, &plan),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "non-negative")) << lastError();
+  EXPECT_EQ(plan, nullptr);
+}
+
+TEST(CApi, APlanOutlivesItsKernel) {
+  Compiled compiled;
+  attnc_batch batch{};
+  batch.batch = 2;
+  batch.max_query_len = 8;
+  batch.max_kv_len = 8;
+  batch.query_tokens = 16;
+  attnc_plan plan = nullptr;
+  attnc_status status = attnc_plan_create(compiled.kernel, &batch, &plan);
+  if (status == ATTNC_NO_DEVICE)
+    GTEST_SKIP() << "no GPU: " << lastError();
+  ASSERT_EQ(status, ATTNC_OK) << lastError();
+  ASSERT_EQ(attnc_kernel_destroy(compiled.kernel), ATTNC_OK);
+  compiled.kernel = nullptr;
+  EXPECT_GE(attnc_plan_num_splits(plan, 0), 1);
+  EXPECT_EQ(attnc_plan_num_splits(plan, 5), 0);
+  EXPECT_TRUE(contains(lastError(), "no attention launch 5"));
+  EXPECT_EQ(attnc_plan_destroy(plan), ATTNC_OK);
+  EXPECT_EQ(attnc_plan_destroy(plan), ATTNC_INVALID_ARGUMENT);
+}
+
+TEST(CApi, RunChecksBufferSizes) {
+  attnc_variant_spec spec = gqaCausal();
+  const char *types[] = {"memref<?xf32>"};
+  spec.capture_types = types;
+  spec.num_captures = 1;
+  spec.score_mod = "^bb0(%s: f32, %b: index, %h: index, %qi: index, "
+                   "%ki: index, %t: memref<?xf32>):\n"
+                   "  %x = memref.load %t[%ki] : memref<?xf32>\n"
+                   "  %y = arith.addf %s, %x : f32\n"
+                   "  attn.yield %y : f32";
+  attnc_variant variant = nullptr;
+  ASSERT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_OK) << lastError();
+  attnc_kernel kernel = nullptr;
+  ASSERT_EQ(attnc_kernel_compile(variant, "sm_90a", "-", &kernel), ATTNC_OK)
+      << lastError();
+  uint64_t pointers[4] = {1, 2, 3, 4};
+  const int64_t *sizes[1] = {nullptr};
+  int ranks[1] = {-1};
+  // Checked before the plan (none can be made without a GPU) is read.
+  EXPECT_EQ(attnc_run(kernel, nullptr, pointers, 4, pointers, 1, sizes, ranks,
+                      nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "buffer_ranks[0] must be in 0..4, got -1");
+  ranks[0] = 1;
+  EXPECT_EQ(attnc_run(kernel, nullptr, pointers, 4, pointers, 1, sizes, ranks,
+                      nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "buffer_sizes[0] is null");
+  attnc_kernel_destroy(kernel);
   attnc_variant_destroy(variant);
 }

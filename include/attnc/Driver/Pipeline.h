@@ -57,6 +57,10 @@ public:
   /// Null on failure, with the reasons in text().
   mlir::OwningOpRef<mlir::ModuleOp> parse(const std::string &source,
                                           const std::string &fileName);
+  /// Parses `source` as one whole type (nothing may follow it), refusing
+  /// what would crash the parser as parse() does. Null on failure. Each
+  /// text parsed by one collector needs its own fileName.
+  mlir::Type parseType(const std::string &source, const std::string &fileName);
   const std::string &text() { return stream_.str(); }
 
 private:
