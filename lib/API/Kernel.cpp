@@ -2,6 +2,7 @@
 
 #include "attnc/attnc.h"
 
+#include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
 #include "attnc/Driver/Compile.h"
 #include "cuda/CudaDriver.h"
 #include "exec/Executor.h"
@@ -46,9 +47,24 @@ TensorSpec describe(const ValueSpec &value) {
   return spec;
 }
 
+/// The arch list lives with the target attribute; an arch outside it is
+/// refused by name before anything is compiled.
+Status checkArch(const std::string &arch, ErrorCode code) {
+  if (mlir::attn_gpu::TargetAttr::isSupportedArch(arch))
+    return Status();
+  std::string supported;
+  for (llvm::StringRef name : mlir::attn_gpu::TargetAttr::getSupportedArchs())
+    supported += (supported.empty() ? "" : ", ") + name.str();
+  return Status::error(code, "unsupported GPU architecture '" + arch +
+                                 "'; attnc compiles for " + supported);
+}
+
 StatusOr<CompileOptions> optionsFor(const Target &target) {
   CompileOptions options;
   if (!target.arch.empty()) {
+    if (Status status = checkArch(target.arch, ErrorCode::InvalidArgument);
+        !status.ok())
+      return status;
     options.arch = target.arch;
     if (target.multiprocessors > 0)
       options.sms = target.multiprocessors;
@@ -60,6 +76,9 @@ StatusOr<CompileOptions> optionsFor(const Target &target) {
                                                      driver.status().message());
   const cuda::DeviceInfo &device = (*driver)->device();
   options.arch = device.arch();
+  if (Status status = checkArch(options.arch, ErrorCode::Unsupported);
+      !status.ok())
+    return status;
   options.sms = device.multiprocessors;
   options.smem = device.sharedMemoryPerBlockOptin;
   return options;

@@ -44,8 +44,9 @@ std::string specError(const VariantSpec &spec) {
   return variant.status().message();
 }
 
-const char *kScoreMod = "^bb0(%s: f32, %b: index, %h: index, %qi: index, "
-                        "%ki: index):\n  attn.yield %s : f32";
+const char *kScoreMod =
+    "^bb0(%s: f32, %b: index, %h: index, %qi: index, "
+    "%ki: index, %ql: index, %kl: index):\n  attn.yield %s : f32";
 
 /// Two requests of 64 queries and 64 keys, `queryTokens` rows in all.
 Batch twoRequests(int64_t queryTokens) {
@@ -237,6 +238,8 @@ TEST(Api, AModuleWithNothingToCompileIsAnError) {
             std::string::npos)
       << variant.status().message();
   EXPECT_FALSE(Variant::fromMlir("").ok());
+}
+
 TEST(Api, SpecFieldsTheIrCannotSpellAreChecked) {
   VariantSpec spec = gqaCausal();
   spec.dtype = static_cast<DType>(9);
@@ -268,14 +271,15 @@ TEST(Api, SpecValuesAreTheVerifiers) {
   VariantSpec spec = gqaCausal();
   spec.kvHeads = 0;
   EXPECT_TRUE(contains(specError(spec),
-                       "key/value head count must be positive, got 0"));
+                       "key/value head count must be in [1, 1024], got 0"));
   spec = gqaCausal();
   spec.window = {{-4, 0}};
-  EXPECT_TRUE(
-      contains(specError(spec), "window extents must be non-negative, got"));
+  EXPECT_TRUE(contains(specError(spec),
+                       "window extents must be in [0, 2147483647], got"));
   spec = gqaCausal();
   spec.sinks = -1;
-  EXPECT_TRUE(contains(specError(spec), "sinks must be non-negative, got -1"));
+  EXPECT_TRUE(
+      contains(specError(spec), "sinks must be in [0, 2147483647], got -1"));
   spec = gqaCausal();
   spec.queryLayout = TokenLayout::Paged;
   EXPECT_TRUE(contains(specError(spec), "query cannot be paged"));
@@ -293,7 +297,7 @@ TEST(Api, RegionsMayNameTheirArgumentsFreely) {
   // The function's own value names must not collide with a region's.
   VariantSpec spec = gqaCausal();
   spec.scoreMod = "^bb0(%s: f32, %b: index, %h: index, %q: index, %k: "
-                  "index):\n  attn.yield %s : f32";
+                  "index, %ql: index, %kl: index):\n  attn.yield %s : f32";
   StatusOr<Variant> variant = Variant::fromSpec(spec);
   EXPECT_TRUE(variant.ok()) << variant.status().message();
 }
@@ -308,12 +312,13 @@ TEST(Api, RegionTextCannotLeaveItsRegion) {
   };
   const Case cases[] = {
       {"a mask_mod the spec does not have",
-       closeRegion +
-           "mask_mod {\n^bb0(%b: index, %h: index, %qi: index, %ki: index):\n"
-           "  %f = arith.constant false\n  attn.yield %f : i1",
+       closeRegion + "mask_mod {\n^bb0(%b: index, %h: index, %qi: index, %ki: "
+                     "index, %ql: index, %kl: index):\n"
+                     "  %f = arith.constant false\n  attn.yield %f : i1",
        "", "regions are not the spec's score_mod and mask_mod"},
       {"a score_mod inside the mask_mod text", "",
-       "^bb0(%b: index, %h: index, %qi: index, %ki: index):\n"
+       "^bb0(%b: index, %h: index, %qi: index, %ki: index, %ql: index, %kl: "
+       "index):\n"
        "  %t = arith.constant true\n  attn.yield %t : i1\n}\nscore_mod {\n" +
            std::string(kScoreMod),
        // The parser takes regions in order: score_mod after mask_mod is
@@ -344,7 +349,8 @@ TEST(Api, RegionTextCannotLeaveItsRegion) {
 TEST(Api, CaptureTypesEnterTheTextAsParsed) {
   VariantSpec spec = gqaCausal();
   spec.scoreMod = "^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: "
-                  "index, %t: memref<?xf32>):\n  attn.yield %s : f32";
+                  "index, %ql: index, %kl: index, %t: memref<?xf32>):\n  "
+                  "attn.yield %s : f32";
   spec.captureTypes = {"memref<?xf32>) -> () {"};
   EXPECT_TRUE(contains(specError(spec), "capture type 0 is not a type"));
   EXPECT_TRUE(contains(specError(spec), "<capture type 0>:1:14: error:"))

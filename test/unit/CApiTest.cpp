@@ -370,11 +370,11 @@ TEST(CApi, SpecEncodingIsChecked) {
        "must be a letter or underscore followed by letters"},
       // What the IR can say is the verifier's, in its words.
       {"no KV heads", [](attnc_variant_spec &s) { s.kv_heads = 0; },
-       "key/value head count must be positive, got 0"},
+       "key/value head count must be in [1, 1024], got 0"},
       {"negative heads", [](attnc_variant_spec &s) { s.query_heads = -3; },
        "query heads must be positive, got -3"},
       {"head dim 0", [](attnc_variant_spec &s) { s.head_dim = 0; },
-       "head dim must be a positive multiple of 8, got 0"},
+       "head dim must be a multiple of 8 in [8, 1024], got 0"},
       {"page size 0",
        [](attnc_variant_spec &s) {
          s.kv_layout = ATTNC_PAGED;
@@ -382,7 +382,7 @@ TEST(CApi, SpecEncodingIsChecked) {
        },
        "page size must be between 1 and 256, got 0"},
       {"sinks -1", [](attnc_variant_spec &s) { s.sinks = -1; },
-       "sinks must be non-negative, got -1"},
+       "sinks must be in [0, 2147483647], got -1"},
       {"NaN scale", [](attnc_variant_spec &s) { s.scale = std::nanf(""); },
        "scale must be positive and finite, got"},
       {"infinite softcap", [](attnc_variant_spec &s) { s.softcap = INFINITY; },
@@ -413,9 +413,9 @@ TEST(CApi, SpecEncodingIsChecked) {
 }
 
 TEST(CApi, CaptureTypesCannotInjectIr) {
-  const std::string scoreMod =
-      "^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, "
-      "%t: memref<4xf32>):\n  attn.yield %s : f32";
+  const std::string scoreMod = "^bb0(%s: f32, %b: index, %h: index, %qi: "
+                               "index, %ki: index, %ql: index, %kl: index, "
+                               "%t: memref<4xf32>):\n  attn.yield %s : f32";
   struct Case {
     const char *type, *message;
   };
@@ -462,14 +462,15 @@ TEST(CApi, CaptureTypesCannotInjectIr) {
 TEST(CApi, RegionTextThatLeavesItsRegionIsRefused) {
   // Closes score_mod and opens a mask_mod the spec does not have: it parses
   // and verifies, so only the shape check can see it.
-  const char *addsMaskMod =
-      "^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index):\n"
-      "  attn.yield %s : f32\n"
-      "}\n"
-      "mask_mod {\n"
-      "^bb0(%b: index, %h: index, %qi: index, %ki: index):\n"
-      "  %f = arith.constant false\n"
-      "  attn.yield %f : i1";
+  const char *addsMaskMod = "^bb0(%s: f32, %b: index, %h: index, %qi: index, "
+                            "%ki: index, %ql: index, %kl: index):\n"
+                            "  attn.yield %s : f32\n"
+                            "}\n"
+                            "mask_mod {\n"
+                            "^bb0(%b: index, %h: index, %qi: index, %ki: "
+                            "index, %ql: index, %kl: index):\n"
+                            "  %f = arith.constant false\n"
+                            "  attn.yield %f : i1";
   attnc_variant_spec spec = gqaCausal();
   spec.score_mod = addsMaskMod;
   attnc_variant variant = nullptr;
@@ -527,7 +528,7 @@ TEST(CApi, RunChecksBufferSizes) {
   spec.capture_types = types;
   spec.num_captures = 1;
   spec.score_mod = "^bb0(%s: f32, %b: index, %h: index, %qi: index, "
-                   "%ki: index, %t: memref<?xf32>):\n"
+                   "%ki: index, %ql: index, %kl: index, %t: memref<?xf32>):\n"
                    "  %x = memref.load %t[%ki] : memref<?xf32>\n"
                    "  %y = arith.addf %s, %x : f32\n"
                    "  attn.yield %y : f32";
@@ -543,7 +544,7 @@ TEST(CApi, RunChecksBufferSizes) {
   EXPECT_EQ(attnc_run(kernel, nullptr, pointers, 4, pointers, 1, sizes, ranks,
                       nullptr),
             ATTNC_INVALID_ARGUMENT);
-  EXPECT_EQ(lastError(), "buffer_ranks[0] must be in 0..4, got -1");
+  EXPECT_EQ(lastError(), "buffer_ranks[0] must be in 0..2, got -1");
   ranks[0] = 1;
   EXPECT_EQ(attnc_run(kernel, nullptr, pointers, 4, pointers, 1, sizes, ranks,
                       nullptr),
