@@ -2,6 +2,8 @@
 //
 // The cache key covers everything the cubin depends on; an entry holds the
 // program, the CUDA source, the ptxas log and the cubin, length-prefixed.
+// One compile per key at a time in a process; the disk cache is shared by
+// processes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,9 +15,10 @@
 #include "support/Hash.h"
 
 #include <chrono>
-#include <cstdio>
+#include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 
 using namespace mlir;
 
@@ -56,15 +59,34 @@ std::string encodeEntry(const CompiledVariant &v) {
          v.ptxasLog + v.cubin;
 }
 
+/// Reads one decimal size and the separator after it; digits only, no
+/// overflow.
+bool readSize(const std::string &text, size_t &at, char separator,
+              uint64_t &value) {
+  size_t begin = at;
+  value = 0;
+  while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+    if (at - begin >= 19)
+      return false;
+    value = value * 10 + uint64_t(text[at++] - '0');
+  }
+  return at > begin && at < text.size() && text[at++] == separator;
+}
+
+/// The disk cache has checked the entry's key, size and checksum; this
+/// checks that its parts fit in it, without overflow (the sizes are read
+/// from the file), and that there is a cubin.
 std::optional<CompiledVariant> decodeEntry(const std::string &entry) {
-  size_t line = entry.find('\n');
-  unsigned long long programSize = 0, cudaSize = 0, logSize = 0;
-  if (line == std::string::npos ||
-      std::sscanf(entry.substr(0, line).c_str(), "%llu %llu %llu", &programSize,
-                  &cudaSize, &logSize) != 3)
+  size_t at = 0;
+  uint64_t programSize = 0, cudaSize = 0, logSize = 0;
+  if (!readSize(entry, at, ' ', programSize) ||
+      !readSize(entry, at, ' ', cudaSize) ||
+      !readSize(entry, at, '\n', logSize))
     return std::nullopt;
-  size_t at = line + 1;
-  if (at + programSize + cudaSize + logSize > entry.size())
+  uint64_t left = entry.size() - at;
+  if (programSize > left || cudaSize > left - programSize ||
+      logSize > left - programSize - cudaSize ||
+      programSize + cudaSize + logSize == left)
     return std::nullopt;
   StatusOr<Program> program =
       Program::deserialize(entry.substr(at, programSize));
@@ -82,44 +104,84 @@ std::optional<CompiledVariant> decodeEntry(const std::string &entry) {
   return v;
 }
 
+using CompileResult = StatusOr<CompiledVariant>;
+
+/// The in-process cache, and the compiles under way: a thread asking for a
+/// variant another thread is compiling waits for that result rather than
+/// run the pipeline and NVRTC again. Never destroyed, so that a thread still
+/// compiling while the process exits finds it alive.
+struct MemoryCache {
+  std::mutex mutex;
+  std::map<std::string, CompiledVariant> done;
+  std::map<std::string, std::shared_future<CompileResult>> underWay;
+};
+MemoryCache &memoryCache() {
+  static MemoryCache *cache = new MemoryCache();
+  return *cache;
+}
+
+/// The thread that compiles a key: publishes its result to the waiters and
+/// the cache, on every path out (an exception included).
+class Compiler {
+public:
+  Compiler(MemoryCache &cache, std::string key)
+      : cache_(cache), key_(std::move(key)) {}
+  std::shared_future<CompileResult> future() {
+    return promise_.get_future().share();
+  }
+  void publish(const CompileResult &result) {
+    {
+      std::lock_guard<std::mutex> lock(cache_.mutex);
+      if (result.ok())
+        cache_.done[key_] = *result;
+      cache_.underWay.erase(key_);
+    }
+    promise_.set_value(result);
+    published_ = true;
+  }
+  ~Compiler() {
+    if (!published_)
+      publish(Status::error(ErrorCode::Internal,
+                            "the compile of this variant was abandoned"));
+  }
+
+private:
+  MemoryCache &cache_;
+  std::string key_;
+  std::promise<CompileResult> promise_;
+  bool published_ = false;
+};
+
+/// What a variant compiled by another thread, or found in memory, is to
+/// this caller: a cache hit.
+CompileResult asHit(CompileResult result) {
+  if (result.ok()) {
+    result->fromCache = true;
+    result->frontendMs = result->nvrtcMs = 0;
+    result->cacheWrite = Status();
+  }
+  return result;
+}
+
 double millisecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now() - start)
       .count();
 }
-} // namespace
 
-StatusOr<CompiledVariant> compileVariant(const std::string &source,
-                                         const std::string &fileName,
-                                         const CompileOptions &options,
-                                         const std::string &cacheDir) {
-  StatusOr<jit::Nvrtc *> nvrtc = jit::Nvrtc::get();
-  if (!nvrtc.ok())
-    return nvrtc.status();
-  std::string key = cacheKey(source, options, (*nvrtc)->version());
-
-  static std::mutex mutex;
-  static std::map<std::string, CompiledVariant> memory;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = memory.find(key);
-    if (it != memory.end()) {
-      CompiledVariant hit = it->second;
-      hit.fromCache = true;
-      return hit;
-    }
-  }
+/// The disk cache, then the pipeline and NVRTC.
+CompileResult compileUncached(const std::string &key, const std::string &source,
+                              const std::string &fileName,
+                              const CompileOptions &options,
+                              const std::string &cacheDir, jit::Nvrtc &nvrtc) {
   std::optional<jit::DiskCache> disk;
   if (cacheDir != "-")
     disk.emplace(cacheDir.empty() ? jit::DiskCache::defaultDirectory()
                                   : cacheDir);
   if (disk)
     if (std::optional<std::string> entry = disk->get(key))
-      if (std::optional<CompiledVariant> hit = decodeEntry(*entry)) {
-        std::lock_guard<std::mutex> lock(mutex);
-        memory[key] = *hit;
+      if (std::optional<CompiledVariant> hit = decodeEntry(*entry))
         return *hit;
-      }
 
   CompiledVariant result;
   auto start = std::chrono::steady_clock::now();
@@ -136,19 +198,58 @@ StatusOr<CompiledVariant> compileVariant(const std::string &source,
 
   start = std::chrono::steady_clock::now();
   StatusOr<jit::CompiledCode> code =
-      (*nvrtc)->compile(result.cuda, options.arch, /*ptx=*/false);
+      nvrtc.compile(result.cuda, options.arch, /*ptx=*/false);
   if (!code.ok())
     return code.status();
   result.cubin = std::move(code->image);
   result.ptxasLog = std::move(code->log);
   result.nvrtcMs = millisecondsSince(start);
 
+  // A cache that cannot be written only costs time; the caller may say so.
   if (disk)
-    (void)disk->put(key, encodeEntry(result)); // a cache that cannot be
-                                               // written only costs time
-  std::lock_guard<std::mutex> lock(mutex);
-  memory[key] = result;
+    result.cacheWrite = disk->put(key, encodeEntry(result));
   return result;
+}
+
+} // namespace
+
+StatusOr<CompiledVariant> compileVariant(const std::string &source,
+                                         const std::string &fileName,
+                                         const CompileOptions &options,
+                                         const std::string &cacheDir) {
+  StatusOr<jit::Nvrtc *> nvrtc = jit::Nvrtc::get();
+  if (!nvrtc.ok())
+    return nvrtc.status();
+  std::string key = cacheKey(source, options, (*nvrtc)->version());
+
+  MemoryCache &cache = memoryCache();
+  std::optional<Compiler> compiler;
+  std::shared_future<CompileResult> underWay;
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (auto it = cache.done.find(key); it != cache.done.end())
+      return asHit(it->second);
+    if (auto it = cache.underWay.find(key); it != cache.underWay.end()) {
+      underWay = it->second;
+    } else {
+      compiler.emplace(cache, key);
+      cache.underWay.emplace(key, compiler->future());
+    }
+  }
+  if (!compiler)
+    return asHit(underWay.get());
+  CompileResult result =
+      compileUncached(key, source, fileName, options, cacheDir, **nvrtc);
+  compiler->publish(result);
+  return result;
+}
+
+size_t forgetCompiledVariants() {
+  MemoryCache &cache = memoryCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  size_t count = cache.done.size();
+  cache.done.clear();
+  return count;
 }
 
 } // namespace attnc

@@ -89,7 +89,27 @@ Status Driver::check(CUresult result, const char *call) const {
                            (message ? message : "unknown") + ")");
 }
 
+Status Driver::enter() {
+  // A context is current per thread, and load() made ours current only on
+  // the thread that first asked for the driver; kernels are planned and run
+  // from any thread. A context the caller made current stays: that thread
+  // then works in the caller's context, as the driver API would.
+  thread_local const Driver *entered = nullptr;
+  if (entered == this)
+    return Status();
+  CUcontext current = nullptr;
+  if (Status s = check(cuCtxGetCurrent(&current), "cuCtxGetCurrent"); !s.ok())
+    return s;
+  if (!current)
+    if (Status s = check(cuCtxSetCurrent(context_), "cuCtxSetCurrent"); !s.ok())
+      return s;
+  entered = this;
+  return Status();
+}
+
 StatusOr<CUdeviceptr> Driver::allocate(size_t bytes) {
+  if (Status s = enter(); !s.ok())
+    return s;
   CUdeviceptr ptr = 0;
   CUresult result = cuMemAlloc_v2(&ptr, bytes ? bytes : 1);
   if (result == 2) // CUDA_ERROR_OUT_OF_MEMORY
@@ -101,22 +121,34 @@ StatusOr<CUdeviceptr> Driver::allocate(size_t bytes) {
   return ptr;
 }
 Status Driver::free(CUdeviceptr ptr) {
+  if (Status s = enter(); !s.ok())
+    return s;
   return check(cuMemFree_v2(ptr), "cuMemFree");
 }
 Status Driver::copyToDevice(CUdeviceptr dst, const void *src, size_t bytes) {
+  if (Status s = enter(); !s.ok())
+    return s;
   return check(cuMemcpyHtoD_v2(dst, src, bytes), "cuMemcpyHtoD");
 }
 Status Driver::copyToHost(void *dst, CUdeviceptr src, size_t bytes) {
+  if (Status s = enter(); !s.ok())
+    return s;
   return check(cuMemcpyDtoH_v2(dst, src, bytes), "cuMemcpyDtoH");
 }
 Status Driver::fill(CUdeviceptr dst, unsigned char byte, size_t bytes) {
+  if (Status s = enter(); !s.ok())
+    return s;
   return check(cuMemsetD8_v2(dst, byte, bytes), "cuMemsetD8");
 }
 Status Driver::synchronize() {
+  if (Status s = enter(); !s.ok())
+    return s;
   return check(cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
 StatusOr<CUmodule> Driver::loadModule(const void *image) {
+  if (Status s = enter(); !s.ok())
+    return s;
   CUmodule module = nullptr;
   if (Status s = check(cuModuleLoadData(&module, image), "cuModuleLoadData");
       !s.ok())
@@ -125,6 +157,8 @@ StatusOr<CUmodule> Driver::loadModule(const void *image) {
 }
 StatusOr<CUfunction> Driver::getFunction(CUmodule module,
                                          const std::string &name) {
+  if (Status s = enter(); !s.ok())
+    return s;
   CUfunction function = nullptr;
   if (Status s = check(cuModuleGetFunction(&function, module, name.c_str()),
                        "cuModuleGetFunction");
@@ -133,12 +167,16 @@ StatusOr<CUfunction> Driver::getFunction(CUmodule module,
   return function;
 }
 Status Driver::setSharedMemory(CUfunction function, int bytes) {
+  if (Status s = enter(); !s.ok())
+    return s;
   return check(cuFuncSetAttribute(function, kFuncAttrMaxDynamicShared, bytes),
                "cuFuncSetAttribute(max dynamic shared memory)");
 }
 Status Driver::launch(CUfunction function, unsigned gridX, unsigned gridY,
                       unsigned gridZ, unsigned threads, unsigned sharedBytes,
                       CUstream stream, void *params, size_t paramBytes) {
+  if (Status s = enter(); !s.ok())
+    return s;
   // Params go as one by-value struct, the kernel's only argument.
   void *config[] = {reinterpret_cast<void *>(1), params,
                     reinterpret_cast<void *>(2), &paramBytes,
@@ -149,15 +187,21 @@ Status Driver::launch(CUfunction function, unsigned gridX, unsigned gridY,
 }
 
 StatusOr<CUevent> Driver::createEvent() {
+  if (Status s = enter(); !s.ok())
+    return s;
   CUevent event = nullptr;
   if (Status s = check(cuEventCreate(&event, 0), "cuEventCreate"); !s.ok())
     return s;
   return event;
 }
 Status Driver::record(CUevent event, CUstream stream) {
+  if (Status s = enter(); !s.ok())
+    return s;
   return check(cuEventRecord(event, stream), "cuEventRecord");
 }
 StatusOr<float> Driver::elapsed(CUevent begin, CUevent end) {
+  if (Status s = enter(); !s.ok())
+    return s;
   if (Status s = check(cuEventSynchronize(end), "cuEventSynchronize"); !s.ok())
     return s;
   float ms = 0;

@@ -41,8 +41,10 @@ struct DeviceInfo {
 
 class Driver {
 public:
-  /// Loads libcuda, initializes it and makes device 0's primary context
-  /// current; fails with NoDevice when there is no driver or no GPU.
+  /// Loads libcuda, initializes it and retains device 0's primary context;
+  /// fails with NoDevice when there is no driver or no GPU. Every method
+  /// makes that context current on a thread that has none, so that any
+  /// thread may use the driver.
   static StatusOr<Driver *> get();
 
   const DeviceInfo &device() const { return device_; }
@@ -71,6 +73,9 @@ private:
   Driver() = default;
   Status check(CUresult result, const char *call) const;
   Status load();
+  /// Makes the primary context current on the calling thread, once per
+  /// thread, unless the caller made a context current there already.
+  Status enter();
 
   DeviceInfo device_;
   CUcontext context_ = nullptr;
@@ -82,6 +87,7 @@ private:
   X(cuDeviceGetAttribute, CUresult(int *, int, CUdevice))                      \
   X(cuDevicePrimaryCtxRetain, CUresult(CUcontext *, CUdevice))                 \
   X(cuCtxSetCurrent, CUresult(CUcontext))                                      \
+  X(cuCtxGetCurrent, CUresult(CUcontext *))                                    \
   X(cuCtxSynchronize, CUresult())                                              \
   X(cuGetErrorString, CUresult(CUresult, const char **))                       \
   X(cuMemAlloc_v2, CUresult(CUdeviceptr *, size_t))                            \

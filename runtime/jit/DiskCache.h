@@ -1,11 +1,15 @@
 //===- DiskCache.h - content-addressed cache of compiled kernels -*- C++
 //-*-===//
 //
-// One file per key under $XDG_CACHE_HOME/attnc (or ~/.cache/attnc). Entries
-// are written to a temporary file and renamed into place, so a reader never
-// sees half an entry; each carries its size and checksum, and an entry that
-// does not match them is reported as a miss (the caller recompiles and
-// overwrites it), never trusted.
+// One file per key under $XDG_CACHE_HOME/attnc (or ~/.cache/attnc), shared
+// by every thread and process that compiles kernels. An entry is written to
+// a temporary file of its own (unique per process and thread) and renamed
+// into place, so a reader never sees half an entry. Each entry records its
+// key, its size and a checksum: an entry that does not match them (torn by
+// a crash, garbled, or the file of another key put in its place) is a miss
+// (the caller recompiles and overwrites it), never trusted. A cache that
+// cannot be written (read-only, missing, full, over a file-size limit) only
+// makes `put` return an error: callers keep working uncached.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +18,9 @@
 
 #include "support/Status.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,13 +29,22 @@ namespace attnc::jit {
 
 class DiskCache {
 public:
-  explicit DiskCache(std::string directory)
-      : directory_(std::move(directory)) {}
-  /// $XDG_CACHE_HOME/attnc, else $HOME/.cache/attnc.
+  /// A kernel's entry is a few hundred kilobytes. A larger file under an
+  /// entry's name is not one of ours, and reading it whole could exhaust
+  /// memory (or never end: /dev/zero), so it is a miss, unread.
+  static constexpr uint64_t kDefaultMaxEntryBytes = uint64_t(256) << 20;
+
+  explicit DiskCache(std::string directory,
+                     uint64_t maxEntryBytes = kDefaultMaxEntryBytes)
+      : directory_(std::move(directory)), maxEntryBytes_(maxEntryBytes) {}
+  /// $XDG_CACHE_HOME/attnc (when absolute, as the XDG spec asks), else
+  /// $HOME/.cache/attnc.
   static std::string defaultDirectory();
 
   /// The payload stored under `key`, or nothing when there is no valid entry.
   std::optional<std::string> get(const std::string &key) const;
+  /// Stores `payload` under `key`, atomically; on failure nothing is left
+  /// behind (no entry, no temporary file) and the error says why.
   Status put(const std::string &key, const std::string &payload) const;
 
   struct Entry {
@@ -37,15 +52,31 @@ public:
     uint64_t bytes = 0;
     bool valid = false;
   };
+  /// Every entry; an error when the directory exists but cannot be read.
   StatusOr<std::vector<Entry>> list() const;
-  /// Removes every entry; returns how many.
+  /// Removes every entry, and temporary files that writers left behind;
+  /// returns how many entries.
   StatusOr<int> clear() const;
 
   const std::string &directory() const { return directory_; }
 
+  /// Keys name files: 1 to 128 of [0-9A-Za-z_-], so that no key can reach
+  /// outside the directory or collide with a temporary file.
+  static bool isValidKey(const std::string &key);
+
+  /// Test seam: what `put` writes the temporary file with (POSIX `write`
+  /// semantics: bytes written, or -1 and errno), so that tests can make the
+  /// disk fill up part-way through an entry.
+  using WriteFunction = std::function<long(int fd, const void *, size_t)>;
+  void setWriteFunctionForTesting(WriteFunction write) {
+    write_ = std::move(write);
+  }
+
 private:
   std::string pathOf(const std::string &key) const;
   std::string directory_;
+  uint64_t maxEntryBytes_;
+  WriteFunction write_;
 };
 
 } // namespace attnc::jit

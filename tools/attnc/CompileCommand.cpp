@@ -146,6 +146,11 @@ int runCompile(const CompileArgs &args) {
     printFailure(compiled.status());
     return 1;
   }
+  // Not an error (the cubin is right), but every later compile of the
+  // variant will pay for NVRTC again until the cache is fixed.
+  if (!compiled->cacheWrite.ok())
+    std::cerr << "attnc: warning: compiled, but not cached: "
+              << compiled->cacheWrite.message() << "\n";
   if (args.time) {
     if (compiled->fromCache)
       std::cerr << "cache hit: " << totalMs

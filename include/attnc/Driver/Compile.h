@@ -20,14 +20,27 @@ struct CompiledVariant {
   std::string ptxasLog;
   double frontendMs = 0, nvrtcMs = 0; // 0 when it came from the cache
   bool fromCache = false;
+  /// Why this compile could not store its result in the disk cache
+  /// (read-only, full, ...); ok when it did or had nothing to store. The
+  /// compile itself succeeded: only the next process will pay for it again.
+  Status cacheWrite;
 };
 
 /// Compiles `source` for `options.arch`, through the disk cache under
 /// `cacheDir` ("" for the default; "-" for none) and the in-process cache.
+/// Safe to call from any number of threads and processes at once: threads
+/// asking for a variant that is being compiled wait for that compile and
+/// share its result; processes share the disk cache, whose entries are
+/// written atomically and verified (key, size, checksum) when read.
 StatusOr<CompiledVariant> compileVariant(const std::string &source,
                                          const std::string &fileName,
                                          const CompileOptions &options,
                                          const std::string &cacheDir = "");
+
+/// Empties the in-process cache (compiles under way finish unaffected), so
+/// that a long-running host gets the memory back, or a test reaches the
+/// disk cache again. Returns how many variants it held.
+size_t forgetCompiledVariants();
 
 } // namespace attnc
 

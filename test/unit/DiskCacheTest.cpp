@@ -1,0 +1,357 @@
+//===- DiskCacheTest.cpp - the disk cache when things go wrong ------------===//
+//
+// What the compile cache must survive: writers of one key racing, a disk
+// that fills up part-way through an entry, a file-size limit, directories
+// that cannot be used, and files under an entry's name that are not ours
+// (another key's entry, a FIFO, a link to a device, a directory, a huge
+// file). Every case ends in a miss or an error value, never a wrong
+// payload, a crash or a hang.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CacheTestSupport.h"
+
+#include "jit/DiskCache.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <memory>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace attnc {
+namespace {
+
+using jit::DiskCache;
+using test::countFiles;
+using test::freshDirectory;
+using test::readFile;
+using test::writeFile;
+
+TEST(DiskCacheFailures, EntryOfAnotherKeyIsAMiss) {
+  DiskCache cache(freshDirectory());
+  ASSERT_TRUE(cache.put("a", "payload of a").ok());
+  ASSERT_TRUE(cache.put("b", "payload of b").ok());
+  // A whole, valid entry, but b's: using it for a would be a wrong kernel.
+  ASSERT_EQ(rename((cache.directory() + "/b.entry").c_str(),
+                   (cache.directory() + "/a.entry").c_str()),
+            0);
+  EXPECT_FALSE(cache.get("a").has_value());
+  auto entries = cache.list();
+  ASSERT_TRUE(entries.ok());
+  ASSERT_EQ(entries->size(), 1u);
+  EXPECT_FALSE((*entries)[0].valid);
+}
+
+TEST(DiskCacheFailures, OlderFormatIsAMiss) {
+  DiskCache cache(freshDirectory());
+  // The v1 layout had no key: it must not be read as a v2 entry.
+  writeFile(cache.directory() + "/k.entry",
+            "attnc-cache-v1\n3 0000000000000000000000000000000\nabc");
+  EXPECT_FALSE(cache.get("k").has_value());
+  ASSERT_TRUE(cache.put("k", "abc").ok());
+  EXPECT_EQ(cache.get("k").value_or(""), "abc");
+}
+
+TEST(DiskCacheFailures, KeysThatAreNotFileNamesAreRefused) {
+  std::string root = freshDirectory();
+  DiskCache cache(root + "/cache");
+  for (const std::string &key :
+       std::vector<std::string>{"", "../outside", "a/b", ".hidden", "a b",
+                                "k\n", std::string(129, 'k')}) {
+    Status s = cache.put(key, "x");
+    EXPECT_EQ(s.code(), ErrorCode::InvalidArgument) << "key '" << key << "'";
+    EXPECT_FALSE(cache.get(key).has_value());
+  }
+  EXPECT_EQ(countFiles(root), 0) << "nothing may be written for a bad key";
+  EXPECT_TRUE(cache.put(std::string(128, 'k'), "x").ok());
+}
+
+TEST(DiskCacheFailures, ConcurrentWritersOfOneKeyNeverTearAnEntry) {
+  DiskCache cache(freshDirectory());
+  constexpr int kWriters = 6, kPuts = 25;
+  auto payloadOf = [](int writer) {
+    // Distinct, large enough that writes interleave.
+    return std::string(256 << 10, char('A' + writer));
+  };
+  ASSERT_TRUE(cache.put("same", payloadOf(0)).ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> misses{0}, wrong{0}, failedPuts{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w)
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < kPuts; ++i)
+        if (!cache.put("same", payloadOf(w)).ok())
+          ++failedPuts;
+    });
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r)
+    readers.emplace_back([&] {
+      while (!stop) {
+        // Renames replace whole entries: a reader always finds one.
+        std::optional<std::string> got = cache.get("same");
+        if (!got)
+          ++misses;
+        else if (got->size() != payloadOf(0).size() ||
+                 got->find_first_not_of((*got)[0]) != std::string::npos)
+          ++wrong;
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  stop = true;
+  for (std::thread &t : readers)
+    t.join();
+  EXPECT_EQ(failedPuts, 0);
+  EXPECT_EQ(misses, 0) << "a reader saw a torn or missing entry";
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(countFiles(cache.directory()), 1) << "temporary files left";
+}
+
+TEST(DiskCacheFailures, FullDiskLeavesNoEntryAndNoTemporaryFile) {
+  DiskCache cache(freshDirectory());
+  ASSERT_TRUE(
+      cache.put("kept", "an entry written before the disk filled").ok());
+  // The disk fills up after 1000 bytes of the next entry.
+  auto written = std::make_shared<size_t>(0);
+  cache.setWriteFunctionForTesting(
+      [written](int fd, const void *data, size_t bytes) -> long {
+        if (*written >= 1000) {
+          errno = ENOSPC;
+          return -1;
+        }
+        size_t n = std::min<size_t>(bytes, 1000 - *written);
+        *written += n;
+        return ::write(fd, data, n);
+      });
+  Status s = cache.put("new", std::string(5000, 'x'));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(strerror(ENOSPC)), std::string::npos)
+      << s.message();
+  EXPECT_FALSE(cache.get("new").has_value());
+  // Over an existing entry: the old one stays whole.
+  *written = 0;
+  EXPECT_FALSE(cache.put("kept", std::string(5000, 'y')).ok());
+  EXPECT_EQ(cache.get("kept").value_or(""),
+            "an entry written before the disk filled");
+  EXPECT_EQ(countFiles(cache.directory()), 1) << "a torn file was left";
+}
+
+TEST(DiskCacheFailures, ShortWritesAndInterruptionsAreRetried) {
+  DiskCache cache(freshDirectory());
+  auto calls = std::make_shared<int>(0);
+  cache.setWriteFunctionForTesting(
+      [calls](int fd, const void *data, size_t bytes) -> long {
+        if (++*calls % 2) {
+          errno = EINTR;
+          return -1;
+        }
+        return ::write(fd, data, std::min<size_t>(bytes, 7));
+      });
+  std::string payload(1000, 'p');
+  ASSERT_TRUE(cache.put("k", payload).ok());
+  EXPECT_EQ(cache.get("k").value_or(""), payload);
+}
+
+/// Lowers the soft file-size limit for the scope; SIGXFSZ keeps its default
+/// action (kill), which is what a process that never thought of it has.
+class FileSizeLimit {
+public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &lowered);
+  }
+  ~FileSizeLimit() { setrlimit(RLIMIT_FSIZE, &saved_); }
+
+private:
+  rlimit saved_;
+};
+
+TEST(DiskCacheFailures, FileSizeLimitIsAnErrorNotASignal) {
+  DiskCache cache(freshDirectory());
+  ASSERT_EQ(signal(SIGXFSZ, SIG_DFL), SIG_DFL);
+  Status s;
+  {
+    FileSizeLimit limit(4096);
+    // Without the check, write() would raise SIGXFSZ and kill the test.
+    s = cache.put("big", std::string(64 << 10, 'b'));
+  }
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("file size limit"), std::string::npos)
+      << s.message();
+  EXPECT_FALSE(cache.get("big").has_value());
+  EXPECT_EQ(countFiles(cache.directory()), 0);
+}
+
+TEST(DiskCacheFailures, EntryLargerThanTheLimitIsNeitherWrittenNorRead) {
+  std::string dir = freshDirectory();
+  DiskCache roomy(dir, 1 << 20), strict(dir, 1024);
+  std::string big(4096, 'q');
+  EXPECT_EQ(strict.put("k", big).code(), ErrorCode::InvalidArgument);
+  ASSERT_TRUE(roomy.put("k", big).ok());
+  EXPECT_EQ(roomy.get("k").value_or(""), big);
+  EXPECT_FALSE(strict.get("k").has_value());
+}
+
+TEST(DiskCacheFailures, FilesThatAreNotEntriesAreMissesWithoutBlocking) {
+  DiskCache cache(freshDirectory());
+  std::string dir = cache.directory();
+  ASSERT_TRUE(cache.put("valid", "payload").ok());
+  // A FIFO: opening it for reading would wait for a writer forever.
+  ASSERT_EQ(mkfifo((dir + "/fifo.entry").c_str(), 0644), 0);
+  // Links: to a device that never ends, to another key's entry, to itself.
+  ASSERT_EQ(symlink("/dev/zero", (dir + "/zero.entry").c_str()), 0);
+  ASSERT_EQ(
+      symlink((dir + "/valid.entry").c_str(), (dir + "/alias.entry").c_str()),
+      0);
+  ASSERT_EQ(
+      symlink((dir + "/loop.entry").c_str(), (dir + "/loop.entry").c_str()), 0);
+  ASSERT_EQ(mkdir((dir + "/directory.entry").c_str(), 0755), 0);
+  // A huge file (sparse): beyond the limit, it is not read at all.
+  {
+    int fd = open((dir + "/huge.entry").c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, off_t(DiskCache::kDefaultMaxEntryBytes) * 4), 0);
+    close(fd);
+  }
+  test::Watchdog watchdog(120, "reading files that are not entries");
+  for (const char *key : {"fifo", "zero", "alias", "loop", "directory", "huge"})
+    EXPECT_FALSE(cache.get(key).has_value()) << key;
+  auto entries = cache.list();
+  ASSERT_TRUE(entries.ok());
+  int valid = 0;
+  for (const DiskCache::Entry &e : *entries)
+    valid += e.valid;
+  EXPECT_EQ(valid, 1);
+  // A put replaces the impostor with a real entry.
+  ASSERT_TRUE(cache.put("fifo", "now an entry").ok());
+  EXPECT_EQ(cache.get("fifo").value_or(""), "now an entry");
+}
+
+TEST(DiskCacheFailures, DirectoryUnderARegularFileIsAnErrorValue) {
+  std::string root = freshDirectory();
+  writeFile(root + "/file", "not a directory");
+  // Unwritable for every user, root included.
+  DiskCache cache(root + "/file/cache");
+  Status s = cache.put("k", "x");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(strerror(ENOTDIR)), std::string::npos)
+      << s.message();
+  EXPECT_FALSE(cache.get("k").has_value());
+  EXPECT_FALSE(cache.list().ok());
+  EXPECT_FALSE(cache.clear().ok());
+  DiskCache isFile(root + "/file");
+  EXPECT_FALSE(isFile.put("k", "x").ok());
+  EXPECT_EQ(readFile(root + "/file"), "not a directory");
+}
+
+TEST(DiskCacheFailures, SymlinkLoopAsDirectoryIsAnErrorValue) {
+  std::string root = freshDirectory();
+  ASSERT_EQ(symlink((root + "/loop").c_str(), (root + "/loop").c_str()), 0);
+  for (const std::string &dir :
+       std::vector<std::string>{root + "/loop", root + "/loop/sub"}) {
+    DiskCache cache(dir);
+    EXPECT_FALSE(cache.put("k", "x").ok()) << dir;
+    EXPECT_FALSE(cache.get("k").has_value()) << dir;
+    EXPECT_FALSE(cache.list().ok()) << dir;
+  }
+}
+
+/// Whether `put` into a directory of mode 0500 fails with EACCES and leaves
+/// nothing; "" when it does.
+std::string putIntoReadOnlyDirectory() {
+  std::string dir = freshDirectory();
+  if (chmod(dir.c_str(), 0500) != 0)
+    return "cannot chmod";
+  DiskCache cache(dir);
+  Status s = cache.put("k", "x");
+  std::optional<std::string> got = cache.get("k");
+  int files = countFiles(dir);
+  chmod(dir.c_str(), 0755);
+  // The directory is this user's (nobody's, in the child below), which
+  // leaves by _exit: remove it here rather than at exit.
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  if (s.ok())
+    return "put succeeded";
+  if (s.message().find(strerror(EACCES)) == std::string::npos)
+    return "unexpected error: " + s.message();
+  if (got || files != 0)
+    return "something was written";
+  return "";
+}
+
+TEST(DiskCacheFailures, UnwritableDirectoryByPermissions) {
+  if (geteuid() != 0) {
+    EXPECT_EQ(putIntoReadOnlyDirectory(), "");
+    return;
+  }
+  // Root writes through permissions: check as an unprivileged user, in a
+  // child (this process keeps its identity for the other tests).
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0)
+      _exit(77);
+    std::string error = putIntoReadOnlyDirectory();
+    if (!error.empty())
+      std::fprintf(stderr, "as nobody: %s\n", error.c_str());
+    _exit(error.empty() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77)
+    GTEST_SKIP() << "running as root and cannot become nobody (65534) to see "
+                    "permissions refuse a write; "
+                    "DirectoryUnderARegularFileIsAnErrorValue covers an "
+                    "unwritable cache";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "see the child's message above";
+}
+
+TEST(DiskCacheFailures, OddCharactersInTheDirectoryName) {
+  std::string dir =
+      freshDirectory() + "/with space/new\nline/'quote\"/%s%n/ünï/-dash/..dots";
+  DiskCache cache(dir);
+  ASSERT_TRUE(cache.put("k", "payload").ok());
+  EXPECT_EQ(cache.get("k").value_or(""), "payload");
+  auto entries = cache.list();
+  ASSERT_TRUE(entries.ok());
+  EXPECT_EQ(entries->size(), 1u);
+}
+
+TEST(DiskCacheFailures, ClearRemovesTemporaryFilesOfDeadWriters) {
+  DiskCache cache(freshDirectory());
+  ASSERT_TRUE(cache.put("k", "x").ok());
+  // What a writer killed between its write and its rename leaves.
+  writeFile(cache.directory() + "/.k.tmp.AbCdEf", "half an ent");
+  auto entries = cache.list();
+  ASSERT_TRUE(entries.ok());
+  EXPECT_EQ(entries->size(), 1u) << "a temporary file is not an entry";
+  auto removed = cache.clear();
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, 1);
+  EXPECT_EQ(countFiles(cache.directory()), 0);
+}
+
+TEST(DiskCacheFailures, RelativeXdgCacheHomeIsIgnored) {
+  setenv("HOME", "/home/someone", 1);
+  setenv("XDG_CACHE_HOME", "relative/dir", 1);
+  EXPECT_EQ(DiskCache::defaultDirectory(), "/home/someone/.cache/attnc");
+  setenv("XDG_CACHE_HOME", "/abs", 1);
+  EXPECT_EQ(DiskCache::defaultDirectory(), "/abs/attnc");
+}
+
+} // namespace
+} // namespace attnc
