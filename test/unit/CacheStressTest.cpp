@@ -44,6 +44,7 @@ namespace attnc {
 namespace {
 
 using test::countFiles;
+using test::FileSizeLimit;
 using test::freshDirectory;
 using test::readFile;
 using test::writeFile;
@@ -440,22 +441,6 @@ TEST_F(CacheStress, EntryWithSizesThatDoNotFitIsRecompiled) {
     EXPECT_FALSE(got->fromCache) << header << ": the entry was used";
   }
 }
-
-/// Lowers the soft file-size limit for the scope (SIGXFSZ keeps its default
-/// action, killing the process, as in a program that never thought of it).
-class FileSizeLimit {
-public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    getrlimit(RLIMIT_FSIZE, &saved_);
-    rlimit lowered = saved_;
-    lowered.rlim_cur = bytes;
-    setrlimit(RLIMIT_FSIZE, &lowered);
-  }
-  ~FileSizeLimit() { setrlimit(RLIMIT_FSIZE, &saved_); }
-
-private:
-  rlimit saved_;
-};
 
 TEST_F(CacheStress, CompileSucceedsUncachedWhenTheCacheCannotBeWritten) {
   ASSERT_NO_FATAL_FAILURE(compileReferences({3}));

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <system_error>
 #include <thread>
@@ -119,6 +120,22 @@ private:
   std::condition_variable done_;
   bool finished_ = false;
   std::thread thread_;
+};
+
+/// Lowers the soft file-size limit for the scope; SIGXFSZ keeps its default
+/// action (kill), which is what a process that never thought of it has.
+class FileSizeLimit {
+public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &lowered);
+  }
+  ~FileSizeLimit() { setrlimit(RLIMIT_FSIZE, &saved_); }
+
+private:
+  rlimit saved_;
 };
 
 } // namespace attnc::test

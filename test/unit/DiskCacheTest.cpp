@@ -33,6 +33,7 @@ namespace {
 
 using jit::DiskCache;
 using test::countFiles;
+using test::FileSizeLimit;
 using test::freshDirectory;
 using test::readFile;
 using test::writeFile;
@@ -161,22 +162,6 @@ TEST(DiskCacheFailures, ShortWritesAndInterruptionsAreRetried) {
   ASSERT_TRUE(cache.put("k", payload).ok());
   EXPECT_EQ(cache.get("k").value_or(""), payload);
 }
-
-/// Lowers the soft file-size limit for the scope; SIGXFSZ keeps its default
-/// action (kill), which is what a process that never thought of it has.
-class FileSizeLimit {
-public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    getrlimit(RLIMIT_FSIZE, &saved_);
-    rlimit lowered = saved_;
-    lowered.rlim_cur = bytes;
-    setrlimit(RLIMIT_FSIZE, &lowered);
-  }
-  ~FileSizeLimit() { setrlimit(RLIMIT_FSIZE, &saved_); }
-
-private:
-  rlimit saved_;
-};
 
 TEST(DiskCacheFailures, FileSizeLimitIsAnErrorNotASignal) {
   DiskCache cache(freshDirectory());
