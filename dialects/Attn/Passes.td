@@ -61,13 +61,17 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     request is the `decode` schedule: a 16-row M tile (the query heads of a
     GQA group share each K/V tile), four warps splitting each KV tile, as
     many pipeline stages as shared memory allows and up to `max-splits` KV
-    splits, chosen per launch from the batch. Anything else is `prefill`:
-    four warps of 16 query rows, 64-key tiles (32 for head dim 256), two
-    stages, queries kept in registers up to head dim 128.
+    splits, chosen per launch from the batch; queries stay in registers
+    unless per-score work (regions, declarative masks and modifiers) beside
+    wide output accumulators would spill. Anything else is `prefill`: eight
+    warps of 16 query rows, 64-key tiles, two stages, queries in registers
+    up to head dim 128; past head dim 128, or with enough per-score work,
+    32-key tiles and fewer queries in registers.
 
     Features the verifier accepts but the GPU pipeline cannot compile yet
     (multi-head latent attention, fp8 caches, head dims that are not
-    multiples of 64, segments with a paged cache) are reported here, by name.
+    multiples of 16 from 16 to 256, segments with a paged cache) are
+    reported here, by name.
 
     Before:
 

@@ -14,6 +14,37 @@ using attn_gpu::Schedule;
 
 namespace {
 
+/// Names the query/key or value head dim the kernels cannot take, with
+/// what they take, or returns an empty string.
+std::string unsupportedHeadDims(AttentionOp op) {
+  using namespace attnc::limits;
+  int64_t qk = op.getQKHeadDim(), v = op.getVHeadDim();
+  auto supported = [](int64_t d) {
+    return d % kKernelHeadDimStep == 0 && d >= kKernelHeadDimStep &&
+           d <= kMaxKernelHeadDim;
+  };
+  if (supported(qk) && supported(v))
+    return "";
+  return "head dim " + std::to_string(qk) + "/" + std::to_string(v) +
+         " (query/key and value head dims must each be a multiple of " +
+         std::to_string(kKernelHeadDimStep) + " from " +
+         std::to_string(kKernelHeadDimStep) + " to " +
+         std::to_string(kMaxKernelHeadDim) +
+         ", e.g. 64, 96, 128, 192/128 or 256)";
+}
+
+/// How much per-score work a variant adds to the scale: two for each region
+/// (arbitrary code whose loads of captured buffers stay in flight), one for
+/// each declarative modifier or mask the kernel evaluates per score. The
+/// kernel unrolls it over every score a thread holds, beside the output
+/// accumulators, so it decides what else fits in the registers.
+int64_t scoreWork(AttentionOp op) {
+  return 2 * !op.getScoreMod().empty() + 2 * !op.getMaskMod().empty() +
+         bool(op.getSoftcap()) + op.getAlibi() +
+         (op.getWindow() || op.getSinks().value_or(0) > 0) +
+         bool(op.getQuerySegments());
+}
+
 /// Names the first feature of `op` that the GPU pipeline cannot compile,
 /// or returns an empty string.
 std::string unsupportedFeature(AttentionOp op) {
@@ -30,9 +61,8 @@ std::string unsupportedFeature(AttentionOp op) {
     }() + " key/value cache (bf16 and f16 only)";
   if (op.getQuery().getType().getElementType() != element)
     return "queries of another element type than the keys";
-  if (op.getQKHeadDim() % 64 != 0 || op.getVHeadDim() % 64 != 0)
-    return "head dim " + std::to_string(op.getQKHeadDim()) + "/" +
-           std::to_string(op.getVHeadDim()) + " (multiples of 64 only)";
+  if (std::string dims = unsupportedHeadDims(op); !dims.empty())
+    return dims;
   if (op.getQuerySegments() && key.getLayout() == TokenLayout::Paged)
     return "document segments with a paged cache";
   Type out = op.getOutput().getType().getElementType();
@@ -97,25 +127,41 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     };
     PlanAttr plan;
     if (op.getQuery().getType().getSeqLen() == 1) {
+      // A thread keeps its query fragments (qkDim / 4 registers) beside its
+      // output accumulators (vDim / 2) unless per-score work would then run
+      // out of registers. Measured on sm_90a: every plain variant fits up to
+      // head dim 256, while a region spills at 224 and 240, and so do the
+      // declarative masks with soft-cap and ALiBi at 240.
+      int64_t work = scoreWork(op);
+      bool queryInRegisters =
+          work == 0 || qkDim / 4 + vDim / 2 + 8 * work <= 160;
       // Decode has few rows per request: every warp takes a quarter of each
       // KV tile. Three stages keep enough bytes in flight and leave room for
       // two CTAs per SM (measured on an H100: 3 stages 0.40 ms, 4 stages
       // 0.45 ms, 2 stages 0.43 ms on D1; docs/PERFORMANCE.md).
       auto decode = [&](int64_t stages) {
         return PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4, stages,
-                             maxSplits, true);
+                             maxSplits, queryInRegisters);
       };
       int64_t stages = decodeStages > 0 ? decodeStages : 3;
       while (stages > 2 && !fits(decode(stages)))
         --stages;
       plan = decode(stages);
     } else {
-      int64_t blockN = std::max(qkDim, vDim) > 128 ? 32 : 64;
+      // Past head dim 128 the output accumulators need the registers: half
+      // the KV tile, and queries reread from shared memory. Per-score work
+      // of three or more (a region with a mask or modifier, two regions)
+      // spills 64-key tiles on sm_90a from head dim 96 (a score_mod region
+      // with a window at 128, both regions at 96): it halves the tile too,
+      // and keeps queries in registers only up to head dim 64.
+      bool heavy = scoreWork(op) >= 3;
+      int64_t blockN = std::max(qkDim, vDim) > 128 || heavy ? 32 : 64;
+      bool queryInRegisters = qkDim <= (heavy ? 64 : 128);
       // Eight warps share each K/V tile loaded into shared memory (measured
       // on P1: 5.06 ms against 5.38 ms with four; docs/PERFORMANCE.md).
       int64_t warps = prefillWarps > 0 ? prefillWarps : 8;
       plan = PlanAttr::get(ctx, Schedule::prefill, 16 * warps, blockN, warps, 1,
-                           /*stages=*/2, 1, qkDim <= 128);
+                           /*stages=*/2, 1, queryInRegisters);
     }
     if (!fits(plan))
       return op.emitOpError("needs more shared memory than the target's ")

@@ -63,10 +63,143 @@ func.func @fp8(%q: !attn.q<1x16x128xbf16>, %k: !attn.kv<?x1x128xf8E4M3FN>,
 
 // -----
 
-func.func @head_dim_96(%q: !attn.q<?x8x96xbf16>, %k: !attn.kv<?x8x96xbf16>,
+// Head dims off the kernels' 16-column steps are refused, naming the dims
+// and what is supported.
+func.func @head_dim_24(%q: !attn.q<?x8x24xbf16>, %k: !attn.kv<?x8x24xbf16>,
+                       %v: !attn.kv<?x8x24xbf16>) -> !attn.out<?x8x24xbf16> {
+  // expected-error @below {{cannot be compiled for the GPU yet: head dim 24/24 (query/key and value head dims must each be a multiple of 16 from 16 to 256, e.g. 64, 96, 128, 192/128 or 256)}}
+  %out = attn.attention(%q, %k, %v)
+      : !attn.q<?x8x24xbf16>, !attn.kv<?x8x24xbf16>, !attn.kv<?x8x24xbf16> -> !attn.out<?x8x24xbf16>
+  return %out : !attn.out<?x8x24xbf16>
+}
+
+// -----
+
+// So are head dims past 256, whose accumulators do not fit a thread.
+func.func @head_dim_320(%q: !attn.q<1x8x320xbf16>, %k: !attn.kv<?x8x320xbf16>,
+                        %v: !attn.kv<?x8x128xbf16>) -> !attn.out<1x8x128xbf16> {
+  // expected-error @below {{cannot be compiled for the GPU yet: head dim 320/128 (query/key and value head dims must each be a multiple of 16 from 16 to 256, e.g. 64, 96, 128, 192/128 or 256)}}
+  %out = attn.attention(%q, %k, %v)
+      : !attn.q<1x8x320xbf16>, !attn.kv<?x8x320xbf16>, !attn.kv<?x8x128xbf16> -> !attn.out<1x8x128xbf16>
+  return %out : !attn.out<1x8x128xbf16>
+}
+
+// -----
+
+// Head dim 96 (not a multiple of 64) plans like 128: 64-key tiles, queries
+// in registers.
+// CHECK-LABEL: func.func @prefill_d96
+// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 128 x 64, warps = 8 x 1, stages = 2, kv_splits = 1, q_in_regs = true>
+func.func @prefill_d96(%q: !attn.q<?x8x96xbf16>, %k: !attn.kv<?x8x96xbf16>,
                        %v: !attn.kv<?x8x96xbf16>) -> !attn.out<?x8x96xbf16> {
-  // expected-error @below {{cannot be compiled for the GPU yet: head dim 96/96 (multiples of 64 only)}}
   %out = attn.attention(%q, %k, %v)
       : !attn.q<?x8x96xbf16>, !attn.kv<?x8x96xbf16>, !attn.kv<?x8x96xbf16> -> !attn.out<?x8x96xbf16>
   return %out : !attn.out<?x8x96xbf16>
+}
+
+// -----
+
+// Query/key dim 192 with value dim 128 (DeepSeek): the wider of the two
+// halves the KV tile, and queries past 128 stay in shared memory.
+// CHECK-LABEL: func.func @prefill_qk192_v128
+// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 128 x 32, warps = 8 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
+func.func @prefill_qk192_v128(%q: !attn.q<?x16x192xbf16, ragged>, %k: !attn.kv<?x16x192xbf16, ragged>,
+                              %v: !attn.kv<?x16x128xbf16, ragged>) -> !attn.out<?x16x128xbf16, ragged> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x16x192xbf16, ragged>, !attn.kv<?x16x192xbf16, ragged>, !attn.kv<?x16x128xbf16, ragged>
+      -> !attn.out<?x16x128xbf16, ragged>
+  return %out : !attn.out<?x16x128xbf16, ragged>
+}
+
+// -----
+
+// One region is per-score work of two: a d128 prefill keeps its plan.
+// CHECK-LABEL: func.func @prefill_one_region
+// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 128 x 64, warps = 8 x 1, stages = 2, kv_splits = 1, q_in_regs = true>
+func.func @prefill_one_region(%q: !attn.q<?x8x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
+                              %v: !attn.kv<?x8x128xbf16>) -> !attn.out<?x8x128xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x8x128xbf16>, !attn.kv<?x8x128xbf16>, !attn.kv<?x8x128xbf16> -> !attn.out<?x8x128xbf16>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index):
+        %c1 = arith.constant 1 : index
+        %c3 = arith.constant 3 : index
+        %m = arith.remsi %j, %c3 : index
+        %keep = arith.cmpi ne, %m, %c1 : index
+        attn.yield %keep : i1
+      }
+  return %out : !attn.out<?x8x128xbf16>
+}
+
+// -----
+
+// A region with a window (per-score work of three) would spill 64-key tiles:
+// the tile halves and head dim 128 reads queries from shared memory.
+// CHECK-LABEL: func.func @prefill_region_and_window
+// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 128 x 32, warps = 8 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
+func.func @prefill_region_and_window(%q: !attn.q<?x8x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
+                                     %v: !attn.kv<?x8x128xbf16>) -> !attn.out<?x8x128xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal, window = #attn.window<100, 0>}
+      : !attn.q<?x8x128xbf16>, !attn.kv<?x8x128xbf16>, !attn.kv<?x8x128xbf16> -> !attn.out<?x8x128xbf16>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index):
+        %c1 = arith.constant 1 : index
+        %c3 = arith.constant 3 : index
+        %m = arith.remsi %j, %c3 : index
+        %keep = arith.cmpi ne, %m, %c1 : index
+        attn.yield %keep : i1
+      }
+  return %out : !attn.out<?x8x128xbf16>
+}
+
+// -----
+
+// The same work at head dim 64 still keeps queries in registers.
+// CHECK-LABEL: func.func @prefill_d64_softcap_alibi_window
+// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 128 x 32, warps = 8 x 1, stages = 2, kv_splits = 1, q_in_regs = true>
+func.func @prefill_d64_softcap_alibi_window(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>,
+                                            %v: !attn.kv<?x8x64xbf16>) -> !attn.out<?x8x64xbf16> {
+  %out = attn.attention(%q, %k, %v) {alibi, causal, softcap = 30.0 : f32, window = #attn.window<100, 0>}
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return %out : !attn.out<?x8x64xbf16>
+}
+
+// -----
+
+// Plain decode keeps queries in registers up to head dim 256.
+// CHECK-LABEL: func.func @decode_d256
+// CHECK: attn_gpu.plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = true>
+func.func @decode_d256(%q: !attn.q<1x8x256xbf16>, %k: !attn.kv<?x2x256xbf16, paged<16, nhd>>,
+                       %v: !attn.kv<?x2x256xbf16, paged<16, nhd>>) -> !attn.out<1x8x256xbf16> {
+  %out = attn.attention(%q, %k, %v)
+      : !attn.q<1x8x256xbf16>, !attn.kv<?x2x256xbf16, paged<16, nhd>>, !attn.kv<?x2x256xbf16, paged<16, nhd>>
+      -> !attn.out<1x8x256xbf16>
+  return %out : !attn.out<1x8x256xbf16>
+}
+
+// -----
+
+// Per-score work beside wide accumulators reads decode queries from shared
+// memory: qk 240 / 4 + v 240 / 2 + 8 per unit of work exceeds 160 registers.
+// CHECK-LABEL: func.func @decode_d240_alibi
+// CHECK: attn_gpu.plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = false>
+func.func @decode_d240_alibi(%q: !attn.q<1x8x240xbf16>, %k: !attn.kv<?x2x240xbf16, paged<16, nhd>>,
+                             %v: !attn.kv<?x2x240xbf16, paged<16, nhd>>) -> !attn.out<1x8x240xbf16> {
+  %out = attn.attention(%q, %k, %v) {alibi}
+      : !attn.q<1x8x240xbf16>, !attn.kv<?x2x240xbf16, paged<16, nhd>>, !attn.kv<?x2x240xbf16, paged<16, nhd>>
+      -> !attn.out<1x8x240xbf16>
+  return %out : !attn.out<1x8x240xbf16>
+}
+
+// -----
+
+// At head dim 128 the same work leaves room for them.
+// CHECK-LABEL: func.func @decode_d128_window_sinks
+// CHECK: attn_gpu.plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = true>
+func.func @decode_d128_window_sinks(%q: !attn.q<1x8x128xbf16>, %k: !attn.kv<?x2x128xbf16, paged<16, nhd>>,
+                                    %v: !attn.kv<?x2x128xbf16, paged<16, nhd>>) -> !attn.out<1x8x128xbf16> {
+  %out = attn.attention(%q, %k, %v) {window = #attn.window<100, 0>, sinks = 4}
+      : !attn.q<1x8x128xbf16>, !attn.kv<?x2x128xbf16, paged<16, nhd>>, !attn.kv<?x2x128xbf16, paged<16, nhd>>
+      -> !attn.out<1x8x128xbf16>
+  return %out : !attn.out<1x8x128xbf16>
 }

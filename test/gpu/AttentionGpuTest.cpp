@@ -27,6 +27,7 @@ struct Case {
   std::string region = ""; // score_mod / mask_mod text, uses %doc capture
   bool capture = false;
   RunShape shape;
+  int vDim = 0; // the value head dim where it differs from `dim`
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -35,23 +36,26 @@ std::string variantText(const Case &c) {
   std::string seq = c.decode ? "1" : "?";
   std::string qLayout = c.raggedQ ? ", ragged" : "";
   std::string kvLayout = c.kv.empty() ? "" : ", " + c.kv;
-  std::ostringstream q, kv, out, lse;
+  int vDim = c.vDim ? c.vDim : c.dim;
+  std::ostringstream q, kv, v, out, lse;
   q << "!attn.q<" << seq << "x" << c.qHeads << "x" << c.dim << "x" << c.elem
     << qLayout << ">";
   kv << "!attn.kv<?x" << c.kvHeads << "x" << c.dim << "x" << c.elem << kvLayout
      << ">";
-  out << "!attn.out<" << seq << "x" << c.qHeads << "x" << c.dim << "x" << c.elem
+  v << "!attn.kv<?x" << c.kvHeads << "x" << vDim << "x" << c.elem << kvLayout
+    << ">";
+  out << "!attn.out<" << seq << "x" << c.qHeads << "x" << vDim << "x" << c.elem
       << qLayout << ">";
   lse << "!attn.lse<" << seq << "x" << c.qHeads << qLayout << ">";
   std::ostringstream s;
   s << "func.func @" << c.name << "(%q: " << q.str() << ", %k: " << kv.str()
-    << ", %v: " << kv.str() << (c.capture ? ", %doc: memref<?x?xi32>" : "")
+    << ", %v: " << v.str() << (c.capture ? ", %doc: memref<?x?xi32>" : "")
     << ") -> (" << out.str() << ", " << lse.str() << ") {\n"
     << "  %out, %lse = attn.attention(%q, %k, %v)"
     << (c.capture ? " captures(%doc : memref<?x?xi32>)" : "")
     << (c.attrs.empty() ? "" : " {" + c.attrs + "}") << "\n      : " << q.str()
-    << ", " << kv.str() << ", " << kv.str() << "\n      -> " << out.str()
-    << ", " << lse.str() << "\n"
+    << ", " << kv.str() << ", " << v.str() << "\n      -> " << out.str() << ", "
+    << lse.str() << "\n"
     << c.region << "  return %out, %lse : " << out.str() << ", " << lse.str()
     << "\n}\n";
   return s.str();
@@ -257,6 +261,78 @@ std::vector<Case> cases() {
        "paged<16, nhd>", "", "", false, shapeOf(4, 1, 90, 16)});
   return all;
 }
+
+/// Head dims off the multiples of 64: every 16-column step (the swizzle of
+/// rows of 2 to 30 chunks, loads that do not divide the CTA), qk != v, and
+/// the plans that read queries from shared memory.
+std::vector<Case> headDimCases() {
+  std::vector<Case> all;
+  auto add = [&](Case c) { all.push_back(c); };
+  auto withV = [](Case c, int v) {
+    c.vDim = v;
+    return c;
+  };
+  // Prefill.
+  add({"prefill_d16_causal_dense", 8, 8, 16, "bf16", false, false, "", "causal",
+       "", false, shapeOf(2, 150, 150)});
+  add({"prefill_d32_gqa4_ragged", 8, 2, 32, "f16", false, true, "ragged",
+       "causal", "", false, shapeOf(2, 170, 170)});
+  add({"prefill_d80_gqa4_causal_ragged", 16, 4, 80, "bf16", false, true,
+       "ragged", "causal", "", false, shapeOf(3, 200, 200)});
+  add({"prefill_d96_window_sinks_f16", 8, 2, 96, "f16", false, false, "",
+       "causal, window = #attn.window<50, 0>, sinks = 3", "", false,
+       shapeOf(2, 190, 260)});
+  add({"prefill_d112_paged16_hnd", 8, 4, 112, "bf16", false, true,
+       "paged<16, hnd>", "causal", "", false, shapeOf(2, 90, 300)});
+  add({"prefill_d160_mha_dense", 4, 4, 160, "bf16", false, false, "", "", "",
+       false, shapeOf(2, 140, 210)});
+  add(withV({"prefill_qk192_v128_causal_ragged", 16, 2, 192, "bf16", false,
+             true, "ragged", "causal", "", false, shapeOf(2, 180, 180)},
+            128));
+  add(withV({"prefill_qk192_v128_paged64_nhd_f16", 8, 8, 192, "f16", false,
+             true, "paged<64, nhd>", "causal", "", false, shapeOf(2, 70, 330)},
+            128));
+  add({"prefill_d240_gqa3_dense", 6, 2, 240, "bf16", false, false, "", "causal",
+       "", false, shapeOf(2, 130, 130)});
+  add(withV({"prefill_qk64_v256_ragged", 8, 4, 64, "bf16", false, true,
+             "ragged", "causal", "", false, shapeOf(2, 120, 120)},
+            256));
+  // A region with a window: 32-key tiles, queries from shared memory.
+  add({"prefill_d128_mask_mod_window", 8, 8, 128, "bf16", false, false, "",
+       "causal, window = #attn.window<90, 0>", kDocumentMask, true,
+       shapeOf(2, 200, 200)});
+  add({"prefill_d96_score_mod_softcap", 8, 8, 96, "bf16", false, false, "",
+       "softcap = 20.0 : f32", kBiasRegion, true, shapeOf(2, 120, 160)});
+  // Decode: split-KV and the merge of v-dim partial states.
+  add({"decode_d16_ragged", 16, 4, 16, "bf16", true, false, "ragged", "", "",
+       false, shapeOf(3, 1, 500)});
+  add({"decode_d32_paged3_nhd", 8, 8, 32, "f16", true, false, "paged<3, nhd>",
+       "", "", false, shapeOf(3, 1, 400)});
+  add({"decode_d80_paged16_nhd", 32, 8, 80, "bf16", true, false,
+       "paged<16, nhd>", "", "", false, shapeOf(4, 1, 700)});
+  add({"decode_d96_paged1_hnd", 28, 4, 96, "bf16", true, false, "paged<1, hnd>",
+       "", "", false, shapeOf(3, 1, 333)});
+  add({"decode_d112_paged64_hnd_f16", 16, 2, 112, "f16", true, false,
+       "paged<64, hnd>", "", "", false, shapeOf(3, 1, 900)});
+  add({"decode_d160_dense", 8, 1, 160, "bf16", true, false, "", "", "", false,
+       shapeOf(2, 1, 600)});
+  add(withV({"decode_qk192_v128_paged16", 32, 8, 192, "bf16", true, false,
+             "paged<16, nhd>", "", "", false, shapeOf(4, 1, 800)},
+            128));
+  add({"decode_d256_paged16_nhd", 16, 4, 256, "bf16", true, false,
+       "paged<16, nhd>", "", "", false, shapeOf(3, 1, 500)});
+  // Per-score work beside wide accumulators: queries from shared memory.
+  add({"decode_d240_alibi_window_paged16", 16, 4, 240, "bf16", true, false,
+       "paged<16, nhd>", "alibi, window = #attn.window<200, 0>, sinks = 2", "",
+       false, shapeOf(3, 1, 700)});
+  add({"decode_d224_score_mod_paged16", 8, 8, 224, "bf16", true, false,
+       "paged<16, nhd>", "", kBiasRegion, true, shapeOf(3, 1, 400)});
+  return all;
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDims, AttentionOnGpu,
+                         ::testing::ValuesIn(headDimCases()),
+                         [](const auto &info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(Variants, AttentionOnGpu, ::testing::ValuesIn(cases()),
                          [](const auto &info) { return info.param.name; });

@@ -65,6 +65,12 @@ constexpr i64 kMaxSeqLen = 2147483647;
 constexpr i64 kMaxHeads = 1024;
 /// Elements of a head; the planner decides which of them compile.
 constexpr i64 kMaxHeadDim = 1024;
+/// Head dims (query/key and value, each) the mma.sync kernels take: both
+/// products step over 16 columns of a head at a time (m16n8k16 k-steps of
+/// Q.K^T, 16-column V tiles of P.V), and a thread's output accumulators for
+/// 256 columns are the most its registers hold.
+constexpr i64 kKernelHeadDimStep = 16;
+constexpr i64 kMaxKernelHeadDim = 256;
 constexpr i64 kMinPageSize = 1;
 constexpr i64 kMaxPageSize = 256;
 /// Attention states one merge kernel combines (MergeParams' arrays).

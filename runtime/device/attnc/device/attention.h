@@ -54,7 +54,11 @@ template <class C> struct Shape {
   static constexpr bool kAlwaysPartial =
       C::kPartialTiles == PartialTiles::Always;
   static_assert(kWarpCols % 16 == 0, "each warp needs 16-key steps");
-  static_assert(kD % 64 == 0 && kDV % 64 == 0, "head dims are multiples of 64");
+  static_assert(kD % limits::kKernelHeadDimStep == 0 &&
+                    kDV % limits::kKernelHeadDimStep == 0 &&
+                    kD <= limits::kMaxKernelHeadDim &&
+                    kDV <= limits::kMaxKernelHeadDim,
+                "head dims the products step over (attn-plan refuses others)");
 };
 
 template <class C> struct AttentionCta {
@@ -260,18 +264,30 @@ template <class C> struct AttentionCta {
   }
 
   template <int Dim>
+  ATTNC_DEVICE void loadKVChunk(u16 *tile, const void *base, i64 pageStride,
+                                int n, int row, int chunk) {
+    int key = n * S::kBlockN + row;
+    bool valid = key < kvLen;
+    const Elem *src = kvRow<Dim>(base, pageStride, valid ? key : 0);
+    cpAsync16(sharedAddress(tile + swizzle<Dim>(row, chunk * 8)),
+              src + chunk * 8, valid);
+  }
+
+  template <int Dim>
   ATTNC_DEVICE void loadKVTile(u16 *tile, const void *base, i64 pageStride,
                                int n) {
     constexpr int chunks = Dim / 8;
-    static_assert(S::kThreads % chunks == 0, "rows per pass");
-    constexpr int rowStep = S::kThreads / chunks;
-    int chunk = threadIdx.x % chunks;
-    for (int row = threadIdx.x / chunks; row < S::kBlockN; row += rowStep) {
-      int key = n * S::kBlockN + row;
-      bool valid = key < kvLen;
-      const Elem *src = kvRow<Dim>(base, pageStride, valid ? key : 0);
-      cpAsync16(sharedAddress(tile + swizzle<Dim>(row, chunk * 8)),
-                src + chunk * 8, valid);
+    if constexpr (S::kThreads % chunks == 0) {
+      // Every thread keeps one chunk column and steps over whole rows.
+      constexpr int rowStep = S::kThreads / chunks;
+      int chunk = threadIdx.x % chunks;
+      for (int row = threadIdx.x / chunks; row < S::kBlockN; row += rowStep)
+        loadKVChunk<Dim>(tile, base, pageStride, n, row, chunk);
+    } else {
+      // Rows of 10, 12, 14, ... chunks do not divide the CTA: walk the tile's
+      // chunks in order, so a pass ends within a row.
+      for (int idx = threadIdx.x; idx < S::kBlockN * chunks; idx += S::kThreads)
+        loadKVChunk<Dim>(tile, base, pageStride, n, idx / chunks, idx % chunks);
     }
   }
 

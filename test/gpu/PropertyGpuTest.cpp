@@ -1,0 +1,60 @@
+//===- PropertyGpuTest.cpp - random variants against the reference --------===//
+//
+// The generator of the compile-only property test (test/property), limited
+// to what the GPU pipeline compiles and to small problems, runs each variant
+// on random inputs with poisoned outputs and compares every output with the
+// double-precision reference. ATTNC_PROPERTY_SEED draws another stream.
+// Without a GPU each case is skipped with the reason.
+//
+//===----------------------------------------------------------------------===//
+
+#include "VariantGenerator.h"
+#include "attnc/Check/Checker.h"
+#include "cuda/CudaDriver.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+namespace attnc {
+namespace {
+
+uint64_t streamSeed() {
+  const char *text = std::getenv("ATTNC_PROPERTY_SEED");
+  return text && *text ? std::strtoull(text, nullptr, 0)
+                       : property::kGpuStreamSeed;
+}
+
+class RandomVariantOnGpu : public ::testing::TestWithParam<int> {};
+
+TEST_P(RandomVariantOnGpu, MatchesReference) {
+  StatusOr<cuda::Driver *> driver = cuda::Driver::get();
+  if (!driver.ok())
+    GTEST_SKIP() << "no GPU: " << driver.status().message();
+  uint64_t seed = streamSeed();
+  property::Variant v =
+      property::generateVariant(seed, GetParam(), property::gpuStreamOptions());
+  std::string where = "seed " + std::to_string(seed) + " index " +
+                      std::to_string(GetParam()) + ": " + v.summary + "\n" +
+                      v.mlir;
+  RunShape shape;
+  shape.batch = v.batch;
+  shape.qLen = v.qLen;
+  shape.kvLen = v.kvLen;
+  shape.seed = unsigned(seed + GetParam());
+  StatusOr<RunReport> report =
+      runAndCheck(v.mlir, v.name + ".mlir", CompileOptions(), shape, "-");
+  ASSERT_TRUE(report.ok()) << report.status().toString() << "\n" << where;
+  std::string details;
+  for (const std::string &line : report->outputErrors)
+    details += "  " + line + "\n";
+  std::cout << "[ " << v.summary << " ] " << report->layoutSummary << "\n"
+            << details;
+  EXPECT_LT(report->maxError, 1e-2) << where << details;
+}
+
+INSTANTIATE_TEST_SUITE_P(Generated, RandomVariantOnGpu,
+                         ::testing::Range(0, property::kGpuStreamVariants));
+
+} // namespace
+} // namespace attnc
