@@ -121,7 +121,7 @@ func.func @prefill_one_region(%q: !attn.q<?x8x128xbf16>, %k: !attn.kv<?x8x128xbf
   %out = attn.attention(%q, %k, %v) {causal}
       : !attn.q<?x8x128xbf16>, !attn.kv<?x8x128xbf16>, !attn.kv<?x8x128xbf16> -> !attn.out<?x8x128xbf16>
       mask_mod {
-      ^bb0(%b: index, %h: index, %i: index, %j: index):
+      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
         %c1 = arith.constant 1 : index
         %c3 = arith.constant 3 : index
         %m = arith.remsi %j, %c3 : index
@@ -142,7 +142,7 @@ func.func @prefill_region_and_window(%q: !attn.q<?x8x128xbf16>, %k: !attn.kv<?x8
   %out = attn.attention(%q, %k, %v) {causal, window = #attn.window<100, 0>}
       : !attn.q<?x8x128xbf16>, !attn.kv<?x8x128xbf16>, !attn.kv<?x8x128xbf16> -> !attn.out<?x8x128xbf16>
       mask_mod {
-      ^bb0(%b: index, %h: index, %i: index, %j: index):
+      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
         %c1 = arith.constant 1 : index
         %c3 = arith.constant 3 : index
         %m = arith.remsi %j, %c3 : index

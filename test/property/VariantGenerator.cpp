@@ -25,9 +25,10 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 const char *const kScoreModArgs =
-    "%score: f32, %batch: index, %head: index, %qi: index, %kvi: index";
-const char *const kMaskModArgs =
-    "%batch: index, %head: index, %qi: index, %kvi: index";
+    "%score: f32, %batch: index, %head: index, %qi: index, %kvi: index, "
+    "%q_len: index, %kv_len: index";
+const char *const kMaskModArgs = "%batch: index, %head: index, %qi: index, "
+                                 "%kvi: index, %q_len: index, %kv_len: index";
 
 /// A buffer a region reads: its block argument name and its memref type,
 /// where `{heads}` stands for the query head count.
