@@ -155,7 +155,11 @@ def test_paged_run_is_captured_by_a_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     eager = wrapper.run(q, k_cache, v_cache)
-    assert relative_error(out, eager) < 1e-6
+    # Decode adds its warps' partial outputs with atomicAdd, in an order that
+    # varies between runs: a replay may differ from the eager run in the last
+    # bit of a few bf16 elements (seen: 9e-6 on an H200). A replay of a stale
+    # q would be off by O(1).
+    assert relative_error(out, eager) < 1e-3
 
 
 def test_score_mod_with_a_captured_table():
