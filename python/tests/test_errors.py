@@ -156,6 +156,10 @@ def test_enum_fields_take_the_librarys_names():
     (None, TypeError, "text must be a str, got NoneType"),
     (b"func.func @f()", TypeError, "text must be a str, got bytes"),
     ("func.func @f() {\0}", ValueError, "text must not contain a NUL"),
+    ("func.func @f() {\n  return\n}\n", attnc.AttncError,
+     "<variant>:1:1: error: nothing to compile"),
+    ("func.func @f() attributes {x = array<index: 1>} { return }",
+     attnc.AttncError, "dense arrays of 'index' are not supported"),
 ])
 def test_from_mlir_checks_its_text(text, error, words):
     with pytest.raises(error, match=words):

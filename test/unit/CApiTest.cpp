@@ -67,6 +67,14 @@ TEST(CApi, ErrorsAreStatusCodesWithMessages) {
   EXPECT_EQ(attnc_variant_from_mlir("func.func @f(", &variant),
             ATTNC_PARSE_ERROR);
   EXPECT_NE(lastError().find("<variant>:1:"), std::string::npos);
+  EXPECT_EQ(attnc_variant_from_mlir("func.func @f() {\n  return\n}", &variant),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("nothing to compile"), std::string::npos);
+  // Input that crashes MLIR's parser is an error, not a dead host process.
+  EXPECT_EQ(attnc_variant_from_mlir(
+                "func.func @f() attributes {x = array<index: 1>} { return }",
+                &variant),
+            ATTNC_PARSE_ERROR);
 
   EXPECT_EQ(attnc_variant_from_spec(nullptr, &variant), ATTNC_INVALID_ARGUMENT);
   spec = gqaCausal();
