@@ -44,9 +44,8 @@ bool TargetAttr::isSupportedArch(StringRef arch) {
 LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StringRef arch, int64_t sms, int64_t smem) {
   if (!isSupportedArch(arch)) {
-    InFlightDiagnostic diag = emitError()
-                              << "unsupported GPU architecture '" << arch
-                              << "'; attnc compiles for ";
+    InFlightDiagnostic diag = emitError() << "unsupported GPU architecture '"
+                                          << arch << "'; attnc compiles for ";
     llvm::interleaveComma(kSupportedArchs, diag);
     return diag;
   }
@@ -63,7 +62,10 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                Schedule, int64_t blockM, int64_t blockN,
                                int64_t warpsM, int64_t warpsN, int64_t stages,
                                int64_t kvSplits, bool) {
-  if (warpsM < 1 || warpsN < 1 || 32 * warpsM * warpsN > limits::kMaxThreadsPerCta)
+  // Each factor is bounded before the product, which must not overflow.
+  int64_t maxWarps = limits::kMaxThreadsPerCta / 32;
+  if (warpsM < 1 || warpsN < 1 || warpsM > maxWarps || warpsN > maxWarps ||
+      warpsM * warpsN > maxWarps)
     return emitError() << "warps must be at least 1 x 1 and at most "
                        << limits::kMaxThreadsPerCta / 32 << " in all, got "
                        << warpsM << " x " << warpsN;
@@ -91,8 +93,8 @@ LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t threads, int64_t smem, int64_t blockM,
                                  int64_t kvSplits) {
   if (threads < 1 || threads > limits::kMaxThreadsPerCta)
-    return emitError() << "threads must be in [1, "
-                       << limits::kMaxThreadsPerCta << "], got " << threads;
+    return emitError() << "threads must be in [1, " << limits::kMaxThreadsPerCta
+                       << "], got " << threads;
   if (smem < 0 || smem > (int64_t(1) << 24))
     return emitError() << "smem must be in [0, 16777216] bytes, got " << smem;
   if (blockM < 1 || kvSplits < 1 || kvSplits > limits::kMaxKVSplits)
@@ -114,7 +116,7 @@ int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const {
 }
 
 LogicalResult AttnGPUDialect::verifyOperationAttribute(Operation *op,
-                                                      NamedAttribute attr) {
+                                                       NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   auto expect = [&](bool rightType, StringRef what) -> LogicalResult {
     if (rightType)

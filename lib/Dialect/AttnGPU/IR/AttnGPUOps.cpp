@@ -20,6 +20,26 @@ int64_t KernelOp::getSharedMemoryBytes() {
 }
 
 LogicalResult KernelOp::verify() {
+  // The descriptors first: everything below and every lowering reads them.
+  auto query = dyn_cast<attn::QueryType>(getQuery());
+  auto key = dyn_cast<attn::KVType>(getKey());
+  auto value = dyn_cast<attn::KVType>(getValue());
+  auto output = dyn_cast<attn::OutputType>(getOutput());
+  if (!query || !key || !value || !output)
+    return emitOpError("query, key, value and output must be !attn.q, "
+                       "!attn.kv, !attn.kv and !attn.out");
+  if (query.getNumHeads() % key.getNumHeads() != 0)
+    return emitOpError("query heads (")
+           << query.getNumHeads() << ") must be a multiple of key heads ("
+           << key.getNumHeads() << ")";
+  // What the device library's tiles hold (abi.h); attn-plan refuses other
+  // dims by name, so only a hand-written kernel can get here with one.
+  for (int64_t dim : {query.getHeadDim(), output.getHeadDim()})
+    if (dim % attnc::limits::kKernelHeadDimStep != 0 ||
+        dim > attnc::limits::kMaxKernelHeadDim)
+      return emitOpError("head dims must be multiples of ")
+             << attnc::limits::kKernelHeadDimStep << " up to "
+             << attnc::limits::kMaxKernelHeadDim << ", got " << dim;
   PlanAttr plan = getPlan();
   if (plan.getBlockM() != 16 * plan.getWarpsM())
     return emitOpError("block_m must be 16 rows per M warp, got ")
@@ -28,8 +48,6 @@ LogicalResult KernelOp::verify() {
     return emitOpError("block_n must give each N warp a multiple of 16 keys");
   if (plan.getStages() < 2)
     return emitOpError("the K/V pipeline needs at least 2 stages");
-  if (!isa<attn::QueryType>(getQuery()) || !isa<attn::OutputType>(getOutput()))
-    return emitOpError("query and output must be attn descriptor types");
   if (getWindow() && !isa<attn::WindowAttr>(*getWindow()))
     return emitOpError("window must be an #attn.window");
   if (getSharedMemoryBytes() > getTarget().getSmem())

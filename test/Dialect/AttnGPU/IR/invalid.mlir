@@ -45,7 +45,7 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 // -----
 
 // The kernel's query and output are attn descriptors.
-// expected-error @below {{query and output must be attn descriptor types}}
+// expected-error @below {{query, key, value and output must be !attn.q, !attn.kv, !attn.kv and !attn.out}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = i32 key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
 
@@ -136,4 +136,32 @@ func.func @f(%q: !attn.q<?x8x64xbf16>) {
 // The module's target annotation is an #attn_gpu.target.
 // expected-error @below {{'attn_gpu.target' must be an #attn_gpu.target on the module, got "sm_90a"}}
 module attributes {attn_gpu.target = "sm_90a"} {
+}
+
+// -----
+
+// A key that is no !attn.kv is refused before anything reads it as one (found by the fuzzer).
+// expected-error @below {{query, key, value and output must be !attn.q, !attn.kv, !attn.kv and !attn.out}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = i32 value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// Warp counts are bounded before they are multiplied (found by the fuzzer).
+// expected-error @below {{warps must be at least 1 x 1 and at most 32 in all, got 9223372036854775807 x 1}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 9223372036854775807 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// A hand-written kernel holds only head dims the tiles hold.
+// expected-error @below {{head dims must be multiples of 16 up to 256, got 24}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x24xbf16> key = !attn.kv<?x8x24xbf16> value = !attn.kv<?x8x24xbf16> output = !attn.out<?x8x24xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// Query heads share key heads in whole groups.
+// expected-error @below {{query heads (8) must be a multiple of key heads (3)}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x3x64xbf16> value = !attn.kv<?x3x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
