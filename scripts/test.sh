@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds attnc and runs every test: the lit suite, then the remaining ctest
-# tests (unit tests, generated-docs checks; GPU tests skip without a GPU),
-# then the Python package's tests.
+# tests (unit tests, generated-docs checks, the fuzz regression inputs; GPU
+# tests skip without a GPU), then the Python package's tests; then, in their
+# own instrumented builds (docs/TESTING.md), a bounded fuzz run under ASan
+# and UBSan, and the unit and API tests under ASan and UBSan.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/bootstrap.sh" || exit 1
@@ -23,4 +25,8 @@ if ! "$python" -c "import pytest" 2>/dev/null; then
   }
 fi
 (cd "$root/python" && "$python" -m pytest -rs tests) || status=1
+echo "== fuzz (build-fuzz: regression inputs, then 60 s from the seeds)"
+"$root/scripts/fuzz.sh" --ci 60 || status=1
+echo "== sanitizers (build-asan: ctest -L unit under ASan and UBSan)"
+"$root/scripts/sanitize.sh" || status=1
 exit $status
