@@ -25,7 +25,7 @@ if ! "$python" -c "import pytest" 2>/dev/null; then
   }
 fi
 (cd "$root/python" && "$python" -m pytest -rs tests) || status=1
-echo "== fuzz (build-fuzz: regression inputs, then 60 s from the seeds)"
+echo "== fuzz (build-fuzz: regression inputs, then 40 s of each fuzz target)"
 "$root/scripts/fuzz.sh" --ci 60 || status=1
 echo "== sanitizers (build-asan: ctest -L unit under ASan and UBSan)"
 "$root/scripts/sanitize.sh" || status=1
