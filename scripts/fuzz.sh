@@ -81,7 +81,7 @@ fuzz() { # TARGET CORPUS SEEDS
 
 if ((ci)); then
   echo "-- regression inputs (test/fuzz/regressions)"
-  "$root/test/fuzz/replay-regressions.sh" "$bin/attnc-fuzz" \
+  "$root/test/fuzz/replay-regressions.sh" --strict "$bin/attnc-fuzz" \
     "$root/test/fuzz/regressions" >"$work/regressions.log" 2>&1 || status=1
   grep -v '^ok ' "$work/regressions.log"
   # Fresh corpora: CI's verdict must not depend on an earlier run's.

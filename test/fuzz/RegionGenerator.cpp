@@ -182,7 +182,8 @@ private:
 } // namespace
 
 std::string generateRegion(Choices &c, bool score,
-                           const std::vector<Capture> &captures) {
+                           const std::vector<Capture> &captures,
+                           const std::string &yieldOp) {
   std::vector<Value> pool;
   std::string args;
   if (score)
@@ -204,8 +205,8 @@ std::string generateRegion(Choices &c, bool score,
     yielded = score ? "i1" : "f32";
   std::string value = body.any(yielded).name;
   return std::string(score ? "score_mod" : "mask_mod") + " {\n      ^bb0(" +
-         args + "):\n" + body.text + "        attn.yield " + value + " : " +
-         yielded + "\n      }\n";
+         args + "):\n" + body.text + "        " + yieldOp + " " + value +
+         " : " + yielded + "\n      }\n";
 }
 
 } // namespace attnc::fuzz

@@ -18,9 +18,11 @@ struct Capture {
 };
 
 /// A `score_mod { ... }` (f32 score and four indices in, f32 out) or
-/// `mask_mod { ... }` (four indices in, i1 out) region, captures last.
+/// `mask_mod { ... }` (four indices in, i1 out) region, captures last,
+/// ended by `yieldOp`.
 std::string generateRegion(Choices &c, bool score,
-                           const std::vector<Capture> &captures);
+                           const std::vector<Capture> &captures,
+                           const std::string &yieldOp = "attn.yield");
 
 } // namespace attnc::fuzz
 

@@ -3,6 +3,7 @@
 #include "VariantGenerator.h"
 
 #include "Choices.h"
+#include "KernelGenerator.h"
 #include "RegionGenerator.h"
 
 #include <vector>
@@ -184,6 +185,21 @@ std::string generateVariant(const uint8_t *data, size_t size) {
   int states = merge ? 2 + c.below(2) : 1;
   bool withLse = merge || c.chance(50);
   std::string partial = out(outElem);
+  // Now and then a hand-written kernel beside the attention, and its launch.
+  std::string kernel;
+  if (c.chance(12)) {
+    kernel = generateKernel(c, {q, kv, v, partial});
+    std::string operands = "%q, %k", operandTypes = q + ", " + kv;
+    if (!latent && c.usual(80)) {
+      operands += ", %v";
+      operandTypes += ", " + v;
+    }
+    int results = c.usual(70) ? (withLse ? 2 : 1) : c.below(3);
+    std::string resultTypes = results == 0   ? ""
+                              : results == 1 ? partial
+                                             : partial + ", " + lse;
+    body += generateLaunch(c, operands, operandTypes, resultTypes, results);
+  }
   for (int i = 0; i < states; ++i) {
     std::string o = "%o" + str(i), l = "%l" + str(i);
     body += "  " + o + (withLse ? ", " + l : "") + " = attn.attention(%q, " +
@@ -203,8 +219,9 @@ std::string generateVariant(const uint8_t *data, size_t size) {
     results = final + ", " + lse;
     returned = "%m, %ml";
   }
-  return text + "func.func @variant(" + args + ")\n    -> (" + results +
-         ") {\n" + body + "  return " + returned + " : " + results + "\n}\n";
+  return text + kernel + "func.func @variant(" + args + ")\n    -> (" +
+         results + ") {\n" + body + "  return " + returned + " : " + results +
+         "\n}\n";
 }
 
 } // namespace attnc::fuzz
