@@ -2,9 +2,15 @@
 # Runs every GPU test on the GPU machine, from the binaries built here
 # (build/bin, build/lib/libattnc.so): the gtests, every example through
 # `attnc run --check`, the Python package's tests (pytest -m gpu) and its
-# example. With --bench, then the peer benchmarks. Logs go to $OUT (or
-# ./gpu-logs).
+# example. With --bench, then the peer benchmarks. With --sanitize, instead,
+# the gtests under compute-sanitizer's memcheck, racecheck, synccheck and
+# initcheck (scripts/gpu-sanitize.sh). Logs go to $OUT (or ./gpu-logs).
 set -uo pipefail
+mode="${1:-}"
+case "$mode" in
+  "" | --bench | --sanitize) ;;
+  *) echo "usage: $0 [--bench | --sanitize]" >&2; exit 2 ;;
+esac
 out="${OUT:-gpu-logs}"
 mkdir -p "$out"
 # NVRTC ships with the CUDA toolkit; PyTorch's wheels carry one too.
@@ -14,6 +20,9 @@ for dir in /usr/local/cuda/lib64 \
 done
 export XDG_CACHE_HOME="${XDG_CACHE_HOME:-/tmp/attnc-cache}"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"
+if [ "$mode" = --sanitize ]; then
+  exec "$(dirname "${BASH_SOURCE[0]}")/gpu-sanitize.sh" "$out"
+fi
 status=0
 build/bin/attnc-gpu-tests 2>&1 | tee "$out/gpu-tests.log" || status=1
 for f in examples/*.mlir; do
@@ -28,7 +37,7 @@ python3 -m pytest -rs -m gpu python/tests 2>&1 | tee "$out/pytest-gpu.log"
 PYTHONPATH=python python3 examples/python_attention.py 2>&1 |
   tee "$out/python-example.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-if [ "${1:-}" = "--bench" ]; then
+if [ "$mode" = --bench ]; then
   PYTHONPATH=python python3 benchmarks/bench.py --out "$out/bench" 2>&1 |
     tee "$out/bench.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
 # Builds attnc and runs every test: the lit suite, then the remaining ctest
-# tests (unit tests, generated-docs checks; GPU tests skip without a GPU),
-# then the Python package's tests.
+# tests (unit tests, generated-docs checks, the fuzz regression inputs; GPU
+# tests skip without a GPU), then the Python package's tests; then, in their
+# own instrumented builds (docs/TESTING.md), a bounded fuzz run under ASan
+# and UBSan, and the unit and API tests under ASan and UBSan.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# Each section's wall time, printed at the end: CI must stay well under its
+# 90 minutes, and this says where they go.
+times="" last=$SECONDS
+lap() { times+="$1 $((SECONDS - last)) s, " && last=$SECONDS; }
 "$root/scripts/bootstrap.sh" || exit 1
+lap build
 
 status=0
 echo "== lit"
 /usr/lib/llvm-22/bin/lit -sv "$root/build/test" || status=1
+lap lit
 echo "== ctest"
 ctest --test-dir "$root/build" --output-on-failure -LE lit || status=1
+lap ctest
 echo "== pytest (python/tests; GPU cases skip with their reason)"
 python="$(command -v python3)"
 if ! "$python" -c "import pytest" 2>/dev/null; then
@@ -23,4 +32,12 @@ if ! "$python" -c "import pytest" 2>/dev/null; then
   }
 fi
 (cd "$root/python" && "$python" -m pytest -rs tests) || status=1
+lap pytest
+echo "== fuzz (build-fuzz: regression inputs, then 40 s of each fuzz target)"
+"$root/scripts/fuzz.sh" --ci 40 || status=1
+lap "fuzz (build included)"
+echo "== sanitizers (build-asan: ctest -L unit under ASan and UBSan)"
+"$root/scripts/sanitize.sh" || status=1
+lap "sanitizers (build included)"
+echo "== times: ${times}total ${SECONDS} s"
 exit $status

@@ -12,7 +12,8 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.attnc_obj_root, "test")
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "gpu"]
+# fuzz/ holds fuzz inputs, not lit tests.
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "gpu", "fuzz"]
 
 config.substitutions.append(("%examples", os.path.join(config.attnc_src_root, "examples")))
 config.substitutions.append(("%docs", os.path.join(config.attnc_obj_root, "docs")))
