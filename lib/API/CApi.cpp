@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -165,6 +166,16 @@ attnc_tensor_spec toC(const attnc::TensorSpec &spec) {
 /// attnc_variant_spec_init, or of another API version) is not read as true.
 bool isFlag(int value) { return value == 0 || value == 1; }
 
+/// The int a C caller stored in an enum field. C lets it be any int, while
+/// C++ may assume an unscoped enum holds only its enumerators' range, so the
+/// field is read as the bytes of an int, never as the enum.
+template <typename Enum> int enumBits(const Enum &field) {
+  static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized here");
+  int value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
+
 /// Checks the encoding of a C spec (flags, the -1 and 0 sentinels, the
 /// capture array) and translates it; the C++ API and the verifier judge
 /// the values.
@@ -175,12 +186,12 @@ attnc_status specFromC(const attnc_variant_spec &c, attnc::VariantSpec &spec) {
   spec.kvHeads = c.kv_heads;
   spec.headDim = c.head_dim;
   // Enum fields may hold any int; fromSpec refuses unknown enumerators.
-  spec.dtype = attnc::DType(c.dtype);
-  spec.queryLayout = attnc::TokenLayout(c.query_layout);
+  spec.dtype = attnc::DType(enumBits(c.dtype));
+  spec.queryLayout = attnc::TokenLayout(enumBits(c.query_layout));
   spec.queriesPerRequest = c.queries_per_request;
-  spec.kvLayout = attnc::TokenLayout(c.kv_layout);
+  spec.kvLayout = attnc::TokenLayout(enumBits(c.kv_layout));
   spec.pageSize = c.page_size;
-  spec.pageOrder = attnc::PageOrder(c.page_order);
+  spec.pageOrder = attnc::PageOrder(enumBits(c.page_order));
   for (auto [name, value] : {std::pair<const char *, int>{"causal", c.causal},
                              {"alibi", c.alibi},
                              {"return_lse", c.return_lse}})

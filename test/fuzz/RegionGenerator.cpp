@@ -151,11 +151,12 @@ private:
     case 3:
       return add("arith.fptosi " + any("f32").name + " : f32 to i32", "i32");
     case 4:
-      return add("arith.bitcast " + any("f32").name + " : f32 to i32", "i32");
+      return add("arith.fptoui " + any("f32").name + " : f32 to i32", "i32");
     case 5: {
-      add("arith.extf " + any("f32").name + " : f32 to f64", "f64");
+      // Regions compute on f32, i1, i32, i64 and index (RegionOps.h).
+      add("arith.extsi " + any("i32").name + " : i32 to i64", "i64");
       std::string wide = pool_.back().name;
-      return add("arith.truncf " + wide + " : f64 to f32", "f32");
+      return add("arith.trunci " + wide + " : i64 to i32", "i32");
     }
     default:
       return add("arith.index_cast " + any("i32").name + " : i32 to index",
@@ -188,7 +189,7 @@ std::string generateRegion(Choices &c, bool score,
   std::string args;
   if (score)
     pool.push_back({"%score", "f32"});
-  for (const char *name : {"%b", "%h", "%qi", "%kvi"})
+  for (const char *name : {"%b", "%h", "%qi", "%kvi", "%q_len", "%kv_len"})
     pool.push_back({name, "index"});
   for (const Value &v : pool)
     args += (args.empty() ? "" : ", ") + v.name + ": " + v.type;
