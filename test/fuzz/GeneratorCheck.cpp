@@ -5,8 +5,10 @@
 // each into it (scripts/fuzz.sh seeds attnc-fuzz with some). A generator that
 // drifted from the dialect's syntax would make attnc-fuzz-variants fuzz the
 // parser's first error only, silently: the test fails when fewer than half
-// the variants parse or fewer than a fifth reach CUDA. It is also a small
-// fuzz run of its own, in every build.
+// the variants parse or fewer than an eighth reach CUDA. (Drift drops these
+// to near zero; about a fifth reach CUDA today, since the generator also
+// draws what the verifier and planner must refuse.) It is also a small fuzz
+// run of its own, in every build.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,7 +43,7 @@ int main(int argc, char **argv) {
   std::printf("variant generator: %d variants, %d parse and verify, %d reach "
               "CUDA\n",
               count, parsed, cuda);
-  bool ok = count > 0 && parsed * 2 >= count && cuda * 5 >= count;
+  bool ok = count > 0 && parsed * 2 >= count && cuda * 8 >= count;
   if (!ok)
     std::printf("FAIL: the generator no longer writes what attnc reads: "
                 "check test/fuzz/VariantGenerator.cpp against the dialect\n");
