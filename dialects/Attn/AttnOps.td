@@ -92,8 +92,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     (`captures` `(` $captures^ `:` qualified(type($captures)) `)`)?
     attr-dict `:` qualified(type($query)) `,` qualified(type($key)) (`,` qualified(type($value))^)?
     `->` qualified(type($output)) (`,` qualified(type($lse))^)?
-    (`score_mod` $score_mod^)?
-    (`mask_mod` $mask_mod^)?
+    custom<ModifierRegions>($score_mod, $mask_mod)
   }];
 
   let hasVerifier = 1;

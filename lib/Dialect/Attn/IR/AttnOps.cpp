@@ -12,6 +12,33 @@
 using namespace mlir;
 using namespace mlir::attn;
 
+/// `[score_mod {...}] [mask_mod {...}]`. The regions are isolated from
+/// above, so their arguments may reuse the function's value names (a
+/// region's `%q` is its query index, not the function's queries).
+static ParseResult parseModifierRegions(OpAsmParser &parser, Region &scoreMod,
+                                        Region &maskMod) {
+  for (auto [keyword, region] :
+       {std::pair<StringRef, Region *>{"score_mod", &scoreMod},
+        {"mask_mod", &maskMod}})
+    if (succeeded(parser.parseOptionalKeyword(keyword)) &&
+        parser.parseRegion(*region, /*arguments=*/{},
+                           /*enableNameShadowing=*/true))
+      return failure();
+  return success();
+}
+
+static void printModifierRegions(OpAsmPrinter &printer, Operation *,
+                                 Region &scoreMod, Region &maskMod) {
+  for (auto [keyword, region] :
+       {std::pair<StringRef, Region *>{"score_mod", &scoreMod},
+        {"mask_mod", &maskMod}}) {
+    if (region->empty())
+      continue;
+    printer << " " << keyword << " ";
+    printer.printRegion(*region);
+  }
+}
+
 #define GET_OP_CLASSES
 #include "attnc/Dialect/Attn/AttnOps.cpp.inc"
 
@@ -383,8 +410,7 @@ LogicalResult MergeStatesOp::verify() {
   } else if (getOutputs().size() < 2 ||
              getOutputs().size() > size_t(limits::kMaxMergeStates)) {
     return emitOpError("merges 2 to ")
-           << limits::kMaxMergeStates << " states, got "
-           << getOutputs().size();
+           << limits::kMaxMergeStates << " states, got " << getOutputs().size();
   }
   Type stateType = getOutputs().front().getType();
   Type lseType = getLses().front().getType();
@@ -449,6 +475,4 @@ OpFoldResult RepeatKVOp::fold(FoldAdaptor) {
 // YieldOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult YieldOp::verify() {
-  return verifyKnownAttributes(*this, {});
-}
+LogicalResult YieldOp::verify() { return verifyKnownAttributes(*this, {}); }
