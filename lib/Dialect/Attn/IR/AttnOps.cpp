@@ -29,13 +29,16 @@ static ParseResult parseModifierRegions(OpAsmParser &parser, Region &scoreMod,
 
 static void printModifierRegions(OpAsmPrinter &printer, Operation *,
                                  Region &scoreMod, Region &maskMod) {
+  // The generated printer has written the space before the first.
+  bool first = true;
   for (auto [keyword, region] :
        {std::pair<StringRef, Region *>{"score_mod", &scoreMod},
         {"mask_mod", &maskMod}}) {
     if (region->empty())
       continue;
-    printer << " " << keyword << " ";
+    printer << (first ? "" : " ") << keyword << " ";
     printer.printRegion(*region);
+    first = false;
   }
 }
 
