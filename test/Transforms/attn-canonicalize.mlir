@@ -270,3 +270,26 @@ func.func @fold_in_region(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %
   "test.use"(%out) : (!attn.out<?x8x64xbf16>) -> ()
   return
 }
+
+// -----
+
+// A compare whose predicate is `false` is the constant false, folded before
+// MLIR 22's int-to-float compare pattern (which crashes on it) can run.
+// CHECK-LABEL: func.func @cmpf_false_is_false
+// CHECK: mask_mod {
+// CHECK: %[[F:.+]] = arith.constant false
+// CHECK-NEXT: attn.yield %[[F]] : i1
+func.func @cmpf_false_is_false(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
+  %out = attn.attention(%q, %k, %v)
+      : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        %n = arith.index_cast %j : index to i32
+        %x = arith.sitofp %n : i32 to f32
+        %c = arith.constant -2.5 : f32
+        %m = arith.cmpf false, %x, %c : f32
+        attn.yield %m : i1
+      }
+  "test.use"(%out) : (!attn.out<?x8x64xbf16>) -> ()
+  return
+}
