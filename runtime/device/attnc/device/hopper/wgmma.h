@@ -196,7 +196,12 @@ ATTNC_DEVICE void issueQK(Accumulator<KTile::kRows> &s, u32 q, u32 k) {
 /// MN-major.
 template <typename T, typename VTile>
 ATTNC_DEVICE void issuePV(Accumulator<VTile::kCols> &o,
-                          const AFragment (&p)[VTile::kRows / kWgmmaK], u32 v) {
+                          AFragment (&p)[VTile::kRows / kWgmmaK], u32 v) {
+  // P's registers are written by ordinary instructions (the rounding of
+  // S): they must be complete before the fence, not scheduled past it.
+#pragma unroll
+  for (int step = 0; step < VTile::kRows / kWgmmaK; ++step)
+    fenceOperand(p[step]);
   fenceOperand(o);
   wgmmaFence();
 #pragma unroll
