@@ -11,6 +11,15 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 times="" last=$SECONDS
 lap() { times+="$1 $((SECONDS - last)) s, " && last=$SECONDS; }
 "$root/scripts/bootstrap.sh" || exit 1
+# The Hopper SASS check (ctest hopper-blocks-sass) reads cubins with
+# nvdisasm; where the toolkit has none, NVIDIA's PyPI wheel brings it into
+# build/cuda-tools (where the check looks). Without it the check skips.
+tools="$root/build/cuda-tools"
+if ! command -v nvdisasm >/dev/null && [ ! -x /usr/local/cuda/bin/nvdisasm ] &&
+  [ ! -x "$tools/nvidia/cu13/bin/nvdisasm" ]; then
+  python3 -m pip install --quiet --target "$tools" "nvidia-cuda-nvdisasm>=13,<14" ||
+    echo "attnc: no nvdisasm; the Hopper SASS check will be skipped"
+fi
 lap build
 
 status=0

@@ -37,6 +37,9 @@ Status Driver::load() {
     return s;
   ATTNC_CUDA_FUNCTIONS(ATTNC_LOAD)
 #undef ATTNC_LOAD
+  // CUDA 12 and later; its absence stays null (encodeTensorMap says so).
+  (void)lookupFunction(*library, "cuTensorMapEncodeTiled",
+                       cuTensorMapEncodeTiled);
   CUresult init = cuInit(0);
   if (init == kErrorNoDevice)
     return Status::error(ErrorCode::NoDevice, "the CUDA driver sees no GPU");
@@ -184,6 +187,13 @@ Status Driver::launch(CUfunction function, unsigned gridX, unsigned gridY,
   return check(cuLaunchKernel(function, gridX, gridY, gridZ, threads, 1, 1,
                               sharedBytes, stream, nullptr, config),
                "cuLaunchKernel");
+}
+
+Status Driver::encodeTensorMap(hopper::TensorMap &map,
+                               const TensorMapArgs &args) {
+  if (Status s = enter(); !s.ok())
+    return s;
+  return cuda::encodeTensorMap(cuTensorMapEncodeTiled, map, args);
 }
 
 StatusOr<CUevent> Driver::createEvent() {

@@ -10,6 +10,7 @@
 #ifndef ATTNC_RUNTIME_CUDA_CUDADRIVER_H
 #define ATTNC_RUNTIME_CUDA_CUDADRIVER_H
 
+#include "cuda/TensorMap.h"
 #include "support/DynamicLibrary.h"
 #include "support/Status.h"
 
@@ -63,6 +64,10 @@ public:
                 unsigned gridZ, unsigned threads, unsigned sharedBytes,
                 CUstream stream, void *params, size_t paramBytes);
 
+  /// Encodes a tensor map for the bulk tensor copy (TensorMap.h). An
+  /// Unsupported error on a driver without cuTensorMapEncodeTiled.
+  Status encodeTensorMap(hopper::TensorMap &map, const TensorMapArgs &args);
+
   StatusOr<CUevent> createEvent();
   Status record(CUevent event, CUstream stream);
   /// Milliseconds between two recorded events (synchronizes on `end`).
@@ -108,6 +113,10 @@ private:
 #define ATTNC_DECLARE(name, type) std::add_pointer_t<type> name = nullptr;
   ATTNC_CUDA_FUNCTIONS(ATTNC_DECLARE)
 #undef ATTNC_DECLARE
+  // Entry points only newer drivers have: a missing one is null, and the
+  // method that needs it returns an error instead of the driver failing to
+  // load for everything else.
+  EncodeTiledFn cuTensorMapEncodeTiled = nullptr;
 };
 
 /// A device allocation freed when it goes out of scope.

@@ -1,0 +1,92 @@
+//===- hopper/tma.h - bulk tensor copies into swizzled tiles -------------===//
+//
+// The copy engine (TMA) moves a box of a tensor from global to shared
+// memory on its own and completes the bytes on an mbarrier. What it copies
+// is described by a tensor map the host encodes (cuTensorMapEncodeTiled,
+// runtime/cuda/TensorMap.h) and passes in the kernel's parameters, which
+// must be `const __grid_constant__` so that the map stays in parameter
+// space and its address may be taken.
+//
+// Coordinates are element indices, innermost dimension first, and may lie
+// outside the tensor: out-of-bounds elements are written as zeros and still
+// count towards the bytes the barrier expects.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_DEVICE_HOPPER_TMA_H
+#define ATTNC_DEVICE_HOPPER_TMA_H
+
+#include "attnc/device/hopper/mbarrier.h"
+#include "attnc/device/hopper/smem_layout.h"
+#include "attnc/device/prelude.h"
+
+namespace attnc {
+namespace hopper {
+
+/// An encoded tensor map: CUtensorMap's 128 opaque bytes and alignment, so
+/// that parameter structs holding one have the same layout on both sides.
+struct alignas(128) TensorMap {
+  u64 opaque[16];
+};
+static_assert(sizeof(TensorMap) == 128, "CUtensorMap is 128 bytes");
+
+#if ATTNC_IS_DEVICE
+
+/// Fetches the map into the descriptor cache ahead of the first copy.
+ATTNC_DEVICE void prefetchTensorMap(const TensorMap &map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(&map) : "memory");
+}
+
+/// Copies the box at (c0, c1) of a 2D map to shared address `dst`.
+ATTNC_DEVICE void tmaLoad2D(u32 dst, const TensorMap &map, Mbarrier &bar,
+                            i32 c0, i32 c1) {
+  const void *m = &map;
+  u32 b = bar.address();
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+               ".mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+               :
+               : "r"(dst), "l"(m), "r"(b), "r"(c0), "r"(c1)
+               : "memory");
+}
+
+/// Copies the box at (c0, c1, c2) of a 3D map to shared address `dst`.
+ATTNC_DEVICE void tmaLoad3D(u32 dst, const TensorMap &map, Mbarrier &bar,
+                            i32 c0, i32 c1, i32 c2) {
+  const void *m = &map;
+  u32 b = bar.address();
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile"
+               ".mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
+               :
+               : "r"(dst), "l"(m), "r"(b), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+
+/// Loads tokens [token, token + Tile::kRows) of `head` of an attention
+/// operand ([tokens, heads, dim], map from attentionOperandMap) into a tile
+/// at `dst`: one box of [Tile::kRows, 1, 64] per column block. The caller
+/// has armed `bar` with arriveExpectTx(Tile::kBytes).
+template <typename Tile>
+ATTNC_DEVICE void loadHeadTile(u32 dst, const TensorMap &map, Mbarrier &bar,
+                               i32 token, i32 head) {
+#pragma unroll
+  for (int b = 0; b < Tile::kBlocks; ++b)
+    tmaLoad3D(dst + b * Tile::kBlockBytes, map, bar, b * Tile::kBlockCols, head,
+              token);
+}
+
+/// Loads rows [row, row + Tile::kRows) and columns [col, col + Tile::kCols)
+/// of a 2D map whose boxes are [Tile::kRows, 64] into a tile at `dst`.
+template <typename Tile>
+ATTNC_DEVICE void loadTile2D(u32 dst, const TensorMap &map, Mbarrier &bar,
+                             i32 row, i32 col) {
+#pragma unroll
+  for (int b = 0; b < Tile::kBlocks; ++b)
+    tmaLoad2D(dst + b * Tile::kBlockBytes, map, bar, col + b * Tile::kBlockCols,
+              row);
+}
+
+#endif // ATTNC_IS_DEVICE
+
+} // namespace hopper
+} // namespace attnc
+
+#endif // ATTNC_DEVICE_HOPPER_TMA_H
