@@ -180,12 +180,15 @@ Status Driver::launch(CUfunction function, unsigned gridX, unsigned gridY,
                       CUstream stream, void *params, size_t paramBytes) {
   if (Status s = enter(); !s.ok())
     return s;
-  // Params go as one by-value struct, the kernel's only argument.
-  void *config[] = {reinterpret_cast<void *>(1), params,
-                    reinterpret_cast<void *>(2), &paramBytes,
-                    reinterpret_cast<void *>(0)};
+  // Params go as one by-value struct, the kernel's only argument, through
+  // kernelParams: the driver lays it out by the kernel's own parameter
+  // metadata. (A CU_LAUNCH_PARAM_BUFFER_POINTER buffer is not placed so
+  // that a __grid_constant__ tensor map inside it can be read by TMA: its
+  // first bulk tensor copy faults, seen on an H200.)
+  (void)paramBytes;
+  void *args[] = {params};
   return check(cuLaunchKernel(function, gridX, gridY, gridZ, threads, 1, 1,
-                              sharedBytes, stream, nullptr, config),
+                              sharedBytes, stream, args, nullptr),
                "cuLaunchKernel");
 }
 
