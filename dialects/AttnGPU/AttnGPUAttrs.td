@@ -8,7 +8,8 @@ include "mlir/IR/EnumAttr.td"
 
 def AttnGPU_Schedule : I32EnumAttr<"Schedule", "kernel schedule", [
     I32EnumAttrCase<"prefill", 0>,
-    I32EnumAttrCase<"decode", 1>]> {
+    I32EnumAttrCase<"decode", 1>,
+    I32EnumAttrCase<"warp_specialized", 2>]> {
   let cppNamespace = "::mlir::attn_gpu";
   let genSpecializedAttr = 0;
 }
@@ -45,6 +46,11 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     `prefill` gives each of 4 warps 16 query rows and the whole KV tile;
     `decode` gives one 16-row tile (a request's GQA heads) to warps that each
     take a slice of the KV tile, so few rows still keep every warp loading.
+    Both run on mma.sync (sm_80 and later). `warp_specialized` (sm_90a) is
+    FlashAttention-3's: `warps = 4(c + 1) x 1` are a producer warpgroup that
+    loads tiles with the bulk tensor copy engine and `c` consumer warpgroups
+    of 64 rows each (`block = 64c x N`) computing with wgmma; a CTA's rows
+    are one query head's tokens.
     `kv_splits` is the most KV splits a launch may use (split-KV decode).
   }];
   let parameters = (ins
@@ -61,6 +67,16 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t getThreads() const { return 32 * getWarpsM() * getWarpsN(); }
+    /// Consumer warpgroups of a warp-specialized plan (0 otherwise).
+    int64_t getConsumers() const {
+      return getSchedule() == Schedule::warp_specialized ? getWarpsM() / 4 - 1
+                                                         : 0;
+    }
+    /// Query heads whose rows one CTA holds: a KV head's GQA group for the
+    /// mma.sync schedules, one head for the warp-specialized one.
+    int64_t getPackedHeads(int64_t group) const {
+      return getSchedule() == Schedule::warp_specialized ? 1 : group;
+    }
     /// Dynamic shared memory of a kernel with this plan, in bytes.
     int64_t getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const;
   }];

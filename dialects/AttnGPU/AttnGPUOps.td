@@ -206,6 +206,64 @@ def AttnGPU_ValueMmaOp : AttnGPU_DeviceOp<"value_mma"> {
   let assemblyFormat = "$tile attr-dict";
 }
 
+//===----------------------------------------------------------------------===//
+// Device ops of the warp-specialized schedule (sm_90a)
+//===----------------------------------------------------------------------===//
+
+def AttnGPU_IsProducerOp : AttnGPU_DeviceOp<"is_producer", [Pure]> {
+  let summary = "whether this thread is in the producer warpgroup";
+  let description = [{
+    The producer and consumer roles are the two branches of one `scf.if`,
+    as `setmaxnreg` requires.
+  }];
+  let results = (outs I1:$producer);
+  let assemblyFormat = "attr-dict `:` type($producer)";
+}
+
+def AttnGPU_ProduceTilesOp : AttnGPU_DeviceOp<"produce_tiles"> {
+  let summary = "load Q once and every visible K/V tile with TMA";
+  let description = [{
+    The producer warpgroup gives its registers to the consumers; one of its
+    threads copies each consumer's 64 query rows, then the K and V tiles in
+    visiting order into the ring of stages, each after its empty barrier.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def AttnGPU_BeginConsumerOp : AttnGPU_DeviceOp<"begin_consumer"> {
+  let summary = "take the registers, clear the state, wait for Q";
+  let assemblyFormat = "attr-dict";
+}
+
+def AttnGPU_IssueScoresOp : AttnGPU_DeviceOp<"issue_scores"> {
+  let summary = "S = Q K^T on wgmma, asynchronously, once K has landed";
+  let arguments = (ins Index:$tile);
+  let assemblyFormat = "$tile attr-dict";
+}
+
+def AttnGPU_IssueValuesOp : AttnGPU_DeviceOp<"issue_values"> {
+  let summary = "O += P V on wgmma, asynchronously, once V has landed";
+  let description = [{
+    P is the previous tile's probabilities, rounded in registers by
+    `softmax_update`; a tile before the CTA's first issues nothing.
+  }];
+  let arguments = (ins Index:$tile);
+  let assemblyFormat = "$tile attr-dict";
+}
+
+def AttnGPU_WaitScoresOp : AttnGPU_DeviceOp<"wait_scores"> {
+  let summary = "wait for the scores, not for the P V issued after them";
+  let description = [{
+    Waits until at most `pending` wgmma groups (the P V issued after the
+    scores) are in flight, then releases the scored tile's K stage to the
+    producer. `softmax_update` waits for the P V before it rescales the
+    output.
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntMinValue<0>,
+                                              IntMaxValue<1>]>:$pending);
+  let assemblyFormat = "`pending` `=` $pending attr-dict";
+}
+
 def AttnGPU_StoreStateOp : AttnGPU_DeviceOp<"store_state"> {
   let summary = "merge the warps' states, normalize, store output and LSE";
   let description = [{

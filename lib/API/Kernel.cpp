@@ -190,11 +190,12 @@ StatusOr<Plan> Kernel::plan(const Batch &batch) const {
   }
   auto plan = std::make_unique<Plan::State>();
   plan->kernel = state_;
-  plan->layout = layout;
-
   Executor executor(*state_->driver, program, *state_->module);
   if (Status status = executor.resolveKernels(); !status.ok())
     return status;
+  if (Status status = executor.resolveKVTokens(layout); !status.ok())
+    return status;
+  plan->layout = layout;
   for (const LaunchSpec &launch : program.launches)
     if (launch.kind == LaunchSpec::Kind::Attention)
       plan->splits.push_back(executor.chooseSplits(launch, layout));

@@ -463,6 +463,8 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
   if (!module.ok())
     return module.status();
   Executor executor(driver, program, *module);
+  if (Status s = executor.resolveKVTokens(layout); !s.ok())
+    return s;
   if (Status s = executor.run(layout, binding, nullptr, shape.splits); !s.ok())
     return s;
   if (Status s = driver.synchronize(); !s.ok())

@@ -228,7 +228,13 @@ private:
   LogicalResult emitEntryPoint() {
     MLIRContext *ctx = b.getContext();
     Location loc = kernel.getLoc();
-    Type params = emitc::OpaqueType::get(ctx, "const attnc::AttnParams");
+    // TMA reads the tensor maps where the launch put them: the parameter
+    // struct stays in parameter space.
+    bool warpSpecialized =
+        kernel.getPlan().getSchedule() == gpu::Schedule::warp_specialized;
+    Type params = emitc::OpaqueType::get(
+        ctx, warpSpecialized ? "const __grid_constant__ attnc::TmaAttnParams"
+                             : "const attnc::AttnParams");
     auto func = emitc::FuncOp::create(b, loc, name,
                                       FunctionType::get(ctx, {params}, {}));
     std::string specifier;
@@ -241,8 +247,10 @@ private:
     b.setInsertionPointToStart(entry);
     emitc::VerbatimOp::create(
         b, loc, "extern __shared__ __align__(16) char attnc_smem[];");
-    Type ctaType =
-        emitc::OpaqueType::get(ctx, "attnc::AttentionCta<" + name + "_config>");
+    Type ctaType = emitc::OpaqueType::get(
+        ctx, (warpSpecialized ? "attnc::WarpSpecializedCta<"
+                              : "attnc::AttentionCta<") +
+                 name + "_config>");
     auto cta =
         emitc::VariableOp::create(b, loc, emitc::LValueType::get(ctaType),
                                   emitc::OpaqueAttr::get(ctx, ""));
@@ -335,6 +343,43 @@ private:
           call(loc, "attnc::accumulateValues", {}, {tile(mma.getTile())});
           return success();
         })
+        .Case([&](gpu::IsProducerOp producer) {
+          values.map(producer.getProducer(),
+                     call(loc, "attnc::isProducer", i1));
+          return success();
+        })
+        .Case([&](gpu::ProduceTilesOp) {
+          call(loc, "attnc::produceTiles", {});
+          return success();
+        })
+        .Case([&](gpu::BeginConsumerOp) {
+          call(loc, "attnc::beginConsumer", {});
+          return success();
+        })
+        .Case([&](gpu::IssueScoresOp issue) {
+          call(loc, "attnc::issueScores", {}, {tile(issue.getTile())});
+          return success();
+        })
+        .Case([&](gpu::IssueValuesOp issue) {
+          call(loc, "attnc::issueValues", {}, {tile(issue.getTile())});
+          return success();
+        })
+        .Case([&](gpu::WaitScoresOp wait) {
+          call(loc,
+               "attnc::waitScores<" + std::to_string(wait.getPending()) + ">",
+               {});
+          return success();
+        })
+        .Case([&](arith::CmpIOp cmp) -> LogicalResult {
+          if (cmp.getPredicate() != arith::CmpIPredicate::slt)
+            return cmp.emitOpError("has no EmitC lowering inside an "
+                                   "attn_gpu.kernel but slt");
+          values.map(cmp.getResult(),
+                     emitc::CmpOp::create(b, loc, i1, emitc::CmpPredicate::lt,
+                                          tile(cmp.getLhs()),
+                                          tile(cmp.getRhs())));
+          return success();
+        })
         .Case([&](gpu::StoreStateOp) {
           call(loc, "attnc::finish", {});
           return success();
@@ -349,6 +394,12 @@ private:
           values.map(add.getResult(),
                      emitc::AddOp::create(b, loc, i32, tile(add.getLhs()),
                                           tile(add.getRhs())));
+          return success();
+        })
+        .Case([&](arith::SubIOp sub) {
+          values.map(sub.getResult(),
+                     emitc::SubOp::create(b, loc, i32, tile(sub.getLhs()),
+                                          tile(sub.getRhs())));
           return success();
         })
         .Case([&](scf::IfOp ifOp) {
@@ -428,6 +479,14 @@ struct AttnGPUToEmitCPass
     b.setInsertionPointToStart(&file.getBodyRegion().front());
     emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/attention.h");
     emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/merge.h");
+    bool warpSpecialized = llvm::any_of(kernels, [](Operation *op) {
+      auto kernel = dyn_cast<gpu::KernelOp>(op);
+      return kernel &&
+             kernel.getPlan().getSchedule() == gpu::Schedule::warp_specialized;
+    });
+    if (warpSpecialized)
+      emitc::IncludeOp::create(b, module.getLoc(),
+                               "attnc/device/hopper/prefill.h");
     for (Operation *op : kernels) {
       LogicalResult result =
           isa<gpu::KernelOp>(op)

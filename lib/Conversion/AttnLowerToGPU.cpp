@@ -20,6 +20,76 @@ UnitAttr unitIf(OpBuilder &b, bool set) {
   return set ? b.getUnitAttr() : UnitAttr();
 }
 
+/// Modifiers, then the masks on the tiles the mask analysis says need them.
+void buildModifyScores(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
+                       Value tile) {
+  switch (masks.getPartial()) {
+  case gpu::PartialTiles::Never:
+    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/false);
+    break;
+  case gpu::PartialTiles::Always:
+    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/true);
+    break;
+  case gpu::PartialTiles::Edges: {
+    auto partial = gpu::TileIsPartialOp::create(b, loc, b.getI1Type(), tile);
+    auto ifPartial = scf::IfOp::create(b, loc, partial, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifPartial.thenBlock());
+    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/true);
+    b.setInsertionPointToStart(ifPartial.elseBlock());
+    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/false);
+    break;
+  }
+  }
+}
+
+/// The warp-specialized CTA: the producer streams tiles; each consumer
+/// issues tile t's scores, then tile t-1's P.V, and does t's softmax while
+/// that P.V runs. The first tile is peeled, so that no wgmma or wait
+/// depends on a condition inside the loop (ptxas serializes every wgmma of
+/// a kernel where one does).
+void buildWarpSpecializedBody(OpBuilder &b, Location loc,
+                              gpu::MaskAnalysisAttr masks) {
+  auto producer = gpu::IsProducerOp::create(b, loc, b.getI1Type());
+  auto roles = scf::IfOp::create(b, loc, producer, /*withElseRegion=*/true);
+  b.setInsertionPointToStart(roles.thenBlock());
+  gpu::ProduceTilesOp::create(b, loc);
+  b.setInsertionPointToStart(roles.elseBlock());
+  gpu::BeginConsumerOp::create(b, loc);
+  auto range =
+      gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
+  Value first = range.getBegin(), end = range.getEnd();
+  auto any =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, first, end);
+  auto ifAny = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifAny.thenBlock());
+    auto scoreTile = [&](Value tile, int64_t pending) {
+      gpu::IssueScoresOp::create(b, loc, tile);
+      if (pending)
+        gpu::IssueValuesOp::create(
+            b, loc,
+            arith::SubIOp::create(b, loc, tile,
+                                  arith::ConstantIndexOp::create(b, loc, 1)));
+      gpu::WaitScoresOp::create(b, loc, pending);
+      buildModifyScores(b, loc, masks, tile);
+      gpu::SoftmaxUpdateOp::create(b, loc);
+    };
+    scoreTile(first, /*pending=*/0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value second = arith::AddIOp::create(b, loc, first, one);
+    auto loop = scf::ForOp::create(b, loc, second, end, one);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      scoreTile(loop.getInductionVar(), /*pending=*/1);
+    }
+    gpu::IssueValuesOp::create(b, loc, arith::SubIOp::create(b, loc, end, one));
+  }
+  gpu::StoreStateOp::create(b, loc);
+}
+
 /// Builds the body of one attention kernel: the per-CTA program that the
 /// device tile library executes step by step.
 void buildAttentionBody(OpBuilder &b, Location loc, gpu::PlanAttr plan,
@@ -27,6 +97,8 @@ void buildAttentionBody(OpBuilder &b, Location loc, gpu::PlanAttr plan,
   auto live = gpu::BeginOp::create(b, loc, b.getI1Type());
   auto ifLive = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifLive.thenBlock());
+  if (plan.getSchedule() == gpu::Schedule::warp_specialized)
+    return buildWarpSpecializedBody(b, loc, masks);
   gpu::LoadQueryOp::create(b, loc);
   auto range =
       gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
@@ -48,24 +120,7 @@ void buildAttentionBody(OpBuilder &b, Location loc, gpu::PlanAttr plan,
   Value next = arith::AddIOp::create(b, loc, tile, ahead);
   gpu::PrefetchTileOp::create(b, loc, next, TypeAttr::get(kvType));
   gpu::ScoreMmaOp::create(b, loc, tile);
-  switch (masks.getPartial()) {
-  case gpu::PartialTiles::Never:
-    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/false);
-    break;
-  case gpu::PartialTiles::Always:
-    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/true);
-    break;
-  case gpu::PartialTiles::Edges: {
-    auto partial = gpu::TileIsPartialOp::create(b, loc, b.getI1Type(), tile);
-    auto ifPartial = scf::IfOp::create(b, loc, partial, /*withElse=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifPartial.thenBlock());
-    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/true);
-    b.setInsertionPointToStart(ifPartial.elseBlock());
-    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/false);
-    break;
-  }
-  }
+  buildModifyScores(b, loc, masks, tile);
   gpu::SoftmaxUpdateOp::create(b, loc);
   gpu::ValueMmaOp::create(b, loc, tile);
   b.setInsertionPointAfter(loop);
@@ -76,7 +131,8 @@ struct AttnLowerToGPUPass
     : public attn::impl::AttnLowerToGPUBase<AttnLowerToGPUPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto target = module->getAttrOfType<gpu::TargetAttr>(attn_gpu::AttnGPUDialect::kTargetAnnotation);
+    auto target = module->getAttrOfType<gpu::TargetAttr>(
+        attn_gpu::AttnGPUDialect::kTargetAnnotation);
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<AttentionOp, MergeStatesOp>(op))
@@ -99,8 +155,10 @@ struct AttnLowerToGPUPass
 
   LogicalResult lowerAttention(AttentionOp op, gpu::TargetAttr target,
                                SymbolTable &symbols) {
-    auto plan = op->getAttrOfType<gpu::PlanAttr>(attn_gpu::AttnGPUDialect::kPlanAnnotation);
-    auto masks = op->getAttrOfType<gpu::MaskAnalysisAttr>(attn_gpu::AttnGPUDialect::kMasksAnnotation);
+    auto plan = op->getAttrOfType<gpu::PlanAttr>(
+        attn_gpu::AttnGPUDialect::kPlanAnnotation);
+    auto masks = op->getAttrOfType<gpu::MaskAnalysisAttr>(
+        attn_gpu::AttnGPUDialect::kMasksAnnotation);
     if (!plan || !masks)
       return op.emitOpError("is not planned; run attn-plan and "
                             "attn-analyze-masks first");

@@ -225,6 +225,12 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
       auto kv = cast<attn::KVType>(attention.getKey());
       spec.group = q.getNumHeads() / kv.getNumHeads();
       spec.kvHeads = kv.getNumHeads();
+      attn_gpu::PlanAttr plan = attention.getPlan();
+      spec.packedHeads = plan.getPackedHeads(spec.group);
+      if (int64_t consumers = plan.getConsumers()) {
+        spec.qBoxRows = plan.getBlockM() / consumers;
+        spec.kvBoxRows = plan.getBlockN();
+      }
       spec.hasLse = attention.getHasLse();
       spec.segments = attention.getSegments();
       spec.splitResults = spec.kvSplits > 1;

@@ -112,11 +112,27 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
              << option << " must be in [" << lo << ", " << hi << "], got "
              << value;
     };
-    return success(
-        succeeded(outside("max-splits", maxSplits, 1,
-                          attnc::limits::kMaxKVSplits)) &&
-        succeeded(outside("prefill-warps", prefillWarps, 0, 8)) &&
-        succeeded(outside("decode-stages", decodeStages, 0, 8)));
+    return success(succeeded(outside("max-splits", maxSplits, 1,
+                                     attnc::limits::kMaxKVSplits)) &&
+                   succeeded(outside("prefill-warps", prefillWarps, 0, 8)) &&
+                   succeeded(outside("decode-stages", decodeStages, 0, 8)));
+  }
+
+  /// Hopper prefill (FlashAttention-3's schedule): two consumer warpgroups
+  /// of 64 rows. A consumer holds its output (vDim / 2 registers a thread),
+  /// the scores of one KV tile (blockN / 2) and their probabilities in 16
+  /// bits (blockN / 4) within the 232 registers setmaxnreg gives it; the
+  /// tile is the widest that leaves room for the softmax up to head dim
+  /// 128 (as FlashAttention-3 picks), narrower as the output grows, and
+  /// two stages of K and V fit the 227 KiB of shared memory at every head
+  /// dim.
+  PlanAttr warpSpecialized(AttentionOp op) {
+    int64_t dims = std::max(op.getQKHeadDim(), op.getVHeadDim());
+    int64_t blockN = dims <= 128 ? 128 : dims <= 192 ? 96 : 64;
+    constexpr int64_t consumers = 2;
+    return PlanAttr::get(&getContext(), Schedule::warp_specialized,
+                         64 * consumers, blockN, 4 * (consumers + 1), 1,
+                         /*stages=*/2, 1, /*queryInRegisters=*/false);
   }
 
   FailureOr<PlanAttr> choosePlan(AttentionOp op) {
@@ -147,6 +163,13 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       while (stages > 2 && !fits(decode(stages)))
         --stages;
       plan = decode(stages);
+    } else if (StringRef(arch) == "sm_90a" && !op.getQuerySegments() &&
+               cast<KVType>(op.getKey().getType()).getLayout() !=
+                   TokenLayout::Paged) {
+      // Paged caches need a gather the producer does not do yet, and
+      // document segments spill the consumers (two ids loaded per score,
+      // measured at every tile width): both keep the mma.sync schedule.
+      plan = warpSpecialized(op);
     } else {
       // Past head dim 128 the output accumulators need the registers: half
       // the KV tile, and queries reread from shared memory. Per-score work

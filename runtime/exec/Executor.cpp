@@ -3,6 +3,7 @@
 #include "exec/Executor.h"
 
 #include "attnc/device/params.h"
+#include "cuda/TensorMap.h"
 
 #include <algorithm>
 #include <cstring>
@@ -71,13 +72,23 @@ Status checkLayout(const Program &program, const BatchLayout &layout) {
   return Status();
 }
 
+/// Row blocks of the longest request: CTAs along the grid's x.
+static int64_t rowBlocks(const LaunchSpec &launch, const BatchLayout &layout) {
+  return (int64_t(layout.qLen) * launch.packedHeads + launch.blockM - 1) /
+         launch.blockM;
+}
+
+/// Groups of query heads, each a CTA's rows: the grid's y per split.
+static int64_t headBlocks(const LaunchSpec &launch) {
+  return launch.kvHeads * launch.group / launch.packedHeads;
+}
+
 int Executor::chooseSplits(const LaunchSpec &launch,
                            const BatchLayout &layout) const {
   if (!launch.splitResults)
     return 1;
-  int64_t mTiles =
-      (int64_t(layout.qLen) * launch.group + launch.blockM - 1) / launch.blockM;
-  int64_t ctas = std::max<int64_t>(1, mTiles * launch.kvHeads * layout.batch);
+  int64_t ctas = std::max<int64_t>(1, rowBlocks(launch, layout) *
+                                          headBlocks(launch) * layout.batch);
   // Two waves of CTAs over the multiprocessors keep every one busy.
   int64_t target = 2 * driver_.device().multiprocessors;
   int64_t splits = (target + ctas - 1) / ctas;
@@ -251,14 +262,96 @@ Status Executor::launchAttention(const LaunchSpec &launch,
       module_.function(launch.kernel, launch.smem);
   if (!function.ok())
     return function.status();
-  int64_t mTiles =
-      (int64_t(layout.qLen) * launch.group + launch.blockM - 1) / launch.blockM;
+  int64_t mTiles = rowBlocks(launch, layout);
   if (mTiles == 0 || layout.batch == 0)
     return Status();
-  return driver_.launch(*function, unsigned(mTiles),
-                        unsigned(launch.kvHeads * splits),
+  unsigned gridY = unsigned(headBlocks(launch) * splits);
+  if (launch.kvBoxRows == 0)
+    return driver_.launch(*function, unsigned(mTiles), gridY,
+                          unsigned(layout.batch), unsigned(launch.threads),
+                          unsigned(launch.smem), stream, &p, sizeof(p));
+  TmaAttnParams tma;
+  std::memset(&tma, 0, sizeof(tma));
+  tma.attn = p;
+  if (Status s = encodeOperandMaps(launch, layout, *query, *key, *value, tma);
+      !s.ok())
+    return s;
+  return driver_.launch(*function, unsigned(mTiles), gridY,
                         unsigned(layout.batch), unsigned(launch.threads),
-                        unsigned(launch.smem), stream, &p, sizeof(p));
+                        unsigned(launch.smem), stream, &tma, sizeof(tma));
+}
+
+Status Executor::resolveKVTokens(BatchLayout &layout) const {
+  for (const LaunchSpec &launch : program_.launches) {
+    if (launch.kind != LaunchSpec::Kind::Attention || launch.kvBoxRows == 0)
+      continue;
+    const ValueSpec *key = nullptr;
+    for (int arg : launch.args)
+      if (program_.values[arg].kind == ValueSpec::Kind::KV) {
+        key = &program_.values[arg];
+        break;
+      }
+    if (!key)
+      return Status::error(ErrorCode::Internal, "attention without keys");
+    if (key->layout == TokenLayout::Dense) {
+      layout.kvTokens = int64_t(layout.batch) * layout.kvLen;
+      return Status();
+    }
+    if (!layout.kvIndptr)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "ragged or paged keys need kv_indptr");
+    i32 last = 0;
+    if (Status s = driver_.copyToHost(
+            &last, layout.kvIndptr + sizeof(i32) * size_t(layout.batch),
+            sizeof(last));
+        !s.ok())
+      return s;
+    if (last < 0)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "kv_indptr ends at a negative token count (" +
+                               std::to_string(last) + ")");
+    layout.kvTokens = last;
+    return Status();
+  }
+  return Status();
+}
+
+Status Executor::encodeOperandMaps(const LaunchSpec &launch,
+                                   const BatchLayout &layout,
+                                   const ValueSpec &query, const ValueSpec &key,
+                                   const ValueSpec &value,
+                                   TmaAttnParams &params) {
+  // A tensor map needs at least one row; an empty tensor is never read.
+  auto rows = [](int64_t n) { return std::max<int64_t>(n, 1); };
+  if (key.layout != TokenLayout::Dense && layout.kvTokens == 0 &&
+      layout.kvLen > 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "ragged keys loaded through tensor maps need the "
+                         "total key tokens: plan the batch first");
+  int64_t kvTokens = key.layout == TokenLayout::Dense
+                         ? int64_t(layout.batch) * layout.kvLen
+                         : layout.kvTokens;
+  struct Operand {
+    const void *address;
+    const ValueSpec &spec;
+    int64_t tokens;
+    int64_t boxRows;
+    hopper::TensorMap &map;
+  } operands[] = {
+      {params.attn.q, query, layout.qTokens, launch.qBoxRows, params.q},
+      {params.attn.k, key, kvTokens, launch.kvBoxRows, params.k},
+      {params.attn.v, value, kvTokens, launch.kvBoxRows, params.v},
+  };
+  for (Operand &o : operands) {
+    StatusOr<cuda::TensorMapArgs> args = cuda::attentionOperandMap(
+        reinterpret_cast<uint64_t>(o.address), o.spec.dtype, rows(o.tokens),
+        o.spec.heads, o.spec.dim, int(o.boxRows));
+    if (!args.ok())
+      return args.status();
+    if (Status s = driver_.encodeTensorMap(o.map, *args); !s.ok())
+      return s;
+  }
+  return Status();
 }
 
 Status Executor::launchMerge(const LaunchSpec &launch,

@@ -10,6 +10,7 @@
 #ifndef ATTNC_RUNTIME_EXEC_EXECUTOR_H
 #define ATTNC_RUNTIME_EXEC_EXECUTOR_H
 
+#include "attnc/device/hopper/params.h"
 #include "cuda/CudaDriver.h"
 #include "exec/Program.h"
 
@@ -25,6 +26,10 @@ struct BatchLayout {
   int qLen = 1;        // queries per request (dense), the most (ragged)
   int kvLen = 0;       // keys per request (dense), the most otherwise
   int64_t qTokens = 0; // rows of q, out and lse: all requests' queries
+  /// Rows of contiguous k and v (dense: batch x kvLen; ragged: the last
+  /// kv_indptr), which bound the tensor maps of TMA kernels; 0 until
+  /// Executor::resolveKVTokens reads it.
+  int64_t kvTokens = 0;
   cuda::CUdeviceptr qIndptr = 0;            // ragged queries: [batch + 1]
   cuda::CUdeviceptr kvIndptr = 0;           // ragged keys: tokens; paged: pages
   cuda::CUdeviceptr pageIndices = 0;        // paged
@@ -79,12 +84,20 @@ public:
   /// Resolves every kernel (and its shared-memory limit) ahead of `run`.
   Status resolveKernels();
 
+  /// Sets `layout.kvTokens` where a kernel loads k and v through tensor
+  /// maps: from the dense shape, or by reading the last ragged kv_indptr
+  /// from the device (a synchronous copy: plan time, never in `run`).
+  Status resolveKVTokens(BatchLayout &layout) const;
+
 private:
   Status launchAttention(const LaunchSpec &launch, const BatchLayout &layout,
                          Binding &binding, cuda::CUstream stream, int splits);
   Status launchMerge(const LaunchSpec &launch, const BatchLayout &layout,
                      Binding &binding, cuda::CUstream stream);
   Status ensureBuffer(int value, size_t bytes, Binding &binding);
+  Status encodeOperandMaps(const LaunchSpec &launch, const BatchLayout &layout,
+                           const ValueSpec &query, const ValueSpec &key,
+                           const ValueSpec &value, TmaAttnParams &params);
   size_t attentionResultBytes(const LaunchSpec &launch, int result,
                               const BatchLayout &layout, int splits) const;
   size_t mergeResultBytes(const LaunchSpec &launch, int result,

@@ -39,7 +39,8 @@ std::string Program::serialize() const {
     os << "launch " << int(l.kind) << " " << l.kernel << " " << l.threads << " "
        << l.smem << " " << l.blockM << " " << l.kvSplits << " " << l.group
        << " " << l.kvHeads << " " << l.hasLse << " " << l.segments << " "
-       << l.splitResults << " ";
+       << l.splitResults << " " << l.packedHeads << " " << l.qBoxRows << " "
+       << l.kvBoxRows << " ";
     writeList(os, l.args);
     os << " ";
     writeList(os, l.results);
@@ -81,7 +82,7 @@ StatusOr<Program> Program::deserialize(const std::string &text) {
     int kind;
     if (!(is >> word >> kind >> l.kernel >> l.threads >> l.smem >> l.blockM >>
           l.kvSplits >> l.group >> l.kvHeads >> l.hasLse >> l.segments >>
-          l.splitResults) ||
+          l.splitResults >> l.packedHeads >> l.qBoxRows >> l.kvBoxRows) ||
         word != "launch" || !readList(is, l.args) || !readList(is, l.results))
       return bad("launch " + std::to_string(i));
     l.kind = LaunchSpec::Kind(kind);

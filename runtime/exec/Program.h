@@ -39,6 +39,12 @@ struct LaunchSpec {
   std::vector<int> args, results;
   // Attention launches.
   int64_t group = 1, kvHeads = 1;
+  /// Query heads whose rows one CTA holds: the GQA group (mma.sync
+  /// schedules) or 1 (warp-specialized); the grid has a y per row block.
+  int64_t packedHeads = 1;
+  /// Rows of the tensor-map boxes the kernel loads Q and K/V tiles in;
+  /// 0 for kernels that take no tensor maps.
+  int64_t qBoxRows = 0, kvBoxRows = 0;
   bool hasLse = false, segments = false;
   /// Whether the results are split-KV partial states for a merge.
   bool splitResults = false;

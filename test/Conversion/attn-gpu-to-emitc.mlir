@@ -1,4 +1,4 @@
-// RUN: attn-opt %s -split-input-file -attn-plan -attn-analyze-masks -attn-split-kv -attn-lower-to-gpu -attn-gpu-to-emitc | FileCheck %s
+// RUN: attn-opt %s -split-input-file -attn-plan="arch=sm_80" -attn-analyze-masks -attn-split-kv -attn-lower-to-gpu -attn-gpu-to-emitc | FileCheck %s
 
 // The kernel becomes a __global__ function in the device file: one library
 // call per attn_gpu op; the launches stay on the host side.

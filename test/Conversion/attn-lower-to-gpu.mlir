@@ -1,4 +1,4 @@
-// RUN: attn-opt %s -split-input-file -attn-plan -attn-analyze-masks -attn-split-kv -attn-lower-to-gpu | FileCheck %s
+// RUN: attn-opt %s -split-input-file -attn-plan="arch=sm_80" -attn-analyze-masks -attn-split-kv -attn-lower-to-gpu | FileCheck %s
 
 // Causal prefill: a kernel that walks the visible tiles through a two-stage
 // pipeline and masks only the tiles that cross the diagonal.

@@ -59,9 +59,9 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               Schedule, int64_t blockM, int64_t blockN,
-                               int64_t warpsM, int64_t warpsN, int64_t stages,
-                               int64_t kvSplits, bool) {
+                               Schedule schedule, int64_t blockM,
+                               int64_t blockN, int64_t warpsM, int64_t warpsN,
+                               int64_t stages, int64_t kvSplits, bool) {
   // Each factor is bounded before the product, which must not overflow.
   int64_t maxWarps = limits::kMaxThreadsPerCta / 32;
   if (warpsM < 1 || warpsN < 1 || warpsM > maxWarps || warpsN > maxWarps ||
@@ -77,6 +77,26 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (kvSplits < 1 || kvSplits > limits::kMaxKVSplits)
     return emitError() << "kv_splits must be in [1, " << limits::kMaxKVSplits
                        << "], got " << kvSplits;
+  if (schedule == Schedule::warp_specialized) {
+    // A producer warpgroup, then consumer warpgroups of 64 rows each; the
+    // wgmma products step over 16 keys and the ring needs two stages.
+    if (warpsN != 1 || warpsM % 4 != 0 || warpsM < 8)
+      return emitError() << "a warp_specialized plan has 4 x (1 + consumers) "
+                            "x 1 warps, at least 8 x 1, got "
+                         << warpsM << " x " << warpsN;
+    if (blockM != 64 * (warpsM / 4 - 1))
+      return emitError() << "a warp_specialized plan's block has 64 rows per "
+                            "consumer warpgroup ("
+                         << 64 * (warpsM / 4 - 1) << "), got " << blockM;
+    if (blockN % 16 != 0 || blockN > 256)
+      return emitError() << "a warp_specialized plan's KV tile must be a "
+                            "multiple of 16 keys up to 256, got "
+                         << blockN;
+    if (stages < 2)
+      return emitError() << "a warp_specialized plan needs at least 2 "
+                            "stages, got "
+                         << stages;
+  }
   return success();
 }
 
@@ -105,6 +125,21 @@ LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const {
+  if (getSchedule() == Schedule::warp_specialized) {
+    // WarpSpecializedShape<C>::kSmemBytes, which static_asserts agreement:
+    // 128-byte swizzled tiles stored as 64-column blocks (a part-filled
+    // last block takes a whole one), a 64-row Q tile per consumer and K
+    // and V tiles per stage, 8-byte barriers (a Q full per consumer; K and
+    // V full and empty per stage) and 1024 bytes of alignment slack.
+    auto tileBytes = [](int64_t rows, int64_t cols) {
+      return rows * 128 * ((cols + 63) / 64);
+    };
+    int64_t consumers = getConsumers();
+    return consumers * tileBytes(64, qkDim) +
+           getStages() *
+               (tileBytes(getBlockN(), qkDim) + tileBytes(getBlockN(), vDim)) +
+           8 * (consumers + 4 * getStages()) + 1024;
+  }
   // The emitter passes this size to the device as C::kSmemBytes, where
   // Shape<C> static_asserts that its tiles fill exactly this much: the
   // query tile and `stages` K/V tiles in 16-bit elements during the loop,

@@ -41,7 +41,9 @@ LogicalResult KernelOp::verify() {
              << attnc::limits::kKernelHeadDimStep << " up to "
              << attnc::limits::kMaxKernelHeadDim << ", got " << dim;
   PlanAttr plan = getPlan();
-  if (plan.getBlockM() != 16 * plan.getWarpsM())
+  // The warp-specialized plan's shape is checked by PlanAttr::verify.
+  bool mmaSync = plan.getSchedule() != Schedule::warp_specialized;
+  if (mmaSync && plan.getBlockM() != 16 * plan.getWarpsM())
     return emitOpError("block_m must be 16 rows per M warp, got ")
            << plan.getBlockM() << " for " << plan.getWarpsM() << " warps";
   if (plan.getBlockN() % (16 * plan.getWarpsN()) != 0)
@@ -54,6 +56,15 @@ LogicalResult KernelOp::verify() {
     return emitOpError("needs ")
            << getSharedMemoryBytes() << " bytes of shared memory, the target "
            << "allows " << getTarget().getSmem();
+  if (getPlan().getSchedule() == Schedule::warp_specialized) {
+    // wgmma and setmaxnreg exist only in sm_90a; TMA tiles are 16-bit here.
+    if (getTarget().getArch() != "sm_90a")
+      return emitOpError("a warp_specialized plan needs sm_90a, the target is ")
+             << getTarget().getArch();
+    if (key.getLayout() == attnc::TokenLayout::Paged)
+      return emitOpError("a warp_specialized plan loads whole KV tiles; "
+                         "paged caches take the mma.sync schedules");
+  }
   return success();
 }
 

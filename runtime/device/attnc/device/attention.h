@@ -15,6 +15,7 @@
 #define ATTNC_DEVICE_ATTENTION_H
 
 #include "attnc/device/copy.h"
+#include "attnc/device/masked_rows.h"
 #include "attnc/device/math.h"
 #include "attnc/device/mma.h"
 #include "attnc/device/params.h"
@@ -45,14 +46,6 @@ template <class C> struct Shape {
   static_assert((kLoopBytes > kEpilogueBytes ? kLoopBytes : kEpilogueBytes) ==
                     C::kSmemBytes,
                 "the tiles must fill the shared memory the planner sized");
-  static constexpr bool kWindowLeft = C::kWindowLeft >= 0;
-  static constexpr bool kWindowRight = C::kWindowRight >= 0;
-  static_assert(C::kLowerBound == kWindowLeft &&
-                    C::kUpperBound == (C::kCausal || kWindowRight),
-                "the analyzed bounds are the declarative masks'");
-  static constexpr bool kMods = C::kSoftcap > 0.0f || C::kAlibi || C::kScoreMod;
-  static constexpr bool kAlwaysPartial =
-      C::kPartialTiles == PartialTiles::Always;
   static_assert(kWarpCols % 16 == 0, "each warp needs 16-key steps");
   static_assert(kD % limits::kKernelHeadDimStep == 0 &&
                     kDV % limits::kKernelHeadDimStep == 0 &&
@@ -61,17 +54,20 @@ template <class C> struct Shape {
                 "head dims the products step over (attn-plan refuses others)");
 };
 
-template <class C> struct AttentionCta {
+template <class C>
+struct AttentionCta
+    : MaskedRows<C, Shape<C>::kBlockM, Shape<C>::kBlockN, C::kGroup> {
   using S = Shape<C>;
+  using Rows = MaskedRows<C, S::kBlockM, S::kBlockN, C::kGroup>;
   using Elem = typename C::Elem;
   using M = Mma<Elem>;
+  using Rows::batch, Rows::rowBegin, Rows::rows, Rows::qLen, Rows::kvLen,
+      Rows::qToken0, Rows::kvToken0, Rows::pageBegin, Rows::tileBegin,
+      Rows::tileEnd, Rows::p, Rows::split, Rows::queryOf, Rows::headOf,
+      Rows::tileAt;
 
-  const AttnParams *p;
   u16 *smem;
-  int batch, kvHead, split, rowBegin, rows;
-  int qLen, kvLen, qToken0, kvToken0, pageBegin;
-  int firstPos, lastPos; // positions of the CTA's first and last query
-  int sinkTiles, mainBegin, mainEnd, tileBegin, tileEnd;
+  int kvHead;
   int warp, lane, wm, wn;
   float s[S::kNTiles][4];
   float o[S::kDTiles][4];
@@ -89,140 +85,23 @@ template <class C> struct AttentionCta {
   ATTNC_DEVICE int localRow(int half) const {
     return wm * 16 + (lane >> 2) + 8 * half;
   }
-  ATTNC_DEVICE int queryOf(int row) const { return row / C::kGroup; }
-  ATTNC_DEVICE int headOf(int row) const {
-    return kvHead * C::kGroup + row % C::kGroup;
-  }
-
-  // --- Tile schedule --------------------------------------------------------
-  // Visible tiles are the sink tiles [0, sinkTiles) then the main range
-  // [mainBegin, mainEnd) (closed-form bounds of the causal / window masks);
-  // the split owns [tileBegin, tileEnd) of that sequence.
-  ATTNC_DEVICE int numVisibleTiles() const {
-    return sinkTiles + (mainEnd - mainBegin);
-  }
-  ATTNC_DEVICE int tileAt(int t) const {
-    return t < sinkTiles ? t : mainBegin + (t - sinkTiles);
-  }
-
-  ATTNC_DEVICE void planTiles() {
-    // Window extents may be as large as any position: compare in i64.
-    int lo = 0, hi = kvLen;
-    if (C::kUpperBound) {
-      if (C::kCausal)
-        hi = lastPos + 1 < hi ? lastPos + 1 : hi;
-      if (S::kWindowRight && lastPos + C::kWindowRight + 1 < hi)
-        hi = int(lastPos + C::kWindowRight + 1);
-    }
-    if (C::kLowerBound && firstPos - C::kWindowLeft > lo)
-      lo = int(firstPos - C::kWindowLeft);
-    if (hi < 0)
-      hi = 0;
-    mainBegin = lo / S::kBlockN;
-    mainEnd = (hi + S::kBlockN - 1) / S::kBlockN;
-    if (mainEnd < mainBegin)
-      mainEnd = mainBegin;
-    sinkTiles = 0;
-    if (C::kLowerBound && C::kSinks > 0) {
-      int sinkKeys = C::kSinks < hi ? int(C::kSinks) : hi;
-      sinkTiles = (sinkKeys + S::kBlockN - 1) / S::kBlockN;
-      if (sinkTiles >= mainBegin) { // the ranges touch: one range
-        mainBegin = 0;
-        sinkTiles = 0;
-      }
-    }
-    int total = numVisibleTiles();
-    int perSplit = (total + p->num_splits - 1) / p->num_splits;
-    tileBegin = split * perSplit < total ? split * perSplit : total;
-    tileEnd = tileBegin + perSplit < total ? tileBegin + perSplit : total;
-  }
-
-  /// Whether tile `n` needs the per-element mask (some key is hidden from
-  /// some row): the closed-form test of the analyzed masks.
-  ATTNC_DEVICE bool tileIsPartial(int n) const {
-    if (S::kAlwaysPartial)
-      return true;
-    int k0 = n * S::kBlockN, k1 = k0 + S::kBlockN - 1;
-    if (k1 >= kvLen)
-      return true;
-    if (C::kCausal && k1 > firstPos)
-      return true;
-    if (S::kWindowRight && k1 > firstPos + C::kWindowRight)
-      return true;
-    if (S::kWindowLeft && k0 < lastPos - C::kWindowLeft && !(k1 < C::kSinks))
-      return true;
-    return false;
-  }
-
-  ATTNC_DEVICE bool visible(int row, int key) const {
-    int query = queryOf(row);
-    int pos = query + kvLen - qLen;
-    if (key >= kvLen || row - rowBegin >= rows)
-      return false;
-    if (C::kCausal && key > pos)
-      return false;
-    if (S::kWindowRight && key > pos + C::kWindowRight)
-      return false;
-    if (S::kWindowLeft && key < pos - C::kWindowLeft && key >= C::kSinks)
-      return false;
-    if (C::kSegments &&
-        p->q_segments[qToken0 + query] != p->kv_segments[kvToken0 + key])
-      return false;
-    if (C::kMaskMod &&
-        !C::maskMod(batch, headOf(row), query, key, qLen, kvLen, *p))
-      return false;
-    return true;
-  }
 
   // --- Setup ----------------------------------------------------------------
   /// Returns false for a CTA past the end of its request.
   ATTNC_DEVICE bool begin(const AttnParams &params, void *sharedMem) {
-    p = &params;
     smem = static_cast<u16 *>(sharedMem);
-    batch = blockIdx.z;
     kvHead = blockIdx.y / params.num_splits;
-    split = blockIdx.y % params.num_splits;
-    rowBegin = blockIdx.x * S::kBlockM;
     warp = threadIdx.x / 32;
     lane = threadIdx.x % 32;
     wm = warp / C::kWarpsN;
     wn = warp % C::kWarpsN;
-    if (C::kQLayout == TokenLayout::Ragged) {
-      qToken0 = params.q_indptr[batch];
-      qLen = params.q_indptr[batch + 1] - qToken0;
-    } else {
-      qToken0 = batch * params.q_len;
-      qLen = params.q_len;
-    }
-    rows = qLen * C::kGroup - rowBegin;
-    if (rows <= 0)
+    if (!this->locate(params, blockIdx.z, kvHead * C::kGroup,
+                      blockIdx.y % params.num_splits, blockIdx.x * S::kBlockM))
       return false;
-    if (rows > S::kBlockM)
-      rows = S::kBlockM;
-    pageBegin = 0;
-    kvToken0 = 0;
-    if (C::kKVLayout == TokenLayout::Paged) {
-      pageBegin = params.kv_indptr[batch];
-      int pages = params.kv_indptr[batch + 1] - pageBegin;
-      kvLen = pages > 0
-                  ? (pages - 1) * C::kPageSize + params.last_page_len[batch]
-                  : 0;
-    } else if (C::kKVLayout == TokenLayout::Ragged) {
-      kvToken0 = params.kv_indptr[batch];
-      kvLen = params.kv_indptr[batch + 1] - kvToken0;
-    } else {
-      kvToken0 = batch * params.kv_len;
-      kvLen = params.kv_len;
-    }
-    firstPos = queryOf(rowBegin) + kvLen - qLen;
-    lastPos = queryOf(rowBegin + rows - 1) + kvLen - qLen;
-    planTiles();
     for (int half = 0; half < 2; ++half) {
       rowMax[half] = negInf();
       rowSum[half] = 0.0f;
-      slope[half] = C::kAlibi ? alibiSlope(headOf(rowBegin + localRow(half)),
-                                           C::kNumQHeads)
-                              : 0.0f;
+      slope[half] = this->slopeOf(rowBegin + localRow(half));
     }
     for (int t = 0; t < S::kDTiles; ++t)
       for (int e = 0; e < 4; ++e)
@@ -357,24 +236,8 @@ template <class C> struct AttentionCta {
         int row = localRow(e / 2);
         int key = n * S::kBlockN + wn * S::kWarpCols + nt * 8 + (lane % 4) * 2 +
                   (e % 2);
-        float x = s[nt][e];
-        if (S::kMods) {
-          x *= C::kScale;
-          if (C::kSoftcap > 0.0f)
-            x = C::kSoftcap * fastTanh(x * (1.0f / C::kSoftcap));
-          int query = queryOf(rowBegin + row);
-          if (C::kAlibi)
-            x += slope[e / 2] * float(key - (query + kvLen - qLen));
-          if (C::kScoreMod)
-            x = C::scoreMod(x, batch, headOf(rowBegin + row), query, key, qLen,
-                            kvLen, *p);
-          x *= kLog2E;
-        } else {
-          x *= C::kScale * kLog2E;
-        }
-        if (Partial && !visible(rowBegin + row, key))
-          x = negInf();
-        s[nt][e] = x;
+        s[nt][e] = this->template logit<Partial>(s[nt][e], rowBegin + row, key,
+                                                 slope[e / 2]);
       }
   }
 

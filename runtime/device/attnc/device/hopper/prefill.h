@@ -1,0 +1,427 @@
+//===- hopper/prefill.h - warp-specialized wgmma attention ----------------===//
+//
+// The sm_90a prefill schedule, after FlashAttention-3. A CTA owns
+// 64 x kConsumers query rows of one query head and is split by role:
+//
+// - warpgroup 0, the producer, gives up most of its registers; one of its
+//   threads loads each consumer's 64 query rows once and then every K and V
+//   tile the rows see through the copy engine (TMA) into a ring of
+//   kStages shared-memory stages, each guarded by a full and an empty
+//   mbarrier for K and for V;
+// - each other warpgroup, a consumer, takes the registers and owns 64
+//   rows: S = Q.K^T with wgmma from shared memory, the masks and modifiers
+//   on the accumulator fragment, the online softmax, and O += P.V with P
+//   from registers. The next tile's S is issued before this tile's P.V is
+//   waited for, so the softmax of one tile overlaps the matrix work of the
+//   other.
+//
+// K and V have empty barriers of their own: a K stage is released as soon
+// as the scores that read it are done, a tile before its V stage is.
+//
+// Generated kernels drive the CTA through the free functions at the bottom,
+// one per attn_gpu op, like the mma.sync schedules (attention.h).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_DEVICE_HOPPER_PREFILL_H
+#define ATTNC_DEVICE_HOPPER_PREFILL_H
+
+#include "attnc/device/hopper/mbarrier.h"
+#include "attnc/device/hopper/params.h"
+#include "attnc/device/hopper/smem_layout.h"
+#include "attnc/device/hopper/tma.h"
+#include "attnc/device/hopper/wgmma.h"
+#include "attnc/device/masked_rows.h"
+#include "attnc/device/math.h"
+#include "attnc/device/mma.h"
+#include "attnc/device/prelude.h"
+
+namespace attnc {
+
+/// What the warp-specialized kernel derives from the generated
+/// configuration `C`: kWarpsM warps are a producer warpgroup and
+/// kWarpsM / 4 - 1 consumer warpgroups (the plan's `warps`).
+template <class C> struct WarpSpecializedShape {
+  static_assert(C::kWarpsN == 1 && C::kWarpsM % 4 == 0 && C::kWarpsM >= 8,
+                "a producer warpgroup and at least one consumer warpgroup");
+  static constexpr int kD = C::kHeadDimQK;
+  static constexpr int kDV = C::kHeadDimV;
+  static constexpr int kConsumers = C::kWarpsM / 4 - 1;
+  static constexpr int kBlockM = hopper::kWgmmaM * kConsumers;
+  static constexpr int kBlockN = C::kBlockN;
+  static constexpr int kStages = C::kStages;
+  static constexpr int kThreads = 32 * C::kWarpsM;
+  using QTile = hopper::Sw128Tile<hopper::kWgmmaM, kD>;
+  using KTile = hopper::Sw128Tile<kBlockN, kD>;
+  using VTile = hopper::Sw128Tile<kBlockN, kDV>;
+  /// Shared memory from a 1024-byte aligned base: the consumers' Q tiles,
+  /// the K stages, the V stages, then the barriers (a Q full barrier per
+  /// consumer; K full, V full, K empty and V empty per stage).
+  static constexpr int kQOffset = 0;
+  static constexpr int kKOffset = kQOffset + kConsumers * QTile::kBytes;
+  static constexpr int kVOffset = kKOffset + kStages * KTile::kBytes;
+  static constexpr int kBarrierOffset = kVOffset + kStages * VTile::kBytes;
+  static constexpr int kBarriers = kConsumers + 4 * kStages;
+  /// Dynamic shared memory is only 16-byte aligned: one atom of slack.
+  static constexpr int kSmemBytes =
+      kBarrierOffset + 8 * kBarriers + hopper::kAtomBytes;
+  static_assert(kSmemBytes == C::kSmemBytes,
+                "the tiles must fill the shared memory the planner sized");
+  /// setmaxnreg budgets: the producer only issues copies; the consumers
+  /// share the rest of the 64 Ki registers.
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters =
+      (65536 - 128 * kProducerRegisters) / (128 * kConsumers) / 8 * 8 > 240
+          ? 240
+          : (65536 - 128 * kProducerRegisters) / (128 * kConsumers) / 8 * 8;
+  static_assert(kD % limits::kKernelHeadDimStep == 0 &&
+                    kDV % limits::kKernelHeadDimStep == 0 &&
+                    kD <= limits::kMaxKernelHeadDim &&
+                    kDV <= limits::kMaxKernelHeadDim,
+                "head dims the products step over (attn-plan refuses others)");
+};
+
+#if ATTNC_IS_DEVICE
+
+template <class C>
+struct WarpSpecializedCta
+    : MaskedRows<C, WarpSpecializedShape<C>::kBlockM,
+                 WarpSpecializedShape<C>::kBlockN, /*RowsPerToken=*/1> {
+  using S = WarpSpecializedShape<C>;
+  using Rows = MaskedRows<C, S::kBlockM, S::kBlockN, 1>;
+  using Elem = typename C::Elem;
+  using Out = typename C::Out;
+  using QTile = typename S::QTile;
+  using KTile = typename S::KTile;
+  using VTile = typename S::VTile;
+  using Rows::batch, Rows::rowBegin, Rows::rows, Rows::qToken0, Rows::kvToken0,
+      Rows::tileBegin, Rows::tileEnd, Rows::p, Rows::split, Rows::tileAt;
+
+  const TmaAttnParams *tp;
+  u32 base; // shared address of the aligned tiles
+  hopper::Mbarrier *bars;
+  int qHead, kvHead;
+  // Consumers only.
+  int consumer, thread; // consumer warpgroup, thread within it
+  hopper::Accumulator<S::kDV> o;
+  hopper::Accumulator<S::kBlockN> s;
+  hopper::AFragment pf[S::kBlockN / hopper::kWgmmaK];
+  float rowMax[2], rowSum[2], slope[2];
+  int scoredTile; // the tile whose scores are in flight or in `s`
+  int valuesTile; // the tile whose P.V is in flight, or -1
+
+  // --- Shared memory
+  // ----------------------------------------------------------
+  ATTNC_DEVICE hopper::Mbarrier &qFull(int c) { return bars[c]; }
+  ATTNC_DEVICE hopper::Mbarrier &kFull(int stage) {
+    return bars[S::kConsumers + stage];
+  }
+  ATTNC_DEVICE hopper::Mbarrier &vFull(int stage) {
+    return bars[S::kConsumers + S::kStages + stage];
+  }
+  ATTNC_DEVICE hopper::Mbarrier &kEmpty(int stage) {
+    return bars[S::kConsumers + 2 * S::kStages + stage];
+  }
+  ATTNC_DEVICE hopper::Mbarrier &vEmpty(int stage) {
+    return bars[S::kConsumers + 3 * S::kStages + stage];
+  }
+  ATTNC_DEVICE u32 qTile(int c) const {
+    return base + S::kQOffset + c * QTile::kBytes;
+  }
+  ATTNC_DEVICE u32 kTile(int stage) const {
+    return base + S::kKOffset + stage * KTile::kBytes;
+  }
+  ATTNC_DEVICE u32 vTile(int stage) const {
+    return base + S::kVOffset + stage * VTile::kBytes;
+  }
+  /// The ring position of visiting-order tile `t`.
+  ATTNC_DEVICE int stageOf(int t) const { return (t - tileBegin) % S::kStages; }
+  ATTNC_DEVICE u32 phaseOf(int t) const {
+    return u32((t - tileBegin) / S::kStages) & 1u;
+  }
+
+  // --- Setup ----------------------------------------------------------------
+  /// Returns false for a CTA past the end of its request.
+  ATTNC_DEVICE bool begin(const TmaAttnParams &params, void *sharedMem) {
+    tp = &params;
+    const AttnParams &attn = params.attn;
+    qHead = blockIdx.y / attn.num_splits;
+    kvHead = qHead / C::kGroup;
+    // Later row blocks see more keys under a causal mask: launch them first.
+    int block = gridDim.x - 1 - blockIdx.x;
+    if (!this->locate(attn, blockIdx.z, qHead, blockIdx.y % attn.num_splits,
+                      block * S::kBlockM))
+      return false;
+    u32 raw = sharedAddress(sharedMem);
+    u32 pad =
+        (hopper::kAtomBytes - raw % hopper::kAtomBytes) % hopper::kAtomBytes;
+    base = raw + pad;
+    bars = reinterpret_cast<hopper::Mbarrier *>(static_cast<u8 *>(sharedMem) +
+                                                pad + S::kBarrierOffset);
+    if (threadIdx.x == 0) {
+      for (int c = 0; c < S::kConsumers; ++c)
+        qFull(c).init(1);
+      for (int stage = 0; stage < S::kStages; ++stage) {
+        kFull(stage).init(1);
+        vFull(stage).init(1);
+        // One arrival per consumer warp, once its wgmma has read the stage.
+        kEmpty(stage).init(4 * S::kConsumers);
+        vEmpty(stage).init(4 * S::kConsumers);
+      }
+      hopper::fenceBarrierInit();
+    }
+    __syncthreads();
+    return true;
+  }
+
+  /// The role, from a warpgroup index the compiler sees is the same in
+  /// every lane (a shuffle's result): ptxas serializes wgmma on paths whose
+  /// condition it cannot prove warp-uniform.
+  ATTNC_DEVICE bool isProducer() const {
+    int warpgroup = __shfl_sync(
+        0xffffffffu, int(threadIdx.x) / hopper::kWarpgroupThreads, 0);
+    return warpgroup == 0;
+  }
+
+  // --- Producer -------------------------------------------------------------
+  ATTNC_DEVICE void produce() {
+    hopper::lowerRegisterLimit<S::kProducerRegisters>();
+    if (threadIdx.x != 0)
+      return;
+    hopper::prefetchTensorMap(tp->q);
+    hopper::prefetchTensorMap(tp->k);
+    hopper::prefetchTensorMap(tp->v);
+    for (int c = 0; c < S::kConsumers; ++c) {
+      qFull(c).arriveExpectTx(QTile::kBytes);
+      hopper::loadHeadTile<QTile>(qTile(c), tp->q, qFull(c),
+                                  qToken0 + rowBegin + c * hopper::kWgmmaM,
+                                  qHead);
+    }
+    for (int t = tileBegin; t < tileEnd; ++t) {
+      int stage = stageOf(t);
+      u32 parity = phaseOf(t) ^ 1u; // the first pass finds the stages free
+      int key = kvToken0 + tileAt(t) * S::kBlockN;
+      kEmpty(stage).wait(parity);
+      kFull(stage).arriveExpectTx(KTile::kBytes);
+      hopper::loadHeadTile<KTile>(kTile(stage), tp->k, kFull(stage), key,
+                                  kvHead);
+      vEmpty(stage).wait(parity);
+      vFull(stage).arriveExpectTx(VTile::kBytes);
+      hopper::loadHeadTile<VTile>(vTile(stage), tp->v, vFull(stage), key,
+                                  kvHead);
+    }
+  }
+
+  // --- Consumers ------------------------------------------------------------
+  /// Row (0 or 1) of this thread's accumulators -> row within the CTA.
+  ATTNC_DEVICE int localRow(int half) const {
+    return hopper::kWgmmaM * consumer +
+           hopper::AccumulatorLayout::row(thread, 2 * half);
+  }
+
+  ATTNC_DEVICE void beginConsumer() {
+    hopper::raiseRegisterLimit<S::kConsumerRegisters>();
+    consumer = threadIdx.x / hopper::kWarpgroupThreads - 1;
+    thread = threadIdx.x % hopper::kWarpgroupThreads;
+    for (int half = 0; half < 2; ++half) {
+      rowMax[half] = negInf();
+      rowSum[half] = 0.0f;
+      slope[half] = this->slopeOf(rowBegin + localRow(half));
+    }
+    hopper::zero(o);
+    scoredTile = -1;
+    valuesTile = -1;
+    qFull(consumer).wait(0);
+  }
+
+  /// Each warp of the consumer arrives once all its lanes are done with
+  /// the stage.
+  ATTNC_DEVICE void release(hopper::Mbarrier &empty) {
+    __syncwarp();
+    if (thread % 32 == 0)
+      empty.arrive();
+  }
+
+  /// Issues S = Q.K^T for tile `t` once its K stage has landed.
+  ATTNC_DEVICE void issueScores(int t) {
+    kFull(stageOf(t)).wait(phaseOf(t));
+    hopper::issueQK<Elem, QTile, KTile>(s, qTile(consumer), kTile(stageOf(t)));
+    scoredTile = t;
+  }
+
+  /// Issues O += P.V for tile `t` once its V stage has landed; P holds
+  /// that tile's probabilities.
+  ATTNC_DEVICE void issueValues(int t) {
+    vFull(stageOf(t)).wait(phaseOf(t));
+    hopper::issuePV<Elem, VTile>(o, pf, vTile(stageOf(t)));
+    valuesTile = t;
+  }
+
+  /// Waits for the scores, leaving `Pending` later groups (a P.V issued
+  /// after them) in flight, and releases their K stage.
+  template <int Pending> ATTNC_DEVICE void waitScores() {
+    hopper::wgmmaWait<Pending>(s);
+    release(kEmpty(stageOf(scoredTile)));
+  }
+
+  /// Waits for the P.V in flight, if any, and releases its V stage. With
+  /// none in flight the wait returns at once: it is not made conditional,
+  /// which would serialize every wgmma.
+  ATTNC_DEVICE void waitValues() {
+    hopper::wgmmaWait<0>(o);
+    if (valuesTile >= 0)
+      release(vEmpty(stageOf(valuesTile)));
+    valuesTile = -1;
+  }
+
+  template <bool Partial> ATTNC_DEVICE void modifyScores(int t) {
+    int key0 = tileAt(t) * S::kBlockN;
+#pragma unroll
+    for (int i = 0; i < hopper::Accumulator<S::kBlockN>::kRegs; ++i) {
+      int half = (i / 2) % 2;
+      int key = key0 + hopper::AccumulatorLayout::col(thread, i);
+      s.d[i] = this->template logit<Partial>(s.d[i], rowBegin + localRow(half),
+                                             key, slope[half]);
+    }
+  }
+
+  /// New row maxima, exponentiated scores and their sums; then, once the
+  /// previous tile's P.V has landed, the output rescaled and P rounded.
+  ATTNC_DEVICE void onlineSoftmax() {
+    constexpr int kRegs = hopper::Accumulator<S::kBlockN>::kRegs;
+    float alpha[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float mx = rowMax[half];
+#pragma unroll
+      for (int i = 0; i < kRegs; ++i)
+        if ((i / 2) % 2 == half)
+          mx = maxf(mx, s.d[i]);
+      mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      // A row that has seen no key keeps -inf; shift by 0 so exp2 stays 0.
+      float shift = mx == negInf() ? 0.0f : mx;
+      alpha[half] = fastExp2(rowMax[half] - shift);
+      rowMax[half] = mx;
+      float sum = rowSum[half] * alpha[half];
+#pragma unroll
+      for (int i = 0; i < kRegs; ++i)
+        if ((i / 2) % 2 == half) {
+          s.d[i] = fastExp2(s.d[i] - shift);
+          sum += s.d[i];
+        }
+      rowSum[half] = sum;
+    }
+    waitValues();
+#pragma unroll
+    for (int i = 0; i < hopper::Accumulator<S::kDV>::kRegs; ++i)
+      o.d[i] *= alpha[(i / 2) % 2];
+    hopper::toAFragments<Elem>(s, pf);
+  }
+
+  // --- Epilogue -------------------------------------------------------------
+  ATTNC_DEVICE static void storePair(float *dst, float a, float b) {
+    *reinterpret_cast<float2 *>(dst) = make_float2(a, b);
+  }
+  template <typename T>
+  ATTNC_DEVICE static void storePair(T *dst, float a, float b) {
+    *reinterpret_cast<u32 *>(dst) = Mma<T>::pack(a, b);
+  }
+
+  /// Normalizes and stores the rows' outputs and LSE (or, under split-KV,
+  /// this split's partial state).
+  ATTNC_DEVICE void finish() {
+    waitValues();
+    bool partial = p->num_splits > 1;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float sum = rowSum[half];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      int row = localRow(half);
+      if (row >= rows)
+        continue;
+      float factor = sum > 0.0f ? 1.0f / sum : 0.0f;
+      float lse = sum > 0.0f ? (rowMax[half] + fastLog2(sum)) * kLn2 : negInf();
+      i64 outRow = i64(qToken0 + rowBegin + row) * C::kNumQHeads + qHead;
+#pragma unroll
+      for (int i = 0; i < hopper::Accumulator<S::kDV>::kRegs; i += 2) {
+        if ((i / 2) % 2 != half)
+          continue;
+        int col = hopper::AccumulatorLayout::col(thread, i);
+        float a = o.d[i] * factor, b = o.d[i + 1] * factor;
+        if (partial)
+          storePair(p->partial_out +
+                        (split * p->partial_split_stride + outRow) * S::kDV +
+                        col,
+                    a, b);
+        else
+          storePair(static_cast<Out *>(p->out) + outRow * S::kDV + col, a, b);
+      }
+      if (thread % 4 == 0) {
+        if (partial)
+          p->partial_lse[split * p->partial_split_stride + outRow] = lse;
+        else if (C::kHasLse)
+          p->lse[outRow] = lse;
+      }
+    }
+  }
+};
+
+// --- One function per attn_gpu op, called by generated kernels --------------
+
+template <class C>
+ATTNC_DEVICE bool ctaBegin(WarpSpecializedCta<C> *cta,
+                           const TmaAttnParams &params, void *smem) {
+  return cta->begin(params, smem);
+}
+template <class C> ATTNC_DEVICE bool isProducer(WarpSpecializedCta<C> *cta) {
+  return cta->isProducer();
+}
+template <class C> ATTNC_DEVICE void produceTiles(WarpSpecializedCta<C> *cta) {
+  cta->produce();
+}
+template <class C> ATTNC_DEVICE void beginConsumer(WarpSpecializedCta<C> *cta) {
+  cta->beginConsumer();
+}
+template <class C> ATTNC_DEVICE int tileBegin(WarpSpecializedCta<C> *cta) {
+  return cta->tileBegin;
+}
+template <class C> ATTNC_DEVICE int tileEnd(WarpSpecializedCta<C> *cta) {
+  return cta->tileEnd;
+}
+template <class C>
+ATTNC_DEVICE void issueScores(WarpSpecializedCta<C> *cta, int t) {
+  cta->issueScores(t);
+}
+template <class C>
+ATTNC_DEVICE void issueValues(WarpSpecializedCta<C> *cta, int t) {
+  cta->issueValues(t);
+}
+template <int Pending, class C>
+ATTNC_DEVICE void waitScores(WarpSpecializedCta<C> *cta) {
+  cta->template waitScores<Pending>();
+}
+template <class C>
+ATTNC_DEVICE bool tileIsPartial(WarpSpecializedCta<C> *cta, int t) {
+  return cta->tileIsPartial(cta->tileAt(t));
+}
+template <class C>
+ATTNC_DEVICE void modifyScoresMasked(WarpSpecializedCta<C> *cta, int t) {
+  cta->template modifyScores<true>(t);
+}
+template <class C>
+ATTNC_DEVICE void modifyScores(WarpSpecializedCta<C> *cta, int t) {
+  cta->template modifyScores<false>(t);
+}
+template <class C> ATTNC_DEVICE void onlineSoftmax(WarpSpecializedCta<C> *cta) {
+  cta->onlineSoftmax();
+}
+template <class C> ATTNC_DEVICE void finish(WarpSpecializedCta<C> *cta) {
+  cta->finish();
+}
+
+#endif // ATTNC_IS_DEVICE
+
+} // namespace attnc
+
+#endif // ATTNC_DEVICE_HOPPER_PREFILL_H

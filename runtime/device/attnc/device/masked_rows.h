@@ -1,0 +1,201 @@
+//===- masked_rows.h - which keys a CTA's query rows see ------------------===//
+//
+// Every attention schedule gives a CTA a block of rows of one request and
+// walks its keys in tiles. What a row sees is the same whichever schedule
+// computes it, so it is defined here once: where the request's tokens are
+// (dense, ragged or paged), the closed-form tile range of the causal and
+// window masks with their sinks, which tiles need the per-element mask,
+// and the logit of one (row, key) pair after every modifier.
+//
+// A CTA's rows are `RowsPerToken` query heads of each query token, starting
+// at head `head0`: the mma.sync schedules pack a GQA group into the rows
+// (RowsPerToken = group), the Hopper schedule gives a CTA one head.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_DEVICE_MASKED_ROWS_H
+#define ATTNC_DEVICE_MASKED_ROWS_H
+
+#include "attnc/device/math.h"
+#include "attnc/device/params.h"
+#include "attnc/device/prelude.h"
+
+namespace attnc {
+
+#if ATTNC_IS_DEVICE
+
+template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
+  static constexpr bool kWindowLeft = C::kWindowLeft >= 0;
+  static constexpr bool kWindowRight = C::kWindowRight >= 0;
+  static_assert(C::kLowerBound == kWindowLeft &&
+                    C::kUpperBound == (C::kCausal || kWindowRight),
+                "the analyzed bounds are the declarative masks'");
+  static constexpr bool kMods = C::kSoftcap > 0.0f || C::kAlibi || C::kScoreMod;
+  static constexpr bool kAlwaysPartial =
+      C::kPartialTiles == PartialTiles::Always;
+
+  const AttnParams *p;
+  int batch, head0, split, rowBegin, rows;
+  int qLen, kvLen, qToken0, kvToken0, pageBegin;
+  int firstPos, lastPos; // positions of the CTA's first and last query
+  int sinkTiles, mainBegin, mainEnd, tileBegin, tileEnd;
+
+  ATTNC_DEVICE int queryOf(int row) const { return row / RowsPerToken; }
+  ATTNC_DEVICE int headOf(int row) const { return head0 + row % RowsPerToken; }
+
+  /// Reads the request's lengths and plans the CTA's tiles; false for a
+  /// CTA past the end of its request.
+  ATTNC_DEVICE bool locate(const AttnParams &params, int batchIndex,
+                           int firstHead, int splitIndex, int firstRow) {
+    p = &params;
+    batch = batchIndex;
+    head0 = firstHead;
+    split = splitIndex;
+    rowBegin = firstRow;
+    if (C::kQLayout == TokenLayout::Ragged) {
+      qToken0 = params.q_indptr[batch];
+      qLen = params.q_indptr[batch + 1] - qToken0;
+    } else {
+      qToken0 = batch * params.q_len;
+      qLen = params.q_len;
+    }
+    rows = qLen * RowsPerToken - rowBegin;
+    if (rows <= 0)
+      return false;
+    if (rows > BlockM)
+      rows = BlockM;
+    pageBegin = 0;
+    kvToken0 = 0;
+    if (C::kKVLayout == TokenLayout::Paged) {
+      pageBegin = params.kv_indptr[batch];
+      int pages = params.kv_indptr[batch + 1] - pageBegin;
+      kvLen = pages > 0
+                  ? (pages - 1) * C::kPageSize + params.last_page_len[batch]
+                  : 0;
+    } else if (C::kKVLayout == TokenLayout::Ragged) {
+      kvToken0 = params.kv_indptr[batch];
+      kvLen = params.kv_indptr[batch + 1] - kvToken0;
+    } else {
+      kvToken0 = batch * params.kv_len;
+      kvLen = params.kv_len;
+    }
+    firstPos = queryOf(rowBegin) + kvLen - qLen;
+    lastPos = queryOf(rowBegin + rows - 1) + kvLen - qLen;
+    planTiles();
+    return true;
+  }
+
+  // --- Tile schedule --------------------------------------------------------
+  // Visible tiles are the sink tiles [0, sinkTiles) then the main range
+  // [mainBegin, mainEnd) (closed-form bounds of the causal / window masks);
+  // the split owns [tileBegin, tileEnd) of that sequence.
+  ATTNC_DEVICE int numVisibleTiles() const {
+    return sinkTiles + (mainEnd - mainBegin);
+  }
+  ATTNC_DEVICE int tileAt(int t) const {
+    return t < sinkTiles ? t : mainBegin + (t - sinkTiles);
+  }
+
+  ATTNC_DEVICE void planTiles() {
+    // Window extents may be as large as any position: compare in i64.
+    int lo = 0, hi = kvLen;
+    if (C::kUpperBound) {
+      if (C::kCausal)
+        hi = lastPos + 1 < hi ? lastPos + 1 : hi;
+      if (kWindowRight && lastPos + C::kWindowRight + 1 < hi)
+        hi = int(lastPos + C::kWindowRight + 1);
+    }
+    if (C::kLowerBound && firstPos - C::kWindowLeft > lo)
+      lo = int(firstPos - C::kWindowLeft);
+    if (hi < 0)
+      hi = 0;
+    mainBegin = lo / BlockN;
+    mainEnd = (hi + BlockN - 1) / BlockN;
+    if (mainEnd < mainBegin)
+      mainEnd = mainBegin;
+    sinkTiles = 0;
+    if (C::kLowerBound && C::kSinks > 0) {
+      int sinkKeys = C::kSinks < hi ? int(C::kSinks) : hi;
+      sinkTiles = (sinkKeys + BlockN - 1) / BlockN;
+      if (sinkTiles >= mainBegin) { // the ranges touch: one range
+        mainBegin = 0;
+        sinkTiles = 0;
+      }
+    }
+    int total = numVisibleTiles();
+    int perSplit = (total + p->num_splits - 1) / p->num_splits;
+    tileBegin = split * perSplit < total ? split * perSplit : total;
+    tileEnd = tileBegin + perSplit < total ? tileBegin + perSplit : total;
+  }
+
+  /// Whether tile `n` needs the per-element mask (some key is hidden from
+  /// some row): the closed-form test of the analyzed masks.
+  ATTNC_DEVICE bool tileIsPartial(int n) const {
+    if (kAlwaysPartial)
+      return true;
+    int k0 = n * BlockN, k1 = k0 + BlockN - 1;
+    if (k1 >= kvLen)
+      return true;
+    if (C::kCausal && k1 > firstPos)
+      return true;
+    if (kWindowRight && k1 > firstPos + C::kWindowRight)
+      return true;
+    if (kWindowLeft && k0 < lastPos - C::kWindowLeft && !(k1 < C::kSinks))
+      return true;
+    return false;
+  }
+
+  /// Whether `row` (of the CTA's block) sees `key`.
+  ATTNC_DEVICE bool visible(int row, int key) const {
+    int query = queryOf(row);
+    int pos = query + kvLen - qLen;
+    if (key >= kvLen || row - rowBegin >= rows)
+      return false;
+    if (C::kCausal && key > pos)
+      return false;
+    if (kWindowRight && key > pos + C::kWindowRight)
+      return false;
+    if (kWindowLeft && key < pos - C::kWindowLeft && key >= C::kSinks)
+      return false;
+    if (C::kSegments &&
+        p->q_segments[qToken0 + query] != p->kv_segments[kvToken0 + key])
+      return false;
+    if (C::kMaskMod &&
+        !C::maskMod(batch, headOf(row), query, key, qLen, kvLen, *p))
+      return false;
+    return true;
+  }
+
+  /// The ALiBi slope of `row`'s head (0 without ALiBi).
+  ATTNC_DEVICE float slopeOf(int row) const {
+    return C::kAlibi ? alibiSlope(headOf(row), C::kNumQHeads) : 0.0f;
+  }
+
+  /// The base-2 logit of a raw product Q.K for (`row`, `key`): scale,
+  /// soft-cap, ALiBi and score_mod, then, on a partial tile, the mask.
+  template <bool Partial>
+  ATTNC_DEVICE float logit(float raw, int row, int key, float slope) const {
+    float x = raw;
+    if (kMods) {
+      x *= C::kScale;
+      if (C::kSoftcap > 0.0f)
+        x = C::kSoftcap * fastTanh(x * (1.0f / C::kSoftcap));
+      int query = queryOf(row);
+      if (C::kAlibi)
+        x += slope * float(key - (query + kvLen - qLen));
+      if (C::kScoreMod)
+        x = C::scoreMod(x, batch, headOf(row), query, key, qLen, kvLen, *p);
+      x *= kLog2E;
+    } else {
+      x *= C::kScale * kLog2E;
+    }
+    if (Partial && !visible(row, key))
+      x = negInf();
+    return x;
+  }
+};
+
+#endif // ATTNC_IS_DEVICE
+
+} // namespace attnc
+
+#endif // ATTNC_DEVICE_MASKED_ROWS_H

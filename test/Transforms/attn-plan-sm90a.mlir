@@ -1,0 +1,68 @@
+// RUN: attn-opt %s -split-input-file -attn-plan="arch=sm_90a" | FileCheck %s
+
+// Hopper prefill is warp-specialized: a producer warpgroup and two consumer
+// warpgroups of 64 rows (12 warps, 128 rows), 128-key tiles up to head dim
+// 128, two stages.
+// CHECK-LABEL: func.func @prefill_d128
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
+func.func @prefill_d128(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, ragged>,
+                        %v: !attn.kv<?x8x128xbf16, ragged>) -> !attn.out<?x32x128xbf16, ragged> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x32x128xbf16, ragged>, !attn.kv<?x8x128xbf16, ragged>, !attn.kv<?x8x128xbf16, ragged>
+      -> !attn.out<?x32x128xbf16, ragged>
+  return %out : !attn.out<?x32x128xbf16, ragged>
+}
+
+// -----
+
+// DeepSeek's 192/128 head dims narrow the KV tile to 96 keys, so the output
+// accumulators fit beside the scores.
+// CHECK-LABEL: func.func @prefill_d192_v128
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 96, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
+func.func @prefill_d192_v128(%q: !attn.q<?x16x192xbf16>, %k: !attn.kv<?x16x192xbf16>,
+                             %v: !attn.kv<?x16x128xbf16>) -> !attn.out<?x16x128xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x16x192xbf16>, !attn.kv<?x16x192xbf16>, !attn.kv<?x16x128xbf16>
+      -> !attn.out<?x16x128xbf16>
+  return %out : !attn.out<?x16x128xbf16>
+}
+
+// -----
+
+// Head dim 256 takes 64-key tiles.
+// CHECK-LABEL: func.func @prefill_d256
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
+func.func @prefill_d256(%q: !attn.q<?x8x256xbf16>, %k: !attn.kv<?x8x256xbf16>,
+                        %v: !attn.kv<?x8x256xbf16>) -> !attn.out<?x8x256xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x8x256xbf16>, !attn.kv<?x8x256xbf16>, !attn.kv<?x8x256xbf16>
+      -> !attn.out<?x8x256xbf16>
+  return %out : !attn.out<?x8x256xbf16>
+}
+
+// -----
+
+// A paged cache keeps the mma.sync prefill on sm_90a: the producer has no
+// page gather yet.
+// CHECK-LABEL: func.func @paged_prefill
+// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill,
+func.func @paged_prefill(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, paged<16, nhd>>,
+                         %v: !attn.kv<?x8x128xbf16, paged<16, nhd>>) -> !attn.out<?x32x128xbf16, ragged> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x32x128xbf16, ragged>, !attn.kv<?x8x128xbf16, paged<16, nhd>>, !attn.kv<?x8x128xbf16, paged<16, nhd>>
+      -> !attn.out<?x32x128xbf16, ragged>
+  return %out : !attn.out<?x32x128xbf16, ragged>
+}
+
+// -----
+
+// Decode stays on the decode schedule.
+// CHECK-LABEL: func.func @decode
+// CHECK: attn_gpu.plan = #attn_gpu.plan<decode,
+func.func @decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
+                  %v: !attn.kv<?x8x128xbf16>) -> !attn.out<1x32x128xbf16> {
+  %out = attn.attention(%q, %k, %v)
+      : !attn.q<1x32x128xbf16>, !attn.kv<?x8x128xbf16>, !attn.kv<?x8x128xbf16>
+      -> !attn.out<1x32x128xbf16>
+  return %out : !attn.out<1x32x128xbf16>
+}
