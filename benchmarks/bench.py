@@ -27,7 +27,7 @@ import attnc  # noqa: E402
 
 import flashinfer_peer  # noqa: E402
 from plot import bar_chart_svg  # noqa: E402
-from report import PEERS, best_peer, markdown  # noqa: E402
+from report import PEERS, best_peer, check_failures, markdown  # noqa: E402
 from workloads import WORKLOADS, alibi_slopes  # noqa: E402
 
 BF16 = torch.bfloat16
@@ -671,6 +671,8 @@ def main():
             by_name.get("D4", {}).get("attnc")):
         ratio = by_name["D1"]["attnc"] / by_name["D4"]["attnc"]
         print(f"D4 (paged) runs at {ratio:.2f} of D1 (contiguous)")
+    if check_failures(rows):
+        print(f"error check failed: {', '.join(check_failures(rows))}")
 
     date = datetime.date.today().isoformat()
     command = "PYTHONPATH=python python3 benchmarks/bench.py " + " ".join(

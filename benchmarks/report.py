@@ -12,6 +12,17 @@ PREFILL_ONLY = ("flashinfer",)
 DECODE_ONLY = ("fi_decode", "fi_decode_tc")
 
 
+# attnc's output against the reference: the Python GPU tests' bound.
+ERROR_LIMIT = 1e-2
+
+
+def check_failures(rows):
+    """Rows whose attnc output is NaN or off: 'P4 (nan)'."""
+    return [f"{r['name']} ({r['error_vs_peer']:.1e})" for r in rows
+            if r.get("error_vs_peer") is not None and
+            not r["error_vs_peer"] <= ERROR_LIMIT]
+
+
 def fmt(x, spec=".3f"):
     return "n/a" if x is None else format(x, spec)
 
@@ -62,6 +73,10 @@ def markdown(rows, meta):
             " | ".join(peer_cell(r, p) for p in peers) +
             f" | {fmt(r.get('vs_best_peer'), '.2f')} | "
             f"{fmt(r.get('error_vs_peer'), '.1e')} |")
+    wrong = check_failures(rows)
+    if wrong:
+        lines += ["", f"**Error check failed** (attnc's rel. error NaN or "
+                  f"above {ERROR_LIMIT:.0e}): {', '.join(wrong)}."]
     failed = [f"- {r['name']}: {r['attnc_why']}" for r in rows
               if r.get("attnc_why")]
     if failed:
