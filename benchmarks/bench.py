@@ -1,10 +1,11 @@
 """attnc against its peers, on identical inputs in one process.
 
-For every workload of issue 4 it times attnc, PyTorch SDPA with the flash and
-cuDNN backends, and FlexAttention (torch.compile), and measures in the same
-run the device-copy bandwidth and the bf16 GEMM throughput that bound them.
-It prints a table and writes docs/PERFORMANCE.md's results section (Markdown
-and an SVG plot) under --out.
+For every workload of issues 4 and 12 it times attnc, PyTorch SDPA with the
+flash and cuDNN backends, FlexAttention (torch.compile) and, where its
+source distribution is at hand, FlashInfer (JIT-built: flashinfer_peer.py),
+and measures in the same run the device-copy bandwidth and the bf16 GEMM
+throughput that bound them. It prints a table and writes
+docs/PERFORMANCE.md's results section (Markdown and an SVG plot) under --out.
 
     PYTHONPATH=python python3 benchmarks/bench.py --out /tmp/bench
 """
@@ -24,61 +25,17 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import attnc  # noqa: E402
 
+import flashinfer_peer  # noqa: E402
 from plot import bar_chart_svg  # noqa: E402
+from report import PEERS, best_peer, check_failures, markdown  # noqa: E402
+from workloads import WORKLOADS, alibi_slopes  # noqa: E402
 
 BF16 = torch.bfloat16
 DEV = "cuda"
 
 
-class Workload:
-    def __init__(self, name, what, batch, heads, kv_heads, dim, q_len,
-                 kv_len, causal=False, window=None, paged=False):
-        self.name, self.what = name, what
-        self.batch, self.heads, self.kv_heads, self.dim = (batch, heads,
-                                                           kv_heads, dim)
-        self.q_len, self.kv_len = q_len, kv_len
-        self.causal, self.window, self.paged = causal, window, paged
-
-    @property
-    def decode(self):
-        return self.q_len == 1
-
-    def visible_pairs(self):
-        """(query, key) pairs attended, bottom-right aligned."""
-        total = 0
-        offset = self.kv_len - self.q_len
-        if not self.causal and self.window is None:
-            return self.q_len * self.kv_len
-        for i in range(self.q_len):
-            hi = i + offset  # last visible key
-            lo = 0 if self.window is None else max(0, hi - self.window)
-            total += hi - lo + 1
-        return total
-
-    def flops(self):
-        return 4 * self.batch * self.heads * self.dim * self.visible_pairs()
-
-    def kv_bytes(self):
-        return 2 * self.batch * self.kv_len * self.kv_heads * self.dim * 2
-
-
-WORKLOADS = [
-    Workload("P1", "causal prefill GQA 32/8 d128, 2x8192", 2, 32, 8, 128,
-             8192, 8192, causal=True),
-    Workload("P2", "non-causal MHA 32 d128, 2x4096", 2, 32, 32, 128, 4096,
-             4096),
-    Workload("P3", "causal sliding window 1024, P1 shapes", 2, 32, 8, 128,
-             8192, 8192, causal=True, window=1024),
-    Workload("P7a", "causal MHA 64 heads d64, 2x8192", 2, 64, 64, 64, 8192,
-             8192, causal=True),
-    Workload("P7b", "causal MHA 16 heads d256, 2x8192", 2, 16, 16, 256, 8192,
-             8192, causal=True),
-    Workload("D1", "decode 32/8 d128, 64 x 4096", 64, 32, 8, 128, 1, 4096),
-    Workload("D2", "decode 32/8 d128, 8 x 32768", 8, 32, 8, 128, 1, 32768),
-    Workload("D3", "decode 28/4 d128, 64 x 4096", 64, 28, 4, 128, 1, 4096),
-    Workload("D4", "D1 through a paged cache, page 16, shuffled", 64, 32, 8,
-             128, 1, 4096, paged=True),
-]
+class Skip(Exception):
+    """A peer that cannot compute a workload's function; str() says why."""
 
 
 def time_ms(fn, iters, warmup=3, min_batch_ms=5.0):
@@ -126,7 +83,7 @@ def gemm_ceiling_tflops():
 
 
 def relative_error(ours, ref):
-    ours, ref = ours.float(), ref.float()
+    ours, ref = ours.float().reshape(ref.shape), ref.float()
     if torch.isnan(ours).any():
         return float("nan")
     return ((ours - ref).norm() / ref.norm()).item()
@@ -143,42 +100,237 @@ def make_inputs(w):
     return q, k, v
 
 
-def attnc_runner(w, q, k, v):
+class Context:
+    """One workload's inputs and what its runners share: masks built once,
+    the paged cache of decode rows, notes for the table."""
+
+    def __init__(self, w, q, k, v, fi):
+        self.w, self.q, self.k, self.v, self.fi = w, q, k, v, fi
+        self.paged = None
+        self.notes = []
+        self.extras = {}  # name: (label, fn), timed after the peers
+        self._cache = {}
+
+    def cached(self, key, build):
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+    def ragged(self):
+        """q, k, v as [tokens, heads, dim] (views of the dense inputs) and
+        int32 index pointers on the device, one request per document for a
+        packed batch."""
+        w = self.w
+        q_lens, kv_lens = w.request_lengths()
+
+        def indptr(lengths):
+            ends = [0]
+            for n in lengths:
+                ends.append(ends[-1] + n)
+            return torch.tensor(ends, dtype=torch.int32, device=DEV)
+        return (self.q.reshape(-1, w.heads, w.dim),
+                self.k.reshape(-1, w.kv_heads, w.dim),
+                self.v.reshape(-1, w.kv_heads, w.dim),
+                indptr(q_lens), indptr(kv_lens), max(q_lens), max(kv_lens))
+
+
+class PagedCache:
+    """A decode row's K/V as 16-token NHD pages [pages, 16, kv_heads, dim].
+    Shuffled: the dense keys scattered into pages in a random order (D4).
+    Otherwise the dense tensors viewed as pages in order: no copy."""
+    PAGE = 16
+
+    def __init__(self, w, k, v, shuffle):
+        page = self.PAGE
+        pages_per = w.kv_len // page
+        total = w.batch * pages_per
+        shape = (total, page, w.kv_heads, w.dim)
+        if shuffle:
+            order = torch.randperm(
+                total, generator=torch.Generator().manual_seed(2))
+            self.indices = order.to(torch.int32)
+            index = order.to(DEV)
+            self.k = torch.empty(shape, device=DEV, dtype=BF16)
+            self.v = torch.empty_like(self.k)
+            self.k[index] = k.reshape(shape)
+            self.v[index] = v.reshape(shape)
+        else:
+            self.indices = torch.arange(total, dtype=torch.int32)
+            self.k, self.v = k.view(shape), v.view(shape)
+        self.indptr = torch.arange(0, total + 1, pages_per, dtype=torch.int32)
+        self.last = torch.full((w.batch,), page, dtype=torch.int32)
+
+
+def _window(w):
+    return None if w.window is None else (w.window, 0)
+
+
+def attnc_runner(ctx):
+    w, q, k, v = ctx.w, ctx.q, ctx.k, ctx.v
+    mods = dict(causal=w.causal, window=_window(w), softcap=w.softcap,
+                alibi=w.alibi)
+    if w.ragged_layout:
+        q2, k2, v2, q_ptr, kv_ptr, max_q, max_kv = ctx.ragged()
+        out = torch.empty_like(q2)
+        # max_q_len / max_kv_len given: the index pointers stay on the
+        # device, unread by the host (attnc.attention's trusted path).
+        return (lambda: attnc.attention(
+            q2, k2, v2, q_indptr=q_ptr, kv_indptr=kv_ptr, max_q_len=max_q,
+            max_kv_len=max_kv, out=out, **mods)), out.view(q.shape)
     if not w.paged:
         out = torch.empty_like(q)
-        window = None if w.window is None else (w.window, 0)
-        return lambda: attnc.attention(q, k, v, causal=w.causal,
-                                       window=window, out=out), out
-    page = 16
-    pages_per = w.kv_len // page
-    total = w.batch * pages_per
-    order = torch.randperm(total, generator=torch.Generator().manual_seed(2))
-    order = order.to(torch.int32)
-    # The same keys as the dense inputs, scattered into shuffled pages.
-    k_cache = torch.empty(total, page, w.kv_heads, w.dim, device=DEV,
-                          dtype=BF16)
-    v_cache = torch.empty_like(k_cache)
-    index = order.long().to(DEV)
-    k_cache[index] = k.reshape(total, page, w.kv_heads, w.dim)
-    v_cache[index] = v.reshape(total, page, w.kv_heads, w.dim)
-    wrapper = attnc.PagedAttention(w.heads, w.kv_heads, w.dim, page)
-    indptr = torch.arange(0, total + 1, pages_per, dtype=torch.int32)
-    last = torch.full((w.batch,), page, dtype=torch.int32)
-    wrapper.plan(indptr, order, last)
+        return lambda: attnc.attention(q, k, v, out=out, **mods), out
+    cache = ctx.paged
+    if not w.decode:  # paged prefill: ragged queries, one request each
+        wrapper = attnc.PagedAttention(w.heads, w.kv_heads, w.dim,
+                                       cache.PAGE, causal=w.causal,
+                                       window=_window(w), softcap=w.softcap)
+        q2, _, _, q_ptr, _, _, _ = ctx.ragged()
+        wrapper.plan(cache.indptr, cache.indices, cache.last,
+                     qo_indptr=q_ptr.cpu())
+        out = torch.empty_like(q2)
+        return (lambda: wrapper.run(q2, cache.k, cache.v, out=out),
+                out.view(q.shape))
+    wrapper = attnc.PagedAttention(w.heads, w.kv_heads, w.dim, cache.PAGE)
+    wrapper.plan(cache.indptr, cache.indices, cache.last)
     q3 = q.reshape(w.batch, w.heads, w.dim)
     out = torch.empty_like(q3)
-    return (lambda: wrapper.run(q3, k_cache, v_cache, out=out),
+    return (lambda: wrapper.run(q3, cache.k, cache.v, out=out),
             out.reshape(q.shape))
 
 
-def sdpa_runner(backend, w, q, k, v):
-    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
-    mask = None
-    if w.window is not None:
+DOC_MASK_MOD = """
+  ^bb0(%b: index, %h: index, %qi: index, %kvi: index, %q_len: index,
+       %kv_len: index, %ids: memref<?x?xi32>):
+    %end = arith.addi %qi, %kv_len : index
+    %pos = arith.subi %end, %q_len : index
+    %qdoc = memref.load %ids[%b, %pos] : memref<?x?xi32>
+    %kvdoc = memref.load %ids[%b, %kvi] : memref<?x?xi32>
+    %same = arith.cmpi eq, %qdoc, %kvdoc : i32
+    attn.yield %same : i1"""
+
+
+def attnc_mask_mod_runner(ctx):
+    """P6 the other way attnc's Python API can say it: the dense packed
+    sequence with {causal} and a mask_mod region reading document ids
+    (examples/document_mask.mlir). Every tile below the diagonal is visited,
+    where the ragged layout visits only each document's own."""
+    q, k, v = ctx.q, ctx.k, ctx.v
+    ids = document_ids(ctx).view(1, -1)
+    out = torch.empty_like(q)
+    return (lambda: attnc.attention(q, k, v, causal=True,
+                                    mask_mod=DOC_MASK_MOD, captures=[ids],
+                                    out=out)), out
+
+
+def document_ids(ctx):
+    w = ctx.w
+    return ctx.cached("doc_ids", lambda: torch.repeat_interleave(
+        torch.arange(len(w.docs), dtype=torch.int32, device=DEV),
+        torch.tensor(w.docs, device=DEV)))
+
+
+def visible_mask(ctx):
+    """[q_len, kv_len] bool, True where a key is visible (bottom-right
+    aligned causal, window, documents); None where every key is."""
+    w = ctx.w
+    if not w.causal and w.window is None and w.docs is None:
+        return None
+
+    def build():
         rows = torch.arange(w.q_len, device=DEV)[:, None] + (w.kv_len -
                                                              w.q_len)
         cols = torch.arange(w.kv_len, device=DEV)[None, :]
-        mask = (cols <= rows) & (cols >= rows - w.window)
+        mask = torch.ones(w.q_len, w.kv_len, dtype=torch.bool, device=DEV)
+        if w.causal:
+            mask &= cols <= rows
+        if w.window is not None:
+            mask &= cols >= rows - w.window
+        if w.docs is not None:
+            ids = document_ids(ctx)
+            mask &= ids[:, None] == ids[None, :]
+        return mask
+    return ctx.cached("visible", build)
+
+
+def alibi_bias(ctx):
+    """[1, heads, q_len, kv_len] bf16: slope_h * (key - query position)
+    where visible, -inf elsewhere; SDPA adds it to the scaled scores as
+    attnc adds its ALiBi. bf16 as SDPA's fused kernels want q's dtype (4
+    GiB for P1 shapes); its rounding shows in the peer's error."""
+    w = ctx.w
+
+    def build():
+        rows = torch.arange(w.q_len, device=DEV)[:, None] + (w.kv_len -
+                                                             w.q_len)
+        cols = torch.arange(w.kv_len, device=DEV)[None, :]
+        distance = (cols - rows).float()
+        hidden = visible_mask(ctx)
+        hidden = None if hidden is None else ~hidden
+        bias = torch.empty(1, w.heads, w.q_len, w.kv_len, dtype=BF16,
+                           device=DEV)
+        for h, slope in enumerate(alibi_slopes(w.heads)):
+            b = slope * distance
+            if hidden is not None:
+                b.masked_fill_(hidden, float("-inf"))
+            bias[0, h] = b
+        ctx.notes.append(f"SDPA gets ALiBi as an additive bf16 bias "
+                         f"{list(bias.shape)} ({bias.numel() * 2 >> 20} "
+                         f"MiB, -inf where the mask hides a key); Flex as a "
+                         f"score_mod")
+        return bias
+    return ctx.cached("alibi_bias", build)
+
+
+def reference_attention(ctx):
+    """float64 attention computed score by score (scores, soft-cap, ALiBi,
+    mask, softmax, then P·V), a few heads at a time: the reference for the
+    functions no SDPA backend computes, and when no peer ran."""
+    w, q, k, v = ctx.w, ctx.q, ctx.k, ctx.v
+    group = w.heads // w.kv_heads
+    scale = 1.0 / math.sqrt(w.dim)
+    visible = visible_mask(ctx)
+    hidden = None if visible is None else ~visible
+    distance = slopes = None
+    if w.alibi:
+        rows = torch.arange(w.q_len, device=DEV)[:, None] + (w.kv_len -
+                                                             w.q_len)
+        cols = torch.arange(w.kv_len, device=DEV)[None, :]
+        distance = (cols - rows).double()
+        slopes = torch.tensor(alibi_slopes(w.heads), dtype=torch.float64,
+                              device=DEV)
+    out = torch.empty(q.shape, dtype=torch.float64, device=DEV)
+    chunk = max(1, min(w.heads, (128 << 20) // (w.q_len * w.kv_len)))
+    for b in range(w.batch):
+        for h0 in range(0, w.heads, chunk):
+            h1 = min(w.heads, h0 + chunk)
+            kv = torch.arange(h0, h1, device=DEV) // group
+            qh = q[b, :, h0:h1].double().transpose(0, 1)
+            kh = k[b][:, kv].double().transpose(0, 1)
+            vh = v[b][:, kv].double().transpose(0, 1)
+            s = torch.matmul(qh, kh.transpose(1, 2)) * scale
+            if w.softcap:
+                s = w.softcap * torch.tanh(s / w.softcap)
+            if distance is not None:
+                s += slopes[h0:h1, None, None] * distance
+            if hidden is not None:
+                s.masked_fill_(hidden, float("-inf"))
+            p = torch.softmax(s, dim=-1)
+            out[b, :, h0:h1] = torch.matmul(p, vh).transpose(0, 1)
+            del s, p
+    return out
+
+
+def sdpa_runner(backend, ctx):
+    w = ctx.w
+    if w.softcap:
+        raise Skip("SDPA has no soft-cap")
+    qt, kt, vt = (x.transpose(1, 2) for x in (ctx.q, ctx.k, ctx.v))
+    mask = None
+    if w.alibi:
+        mask = alibi_bias(ctx)
+    elif w.window is not None or w.docs is not None:
+        mask = visible_mask(ctx)
     gqa = w.heads != w.kv_heads
     causal = w.causal and mask is None
 
@@ -193,12 +345,13 @@ def sdpa_runner(backend, w, q, k, v):
 _flex = None
 
 
-def flex_runner(w, q, k, v):
+def flex_runner(ctx):
     global _flex
     from torch.nn.attention.flex_attention import (create_block_mask,
                                                    flex_attention)
     if _flex is None:
         _flex = torch.compile(flex_attention, dynamic=False)
+    w = ctx.w
     offset = w.kv_len - w.q_len
     window = w.window
 
@@ -207,62 +360,277 @@ def flex_runner(w, q, k, v):
 
     def window_fn(b, h, qi, kvi):
         return (kvi <= qi + offset) & (kvi >= qi + offset - window)
-    fn = window_fn if window is not None else causal_fn
-    block_mask = None
-    if w.causal:
-        block_mask = create_block_mask(fn, None, None, w.q_len, w.kv_len,
-                                       device=DEV)
-    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+
+    mask_fn = None
+    if w.docs is not None:
+        ids = document_ids(ctx)
+
+        def document_fn(b, h, qi, kvi):
+            return (ids[qi] == ids[kvi]) & (kvi <= qi)
+        mask_fn = document_fn
+    elif window is not None:
+        mask_fn = window_fn
+    elif w.causal:
+        mask_fn = causal_fn
+
+    score_mod = None
+    if w.softcap:
+        cap = w.softcap
+
+        def softcap_fn(score, b, h, qi, kvi):
+            return cap * torch.tanh(score / cap)
+        score_mod = softcap_fn
+    elif w.alibi:
+        slopes = torch.tensor(alibi_slopes(w.heads), dtype=torch.float32,
+                              device=DEV)
+
+        def alibi_fn(score, b, h, qi, kvi):
+            return score + slopes[h] * (kvi - qi - offset)
+        score_mod = alibi_fn
+
+    qt, kt, vt = (x.transpose(1, 2) for x in (ctx.q, ctx.k, ctx.v))
     gqa = w.heads != w.kv_heads
-    return lambda: _flex(qt, kt, vt, block_mask=block_mask,
+
+    def block_mask():
+        return create_block_mask(mask_fn, None, None, w.q_len, w.kv_len,
+                                 device=DEV)
+
+    if w.docs is not None:
+        # The block mask follows the batch's documents: a user builds it
+        # for every batch, so each call pays for it.
+        ctx.extras["flex_block_mask"] = ("Flex's create_block_mask alone",
+                                         block_mask)
+        ctx.notes.append("Flex's time includes create_block_mask on every "
+                         "call (the document mask changes with each batch)")
+        return lambda: _flex(qt, kt, vt, score_mod=score_mod,
+                             block_mask=block_mask(),
+                             enable_gqa=gqa).transpose(1, 2)
+    mask = block_mask() if mask_fn is not None else None
+    return lambda: _flex(qt, kt, vt, score_mod=score_mod, block_mask=mask,
                          enable_gqa=gqa).transpose(1, 2)
 
 
-def measure(w, iters, with_flex):
-    q, k, v = make_inputs(w)
-    row = {"name": w.name, "what": w.what}
-    ours, ours_out = attnc_runner(w, q, k, v)
-    ours()
-    torch.cuda.synchronize()
-    row["attnc"] = time_ms(ours, iters)
-    reference = None
-    peers = [("flash", lambda: sdpa_runner(SDPBackend.FLASH_ATTENTION, w, q,
-                                           k, v)),
-             ("cudnn", lambda: sdpa_runner(SDPBackend.CUDNN_ATTENTION, w, q,
-                                           k, v))]
+def flashinfer_prefill_runner(ctx):
+    w, fi = ctx.w, ctx.fi
+    q2, k2, v2, q_ptr, kv_ptr, _, _ = ctx.ragged()
+    shape = ctx.q.shape
+    if w.paged:  # (no such row yet) the paged wrapper, FA3
+        if w.alibi:
+            raise Skip("FlashInfer's FA3 kernels apply no ALiBi")
+        cache = ctx.paged
+        fn = flashinfer_peer.paged_prefill(
+            fi, q2, cache.k, cache.v, q_ptr, cache.indptr, cache.indices,
+            cache.last, causal=w.causal, window=w.window, softcap=w.softcap)
+        return lambda: fn().view(shape)
+    fn, backend = flashinfer_peer.ragged_prefill(
+        fi, q2, k2, v2, q_ptr, kv_ptr, causal=w.causal, window=w.window,
+        softcap=w.softcap, alibi=w.alibi)
+    if backend != "fa3":
+        ctx.notes.append(f"FlashInfer runs its {backend.upper()} backend "
+                         f"(its FA3 kernels apply no ALiBi)")
+    return lambda: fn().view(shape)
+
+
+def flashinfer_decode_runner(ctx, tensor_cores):
+    w, cache = ctx.w, ctx.paged
+    q3 = ctx.q.reshape(w.batch, w.heads, w.dim)
+    fn = flashinfer_peer.paged_decode(
+        ctx.fi, q3, cache.k, cache.v, cache.indptr, cache.indices,
+        cache.last, tensor_cores)
+    shape = ctx.q.shape
+    return lambda: fn().view(shape)
+
+
+def peers_of(ctx, with_flex):
+    w = ctx.w
+    peers = [("flash", lambda: sdpa_runner(SDPBackend.FLASH_ATTENTION, ctx)),
+             ("cudnn", lambda: sdpa_runner(SDPBackend.CUDNN_ATTENTION, ctx))]
     if with_flex:
-        peers.append(("flex", lambda: flex_runner(w, q, k, v)))
-    for name, make in peers:
+        peers.append(("flex", lambda: flex_runner(ctx)))
+    if ctx.fi is not None and w.decode:
+        peers += [("fi_decode", lambda: flashinfer_decode_runner(ctx, False)),
+                  ("fi_decode_tc",
+                   lambda: flashinfer_decode_runner(ctx, True))]
+    elif ctx.fi is not None:
+        peers.append(("flashinfer", lambda: flashinfer_prefill_runner(ctx)))
+    return peers
+
+
+def one_line(error):
+    return (str(error).split("\n")[0][:160] or type(error).__name__)
+
+
+def flashinfer_module_of(peer, w):
+    """The JIT module a FlashInfer peer of workload w builds and runs."""
+    first, second = (flashinfer_modules(w) + [None])[:2]
+    return {"flashinfer": first, "fi_decode": first,
+            "fi_decode_tc": second}.get(peer)
+
+
+def measure(w, iters, with_flex, fi, broken):
+    """One row. `broken`: FlashInfer JIT modules whose build failed on an
+    earlier row (module: why), not tried again (a failing build costs
+    minutes)."""
+    q, k, v = make_inputs(w)
+    ctx = Context(w, q, k, v, fi)
+    if w.decode or w.paged:
+        ctx.paged = PagedCache(w, k, v, shuffle=w.paged)
+    row = {"name": w.name, "what": w.what, "decode": w.decode}
+    ours_out = None
+    try:
+        ours, ours_out = attnc_runner(ctx)
+        ours()
+        torch.cuda.synchronize()
+        row["attnc"] = time_ms(ours, iters)
+    except Exception as error:
+        row["attnc"], row["attnc_why"] = None, one_line(error)
+        ours_out = None
+
+    reference, row["reference"] = None, None
+    if w.softcap or w.alibi:
+        # No SDPA backend computes these: the reference is explicit.
+        reference = reference_attention(ctx)
+        row["reference"] = "a float64 reference computed score by score"
+    errors = {}
+    for name, make in peers_of(ctx, with_flex):
+        module = flashinfer_module_of(name, w)
+        if module in broken:
+            row[name], row[name + "_why"] = None, broken[module]
+            continue
         try:
             fn = make()
             out = fn()
             torch.cuda.synchronize()
             row[name] = time_ms(fn, iters)
             if reference is None:
-                reference = out
-        except Exception as error:  # a backend that cannot run this shape
+                reference, row["reference"] = out, name
+            else:
+                errors[name] = relative_error(out, reference)
+        except Skip as why:
+            row[name], row[name + "_why"] = None, str(why)
+        except Exception as error:
             row[name] = None
-            row[name + "_why"] = str(error).split("\n")[0][:120]
+            if name.startswith("fi"):
+                row[name + "_why"] = flashinfer_peer.short_error(error)
+                if "JIT build failed" in row[name + "_why"]:
+                    broken[module] = (f"skipped: its JIT module failed to "
+                                      f"build on {w.name}")
+            else:
+                row[name + "_why"] = one_line(error)
     if reference is None:
-        reference = sdpa_runner(SDPBackend.MATH, w, q, k, v)()
-    row["error_vs_peer"] = relative_error(ours_out, reference)
+        reference = reference_attention(ctx)
+        row["reference"] = "a float64 reference computed score by score"
+    row["peer_errors"] = errors
+    row["error_vs_peer"] = (None if ours_out is None
+                            else relative_error(ours_out, reference))
+
+    if w.ragged and w.docs is None:
+        ctx.notes.insert(0, "attnc and FlashInfer take the requests through "
+                         "index pointers (ragged); SDPA and Flex as a dense "
+                         f"batch of {w.batch}")
+    if w.docs is not None:
+        ctx.notes.insert(0, f"documents of {', '.join(map(str, w.docs))} "
+                         f"tokens (seeded); attnc and FlashInfer take them "
+                         f"as a ragged batch, one causal request per "
+                         f"document (attnc.attention has no segments "
+                         f"argument)")
+        try:
+            fn, out = attnc_mask_mod_runner(ctx)
+            fn()
+            torch.cuda.synchronize()
+            ms = time_ms(fn, iters)
+            row["attnc_mask_mod"] = ms
+            row["attnc_mask_mod_error"] = relative_error(out, reference)
+            ctx.notes.append(f"attnc with the same mask as a mask_mod "
+                             f"region over the dense sequence: {ms:.3f} ms "
+                             f"(rel. error "
+                             f"{row['attnc_mask_mod_error']:.1e})")
+        except Exception as error:
+            ctx.notes.append(f"attnc with a mask_mod region: failed "
+                             f"({one_line(error)})")
+    for name, (label, fn) in ctx.extras.items():
+        try:
+            row[name + "_ms"] = ms = time_ms(fn, iters)
+            ctx.notes.append(f"{label}: {ms:.3f} ms")
+        except Exception as error:
+            ctx.notes.append(f"{label}: failed ({one_line(error)})")
+    row["notes"] = ctx.notes
     return row
 
 
-def fmt(x, spec=".3f"):
-    return "n/a" if x is None else format(x, spec)
+def flashinfer_modules(w):
+    """The FlashInfer JIT modules a workload's FlashInfer peers plan."""
+    fp = flashinfer_peer
+    if w.decode:
+        return [fp.decode_key(w.dim), fp.prefill_key("fa2", w.dim)]
+    return [fp.prefill_key("fa2" if w.alibi else "fa3", w.dim,
+                           alibi=w.alibi, window=w.window is not None,
+                           softcap=w.softcap)]
+
+
+def load_flashinfer(args, selected):
+    """(module or None, why not, notes). Builds every kernel the selected
+    workloads need before anything is timed."""
+    if args.no_flashinfer:
+        return None, "--no-flashinfer", []
+    try:
+        fi = flashinfer_peer.load(args.flashinfer_sdist)
+    except flashinfer_peer.Unavailable as why:
+        print(f"FlashInfer: not used: {why}", flush=True)
+        return None, str(why), []
+    keys = sorted({key for w in selected for key in flashinfer_modules(w)})
+    print(f"FlashInfer {flashinfer_peer.version(fi)}: JIT-building "
+          f"{len(keys)} modules (minutes the first time) ...", flush=True)
+    try:
+        seconds = flashinfer_peer.prebuild(fi, keys)
+        print(f"FlashInfer: modules built or found in {seconds:.0f} s",
+              flush=True)
+    except Exception as error:
+        print(f"FlashInfer: the joint build failed "
+              f"({flashinfer_peer.short_error(error)}); each wrapper "
+              f"retries its own module", flush=True)
+    notes = [
+        f"FlashInfer {flashinfer_peer.version(fi)} (its sdist, kernels "
+        f"JIT-built with nvcc): prefill rows through "
+        f"BatchPrefillWithRaggedKVCacheWrapper, FA3 backend, NHD, the dense "
+        f"batch as equal-length ragged requests (causal, window_left, "
+        f"logits_soft_cap as the row says); decode rows through "
+        f"BatchDecodeWithPagedKVCacheWrapper with use_tensor_cores False "
+        f"(FI decode) and True (FI decode TC) over 16-token NHD pages: "
+        f"D1-D3's dense K/V viewed as pages in order (unshuffled, no "
+        f"copy), D4 the shuffled pages attnc reads."]
+    return fi, None, notes
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="bench-out")
     parser.add_argument("--iters", type=int, default=10)
-    parser.add_argument("--only", default="")
+    parser.add_argument("--only", default="",
+                        help="comma-separated workload names (P1,D4,...)")
     parser.add_argument("--no-flex", action="store_true")
     parser.add_argument("--flex-budget", type=float, default=300,
                         help="seconds after which FlexAttention is skipped")
+    parser.add_argument("--no-flashinfer", action="store_true")
+    parser.add_argument("--flashinfer-sdist", default=None,
+                        help="FlashInfer's source tarball (default: "
+                        ".peers/flashinfer*.tar.gz at the repo root)")
+    parser.add_argument("--flashinfer-build-only", action="store_true",
+                        help="JIT-build FlashInfer's kernels for the "
+                        "selected workloads, then stop (a first run in two "
+                        "commands)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
+
+    only = [n for n in args.only.split(",") if n]
+    unknown = set(only) - {w.name for w in WORKLOADS}
+    if unknown:
+        parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
+    selected = [w for w in WORKLOADS if not only or w.name in only]
+
+    fi, fi_why, fi_notes = load_flashinfer(args, selected)
+    if args.flashinfer_build_only:
+        return
 
     device = torch.cuda.get_device_name()
     copy_gbs = copy_ceiling_gbs()
@@ -271,19 +639,21 @@ def main():
           f"ceiling {gemm_tflops:.0f} TFLOP/s", flush=True)
 
     rows = []
+    broken = {}
     began = time.time()
-    for w in WORKLOADS:
-        if args.only and w.name not in args.only.split(","):
-            continue
+    for w in selected:
         started = time.time()
         # FlexAttention compiles each mask and shape (tens of seconds);
         # past the time budget it is left out rather than the run cut off.
         with_flex = not args.no_flex and time.time() - began < args.flex_budget
-        row = measure(w, args.iters, with_flex)
-        peers = [row[p] for p in ("flash", "cudnn", "flex") if row.get(p)]
-        best = min(peers) if peers else None
-        row["vs_best_peer"] = best / row["attnc"] if best else None
-        if w.decode:
+        row = measure(w, args.iters, with_flex, fi, broken)
+        best = best_peer(row)
+        row["vs_best_peer"] = (best / row["attnc"]
+                               if best and row["attnc"] else None)
+        if row["attnc"] is None:
+            row["attnc_rate"] = row["vs_ceiling"] = None
+            row["unit"] = "GB/s" if w.decode else "TFLOP/s"
+        elif w.decode:
             row["attnc_rate"] = w.kv_bytes() / row["attnc"] / 1e6  # GB/s
             row["vs_ceiling"] = row["attnc_rate"] / copy_gbs
             row["unit"] = "GB/s"
@@ -294,49 +664,33 @@ def main():
         row["seconds"] = time.time() - started
         rows.append(row)
         print(json.dumps(row), flush=True)
+        torch.cuda.empty_cache()
 
     by_name = {r["name"]: r for r in rows}
-    if "D1" in by_name and "D4" in by_name:
+    if (by_name.get("D1", {}).get("attnc") and
+            by_name.get("D4", {}).get("attnc")):
         ratio = by_name["D1"]["attnc"] / by_name["D4"]["attnc"]
         print(f"D4 (paged) runs at {ratio:.2f} of D1 (contiguous)")
+    if check_failures(rows):
+        print(f"error check failed: {', '.join(check_failures(rows))}")
 
     date = datetime.date.today().isoformat()
     command = "PYTHONPATH=python python3 benchmarks/bench.py " + " ".join(
         sys.argv[1:])
-    lines = [
-        f"Device: **{device}**, {date}. Command: `{command}` "
-        f"(CUDA events; median of {args.iters} samples after 3 warm-ups, each "
-        f"sample timing back-to-back calls for at least 5 ms, so host "
-        f"overhead overlaps GPU work).",
-        "",
-        f"Ceilings measured in the same run: device copy "
-        f"**{copy_gbs:.0f} GB/s** (1 GiB `copy_`), bf16 GEMM "
-        f"**{gemm_tflops:.0f} TFLOP/s** (8192³ `torch.mm`).",
-        "",
-        "| workload | attnc ms | rate | of ceiling | flash ms | cuDNN ms "
-        "| Flex ms | best peer / attnc | rel. error vs peer |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['name']}: {r['what']} | {r['attnc']:.3f} | "
-            f"{r['attnc_rate']:.0f} {r['unit']} | {r['vs_ceiling']:.0%} | "
-            f"{fmt(r.get('flash'))} | {fmt(r.get('cudnn'))} | "
-            f"{fmt(r.get('flex'))} | {fmt(r['vs_best_peer'], '.2f')} | "
-            f"{r['error_vs_peer']:.1e} |")
-    notes = [f"- {r['name']} {p}: {r[p + '_why']}" for r in rows
-             for p in ("flash", "cudnn", "flex") if r.get(p + "_why")]
-    if notes:
-        lines += ["", "Peers that could not run a workload:"] + notes
-    if "D1" in by_name and "D4" in by_name:
-        lines += ["", f"D4 (paged, shuffled 16-token pages) runs at "
-                  f"**{by_name['D1']['attnc'] / by_name['D4']['attnc']:.0%}**"
-                  f" of D1's speed (contiguous)."]
+    meta = {"device": device, "date": date, "command": command,
+            "iters": args.iters, "copy_gbs": copy_gbs,
+            "gemm_tflops": gemm_tflops,
+            "flashinfer": fi and flashinfer_peer.version(fi),
+            "flashinfer_why": fi_why, "flashinfer_notes": fi_notes}
+    lines = markdown(rows, meta)
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump({"device": device, "date": date, "copy_gbs": copy_gbs,
-                   "gemm_tflops": gemm_tflops, "rows": rows}, f, indent=1)
+                   "gemm_tflops": gemm_tflops,
+                   "flashinfer": meta["flashinfer"],
+                   "flashinfer_why": fi_why, "peers": list(PEERS),
+                   "rows": rows}, f, indent=1)
     with open(os.path.join(args.out, "performance.svg"), "w") as f:
         f.write(bar_chart_svg(rows, device, date))
     print("\n".join(lines))

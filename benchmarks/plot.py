@@ -4,7 +4,12 @@ GPU machine needs no plotting library."""
 
 def bar_chart_svg(rows, device, date):
     series = [("attnc", "#1f77b4"), ("flash", "#ff7f0e"),
-              ("cudnn", "#2ca02c"), ("flex", "#9467bd")]
+              ("cudnn", "#2ca02c"), ("flex", "#9467bd"),
+              ("flashinfer", "#d62728"), ("fi_decode", "#8c564b"),
+              ("fi_decode_tc", "#e377c2")]
+    # Only the implementations that ran somewhere (FlashInfer may be off).
+    series = [(name, color) for name, color in series
+              if name == "attnc" or any(row.get(name) for row in rows)]
     width, height, left, top, bottom = 900, 360, 60, 40, 60
     plot_h = height - top - bottom
     group_w = (width - left - 20) / max(1, len(rows))
@@ -22,6 +27,8 @@ def bar_chart_svg(rows, device, date):
                    f'text-anchor="end">{tick:.2f}</text>')
     for i, row in enumerate(rows):
         times = {name: row.get(name) for name, _ in series}
+        if not any(times.values()):
+            continue
         fastest = min(t for t in times.values() if t)
         x0 = left + i * group_w + bar_w / 2
         for j, (name, color) in enumerate(series):
@@ -33,7 +40,7 @@ def bar_chart_svg(rows, device, date):
             out.append(f'<rect x="{x:.1f}" y="{top + plot_h - h:.1f}" '
                        f'width="{bar_w * 0.9:.1f}" height="{h:.1f}" '
                        f'fill="{color}"/>')
-        out.append(f'<text x="{x0 + bar_w * 2:.1f}" '
+        out.append(f'<text x="{x0 + bar_w * len(series) / 2:.1f}" '
                    f'y="{top + plot_h + 16}" text-anchor="middle">'
                    f'{row["name"]}</text>')
     for j, (name, color) in enumerate(series):

@@ -1,0 +1,269 @@
+"""FlashInfer as an optional peer of bench.py, loaded from its source
+distribution: the GPU machine has no FlashInfer installed and cannot fetch
+it, so the harness carries flashinfer-python's sdist (.peers/ at the repo
+root, ignored by git) and FlashInfer JIT-builds each kernel it needs with
+nvcc on first use (16-90 s each; cached under /tmp/attnc-peers).
+
+    fi = load()                      # raises Unavailable with the reason
+    prebuild(fi, modules)            # one parallel ninja run for all kernels
+    fn = ragged_prefill(fi, ...)     # fn() runs one call, returns out
+
+Tested against flashinfer-python 0.2.14 (its prefill.py and decode.py)."""
+
+import glob
+import os
+import sys
+import tarfile
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+DEFAULT_SDIST = os.path.join(REPO, ".peers", "flashinfer*.tar.gz")
+WORK = "/tmp/attnc-peers"
+WORKSPACE_BYTES = 128 << 20
+
+# flashinfer/jit/env.py looks for its C++ sources under flashinfer/data/;
+# a wheel carries them there, the sdist at its top level (custom_backend.py
+# makes the same links for an editable install).
+DATA_LINKS = {
+    "csrc": "csrc",
+    "include": "include",
+    "tvm_binding": "tvm_binding",
+    "cutlass": os.path.join("3rdparty", "cutlass"),
+    "spdlog": os.path.join("3rdparty", "spdlog"),
+}
+
+
+class Unavailable(Exception):
+    """FlashInfer cannot be used in this run; str() says why."""
+
+
+def find_sdist(pattern=None):
+    pattern = pattern or DEFAULT_SDIST
+    if os.path.isfile(pattern):
+        return pattern
+    found = sorted(glob.glob(pattern))
+    if not found:
+        raise Unavailable(f"no FlashInfer sdist at {pattern} (carry .peers/ "
+                          f"to the GPU machine, or pass --flashinfer-sdist)")
+    return found[-1]
+
+
+def extract(sdist, work=WORK):
+    """The sdist's source tree under `work`, extracted once: a tree is
+    extracted beside its final name and renamed into place, so a run that
+    died half-way leaves nothing that looks complete."""
+    name = os.path.basename(sdist)
+    for suffix in (".tar.gz", ".tgz", ".tar"):
+        if name.endswith(suffix):
+            name = name[:-len(suffix)]
+    dest = os.path.join(work, name)
+    marker = os.path.join(dest, ".attnc-extracted")
+    if os.path.exists(marker):
+        return _tree(dest)
+    os.makedirs(work, exist_ok=True)
+    staging = f"{dest}.partial-{os.getpid()}"
+    with tarfile.open(sdist) as tar:
+        if hasattr(tarfile, "data_filter"):  # Python 3.12, 3.11.4+
+            tar.extractall(staging, filter="data")
+        else:
+            tar.extractall(staging)
+    open(os.path.join(staging, ".attnc-extracted"), "w").close()
+    try:
+        os.rename(staging, dest)
+    except OSError:  # another process got there first
+        import shutil
+        shutil.rmtree(staging, ignore_errors=True)
+        if not os.path.exists(marker):
+            raise
+    return _tree(dest)
+
+
+def _tree(dest):
+    """The folder holding flashinfer/ (the sdist's one top-level folder)."""
+    for entry in sorted(os.listdir(dest)):
+        if os.path.isdir(os.path.join(dest, entry, "flashinfer")):
+            return os.path.join(dest, entry)
+    raise Unavailable(f"{dest} has no <folder>/flashinfer/ inside")
+
+
+def link_data(tree):
+    data = os.path.join(tree, "flashinfer", "data")
+    os.makedirs(data, exist_ok=True)
+    for link, target in DATA_LINKS.items():
+        source = os.path.join(tree, target)
+        if not os.path.isdir(source):
+            raise Unavailable(f"the sdist has no {target}/")
+        path = os.path.join(data, link)
+        if os.path.islink(path):
+            if os.readlink(path) == source:
+                continue
+            os.unlink(path)
+        elif os.path.exists(path):
+            continue  # a real folder (a wheel's layout): leave it
+        os.symlink(source, path, target_is_directory=True)
+
+
+def _shim_torch():
+    """flashinfer 0.2.14's jit/cpp_ext.py imports this helper, which torch
+    deprecated ("removed after PyTorch 2.9"; it returned []): give it back
+    where it is gone, so the import does not fail on it."""
+    import torch.utils.cpp_extension as ext
+    if not hasattr(ext, "_get_pybind11_abi_build_flags"):
+        ext._get_pybind11_abi_build_flags = lambda: []
+
+
+_loaded = None
+
+
+def load(sdist=None):
+    """Extracts the sdist (once), links flashinfer/data/, imports flashinfer
+    from it. Raises Unavailable (with the reason) on any failure."""
+    global _loaded
+    if _loaded is not None:
+        return _loaded
+    try:
+        import shutil
+        from torch.utils.cpp_extension import CUDA_HOME
+        nvcc = (os.path.join(CUDA_HOME, "bin", "nvcc") if CUDA_HOME
+                else shutil.which("nvcc"))
+        if not nvcc or not os.path.exists(nvcc):
+            raise Unavailable("no nvcc to JIT-build its kernels")
+        if not shutil.which("ninja"):
+            raise Unavailable("no ninja to JIT-build its kernels")
+        tree = extract(find_sdist(sdist))
+        link_data(tree)
+        # Its JIT cache (generated sources, objects, .so) goes beside the
+        # tree unless the caller chose a place.
+        os.environ.setdefault("FLASHINFER_WORKSPACE_BASE", WORK)
+        _shim_torch()
+        if tree not in sys.path:
+            sys.path.insert(0, tree)
+        import flashinfer
+        where = os.path.dirname(os.path.abspath(flashinfer.__file__))
+        if not where.startswith(tree):
+            raise Unavailable(f"imported another flashinfer, from {where}")
+        _loaded = flashinfer
+        return flashinfer
+    except Unavailable:
+        raise
+    except Exception as error:
+        raise Unavailable(f"{type(error).__name__}: "
+                          f"{str(error).splitlines()[0] if str(error) else ''}"
+                          ) from error
+
+
+def version(fi):
+    return getattr(fi, "__version__", "?")
+
+
+def short_error(error):
+    """One line for the table's notes: a failed JIT build's first compiler
+    error rather than ninja's banner."""
+    text = str(error)
+    if "Ninja build failed" in text:
+        for line in text.splitlines():
+            if " error" in line or "error:" in line:
+                return "JIT build failed: " + line.strip()[:200]
+        return "JIT build failed (no error line in ninja's output)"
+    first = text.splitlines()[0] if text else type(error).__name__
+    return first[:200]
+
+
+# -- kernels a workload needs, built before anything is timed ---------------
+
+def prefill_key(backend, head_dim, alibi=False, window=False, softcap=False):
+    """A JIT module's arguments, as the wrappers' plan() derives them."""
+    return ("prefill", backend, head_dim, 2 if alibi else 0, bool(window),
+            bool(softcap))
+
+
+def decode_key(head_dim):
+    return ("decode", head_dim)
+
+
+def prebuild(fi, keys):
+    """Builds every module of `keys` in one ninja run (all cores, instead of
+    one module after another at each wrapper's first plan()). Returns
+    seconds taken; raises on a failed build (plan() then retries the one
+    module it needs, and reports its error)."""
+    import torch
+    bf16, i32 = torch.bfloat16, torch.int32
+    specs = []
+    for key in sorted(set(keys)):
+        if key[0] == "prefill":
+            _, backend, dim, posenc, window, softcap = key
+            specs.append(fi.jit.gen_batch_prefill_module(
+                backend, bf16, bf16, bf16, i32, dim, dim, posenc, window,
+                softcap, False))
+        else:
+            _, dim = key
+            specs.append(fi.jit.gen_batch_decode_module(
+                bf16, bf16, bf16, i32, dim, dim, 0, False, False))
+    began = time.time()
+    if specs:
+        fi.jit.build_jit_specs(specs, verbose=False)
+    return time.time() - began
+
+
+# -- runners ------------------------------------------------------------------
+
+def _workspace(device):
+    import torch
+    # Decode requires it zeroed before its first use.
+    return torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device=device)
+
+
+def ragged_prefill(fi, q, k, v, qo_indptr, kv_indptr, causal, window=None,
+                   softcap=None, alibi=False):
+    """BatchPrefillWithRaggedKVCacheWrapper on q [tokens, heads, dim], k and
+    v [tokens, kv_heads, dim]; int32 index pointers. FA3 (Hopper) except
+    for ALiBi, which only the FA2 backend applies: the FA3 variant ignores
+    pos_encoding_mode. Returns (fn, backend); fn() returns out."""
+    import torch
+    backend = "fa2" if alibi else "fa3"
+    heads, dim = q.shape[1], q.shape[2]
+    kv_heads = k.shape[1]
+    wrapper = fi.BatchPrefillWithRaggedKVCacheWrapper(
+        _workspace(q.device), "NHD", backend=backend)
+    wrapper.plan(qo_indptr, kv_indptr, heads, kv_heads, dim,
+                 causal=causal,
+                 pos_encoding_mode="ALIBI" if alibi else "NONE",
+                 window_left=-1 if window is None else window,
+                 logits_soft_cap=softcap,
+                 q_data_type=q.dtype, kv_data_type=k.dtype)
+    out = torch.empty_like(q)
+    return (lambda: wrapper.run(q, k, v, out=out)), backend
+
+
+def paged_prefill(fi, q, k_cache, v_cache, qo_indptr, kv_indptr, kv_indices,
+                  last_page_len, causal, window=None, softcap=None):
+    """BatchPrefillWithPagedKVCacheWrapper (FA3) on ragged q [tokens,
+    heads, dim] over NHD pages [pages, page_size, kv_heads, dim]."""
+    import torch
+    heads, dim = q.shape[1], q.shape[2]
+    kv_heads, page = k_cache.shape[2], k_cache.shape[1]
+    wrapper = fi.BatchPrefillWithPagedKVCacheWrapper(
+        _workspace(q.device), "NHD", backend="fa3")
+    wrapper.plan(qo_indptr, kv_indptr, kv_indices, last_page_len, heads,
+                 kv_heads, dim, page, causal=causal,
+                 window_left=-1 if window is None else window,
+                 logits_soft_cap=softcap, q_data_type=q.dtype,
+                 kv_data_type=k_cache.dtype)
+    out = torch.empty_like(q)
+    return lambda: wrapper.run(q, (k_cache, v_cache), out=out)
+
+
+def paged_decode(fi, q, k_cache, v_cache, kv_indptr, kv_indices,
+                 last_page_len, tensor_cores):
+    """BatchDecodeWithPagedKVCacheWrapper on q [batch, heads, dim] over NHD
+    pages; CUDA-core decode kernel, or (tensor_cores) the FA2 prefill
+    kernel with the group's query heads as rows."""
+    import torch
+    heads, dim = q.shape[1], q.shape[2]
+    kv_heads, page = k_cache.shape[2], k_cache.shape[1]
+    wrapper = fi.BatchDecodeWithPagedKVCacheWrapper(
+        _workspace(q.device), "NHD", use_tensor_cores=tensor_cores)
+    wrapper.plan(kv_indptr, kv_indices, last_page_len, heads, kv_heads, dim,
+                 page, q_data_type=q.dtype, kv_data_type=k_cache.dtype)
+    out = torch.empty_like(q)
+    return lambda: wrapper.run(q, (k_cache, v_cache), out=out)

@@ -1,0 +1,122 @@
+"""The benchmark's workloads (issue 4, grown by issue 12) and what each
+costs: the (query, key) pairs it attends, its FLOPs and the KV bytes it
+reads. Plain Python, so the counts can be checked without a GPU."""
+
+import random
+
+
+def document_lengths(total, count, seed):
+    """`count` unequal document lengths adding up to `total`, fixed by a
+    seeded RNG (Python's Mersenne Twister: the same on every machine)."""
+    rng = random.Random(seed)
+    weights = [rng.uniform(0.3, 1.7) for _ in range(count)]
+    lengths = [int(total * w / sum(weights)) for w in weights]
+    lengths[-1] += total - sum(lengths)
+    assert min(lengths) > 0 and sum(lengths) == total
+    return lengths
+
+
+def alibi_slopes(heads):
+    """attnc's ALiBi slopes (lib/Check/Reference.cpp, runtime/device/
+    attnc/device/math.h): the ALiBi paper's geometric sequence,
+    interleaved for head counts that are not powers of two. FlashInfer's
+    get_alibi_slopes is the same sequence."""
+    pow2 = 1
+    while pow2 * 2 <= heads:
+        pow2 *= 2
+    return [2.0 ** (-8.0 * (h + 1) / pow2) if h < pow2
+            else 2.0 ** (-4.0 * (2 * (h - pow2) + 1) / pow2)
+            for h in range(heads)]
+
+
+class Workload:
+    """batch requests of q_len queries over kv_len keys each ([batch,
+    len, heads, dim] tensors), or with `docs` one packed sequence of
+    documents (batch 1, q_len == kv_len == sum(docs)), masked within each
+    document. `ragged`: attnc and FlashInfer see the requests through
+    index pointers over [tokens, heads, dim] (the dense peers see the
+    equal-length batch)."""
+
+    def __init__(self, name, what, batch, heads, kv_heads, dim, q_len,
+                 kv_len, causal=False, window=None, paged=False,
+                 softcap=None, alibi=False, docs=None, ragged=False):
+        self.name, self.what = name, what
+        self.batch, self.heads, self.kv_heads, self.dim = (batch, heads,
+                                                           kv_heads, dim)
+        self.q_len, self.kv_len = q_len, kv_len
+        self.causal, self.window, self.paged = causal, window, paged
+        self.softcap, self.alibi = softcap, alibi
+        self.docs, self.ragged = docs, ragged
+        if docs is not None:
+            assert batch == 1 and q_len == kv_len == sum(docs)
+
+    @property
+    def decode(self):
+        return self.q_len == 1
+
+    @property
+    def ragged_layout(self):
+        """attnc and FlashInfer take index pointers, not a dense batch."""
+        return self.ragged or self.docs is not None
+
+    def request_lengths(self):
+        """(query lengths, key lengths) of the requests attnc and FlashInfer
+        see in the ragged layout: one request per document."""
+        if self.docs is not None:
+            return list(self.docs), list(self.docs)
+        return [self.q_len] * self.batch, [self.kv_len] * self.batch
+
+    def _pairs(self, q_len, kv_len):
+        """(query, key) pairs of one request, bottom-right aligned."""
+        if not self.causal and self.window is None:
+            return q_len * kv_len
+        total = 0
+        offset = kv_len - q_len
+        for i in range(q_len):
+            hi = i + offset  # last visible key
+            lo = 0 if self.window is None else max(0, hi - self.window)
+            total += hi - lo + 1
+        return total
+
+    def visible_pairs(self):
+        """(query, key) pairs attended per batch entry and head: only pairs
+        the masks let through count (a document sees only itself)."""
+        if self.docs is not None:
+            return sum(self._pairs(n, n) for n in self.docs)
+        return self._pairs(self.q_len, self.kv_len)
+
+    def flops(self):
+        return 4 * self.batch * self.heads * self.dim * self.visible_pairs()
+
+    def kv_bytes(self):
+        return 2 * self.batch * self.kv_len * self.kv_heads * self.dim * 2
+
+
+P6_DOCS = document_lengths(16384, 8, seed=6)
+
+WORKLOADS = [
+    Workload("P1", "causal prefill GQA 32/8 d128, 2x8192", 2, 32, 8, 128,
+             8192, 8192, causal=True),
+    Workload("P2", "non-causal MHA 32 d128, 2x4096", 2, 32, 32, 128, 4096,
+             4096),
+    Workload("P3", "causal sliding window 1024, P1 shapes", 2, 32, 8, 128,
+             8192, 8192, causal=True, window=1024),
+    Workload("P4", "causal soft-cap 30, P1 shapes", 2, 32, 8, 128, 8192,
+             8192, causal=True, softcap=30.0),
+    Workload("P5", "causal ALiBi, P1 shapes", 2, 32, 8, 128, 8192, 8192,
+             causal=True, alibi=True),
+    Workload("P6", "8 packed documents, causal within each, GQA 32/8 d128, "
+             "16384 tokens", 1, 32, 8, 128, 16384, 16384, causal=True,
+             docs=P6_DOCS),
+    Workload("P7a", "causal MHA 64 heads d64, 2x8192", 2, 64, 64, 64, 8192,
+             8192, causal=True),
+    Workload("P7b", "causal MHA 16 heads d256, 2x8192", 2, 16, 16, 256, 8192,
+             8192, causal=True),
+    Workload("P8", "16 short requests, causal GQA 32/8 d128, 16x512 "
+             "(ragged)", 16, 32, 8, 128, 512, 512, causal=True, ragged=True),
+    Workload("D1", "decode 32/8 d128, 64 x 4096", 64, 32, 8, 128, 1, 4096),
+    Workload("D2", "decode 32/8 d128, 8 x 32768", 8, 32, 8, 128, 1, 32768),
+    Workload("D3", "decode 28/4 d128, 64 x 4096", 64, 28, 4, 128, 1, 4096),
+    Workload("D4", "D1 through a paged cache, page 16, shuffled", 64, 32, 8,
+             128, 1, 4096, paged=True),
+]
