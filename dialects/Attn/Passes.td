@@ -100,7 +100,10 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
            "planner's choice (tuning)">,
     Option<"decodeStages", "decode-stages", "int64_t", "0",
            "pipeline stages of a decode CTA; 0 for the planner's choice "
-           "(tuning)">
+           "(tuning)">,
+    Option<"consumers", "consumers", "int64_t", "0",
+           "consumer warpgroups of a warp-specialized (sm_90a) prefill CTA, "
+           "64 query rows each; 0 for the planner's choice (tuning)">
   ];
   let dependentDialects = ["::mlir::attn_gpu::AttnGPUDialect"];
 }

@@ -251,6 +251,26 @@ def AttnGPU_IssueValuesOp : AttnGPU_DeviceOp<"issue_values"> {
   let assemblyFormat = "$tile attr-dict";
 }
 
+def AttnGPU_AwaitTurnOp : AttnGPU_DeviceOp<"await_turn"> {
+  let summary = "wait for this consumer's turn to issue products";
+  let description = [{
+    Consumers issue their wgmma products in turns (a named barrier each),
+    so that one's softmax overlaps the others' products instead of all
+    competing for the tensor cores at once. A no-op with one consumer.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def AttnGPU_PassTurnOp : AttnGPU_DeviceOp<"pass_turn"> {
+  let summary = "hand the turn to the next consumer";
+  let description = [{
+    `final` marks each consumer's last turn: the last consumer's opens
+    none, so every turn opened is taken.
+  }];
+  let arguments = (ins UnitAttr:$final);
+  let assemblyFormat = "attr-dict";
+}
+
 def AttnGPU_WaitScoresOp : AttnGPU_DeviceOp<"wait_scores"> {
   let summary = "wait for the scores, not for the P V issued after them";
   let description = [{

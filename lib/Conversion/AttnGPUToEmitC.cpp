@@ -364,6 +364,15 @@ private:
           call(loc, "attnc::issueValues", {}, {tile(issue.getTile())});
           return success();
         })
+        .Case([&](gpu::AwaitTurnOp) {
+          call(loc, "attnc::awaitTurn", {});
+          return success();
+        })
+        .Case([&](gpu::PassTurnOp pass) {
+          call(loc, pass.getFinal() ? "attnc::passFinalTurn" : "attnc::passTurn",
+               {});
+          return success();
+        })
         .Case([&](gpu::WaitScoresOp wait) {
           call(loc,
                "attnc::waitScores<" + std::to_string(wait.getPending()) + ">",

@@ -45,7 +45,7 @@ void buildModifyScores(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
 
 /// The warp-specialized CTA: the producer streams tiles; each consumer
 /// issues tile t's scores, then tile t-1's P.V, and does t's softmax while
-/// that P.V runs. The first tile is peeled, so that no wgmma or wait
+/// that P.V runs. Consumers issue in turns. The first tile is peeled, so that no wgmma or wait
 /// depends on a condition inside the loop (ptxas serializes every wgmma of
 /// a kernel where one does).
 void buildWarpSpecializedBody(OpBuilder &b, Location loc,
@@ -66,12 +66,14 @@ void buildWarpSpecializedBody(OpBuilder &b, Location loc,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifAny.thenBlock());
     auto scoreTile = [&](Value tile, int64_t pending) {
+      gpu::AwaitTurnOp::create(b, loc);
       gpu::IssueScoresOp::create(b, loc, tile);
       if (pending)
         gpu::IssueValuesOp::create(
             b, loc,
             arith::SubIOp::create(b, loc, tile,
                                   arith::ConstantIndexOp::create(b, loc, 1)));
+      gpu::PassTurnOp::create(b, loc, /*final=*/false);
       gpu::WaitScoresOp::create(b, loc, pending);
       buildModifyScores(b, loc, masks, tile);
       gpu::SoftmaxUpdateOp::create(b, loc);
@@ -85,7 +87,9 @@ void buildWarpSpecializedBody(OpBuilder &b, Location loc,
       b.setInsertionPointToStart(loop.getBody());
       scoreTile(loop.getInductionVar(), /*pending=*/1);
     }
+    gpu::AwaitTurnOp::create(b, loc);
     gpu::IssueValuesOp::create(b, loc, arith::SubIOp::create(b, loc, end, one));
+    gpu::PassTurnOp::create(b, loc, /*final=*/true);
   }
   gpu::StoreStateOp::create(b, loc);
 }

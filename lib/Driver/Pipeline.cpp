@@ -278,6 +278,7 @@ LogicalResult lowerVariant(ModuleOp module, const CompileOptions &options,
     plan.maxSplits = options.maxSplits;
     plan.prefillWarps = options.prefillWarps;
     plan.decodeStages = options.decodeStages;
+    plan.consumers = options.consumers;
     pm.addPass(attn::createAttnPlan(plan));
     pm.addPass(attn::createAttnAnalyzeMasks());
     pm.addPass(attn::createAttnSplitKV());

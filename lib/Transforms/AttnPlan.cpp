@@ -115,7 +115,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     return success(succeeded(outside("max-splits", maxSplits, 1,
                                      attnc::limits::kMaxKVSplits)) &&
                    succeeded(outside("prefill-warps", prefillWarps, 0, 8)) &&
-                   succeeded(outside("decode-stages", decodeStages, 0, 8)));
+                   succeeded(outside("decode-stages", decodeStages, 0, 8)) &&
+        succeeded(outside("consumers", consumers, 0, 3)));
   }
 
   /// Hopper prefill (FlashAttention-3's schedule): two consumer warpgroups
@@ -129,9 +130,16 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   PlanAttr warpSpecialized(AttentionOp op) {
     int64_t dims = std::max(op.getQKHeadDim(), op.getVHeadDim());
     int64_t blockN = dims <= 128 ? 128 : dims <= 192 ? 96 : 64;
-    constexpr int64_t consumers = 2;
+    // Per-score work of three or more (regions with masks or modifiers)
+    // spills past head dim 128 on sm_90a (measured: 8 bytes at 192/128 with
+    // 96-key tiles, 72 at 240 with 64): a 32-key narrower tile.
+    if (scoreWork(op) >= 3 && dims > 128)
+      blockN -= 32;
+    // Three consumers (152 registers each) spill and serialize wgmma even
+    // at head dim 64 with 128-key tiles (ptxas C7512): two by default.
+    int64_t count = consumers > 0 ? consumers : 2;
     return PlanAttr::get(&getContext(), Schedule::warp_specialized,
-                         64 * consumers, blockN, 4 * (consumers + 1), 1,
+                         64 * count, blockN, 4 * (count + 1), 1,
                          /*stages=*/2, 1, /*queryInRegisters=*/false);
   }
 

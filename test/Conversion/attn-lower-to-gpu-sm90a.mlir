@@ -4,6 +4,7 @@
 // branches of one scf.if; a consumer peels its first tile, then issues each
 // tile's scores before the previous tile's P.V and waits only for the
 // scores (pending = 1) before its softmax; the last P.V follows the loop.
+// Consumers issue their products in turns (await_turn / pass_turn).
 // CHECK-LABEL: attn_gpu.kernel @attention
 // CHECK-SAME: plan = <warp_specialized, block = 128 x 128, warps = 12 x 1
 // CHECK: %[[LIVE:.*]] = attn_gpu.begin : i1
@@ -16,18 +17,24 @@
 // CHECK-NEXT: %[[BEGIN:.*]], %[[END:.*]] = attn_gpu.tile_range
 // CHECK: %[[ANY:.*]] = arith.cmpi slt, %[[BEGIN]], %[[END]]
 // CHECK: scf.if %[[ANY]] {
+// CHECK-NEXT: attn_gpu.await_turn
 // CHECK-NEXT: attn_gpu.issue_scores %[[BEGIN]]
+// CHECK-NEXT: attn_gpu.pass_turn
 // CHECK-NEXT: attn_gpu.wait_scores pending = 0
 // CHECK: attn_gpu.softmax_update
 // CHECK: scf.for %[[TILE:.*]] =
+// CHECK-NEXT: attn_gpu.await_turn
 // CHECK-NEXT: attn_gpu.issue_scores %[[TILE]]
 // CHECK: %[[PREV:.*]] = arith.subi %[[TILE]]
 // CHECK-NEXT: attn_gpu.issue_values %[[PREV]]
+// CHECK-NEXT: attn_gpu.pass_turn
 // CHECK-NEXT: attn_gpu.wait_scores pending = 1
 // CHECK: attn_gpu.tile_is_partial %[[TILE]]
 // CHECK: attn_gpu.softmax_update
-// CHECK: %[[LAST:.*]] = arith.subi %[[END]]
+// CHECK: attn_gpu.await_turn
+// CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[END]]
 // CHECK-NEXT: attn_gpu.issue_values %[[LAST]]
+// CHECK-NEXT: attn_gpu.pass_turn {final}
 // CHECK: attn_gpu.store_state
 func.func @prefill(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, ragged>,
                    %v: !attn.kv<?x8x128xbf16, ragged>) -> !attn.out<?x32x128xbf16, ragged> {

@@ -59,6 +59,8 @@ CompileOptions optionsFrom(std::string_view source) {
         }
     } else if (key == "warps") {
       options.prefillWarps = std::min<int64_t>(leadingNumber(value), 8);
+    } else if (key == "consumers") {
+      options.consumers = std::min<int64_t>(leadingNumber(value), 3);
     } else if (key == "stages") {
       options.decodeStages = std::min<int64_t>(leadingNumber(value), 8);
     } else if (key == "sms") {

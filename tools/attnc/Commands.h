@@ -19,9 +19,10 @@ void printFailure(const Status &status);
 /// `--arch`, checked against the architectures attnc compiles for.
 CLI::Option *addArchOption(CLI::App &command, std::string &arch);
 
-/// `--prefill-warps` and `--decode-stages`, attn-plan's tuning knobs.
+/// `--prefill-warps`, `--decode-stages` and `--consumers`, attn-plan's
+/// tuning knobs.
 void addTuningOptions(CLI::App &command, int64_t &prefillWarps,
-                      int64_t &decodeStages);
+                      int64_t &decodeStages, int64_t &consumers);
 
 /// `attnc sim`: the serving simulator.
 void addSimCommand(CLI::App &app, int &exitCode);

@@ -56,7 +56,7 @@ CLI::Option *addArchOption(CLI::App &command, std::string &arch) {
 }
 
 void addTuningOptions(CLI::App &command, int64_t &prefillWarps,
-                      int64_t &decodeStages) {
+                      int64_t &decodeStages, int64_t &consumers) {
   command
       .add_option("--prefill-warps", prefillWarps,
                   "tuning: warps of a prefill CTA, 16 query rows each "
@@ -66,6 +66,11 @@ void addTuningOptions(CLI::App &command, int64_t &prefillWarps,
       .add_option("--decode-stages", decodeStages,
                   "tuning: pipeline stages of a decode CTA (0: the planner's)")
       ->check(CLI::Range(0, 8));
+  command
+      .add_option("--consumers", consumers,
+                  "tuning: consumer warpgroups of an sm_90a prefill CTA, 64 "
+                  "query rows each (0: the planner's)")
+      ->check(CLI::Range(0, 3));
 }
 
 namespace {
@@ -73,7 +78,7 @@ struct CompileArgs {
   std::string file, arch = "sm_90a", emit = "cuda", output = "-", cacheDir;
   bool time = false, printIRAfterAll = false, noCache = false;
   bool printOpOnDiagnostic = false;
-  int64_t prefillWarps = 0, decodeStages = 0;
+  int64_t prefillWarps = 0, decodeStages = 0, consumers = 0;
 };
 
 bool writeOutput(const std::string &path, const std::string &data) {
@@ -100,6 +105,7 @@ int runCompile(const CompileArgs &args) {
   options.printOpOnDiagnostic = args.printOpOnDiagnostic;
   options.prefillWarps = args.prefillWarps;
   options.decodeStages = args.decodeStages;
+  options.consumers = args.consumers;
   if (args.emit == "attn" || args.emit == "gpu" || args.emit == "emitc" ||
       (args.emit == "cuda" && !args.time)) {
     // IR stages need no NVRTC: print the module after the asked-for stage.
@@ -193,7 +199,8 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str()
       ->check(CLI::IsMember({"attn", "gpu", "emitc", "cuda", "ptx", "cubin"}));
   cmd->add_option("-o", args->output, "output file (- for stdout)");
-  addTuningOptions(*cmd, args->prefillWarps, args->decodeStages);
+  addTuningOptions(*cmd, args->prefillWarps, args->decodeStages,
+                   args->consumers);
   cmd->add_flag("--time", args->time,
                 "print the time of the frontend and of NVRTC (compiles "
                 "through the cache)");

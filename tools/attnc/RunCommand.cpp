@@ -16,7 +16,7 @@ struct RunArgs {
   std::string file, shape, cacheDir;
   bool check = false;
   int iterations = 20, splits = 0;
-  int64_t prefillWarps = 0, decodeStages = 0;
+  int64_t prefillWarps = 0, decodeStages = 0, consumers = 0;
   unsigned seed = 1;
 };
 
@@ -75,6 +75,7 @@ int runRun(const RunArgs &args) {
   CompileOptions options;
   options.prefillWarps = args.prefillWarps;
   options.decodeStages = args.decodeStages;
+  options.consumers = args.consumers;
   StatusOr<RunReport> report =
       runAndCheck(source, args.file, options, shape, args.cacheDir);
   if (!report.ok()) {
@@ -114,7 +115,8 @@ void addRunCommand(CLI::App &app, int &exitCode) {
                   "force KV splits of split-KV launches (0: the planner's)")
       ->check(CLI::Range(0, int(limits::kMaxKVSplits)));
   cmd->add_option("--seed", args->seed, "random inputs' seed");
-  addTuningOptions(*cmd, args->prefillWarps, args->decodeStages);
+  addTuningOptions(*cmd, args->prefillWarps, args->decodeStages,
+                   args->consumers);
   cmd->add_option("--cache-dir", args->cacheDir, "kernel cache directory");
   cmd->footer("Examples:\n"
               "  attnc run examples/gqa_paged_decode.mlir --shape "

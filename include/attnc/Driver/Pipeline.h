@@ -33,6 +33,7 @@ struct CompileOptions {
   /// Tuning knobs of attn-plan (see its options); 0 is the planner's choice.
   int64_t prefillWarps = 0;
   int64_t decodeStages = 0;
+  int64_t consumers = 0;
   bool printIRAfterAll = false;
   /// Debug: attach each diagnosed operation's IR (not part of the cache key).
   bool printOpOnDiagnostic = false;

@@ -116,6 +116,16 @@ ATTNC_DEVICE void fenceProxyAsync() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
+/// Named CTA barriers (ids 1..15; 0 is __syncthreads'): `threads` threads
+/// complete a phase, some waiting (sync) and some only arriving, so one
+/// group of warps can hand a turn to another without waiting itself.
+ATTNC_DEVICE void namedBarrierSync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+ATTNC_DEVICE void namedBarrierArrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 #endif // ATTNC_IS_DEVICE
 
 } // namespace hopper

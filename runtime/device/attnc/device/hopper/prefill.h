@@ -13,7 +13,9 @@
 //   on the accumulator fragment, the online softmax, and O += P.V with P
 //   from registers. The next tile's S is issued before this tile's P.V is
 //   waited for, so the softmax of one tile overlaps the matrix work of the
-//   other.
+//   other. The consumers also take turns issuing their products (a named
+//   barrier per consumer), so one's softmax runs while another's products
+//   keep the tensor cores busy.
 //
 // K and V have empty barriers of their own: a K stage is released as soon
 // as the scores that read it are done, a tile before its V stage is.
@@ -218,9 +220,36 @@ struct WarpSpecializedCta
            hopper::AccumulatorLayout::row(thread, 2 * half);
   }
 
+  // --- Turns ----------------------------------------------------------------
+  // Consumer c waits on named barrier kFirstTurnBarrier + c before it issues
+  // products and then arrives on the next consumer's: the turns go round,
+  // and the last consumer opens the first turn.
+  static constexpr bool kTakeTurns = S::kConsumers > 1;
+  static constexpr int kFirstTurnBarrier = 1;
+  static constexpr int kTurnThreads = 2 * hopper::kWarpgroupThreads;
+  static_assert(kFirstTurnBarrier + S::kConsumers <= 16,
+                "a CTA has 16 named barriers");
+
+  ATTNC_DEVICE void awaitTurn() {
+    if constexpr (kTakeTurns)
+      hopper::namedBarrierSync(kFirstTurnBarrier + consumer, kTurnThreads);
+  }
+  /// The last consumer's final turn opens none: every turn opened is taken.
+  ATTNC_DEVICE void passTurn(bool final) {
+    if constexpr (kTakeTurns) {
+      if (final && consumer == S::kConsumers - 1)
+        return;
+      hopper::namedBarrierArrive(
+          kFirstTurnBarrier + (consumer + 1) % S::kConsumers, kTurnThreads);
+    }
+  }
+
   ATTNC_DEVICE void beginConsumer() {
     hopper::raiseRegisterLimit<S::kConsumerRegisters>();
-    consumer = threadIdx.x / hopper::kWarpgroupThreads - 1;
+    // Warp-uniform as far as the compiler can see (see isProducer).
+    consumer = __shfl_sync(0xffffffffu,
+                           int(threadIdx.x) / hopper::kWarpgroupThreads, 0) -
+               1;
     thread = threadIdx.x % hopper::kWarpgroupThreads;
     for (int half = 0; half < 2; ++half) {
       rowMax[half] = negInf();
@@ -230,6 +259,8 @@ struct WarpSpecializedCta
     hopper::zero(o);
     scoredTile = -1;
     valuesTile = -1;
+    if (kTakeTurns && consumer == S::kConsumers - 1 && tileBegin < tileEnd)
+      hopper::namedBarrierArrive(kFirstTurnBarrier, kTurnThreads);
     qFull(consumer).wait(0);
   }
 
@@ -396,6 +427,16 @@ ATTNC_DEVICE void issueScores(WarpSpecializedCta<C> *cta, int t) {
 template <class C>
 ATTNC_DEVICE void issueValues(WarpSpecializedCta<C> *cta, int t) {
   cta->issueValues(t);
+}
+template <class C> ATTNC_DEVICE void awaitTurn(WarpSpecializedCta<C> *cta) {
+  cta->awaitTurn();
+}
+template <class C> ATTNC_DEVICE void passTurn(WarpSpecializedCta<C> *cta) {
+  cta->passTurn(false);
+}
+template <class C>
+ATTNC_DEVICE void passFinalTurn(WarpSpecializedCta<C> *cta) {
+  cta->passTurn(true);
 }
 template <int Pending, class C>
 ATTNC_DEVICE void waitScores(WarpSpecializedCta<C> *cta) {
