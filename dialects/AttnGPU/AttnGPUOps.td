@@ -67,6 +67,11 @@ def AttnGPU_KernelOp : AttnGPU_Op<"kernel", [
   let extraClassDeclaration = [{
     /// Bytes of dynamic shared memory the kernel needs.
     int64_t getSharedMemoryBytes();
+    /// Keys per bulk tensor copy of a warp-specialized kernel's K/V tiles
+    /// (0 for other schedules): the whole tile, or for a paged cache the
+    /// largest count that divides both the page and the tile, so that a
+    /// copy stays inside one page.
+    int64_t getKVBoxRows();
   }];
 }
 

@@ -106,6 +106,7 @@ private:
     member("int", "kWarpsN", plan.getWarpsN());
     member("int", "kBlockN", plan.getBlockN());
     member("int", "kStages", plan.getStages());
+    member("int", "kKVBoxRows", kernel.getKVBoxRows());
     member("int", "kSmemBytes", kernel.getSharedMemoryBytes());
     member("attnc::TokenLayout", "kQLayout", attnc::spelling(q.getLayout()));
     member("attnc::TokenLayout", "kKVLayout", attnc::spelling(kv.getLayout()));
@@ -369,7 +370,8 @@ private:
           return success();
         })
         .Case([&](gpu::PassTurnOp pass) {
-          call(loc, pass.getFinal() ? "attnc::passFinalTurn" : "attnc::passTurn",
+          call(loc,
+               pass.getFinal() ? "attnc::passFinalTurn" : "attnc::passTurn",
                {});
           return success();
         })

@@ -45,9 +45,9 @@ void buildModifyScores(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
 
 /// The warp-specialized CTA: the producer streams tiles; each consumer
 /// issues tile t's scores, then tile t-1's P.V, and does t's softmax while
-/// that P.V runs. Consumers issue in turns. The first tile is peeled, so that no wgmma or wait
-/// depends on a condition inside the loop (ptxas serializes every wgmma of
-/// a kernel where one does).
+/// that P.V runs. Consumers issue in turns. The first tile is peeled, so that
+/// no wgmma or wait depends on a condition inside the loop (ptxas serializes
+/// every wgmma of a kernel where one does).
 void buildWarpSpecializedBody(OpBuilder &b, Location loc,
                               gpu::MaskAnalysisAttr masks) {
   auto producer = gpu::IsProducerOp::create(b, loc, b.getI1Type());

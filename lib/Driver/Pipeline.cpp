@@ -229,7 +229,7 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
       spec.packedHeads = plan.getPackedHeads(spec.group);
       if (int64_t consumers = plan.getConsumers()) {
         spec.qBoxRows = plan.getBlockM() / consumers;
-        spec.kvBoxRows = plan.getBlockN();
+        spec.kvBoxRows = attention.getKVBoxRows();
       }
       spec.hasLse = attention.getHasLse();
       spec.segments = attention.getSegments();

@@ -45,6 +45,13 @@ int64_t scoreWork(AttentionOp op) {
          bool(op.getQuerySegments());
 }
 
+/// Whether the producer of the warp-specialized schedule can copy the KV
+/// cache: contiguous, or pages of whole 8-slot swizzle atoms.
+bool pagesFitBulkCopies(AttentionOp op) {
+  auto key = cast<KVType>(op.getKey().getType());
+  return key.getLayout() != TokenLayout::Paged || key.getPageSize() % 8 == 0;
+}
+
 /// Names the first feature of `op` that the GPU pipeline cannot compile,
 /// or returns an empty string.
 std::string unsupportedFeature(AttentionOp op) {
@@ -116,7 +123,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                                      attnc::limits::kMaxKVSplits)) &&
                    succeeded(outside("prefill-warps", prefillWarps, 0, 8)) &&
                    succeeded(outside("decode-stages", decodeStages, 0, 8)) &&
-        succeeded(outside("consumers", consumers, 0, 3)));
+                   succeeded(outside("consumers", consumers, 0, 3)));
   }
 
   /// Hopper prefill (FlashAttention-3's schedule): two consumer warpgroups
@@ -138,8 +145,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     // Three consumers (152 registers each) spill and serialize wgmma even
     // at head dim 64 with 128-key tiles (ptxas C7512): two by default.
     int64_t count = consumers > 0 ? consumers : 2;
-    return PlanAttr::get(&getContext(), Schedule::warp_specialized,
-                         64 * count, blockN, 4 * (count + 1), 1,
+    return PlanAttr::get(&getContext(), Schedule::warp_specialized, 64 * count,
+                         blockN, 4 * (count + 1), 1,
                          /*stages=*/2, 1, /*queryInRegisters=*/false);
   }
 
@@ -172,11 +179,10 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
         --stages;
       plan = decode(stages);
     } else if (StringRef(arch) == "sm_90a" && !op.getQuerySegments() &&
-               cast<KVType>(op.getKey().getType()).getLayout() !=
-                   TokenLayout::Paged) {
-      // Paged caches need a gather the producer does not do yet, and
-      // document segments spill the consumers (two ids loaded per score,
-      // measured at every tile width): both keep the mma.sync schedule.
+               pagesFitBulkCopies(op)) {
+      // Document segments spill the consumers (two ids loaded per score,
+      // measured at every tile width) and pages of fewer than 8 slots do
+      // not fill the copy engine's swizzle atoms: both keep mma.sync.
       plan = warpSpecialized(op);
     } else {
       // Past head dim 128 the output accumulators need the registers: half

@@ -118,6 +118,40 @@ StatusOr<TensorMapArgs> attentionOperandMap(uint64_t address, DType type,
   return a;
 }
 
+StatusOr<TensorMapArgs> pagedOperandMap(uint64_t address, DType type,
+                                        PageOrder order, int64_t pageSize,
+                                        int64_t heads, int64_t dim,
+                                        int64_t pageStride, int boxRows) {
+  StatusOr<TensorMapDataType> dataType = mapType(type);
+  if (!dataType.ok())
+    return dataType.status();
+  if (pageSize < 1 || heads < 1 || dim < 1 || pageStride < 1)
+    return invalid("a paged operand needs pages, heads, a dim and a page "
+                   "stride");
+  TensorMapArgs a;
+  a.dataType = *dataType;
+  a.rank = 4;
+  a.globalAddress = address;
+  uint64_t bytes = uint64_t(elementBytes(a.dataType));
+  bool headMajor = order == PageOrder::HND;
+  a.globalDim[0] = uint64_t(dim);
+  a.globalDim[1] = uint64_t(headMajor ? pageSize : heads);
+  a.globalDim[2] = uint64_t(headMajor ? heads : pageSize);
+  // Page tables index the pages: the map does not bound them.
+  a.globalDim[3] = uint64_t(1) << 31;
+  a.globalStrides[0] = uint64_t(dim) * bytes;
+  a.globalStrides[1] = a.globalStrides[0] * a.globalDim[1];
+  a.globalStrides[2] = uint64_t(pageStride) * bytes;
+  a.boxDim[0] = hopper::kSwizzleBytes / elementBytes(a.dataType);
+  a.boxDim[1] = headMajor ? uint32_t(boxRows) : 1;
+  a.boxDim[2] = headMajor ? 1 : uint32_t(boxRows);
+  a.boxDim[3] = 1;
+  a.swizzle = hopper::kTileSwizzle;
+  if (Status s = validate(a); !s.ok())
+    return s;
+  return a;
+}
+
 StatusOr<TensorMapArgs> matrixMap(uint64_t address, DType type, int64_t rows,
                                   int64_t cols, int64_t rowStride,
                                   int boxRows) {

@@ -62,6 +62,16 @@ StatusOr<TensorMapArgs> attentionOperandMap(uint64_t address, DType type,
                                             int64_t tokens, int64_t heads,
                                             int64_t dim, int boxRows);
 
+/// The map of a paged attention operand: `pageStride` elements between
+/// pages of `pageSize` slots, each [pageSize, heads, dim] (NHD) or [heads,
+/// pageSize, dim] (HND) 16-bit elements, read in boxes of boxRows slots of
+/// one head and one 64-element column block. The page count is left
+/// unbounded: page tables say which pages exist.
+StatusOr<TensorMapArgs> pagedOperandMap(uint64_t address, DType type,
+                                        PageOrder order, int64_t pageSize,
+                                        int64_t heads, int64_t dim,
+                                        int64_t pageStride, int boxRows);
+
 /// The map of a row-major [rows, cols] matrix of 16-bit elements whose rows
 /// are `rowStride` elements apart, read in boxes of [boxRows, 64 columns]
 /// into hopper::Sw128Tile<boxRows, ...> tiles.

@@ -293,7 +293,7 @@ Status Executor::resolveKVTokens(BatchLayout &layout) const {
       }
     if (!key)
       return Status::error(ErrorCode::Internal, "attention without keys");
-    if (key->layout == TokenLayout::Dense) {
+    if (key->layout != TokenLayout::Ragged) { // paged maps are unbounded
       layout.kvTokens = int64_t(layout.batch) * layout.kvLen;
       return Status();
     }
@@ -323,7 +323,7 @@ Status Executor::encodeOperandMaps(const LaunchSpec &launch,
                                    TmaAttnParams &params) {
   // A tensor map needs at least one row; an empty tensor is never read.
   auto rows = [](int64_t n) { return std::max<int64_t>(n, 1); };
-  if (key.layout != TokenLayout::Dense && layout.kvTokens == 0 &&
+  if (key.layout == TokenLayout::Ragged && layout.kvTokens == 0 &&
       layout.kvLen > 0)
     return Status::error(ErrorCode::InvalidArgument,
                          "ragged keys loaded through tensor maps need the "
@@ -343,9 +343,20 @@ Status Executor::encodeOperandMaps(const LaunchSpec &launch,
       {params.attn.v, value, kvTokens, launch.kvBoxRows, params.v},
   };
   for (Operand &o : operands) {
-    StatusOr<cuda::TensorMapArgs> args = cuda::attentionOperandMap(
-        reinterpret_cast<uint64_t>(o.address), o.spec.dtype, rows(o.tokens),
-        o.spec.heads, o.spec.dim, int(o.boxRows));
+    auto address = reinterpret_cast<uint64_t>(o.address);
+    bool paged = o.spec.kind == ValueSpec::Kind::KV &&
+                 o.spec.layout == TokenLayout::Paged;
+    int64_t packedPage = o.spec.pageSize * o.spec.heads * o.spec.dim;
+    int64_t pageStride =
+        &o.map == &params.k ? layout.kPageStride : layout.vPageStride;
+    StatusOr<cuda::TensorMapArgs> args =
+        paged ? cuda::pagedOperandMap(address, o.spec.dtype, o.spec.pageOrder,
+                                      o.spec.pageSize, o.spec.heads, o.spec.dim,
+                                      pageStride ? pageStride : packedPage,
+                                      int(o.boxRows))
+              : cuda::attentionOperandMap(address, o.spec.dtype, rows(o.tokens),
+                                          o.spec.heads, o.spec.dim,
+                                          int(o.boxRows));
     if (!args.ok())
       return args.status();
     if (Status s = driver_.encodeTensorMap(o.map, *args); !s.ok())

@@ -42,14 +42,28 @@ func.func @prefill_d256(%q: !attn.q<?x8x256xbf16>, %k: !attn.kv<?x8x256xbf16>,
 
 // -----
 
-// A paged cache keeps the mma.sync prefill on sm_90a: the producer has no
-// page gather yet.
+// A paged cache of 16-slot pages is warp-specialized too: the producer
+// copies each page's slots with one box per column block.
 // CHECK-LABEL: func.func @paged_prefill
-// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill,
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized,
 func.func @paged_prefill(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, paged<16, nhd>>,
                          %v: !attn.kv<?x8x128xbf16, paged<16, nhd>>) -> !attn.out<?x32x128xbf16, ragged> {
   %out = attn.attention(%q, %k, %v) {causal}
       : !attn.q<?x32x128xbf16, ragged>, !attn.kv<?x8x128xbf16, paged<16, nhd>>, !attn.kv<?x8x128xbf16, paged<16, nhd>>
+      -> !attn.out<?x32x128xbf16, ragged>
+  return %out : !attn.out<?x32x128xbf16, ragged>
+}
+
+// -----
+
+// Pages of fewer than 8 slots do not fill the copy engine's swizzle atoms:
+// mma.sync.
+// CHECK-LABEL: func.func @paged_prefill_page4
+// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill,
+func.func @paged_prefill_page4(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, paged<4, nhd>>,
+                               %v: !attn.kv<?x8x128xbf16, paged<4, nhd>>) -> !attn.out<?x32x128xbf16, ragged> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x32x128xbf16, ragged>, !attn.kv<?x8x128xbf16, paged<4, nhd>>, !attn.kv<?x8x128xbf16, paged<4, nhd>>
       -> !attn.out<?x32x128xbf16, ragged>
   return %out : !attn.out<?x32x128xbf16, ragged>
 }

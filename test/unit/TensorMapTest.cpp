@@ -54,6 +54,29 @@ TEST(TensorMap, AttentionOperandDescribesTokensHeadsDim) {
                           "box [64, 1, 128], swizzle 128B");
 }
 
+// A paged cache is four-dimensional: dim, then heads and slots in the page
+// order's nesting, then pages (unbounded: the page table names them), with
+// the page stride the caller gives (an interleaved K/V cache's is twice the
+// packed one).
+TEST(TensorMap, PagedOperandNestsSlotsAndHeadsByPageOrder) {
+  StatusOr<TensorMapArgs> nhd = pagedOperandMap(
+      kAddress, DType::BF16, PageOrder::NHD, 16, 8, 128, 2 * 16 * 8 * 128, 16);
+  ASSERT_TRUE(nhd.ok()) << nhd.status().toString();
+  EXPECT_EQ(describe(*nhd),
+            "rank 4, dims [128, 8, 16, 2147483648], strides [256, 2048, "
+            "65536], box [64, 1, 16, 1], swizzle 128B");
+  StatusOr<TensorMapArgs> hnd = pagedOperandMap(
+      kAddress, DType::F16, PageOrder::HND, 64, 8, 128, 64 * 8 * 128, 32);
+  ASSERT_TRUE(hnd.ok()) << hnd.status().toString();
+  EXPECT_EQ(describe(*hnd),
+            "rank 4, dims [128, 64, 8, 2147483648], strides [256, 16384, "
+            "131072], box [64, 32, 1, 1], swizzle 128B");
+  // A page stride shorter than a page would overlap pages.
+  EXPECT_FALSE(pagedOperandMap(kAddress, DType::BF16, PageOrder::NHD, 16, 8,
+                               128, 16 * 8 * 128 - 1, 16)
+                   .ok());
+}
+
 TEST(TensorMap, MatrixViewOfHeads) {
   // Q [64 tokens, 4 heads x 128] as a matrix: rows 1024 bytes apart.
   StatusOr<TensorMapArgs> a =

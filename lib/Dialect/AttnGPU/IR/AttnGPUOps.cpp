@@ -6,6 +6,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::attn_gpu;
 
@@ -17,6 +19,16 @@ int64_t KernelOp::getSharedMemoryBytes() {
   return getPlan().getSharedMemoryBytes(
       cast<attn::QueryType>(getQuery()).getHeadDim(),
       cast<attn::OutputType>(getOutput()).getHeadDim());
+}
+
+int64_t KernelOp::getKVBoxRows() {
+  PlanAttr plan = getPlan();
+  if (plan.getSchedule() != Schedule::warp_specialized)
+    return 0;
+  auto key = cast<attn::KVType>(getKey());
+  if (key.getLayout() != attnc::TokenLayout::Paged)
+    return plan.getBlockN();
+  return std::gcd(key.getPageSize(), plan.getBlockN());
 }
 
 LogicalResult KernelOp::verify() {
@@ -61,9 +73,11 @@ LogicalResult KernelOp::verify() {
     if (getTarget().getArch() != "sm_90a")
       return emitOpError("a warp_specialized plan needs sm_90a, the target is ")
              << getTarget().getArch();
-    if (key.getLayout() == attnc::TokenLayout::Paged)
-      return emitOpError("a warp_specialized plan loads whole KV tiles; "
-                         "paged caches take the mma.sync schedules");
+    // Bulk copies land on 8-row swizzle atoms: a page must hold whole ones.
+    if (getKVBoxRows() % 8 != 0)
+      return emitOpError("a warp_specialized plan copies pages in boxes of "
+                         "a multiple of 8 slots; pages of ")
+             << key.getPageSize() << " take the mma.sync schedules";
   }
   return success();
 }

@@ -52,6 +52,16 @@ template <class C> struct WarpSpecializedShape {
   static constexpr int kBlockN = C::kBlockN;
   static constexpr int kStages = C::kStages;
   static constexpr int kThreads = 32 * C::kWarpsM;
+  /// K/V tiles are copied in boxes of kKVBoxRows keys: the whole tile, or
+  /// for a paged cache slots inside one page (the compiler's choice, which
+  /// the host's tensor maps share).
+  static constexpr bool kPaged = C::kKVLayout == TokenLayout::Paged;
+  static constexpr int kKVBoxRows = C::kKVBoxRows;
+  static_assert(kBlockN % kKVBoxRows == 0 &&
+                    kKVBoxRows % hopper::kAtomRows == 0 &&
+                    (!kPaged || C::kPageSize % kKVBoxRows == 0),
+                "boxes tile the KV tile, start on swizzle atoms and stay "
+                "inside a page");
   using QTile = hopper::Sw128Tile<hopper::kWgmmaM, kD>;
   using KTile = hopper::Sw128Tile<kBlockN, kD>;
   using VTile = hopper::Sw128Tile<kBlockN, kDV>;
@@ -201,15 +211,37 @@ struct WarpSpecializedCta
     for (int t = tileBegin; t < tileEnd; ++t) {
       int stage = stageOf(t);
       u32 parity = phaseOf(t) ^ 1u; // the first pass finds the stages free
-      int key = kvToken0 + tileAt(t) * S::kBlockN;
+      int key = tileAt(t) * S::kBlockN;
       kEmpty(stage).wait(parity);
       kFull(stage).arriveExpectTx(KTile::kBytes);
-      hopper::loadHeadTile<KTile>(kTile(stage), tp->k, kFull(stage), key,
-                                  kvHead);
+      loadKV<KTile>(kTile(stage), tp->k, kFull(stage), key);
       vEmpty(stage).wait(parity);
       vFull(stage).arriveExpectTx(VTile::kBytes);
-      hopper::loadHeadTile<VTile>(vTile(stage), tp->v, vFull(stage), key,
-                                  kvHead);
+      loadKV<VTile>(vTile(stage), tp->v, vFull(stage), key);
+    }
+  }
+
+  /// Keys [key, key + kBlockN) of the CTA's KV head into a tile. A paged
+  /// box past the request's last page reads that page again instead: the
+  /// keys are masked, but every byte the barrier expects must arrive and
+  /// be finite (a masked probability is 0, and 0 x NaN is not).
+  template <typename Tile>
+  ATTNC_DEVICE void loadKV(u32 dst, const hopper::TensorMap &map,
+                           hopper::Mbarrier &bar, int key) {
+    if constexpr (!S::kPaged) {
+      hopper::loadHeadTile<Tile>(dst, map, bar, kvToken0 + key, kvHead);
+    } else {
+      constexpr int page = C::kPageSize;
+      int lastPage = this->pageBegin + (this->kvLen + page - 1) / page - 1;
+#pragma unroll 1
+      for (int row = 0; row < S::kBlockN; row += S::kKVBoxRows) {
+        int slotKey = key + row;
+        int entry = this->pageBegin + slotKey / page;
+        entry = entry < lastPage ? entry : lastPage;
+        hopper::loadPageRows<Tile, S::kKVBoxRows,
+                             C::kPageOrder == PageOrder::HND>(
+            dst, map, bar, row, p->page_indices[entry], slotKey % page, kvHead);
+      }
     }
   }
 
@@ -434,8 +466,7 @@ template <class C> ATTNC_DEVICE void awaitTurn(WarpSpecializedCta<C> *cta) {
 template <class C> ATTNC_DEVICE void passTurn(WarpSpecializedCta<C> *cta) {
   cta->passTurn(false);
 }
-template <class C>
-ATTNC_DEVICE void passFinalTurn(WarpSpecializedCta<C> *cta) {
+template <class C> ATTNC_DEVICE void passFinalTurn(WarpSpecializedCta<C> *cta) {
   cta->passTurn(true);
 }
 template <int Pending, class C>

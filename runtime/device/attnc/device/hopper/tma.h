@@ -60,6 +60,19 @@ ATTNC_DEVICE void tmaLoad3D(u32 dst, const TensorMap &map, Mbarrier &bar,
                : "memory");
 }
 
+/// Copies the box at (c0, c1, c2, c3) of a 4D map to shared address `dst`.
+ATTNC_DEVICE void tmaLoad4D(u32 dst, const TensorMap &map, Mbarrier &bar,
+                            i32 c0, i32 c1, i32 c2, i32 c3) {
+  const void *m = &map;
+  u32 b = bar.address();
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile"
+               ".mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+               "[%2];"
+               :
+               : "r"(dst), "l"(m), "r"(b), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
+
 /// Loads tokens [token, token + Tile::kRows) of `head` of an attention
 /// operand ([tokens, heads, dim], map from attentionOperandMap) into a tile
 /// at `dst`: one box of [Tile::kRows, 1, 64] per column block. The caller
@@ -71,6 +84,27 @@ ATTNC_DEVICE void loadHeadTile(u32 dst, const TensorMap &map, Mbarrier &bar,
   for (int b = 0; b < Tile::kBlocks; ++b)
     tmaLoad3D(dst + b * Tile::kBlockBytes, map, bar, b * Tile::kBlockCols, head,
               token);
+}
+
+/// Loads `BoxRows` consecutive slots from `slot` of one page of an
+/// attention operand's paged cache (map from pagedOperandMap: NHD pages
+/// [page, heads, dim] or HND pages [heads, page, dim]) into rows [row,
+/// row + BoxRows) of a tile at `dst`, one box per column block. Rows start
+/// on a swizzle atom (BoxRows and `row` multiples of 8), so the copy
+/// engine's swizzle, a function of the shared address, is the whole
+/// tile's.
+template <typename Tile, int BoxRows, bool HeadMajorPages>
+ATTNC_DEVICE void loadPageRows(u32 dst, const TensorMap &map, Mbarrier &bar,
+                               int row, i32 page, i32 slot, i32 head) {
+  static_assert(BoxRows % kAtomRows == 0, "boxes start on swizzle atoms");
+#pragma unroll
+  for (int b = 0; b < Tile::kBlocks; ++b) {
+    u32 at = dst + b * Tile::kBlockBytes + u32(row) * kSwizzleBytes;
+    if (HeadMajorPages)
+      tmaLoad4D(at, map, bar, b * Tile::kBlockCols, slot, head, page);
+    else
+      tmaLoad4D(at, map, bar, b * Tile::kBlockCols, head, slot, page);
+  }
 }
 
 /// Loads rows [row, row + Tile::kRows) and columns [col, col + Tile::kCols)
