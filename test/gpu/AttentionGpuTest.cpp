@@ -204,6 +204,16 @@ std::vector<Case> cases() {
        "paged<16, nhd>", "causal", "", false, shapeOf(2, 70, 300)});
   add({"gqa4_causal_paged64_hnd_prefill", 8, 2, 64, "f16", false, true,
        "paged<64, hnd>", "causal", "", false, shapeOf(2, 90, 400)});
+  // On sm_90a the warp-specialized producer copies pages in boxes of
+  // gcd(page, tile) slots: the smallest page it takes (8), pages longer
+  // than the tile (256), boxes smaller than both (128 slots, 96-key tiles
+  // of 192/128 head dims: 32), and pages of 4, which stay on mma.sync.
+  add({"gqa4_causal_paged8_nhd_prefill", 16, 4, 128, "bf16", false, true,
+       "paged<8, nhd>", "causal", "", false, shapeOf(2, 150, 333)});
+  add({"gqa2_paged256_hnd_prefill", 8, 4, 128, "bf16", false, true,
+       "paged<256, hnd>", "", "", false, shapeOf(2, 200, 700)});
+  add({"gqa4_causal_paged4_nhd_prefill", 16, 4, 128, "bf16", false, true,
+       "paged<4, nhd>", "causal", "", false, shapeOf(2, 70, 300)});
   // Modifiers.
   add({"softcap_causal", 8, 4, 128, "bf16", false, false, "",
        "causal, softcap = 5.0 : f32", "", false, shapeOf(2, 140, 140)});
@@ -286,6 +296,10 @@ std::vector<Case> headDimCases() {
        "paged<16, hnd>", "causal", "", false, shapeOf(2, 90, 300)});
   add({"prefill_d160_mha_dense", 4, 4, 160, "bf16", false, false, "", "", "",
        false, shapeOf(2, 140, 210)});
+  add(withV({"qk192_v128_causal_paged128_prefill", 16, 2, 192, "bf16", false,
+             true, "paged<128, nhd>", "causal", "", false,
+             shapeOf(2, 160, 420)},
+            128));
   add(withV({"prefill_qk192_v128_causal_ragged", 16, 2, 192, "bf16", false,
              true, "ragged", "causal", "", false, shapeOf(2, 180, 180)},
             128));
