@@ -129,19 +129,22 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   /// Hopper prefill (FlashAttention-3's schedule): two consumer warpgroups
   /// of 64 rows. A consumer holds its output (vDim / 2 registers a thread),
   /// the scores of one KV tile (blockN / 2) and their probabilities in 16
-  /// bits (blockN / 4) within the 232 registers setmaxnreg gives it; the
-  /// tile is the widest that leaves room for the softmax up to head dim
-  /// 128 (as FlashAttention-3 picks), narrower as the output grows, and
-  /// two stages of K and V fit the 227 KiB of shared memory at every head
-  /// dim.
+  /// bits (blockN / 4) within the 232 registers setmaxnreg gives it. Up to
+  /// head dim 64 the products are short beside each tile's fixed costs
+  /// (row maxima, rescaling, barriers), so the tile is 192 keys; 128 up to
+  /// head dim 128 (as FlashAttention-3 picks); narrower as the output
+  /// grows. Two stages of K and V fit the 227 KiB of shared memory at
+  /// every head dim.
   PlanAttr warpSpecialized(AttentionOp op) {
     int64_t dims = std::max(op.getQKHeadDim(), op.getVHeadDim());
-    int64_t blockN = dims <= 128 ? 128 : dims <= 192 ? 96 : 64;
     // Per-score work of three or more (regions with masks or modifiers)
-    // spills past head dim 128 on sm_90a (measured: 8 bytes at 192/128 with
-    // 96-key tiles, 72 at 240 with 64): a 32-key narrower tile.
-    if (scoreWork(op) >= 3 && dims > 128)
-      blockN -= 32;
+    // spills wider tiles on sm_90a (measured: 100 bytes at head dim 64 with
+    // 192-key tiles, 8 at 192/128 with 96, 72 at 240 with 64).
+    bool heavy = scoreWork(op) >= 3;
+    int64_t blockN = dims <= 64    ? (heavy ? 128 : 192)
+                     : dims <= 128 ? 128
+                     : dims <= 192 ? (heavy ? 64 : 96)
+                                   : (heavy ? 32 : 64);
     // Three consumers (152 registers each) spill and serialize wgmma even
     // at head dim 64 with 128-key tiles (ptxas C7512): two by default.
     int64_t count = consumers > 0 ? consumers : 2;
