@@ -350,6 +350,13 @@ def flex_runner(ctx):
     from torch.nn.attention.flex_attention import (create_block_mask,
                                                    flex_attention)
     if _flex is None:
+        # Every row compiles flex_attention anew (its shapes, mask and
+        # score_mod); past dynamo's recompile limit (8) it would fall back
+        # to the unfused eager implementation and time that instead.
+        import torch._dynamo
+        for limit in ("recompile_limit", "cache_size_limit"):
+            if hasattr(torch._dynamo.config, limit):
+                setattr(torch._dynamo.config, limit, 256)
         _flex = torch.compile(flex_attention, dynamic=False)
     w = ctx.w
     offset = w.kv_len - w.q_len
@@ -574,17 +581,23 @@ def load_flashinfer(args, selected):
     if args.no_flashinfer:
         return None, "--no-flashinfer", []
     try:
-        fi = flashinfer_peer.load(args.flashinfer_sdist)
+        fi = flashinfer_peer.load(args.flashinfer_sdist,
+                                  args.flashinfer_prebuilt)
     except flashinfer_peer.Unavailable as why:
         print(f"FlashInfer: not used: {why}", flush=True)
         return None, str(why), []
     keys = sorted({key for w in selected for key in flashinfer_modules(w)})
-    print(f"FlashInfer {flashinfer_peer.version(fi)}: JIT-building "
-          f"{len(keys)} modules (minutes the first time) ...", flush=True)
+    print(f"FlashInfer {flashinfer_peer.version(fi)}: {len(keys)} modules "
+          f"to build or find (minutes each to build) ...", flush=True)
     try:
-        seconds = flashinfer_peer.prebuild(fi, keys)
-        print(f"FlashInfer: modules built or found in {seconds:.0f} s",
-              flush=True)
+        seconds, built = flashinfer_peer.prebuild(fi, keys)
+        print(f"FlashInfer: {built} modules built, {len(keys) - built} "
+              f"prebuilt, in {seconds:.0f} s", flush=True)
+        if args.flashinfer_export:
+            size = flashinfer_peer.export_prebuilt(fi, keys,
+                                                   args.flashinfer_export)
+            print(f"FlashInfer: modules written to "
+                  f"{args.flashinfer_export} ({size >> 20} MiB)", flush=True)
     except Exception as error:
         print(f"FlashInfer: the joint build failed "
               f"({flashinfer_peer.short_error(error)}); each wrapper "
@@ -619,14 +632,30 @@ def main():
                         help="JIT-build FlashInfer's kernels for the "
                         "selected workloads, then stop (a first run in two "
                         "commands)")
+    parser.add_argument("--flashinfer-prebuilt", default=None,
+                        help="an archive of built FlashInfer modules to use "
+                        "instead of building them (default: "
+                        ".peers/flashinfer-aot-*.tar.gz at the repo root)")
+    parser.add_argument("--flashinfer-export", default=None,
+                        help="write the built FlashInfer modules of the "
+                        "selected workloads to this .tar.gz (for "
+                        "--flashinfer-prebuilt on a later run)")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="seconds after which no further workload is "
+                        "started (the results of those done are written)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    began_all = time.time()
 
+    # --only also sets the order the workloads run in (the table keeps
+    # WORKLOADS' order), so the rows that matter most can go first.
     only = [n for n in args.only.split(",") if n]
     unknown = set(only) - {w.name for w in WORKLOADS}
     if unknown:
         parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
-    selected = [w for w in WORKLOADS if not only or w.name in only]
+    by_name_w = {w.name: w for w in WORKLOADS}
+    selected = ([by_name_w[n] for n in dict.fromkeys(only)] if only
+                else list(WORKLOADS))
 
     fi, fi_why, fi_notes = load_flashinfer(args, selected)
     if args.flashinfer_build_only:
@@ -641,7 +670,20 @@ def main():
     rows = []
     broken = {}
     began = time.time()
+    date = datetime.date.today().isoformat()
+    command = "PYTHONPATH=python python3 benchmarks/bench.py " + " ".join(
+        sys.argv[1:])
+    meta = {"device": device, "date": date, "command": command,
+            "iters": args.iters, "copy_gbs": copy_gbs,
+            "gemm_tflops": gemm_tflops,
+            "flashinfer": fi and flashinfer_peer.version(fi),
+            "flashinfer_why": fi_why, "flashinfer_notes": fi_notes}
+    skipped = []
     for w in selected:
+        if (args.time_budget is not None and
+                time.time() - began_all > args.time_budget):
+            skipped.append(w.name)
+            continue
         started = time.time()
         # FlexAttention compiles each mask and shape (tens of seconds);
         # past the time budget it is left out rather than the run cut off.
@@ -665,6 +707,13 @@ def main():
         rows.append(row)
         print(json.dumps(row), flush=True)
         torch.cuda.empty_cache()
+        # Written after every row: a run cut off still leaves its results.
+        lines = write_results(args.out, ordered(rows), meta, skipped)
+    if skipped:
+        print(f"not run (past --time-budget {args.time_budget:.0f} s): "
+              f"{', '.join(skipped)}", flush=True)
+    rows = ordered(rows)
+    lines = write_results(args.out, rows, meta, skipped)
 
     by_name = {r["name"]: r for r in rows}
     if (by_name.get("D1", {}).get("attnc") and
@@ -673,27 +722,35 @@ def main():
         print(f"D4 (paged) runs at {ratio:.2f} of D1 (contiguous)")
     if check_failures(rows):
         print(f"error check failed: {', '.join(check_failures(rows))}")
-
-    date = datetime.date.today().isoformat()
-    command = "PYTHONPATH=python python3 benchmarks/bench.py " + " ".join(
-        sys.argv[1:])
-    meta = {"device": device, "date": date, "command": command,
-            "iters": args.iters, "copy_gbs": copy_gbs,
-            "gemm_tflops": gemm_tflops,
-            "flashinfer": fi and flashinfer_peer.version(fi),
-            "flashinfer_why": fi_why, "flashinfer_notes": fi_notes}
-    lines = markdown(rows, meta)
-    with open(os.path.join(args.out, "results.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump({"device": device, "date": date, "copy_gbs": copy_gbs,
-                   "gemm_tflops": gemm_tflops,
-                   "flashinfer": meta["flashinfer"],
-                   "flashinfer_why": fi_why, "peers": list(PEERS),
-                   "rows": rows}, f, indent=1)
-    with open(os.path.join(args.out, "performance.svg"), "w") as f:
-        f.write(bar_chart_svg(rows, device, date))
     print("\n".join(lines))
+
+
+def ordered(rows):
+    """Rows in WORKLOADS' order, whatever order they ran in."""
+    rank = {w.name: i for i, w in enumerate(WORKLOADS)}
+    return sorted(rows, key=lambda r: rank[r["name"]])
+
+
+def write_results(out, rows, meta, skipped):
+    """results.md, results.json and performance.svg under `out`; returns
+    the Markdown lines."""
+    lines = markdown(rows, meta)
+    if skipped:
+        lines += ["", f"Not run (past the run's time budget): "
+                  f"{', '.join(skipped)}."]
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"device": meta["device"], "date": meta["date"],
+                   "command": meta["command"], "copy_gbs": meta["copy_gbs"],
+                   "gemm_tflops": meta["gemm_tflops"],
+                   "flashinfer": meta["flashinfer"],
+                   "flashinfer_why": meta["flashinfer_why"],
+                   "peers": list(PEERS), "not_run": skipped,
+                   "rows": rows}, f, indent=1)
+    with open(os.path.join(out, "performance.svg"), "w") as f:
+        f.write(bar_chart_svg(rows, meta["device"], meta["date"]))
+    return lines
 
 
 if __name__ == "__main__":

@@ -2,11 +2,22 @@
 distribution: the GPU machine has no FlashInfer installed and cannot fetch
 it, so the harness carries flashinfer-python's sdist (.peers/ at the repo
 root, ignored by git) and FlashInfer JIT-builds each kernel it needs with
-nvcc on first use (16-90 s each; cached under /tmp/attnc-peers).
+nvcc on first use (a module is 8 kernel files of 40-60 s each on one core;
+cached under /tmp/attnc-peers, gone with the GPU machine).
 
     fi = load()                      # raises Unavailable with the reason
     prebuild(fi, modules)            # one parallel ninja run for all kernels
+    export_prebuilt(fi, modules, p)  # the built modules as one archive
     fn = ragged_prefill(fi, ...)     # fn() runs one call, returns out
+
+The built modules (<uri>.so, 1-5 MB each) travel as one archive,
+.peers/flashinfer-aot-*.tar.gz: load() installs them as FlashInfer's AOT
+modules (flashinfer/data/aot/<uri>/<uri>.so), which FlashInfer loads
+instead of building. They are tied to the torch and CUDA they were built
+against (the archive's manifest says which; a mismatch is not installed).
+They can be built on any x86-64 machine with nvcc and the same torch, no
+GPU needed: TORCH_CUDA_ARCH_LIST=9.0 bench.py --flashinfer-build-only
+--flashinfer-export .peers/flashinfer-aot-<torch>.tar.gz
 
 Tested against flashinfer-python 0.2.14 (its prefill.py and decode.py)."""
 
@@ -17,7 +28,8 @@ import tarfile
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-DEFAULT_SDIST = os.path.join(REPO, ".peers", "flashinfer*.tar.gz")
+DEFAULT_SDIST = os.path.join(REPO, ".peers", "flashinfer_python-*.tar.gz")
+DEFAULT_PREBUILT = os.path.join(REPO, ".peers", "flashinfer-aot-*.tar.gz")
 WORK = "/tmp/attnc-peers"
 WORKSPACE_BYTES = 128 << 20
 
@@ -115,9 +127,12 @@ def _shim_torch():
 _loaded = None
 
 
-def load(sdist=None):
-    """Extracts the sdist (once), links flashinfer/data/, imports flashinfer
-    from it. Raises Unavailable (with the reason) on any failure."""
+def load(sdist=None, prebuilt=None):
+    """Extracts the sdist (once), links flashinfer/data/, installs the
+    prebuilt modules of `prebuilt` (an archive, or a glob; default
+    .peers/flashinfer-aot-*.tar.gz), imports flashinfer from it. Raises
+    Unavailable (with the reason) on any failure; a prebuilt archive that
+    does not fit only prints why."""
     global _loaded
     if _loaded is not None:
         return _loaded
@@ -132,6 +147,10 @@ def load(sdist=None):
             raise Unavailable("no ninja to JIT-build its kernels")
         tree = extract(find_sdist(sdist))
         link_data(tree)
+        installed = install_prebuilt(tree, prebuilt)
+        if installed:
+            print(f"FlashInfer: {len(installed) - 1} prebuilt modules "
+                  f"installed from {installed[0]}", flush=True)
         # Its JIT cache (generated sources, objects, .so) goes beside the
         # tree unless the caller chose a place.
         os.environ.setdefault("FLASHINFER_WORKSPACE_BASE", WORK)
@@ -181,28 +200,110 @@ def decode_key(head_dim):
     return ("decode", head_dim)
 
 
-def prebuild(fi, keys):
-    """Builds every module of `keys` in one ninja run (all cores, instead of
-    one module after another at each wrapper's first plan()). Returns
-    seconds taken; raises on a failed build (plan() then retries the one
-    module it needs, and reports its error)."""
+def _spec(fi, key):
+    """The JitSpec of a module key (writes its generated sources)."""
     import torch
     bf16, i32 = torch.bfloat16, torch.int32
-    specs = []
-    for key in sorted(set(keys)):
-        if key[0] == "prefill":
-            _, backend, dim, posenc, window, softcap = key
-            specs.append(fi.jit.gen_batch_prefill_module(
-                backend, bf16, bf16, bf16, i32, dim, dim, posenc, window,
-                softcap, False))
-        else:
-            _, dim = key
-            specs.append(fi.jit.gen_batch_decode_module(
-                bf16, bf16, bf16, i32, dim, dim, 0, False, False))
+    if key[0] == "prefill":
+        _, backend, dim, posenc, window, softcap = key
+        return fi.jit.gen_batch_prefill_module(
+            backend, bf16, bf16, bf16, i32, dim, dim, posenc, window,
+            softcap, False)
+    _, dim = key
+    return fi.jit.gen_batch_decode_module(
+        bf16, bf16, bf16, i32, dim, dim, 0, False, False)
+
+
+def prebuild(fi, keys):
+    """Builds every module of `keys` in one ninja run (all cores, instead of
+    one module after another at each wrapper's first plan()); installed
+    prebuilt modules are skipped. Returns (seconds taken, modules built);
+    raises on a failed build (plan() then retries the one module it needs,
+    and reports its error)."""
+    specs = [_spec(fi, key) for key in sorted(set(keys))]
+    todo = [spec for spec in specs if not spec.is_aot]
     began = time.time()
-    if specs:
-        fi.jit.build_jit_specs(specs, verbose=False)
-    return time.time() - began
+    if todo:
+        fi.jit.build_jit_specs(todo, verbose=False)
+    return time.time() - began, len(todo)
+
+
+def _manifest():
+    import torch
+    return {"torch": torch.__version__, "cuda": torch.version.cuda,
+            "flashinfer": None}
+
+
+def export_prebuilt(fi, keys, path):
+    """Writes the built modules of `keys` (<uri>.so) and a manifest to the
+    archive `path` (.tar.gz), for install_prebuilt on a later run. Returns
+    the archive's size in bytes."""
+    import io
+    import json
+    manifest = dict(_manifest(), flashinfer=version(fi), modules=[])
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with tarfile.open(path, "w:gz") as tar:
+        for key in sorted(set(keys)):
+            spec = _spec(fi, key)
+            so = spec.get_library_path()
+            if not os.path.exists(so):
+                raise FileNotFoundError(f"{spec.name} is not built")
+            tar.add(str(so), arcname=f"{spec.name}.so")
+            manifest["modules"].append(spec.name)
+        data = json.dumps(manifest, indent=1).encode()
+        info = tarfile.TarInfo("manifest.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return os.path.getsize(path)
+
+
+def install_prebuilt(tree, pattern=None):
+    """Installs an archive of export_prebuilt as FlashInfer's AOT modules
+    (flashinfer/data/aot/<uri>/<uri>.so: JitSpec loads those rather than
+    building). Returns [archive, module names] or [] when there is no
+    archive or it was built against another torch, CUDA or FlashInfer."""
+    import json
+    pattern = pattern or DEFAULT_PREBUILT
+    found = ([pattern] if os.path.isfile(pattern)
+             else sorted(glob.glob(pattern)))
+    if not found:
+        return []
+    archive = found[-1]
+    with tarfile.open(archive) as tar:
+        manifest = json.load(tar.extractfile("manifest.json"))
+        here = _manifest()
+        sdist_version = _sdist_version(tree)
+        wrong = [f"{k} {manifest.get(k)} (here {here[k]})"
+                 for k in ("torch", "cuda") if manifest.get(k) != here[k]]
+        if sdist_version and manifest.get("flashinfer") != sdist_version:
+            wrong.append(f"flashinfer {manifest.get('flashinfer')} (here "
+                         f"{sdist_version})")
+        if wrong:
+            print(f"FlashInfer: not using {archive}: built for "
+                  f"{', '.join(wrong)}", flush=True)
+            return []
+        aot = os.path.join(tree, "flashinfer", "data", "aot")
+        names = []
+        for member in tar.getmembers():
+            if not member.isfile() or not member.name.endswith(".so"):
+                continue
+            name = os.path.basename(member.name)[:-len(".so")]
+            dest = os.path.join(aot, name, name + ".so")
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with tar.extractfile(member) as src, \
+                    open(dest + ".partial", "wb") as out:
+                out.write(src.read())
+            os.replace(dest + ".partial", dest)
+            names.append(name)
+    return [archive] + names
+
+
+def _sdist_version(tree):
+    try:
+        with open(os.path.join(tree, "version.txt")) as f:
+            return f.read().strip()
+    except OSError:
+        return None
 
 
 # -- runners ------------------------------------------------------------------
