@@ -2,9 +2,9 @@
 
 // Hopper prefill is warp-specialized: a producer warpgroup and two consumer
 // warpgroups of 64 rows (12 warps, 128 rows), 128-key tiles up to head dim
-// 128, two stages.
+// 128, three stages where they fit in shared memory.
 // CHECK-LABEL: func.func @prefill_d128
-// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 3, kv_splits = 1, q_in_regs = false>
 func.func @prefill_d128(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, ragged>,
                         %v: !attn.kv<?x8x128xbf16, ragged>) -> !attn.out<?x32x128xbf16, ragged> {
   %out = attn.attention(%q, %k, %v) {causal}
@@ -16,7 +16,7 @@ func.func @prefill_d128(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128
 // -----
 
 // DeepSeek's 192/128 head dims narrow the KV tile to 96 keys, so the output
-// accumulators fit beside the scores.
+// accumulators fit beside the scores; two stages fill the shared memory.
 // CHECK-LABEL: func.func @prefill_d192_v128
 // CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 96, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
 func.func @prefill_d192_v128(%q: !attn.q<?x16x192xbf16>, %k: !attn.kv<?x16x192xbf16>,

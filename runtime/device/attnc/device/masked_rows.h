@@ -170,6 +170,13 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     return C::kAlibi ? alibiSlope(headOf(row), C::kNumQHeads) : 0.0f;
   }
 
+  /// `x` where `row` sees `key`, -inf where it does not; only partial tiles
+  /// ask.
+  template <bool Partial>
+  ATTNC_DEVICE float masked(float x, int row, int key) const {
+    return Partial && !visible(row, key) ? negInf() : x;
+  }
+
   /// The base-2 logit of a raw product Q.K for (`row`, `key`): scale,
   /// soft-cap, ALiBi and score_mod, then, on a partial tile, the mask.
   template <bool Partial>
@@ -188,9 +195,7 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     } else {
       x *= C::kScale * kLog2E;
     }
-    if (Partial && !visible(row, key))
-      x = negInf();
-    return x;
+    return masked<Partial>(x, row, key);
   }
 };
 

@@ -336,14 +336,26 @@ struct WarpSpecializedCta
     valuesTile = -1;
   }
 
+  /// Without modifiers the scores stay raw products until the softmax
+  /// scales them inside exp2's argument (one FFMA per score instead of a
+  /// multiply and a subtraction); a positive scale keeps the row maxima of
+  /// the raw products the maxima of the logits. kLogitScale converts held
+  /// scores to base-2 logits.
+  static constexpr bool kFoldScale = !Rows::kMods && C::kScale > 0.0f;
+  static constexpr float kLogitScale = kFoldScale ? C::kScale * kLog2E : 1.0f;
+
   template <bool Partial> ATTNC_DEVICE void modifyScores(int t) {
+    if (kFoldScale && !Partial)
+      return;
     int key0 = tileAt(t) * S::kBlockN;
 #pragma unroll
     for (int i = 0; i < hopper::Accumulator<S::kBlockN>::kRegs; ++i) {
       int half = (i / 2) % 2;
+      int row = rowBegin + localRow(half);
       int key = key0 + hopper::AccumulatorLayout::col(thread, i);
-      s.d[i] = this->template logit<Partial>(s.d[i], rowBegin + localRow(half),
-                                             key, slope[half]);
+      s.d[i] = kFoldScale ? this->template masked<Partial>(s.d[i], row, key)
+                          : this->template logit<Partial>(s.d[i], row, key,
+                                                          slope[half]);
     }
   }
 
@@ -362,14 +374,14 @@ struct WarpSpecializedCta
       mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       // A row that has seen no key keeps -inf; shift by 0 so exp2 stays 0.
-      float shift = mx == negInf() ? 0.0f : mx;
-      alpha[half] = fastExp2(rowMax[half] - shift);
+      float shift = mx == negInf() ? 0.0f : mx * kLogitScale;
+      alpha[half] = fastExp2(rowMax[half] * kLogitScale - shift);
       rowMax[half] = mx;
       float sum = rowSum[half] * alpha[half];
 #pragma unroll
       for (int i = 0; i < kRegs; ++i)
         if ((i / 2) % 2 == half) {
-          s.d[i] = fastExp2(s.d[i] - shift);
+          s.d[i] = fastExp2(s.d[i] * kLogitScale - shift);
           sum += s.d[i];
         }
       rowSum[half] = sum;
@@ -404,7 +416,9 @@ struct WarpSpecializedCta
       if (row >= rows)
         continue;
       float factor = sum > 0.0f ? 1.0f / sum : 0.0f;
-      float lse = sum > 0.0f ? (rowMax[half] + fastLog2(sum)) * kLn2 : negInf();
+      float lse = sum > 0.0f
+                      ? (rowMax[half] * kLogitScale + fastLog2(sum)) * kLn2
+                      : negInf();
       i64 outRow = i64(qToken0 + rowBegin + row) * C::kNumQHeads + qHead;
 #pragma unroll
       for (int i = 0; i < hopper::Accumulator<S::kDV>::kRegs; i += 2) {
