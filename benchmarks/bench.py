@@ -353,10 +353,12 @@ def flex_runner(ctx):
         # Every row compiles flex_attention anew (its shapes, mask and
         # score_mod); past dynamo's recompile limit (8) it would fall back
         # to the unfused eager implementation and time that instead.
-        import torch._dynamo
+        # (as _dynamo: a plain "import torch._dynamo" would make torch a
+        # local name of this function, unbound in the mods below)
+        import torch._dynamo as _dynamo
         for limit in ("recompile_limit", "cache_size_limit"):
-            if hasattr(torch._dynamo.config, limit):
-                setattr(torch._dynamo.config, limit, 256)
+            if hasattr(_dynamo.config, limit):
+                setattr(_dynamo.config, limit, 256)
         _flex = torch.compile(flex_attention, dynamic=False)
     w = ctx.w
     offset = w.kv_len - w.q_len
@@ -604,7 +606,9 @@ def load_flashinfer(args, selected):
               f"retries its own module", flush=True)
     notes = [
         f"FlashInfer {flashinfer_peer.version(fi)} (its sdist, kernels "
-        f"JIT-built with nvcc): prefill rows through "
+        f"JIT-built with nvcc, here or ahead into "
+        f".peers/flashinfer-aot-*.tar.gz against the same torch and CUDA): "
+        f"prefill rows through "
         f"BatchPrefillWithRaggedKVCacheWrapper, FA3 backend, NHD, the dense "
         f"batch as equal-length ragged requests (causal, window_left, "
         f"logits_soft_cap as the row says); decode rows through "

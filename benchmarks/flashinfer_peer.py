@@ -23,6 +23,7 @@ Tested against flashinfer-python 0.2.14 (its prefill.py and decode.py)."""
 
 import glob
 import os
+import re
 import sys
 import tarfile
 import time
@@ -185,6 +186,13 @@ def short_error(error):
                 return "JIT build failed: " + line.strip()[:200]
         return "JIT build failed (no error line in ninja's output)"
     first = text.splitlines()[0] if text else type(error).__name__
+    # FlashInfer's C++ errors: "Error in function 'f' at <path>:<line>:
+    # <message>", where the path (its generated sources) fills the cut.
+    found = re.match(r"Error in function '([^']*)' at (\S+?):(\d+): (.*)",
+                     first)
+    if found:
+        func, path, line, message = found.groups()
+        first = f"{message} ({os.path.basename(path)}:{line})"
     return first[:200]
 
 
