@@ -139,25 +139,28 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     int64_t dims = std::max(op.getQKHeadDim(), op.getVHeadDim());
     // Per-score work of three or more (regions with masks or modifiers)
     // spills wider tiles on sm_90a (measured: 100 bytes at head dim 64 with
-    // 192-key tiles, 8 at 192/128 with 96, 72 at 240 with 64).
+    // 192-key tiles, 56 at 128 with 128, 8 at 192/128 with 96, 72 at 240
+    // with 64).
     bool heavy = scoreWork(op) >= 3;
     int64_t blockN = dims <= 64    ? (heavy ? 128 : 192)
-                     : dims <= 128 ? 128
+                     : dims <= 128 ? (heavy ? 96 : 128)
                      : dims <= 192 ? (heavy ? 64 : 96)
                                    : (heavy ? 32 : 64);
     // Three consumers (152 registers each) spill and serialize wgmma even
     // at head dim 64 with 128-key tiles (ptxas C7512): two by default.
     int64_t count = consumers > 0 ? consumers : 2;
     // A third stage where it fits (up to head dim 128 in 227 KiB) lets the
-    // producer run a tile further ahead of the consumers.
+    // producer run a tile further ahead of the consumers; its ring
+    // arithmetic (modulo 3) spills heavy score work at head dim 128.
     auto plan = [&](int64_t stages) {
       return PlanAttr::get(&getContext(), Schedule::warp_specialized,
                            64 * count, blockN, 4 * (count + 1), 1, stages, 1,
                            /*queryInRegisters=*/false);
     };
     PlanAttr deeper = plan(3);
-    if (deeper.getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim()) <=
-        smem)
+    if (!heavy &&
+        deeper.getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim()) <=
+            smem)
       return deeper;
     return plan(2);
   }
