@@ -114,6 +114,10 @@ struct Batch {
   /// Elements between consecutive pages of K and V; 0 when pages are
   /// packed (a cache that interleaves K and V per page sets them).
   int64_t kPageStride = 0, vPageStride = 0;
+  /// Rows of ragged keys and values (the last kv_indptr). 0 when unknown:
+  /// a kernel that loads them through tensor maps then reads it from the
+  /// device in `plan` (a synchronous copy).
+  int64_t kvTokens = 0;
 };
 
 class Plan;

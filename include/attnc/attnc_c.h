@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 /* 3: destroy functions return a status; attnc_role_name. */
-#define ATTNC_C_API_VERSION 3
+#define ATTNC_C_API_VERSION 4
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -125,6 +125,10 @@ typedef struct attnc_batch {
   int64_t query_tokens;
   uint64_t q_indptr, kv_indptr, page_indices, last_page_len;
   int64_t k_page_stride, v_page_stride;
+  /* Rows of ragged k and v (the last kv_indptr); 0: unknown, and a kernel
+   * that needs it reads it from the device when planning (a synchronous
+   * copy). */
+  int64_t kv_tokens;
 } attnc_batch;
 
 /* What a kernel can hold (attnc/device/abi.h's limits). */

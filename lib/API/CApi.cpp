@@ -418,6 +418,7 @@ attnc_status attnc_plan_create(attnc_kernel handle, const attnc_batch *c,
     batch.lastPageLen = c->last_page_len;
     batch.kPageStride = c->k_page_stride;
     batch.vPageStride = c->v_page_stride;
+    batch.kvTokens = c->kv_tokens;
     attnc::StatusOr<attnc::Plan> plan = kernel->plan(batch);
     if (!plan.ok())
       return fail(plan.status());

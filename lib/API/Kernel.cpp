@@ -129,6 +129,7 @@ static BatchLayout layoutOf(const Batch &batch) {
   layout.lastPageLen = batch.lastPageLen;
   layout.kPageStride = batch.kPageStride;
   layout.vPageStride = batch.vPageStride;
+  layout.kvTokens = batch.kvTokens;
   return layout;
 }
 
@@ -139,6 +140,8 @@ static Status checkBatch(const Program &program, const Batch &batch) {
   // A negative stride would read before the cache.
   if (batch.kPageStride < 0 || batch.vPageStride < 0)
     return invalid("page strides must be 0 (packed pages) or positive");
+  if (batch.kvTokens < 0)
+    return invalid("kv_tokens must be 0 (unknown) or positive");
   for (int id : program.inputs) {
     const ValueSpec &value = program.values[id];
     if (value.kind == ValueSpec::Kind::Query) {

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .errors import AttncError, InvalidArgumentError
 
-API_VERSION = 3  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
+API_VERSION = 4  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
@@ -40,7 +40,7 @@ class Batch(ctypes.Structure):
         ("query_tokens", c_int64), ("q_indptr", ctypes.c_uint64),
         ("kv_indptr", ctypes.c_uint64), ("page_indices", ctypes.c_uint64),
         ("last_page_len", ctypes.c_uint64), ("k_page_stride", c_int64),
-        ("v_page_stride", c_int64),
+        ("v_page_stride", c_int64), ("kv_tokens", c_int64),
     ]
 
 

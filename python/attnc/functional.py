@@ -200,7 +200,8 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     if ragged:
         plan = kernel.plan(batch, q_len, kv_len, tokens,
                            q_indptr=q_indptr.data_ptr(),
-                           kv_indptr=kv_indptr.data_ptr())
+                           kv_indptr=kv_indptr.data_ptr(),
+                           kv_tokens=k.shape[0])
     else:
         plan = _plan(kernel, (batch, q_len, kv_len), batch=batch,
                      max_query_len=q_len, max_kv_len=kv_len,

@@ -185,14 +185,16 @@ class Kernel:
 
     def plan(self, batch, max_query_len, max_kv_len, query_tokens,
              q_indptr=0, kv_indptr=0, page_indices=0, last_page_len=0,
-             k_page_stride=0, v_page_stride=0):
-        """Index arrays are device addresses of int32 arrays (0: none)."""
+             k_page_stride=0, v_page_stride=0, kv_tokens=0):
+        """Index arrays are device addresses of int32 arrays (0: none).
+        `kv_tokens` is the rows of ragged k and v (0: read from kv_indptr
+        on the device, a synchronization)."""
         values = dict(batch=batch, max_query_len=max_query_len,
                       max_kv_len=max_kv_len, query_tokens=query_tokens,
                       q_indptr=q_indptr, kv_indptr=kv_indptr,
                       page_indices=page_indices, last_page_len=last_page_len,
                       k_page_stride=k_page_stride,
-                      v_page_stride=v_page_stride)
+                      v_page_stride=v_page_stride, kv_tokens=kv_tokens)
         bounds = {ctypes.c_int: INT32, ctypes.c_int64: INT64,
                   ctypes.c_uint64: UINT64}
         b = _capi.Batch(**{

@@ -405,6 +405,8 @@ def test_kernel_checks_its_arguments():
     (dict(kv_indptr=2**64), ValueError, "kv_indptr must be in 0.."),
     (dict(batch=-1), InvalidArgumentError, "must be non-negative"),
     (dict(k_page_stride=-1), InvalidArgumentError, "page strides"),
+    (dict(kv_tokens=1.0), TypeError, "kv_tokens must be an int"),
+    (dict(kv_tokens=-1), InvalidArgumentError, "kv_tokens must be 0"),
 ])
 def test_kernel_plan_checks_each_field(kernel, change, error, words):
     args = dict(batch=2, max_query_len=4, max_kv_len=4, query_tokens=8)

@@ -297,6 +297,8 @@ Status Executor::resolveKVTokens(BatchLayout &layout) const {
       layout.kvTokens = int64_t(layout.batch) * layout.kvLen;
       return Status();
     }
+    if (layout.kvTokens > 0) // the caller knows its tensors' rows
+      return Status();
     if (!layout.kvIndptr)
       return Status::error(ErrorCode::InvalidArgument,
                            "ragged or paged keys need kv_indptr");

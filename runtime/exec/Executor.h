@@ -85,8 +85,9 @@ public:
   Status resolveKernels();
 
   /// Sets `layout.kvTokens` where a kernel loads k and v through tensor
-  /// maps: from the dense shape, or by reading the last ragged kv_indptr
-  /// from the device (a synchronous copy: plan time, never in `run`).
+  /// maps: from the dense shape, or, for ragged keys whose caller did not
+  /// give it, by reading the last kv_indptr from the device (a synchronous
+  /// copy: plan time, never in `run`).
   Status resolveKVTokens(BatchLayout &layout) const;
 
 private:

@@ -113,6 +113,13 @@ TEST(CApi, CompilesAndDescribesTheKernel) {
   attnc_plan plan = nullptr;
   EXPECT_EQ(attnc_plan_create(kernel, &batch, &plan), ATTNC_INVALID_ARGUMENT);
   EXPECT_EQ(plan, nullptr);
+  batch.query_tokens = 16;
+  batch.kv_tokens = -1;
+  EXPECT_EQ(attnc_plan_create(kernel, &batch, &plan), ATTNC_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(attnc_last_error()).find("kv_tokens"),
+            std::string::npos)
+      << attnc_last_error();
+  EXPECT_EQ(plan, nullptr);
   EXPECT_EQ(attnc_run(kernel, nullptr, nullptr, 0, nullptr, 0, nullptr, nullptr,
                       nullptr),
             ATTNC_INVALID_ARGUMENT);
