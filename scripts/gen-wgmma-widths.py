@@ -47,6 +47,9 @@ def render():
     w("#ifndef ATTNC_DEVICE_HOPPER_WGMMA_WIDTHS_H")
     w("#define ATTNC_DEVICE_HOPPER_WGMMA_WIDTHS_H")
     w("")
+    w("// One line per macro, as generated: --check compares the bytes.")
+    w("// clang-format off")
+    w("")
     w("/// X(N) for every N that has spellings here.")
     w("#define ATTNC_WGMMA_WIDTHS(X) " + " ".join(f"X({n})" for n in WIDTHS))
     w("")
@@ -63,6 +66,8 @@ def render():
         w(f"#define ATTNC_WGMMA_SS_SCALE_{n} \"%{regs + 2}\"")
         w(f"#define ATTNC_WGMMA_RS_{n} \"{{{placeholders(regs, 4)}}}, %{regs + 4}, p, 1, 1, %{regs + 6}\"")
         w(f"#define ATTNC_WGMMA_RS_SCALE_{n} \"%{regs + 5}\"")
+    w("")
+    w("// clang-format on")
     w("")
     w("#endif // ATTNC_DEVICE_HOPPER_WGMMA_WIDTHS_H")
     return "\n".join(out) + "\n"

@@ -18,16 +18,14 @@
 #ifndef ATTNC_DEVICE_HOPPER_WGMMA_WIDTHS_H
 #define ATTNC_DEVICE_HOPPER_WGMMA_WIDTHS_H
 
+// One line per macro, as generated: --check compares the bytes.
+// clang-format off
+
 /// X(N) for every N that has spellings here.
-#define ATTNC_WGMMA_WIDTHS(X)                                                  \
-  X(16)                                                                        \
-  X(32) X(48) X(64) X(80) X(96) X(112) X(128) X(144) X(160) X(176) X(192)      \
-      X(208) X(224) X(240) X(256)
+#define ATTNC_WGMMA_WIDTHS(X) X(16) X(32) X(48) X(64) X(80) X(96) X(112) X(128) X(144) X(160) X(176) X(192) X(208) X(224) X(240) X(256)
 
 /// Eight accumulator operands from d[i].
-#define ATTNC_WGMMA_F8(d, i)                                                   \
-  "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]),              \
-      "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define ATTNC_WGMMA_F8(d, i) "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 
 #define ATTNC_WGMMA_D_16 "{%0, %1, %2, %3, %4, %5, %6, %7}"
 #define ATTNC_WGMMA_ACC_16(d) ATTNC_WGMMA_F8(d, 0)
@@ -36,240 +34,111 @@
 #define ATTNC_WGMMA_RS_16 "{%8, %9, %10, %11}, %12, p, 1, 1, %14"
 #define ATTNC_WGMMA_RS_SCALE_16 "%13"
 
-#define ATTNC_WGMMA_D_32                                                       \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define ATTNC_WGMMA_D_32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define ATTNC_WGMMA_ACC_32(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8)
 #define ATTNC_WGMMA_SS_32 "%16, %17, p, 1, 1, 0, %19"
 #define ATTNC_WGMMA_SS_SCALE_32 "%18"
 #define ATTNC_WGMMA_RS_32 "{%16, %17, %18, %19}, %20, p, 1, 1, %22"
 #define ATTNC_WGMMA_RS_SCALE_32 "%21"
 
-#define ATTNC_WGMMA_D_48                                                       \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23}"
-#define ATTNC_WGMMA_ACC_48(d)                                                  \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16)
+#define ATTNC_WGMMA_D_48 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}"
+#define ATTNC_WGMMA_ACC_48(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16)
 #define ATTNC_WGMMA_SS_48 "%24, %25, p, 1, 1, 0, %27"
 #define ATTNC_WGMMA_SS_SCALE_48 "%26"
 #define ATTNC_WGMMA_RS_48 "{%24, %25, %26, %27}, %28, p, 1, 1, %30"
 #define ATTNC_WGMMA_RS_SCALE_48 "%29"
 
-#define ATTNC_WGMMA_D_64                                                       \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31}"
-#define ATTNC_WGMMA_ACC_64(d)                                                  \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24)
+#define ATTNC_WGMMA_D_64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define ATTNC_WGMMA_ACC_64(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24)
 #define ATTNC_WGMMA_SS_64 "%32, %33, p, 1, 1, 0, %35"
 #define ATTNC_WGMMA_SS_SCALE_64 "%34"
 #define ATTNC_WGMMA_RS_64 "{%32, %33, %34, %35}, %36, p, 1, 1, %38"
 #define ATTNC_WGMMA_RS_SCALE_64 "%37"
 
-#define ATTNC_WGMMA_D_80                                                       \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39}"
-#define ATTNC_WGMMA_ACC_80(d)                                                  \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32)
+#define ATTNC_WGMMA_D_80 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}"
+#define ATTNC_WGMMA_ACC_80(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32)
 #define ATTNC_WGMMA_SS_80 "%40, %41, p, 1, 1, 0, %43"
 #define ATTNC_WGMMA_SS_SCALE_80 "%42"
 #define ATTNC_WGMMA_RS_80 "{%40, %41, %42, %43}, %44, p, 1, 1, %46"
 #define ATTNC_WGMMA_RS_SCALE_80 "%45"
 
-#define ATTNC_WGMMA_D_96                                                       \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
-  "%44, %45, %46, %47}"
-#define ATTNC_WGMMA_ACC_96(d)                                                  \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40)
+#define ATTNC_WGMMA_D_96 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}"
+#define ATTNC_WGMMA_ACC_96(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40)
 #define ATTNC_WGMMA_SS_96 "%48, %49, p, 1, 1, 0, %51"
 #define ATTNC_WGMMA_SS_SCALE_96 "%50"
 #define ATTNC_WGMMA_RS_96 "{%48, %49, %50, %51}, %52, p, 1, 1, %54"
 #define ATTNC_WGMMA_RS_SCALE_96 "%53"
 
-#define ATTNC_WGMMA_D_112                                                      \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}"
-#define ATTNC_WGMMA_ACC_112(d)                                                 \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40),     \
-      ATTNC_WGMMA_F8(d, 48)
+#define ATTNC_WGMMA_D_112 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}"
+#define ATTNC_WGMMA_ACC_112(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40), ATTNC_WGMMA_F8(d, 48)
 #define ATTNC_WGMMA_SS_112 "%56, %57, p, 1, 1, 0, %59"
 #define ATTNC_WGMMA_SS_SCALE_112 "%58"
 #define ATTNC_WGMMA_RS_112 "{%56, %57, %58, %59}, %60, p, 1, 1, %62"
 #define ATTNC_WGMMA_RS_SCALE_112 "%61"
 
-#define ATTNC_WGMMA_D_128                                                      \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "     \
-  "%58, %59, %60, %61, %62, %63}"
-#define ATTNC_WGMMA_ACC_128(d)                                                 \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40),     \
-      ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56)
+#define ATTNC_WGMMA_D_128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define ATTNC_WGMMA_ACC_128(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40), ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56)
 #define ATTNC_WGMMA_SS_128 "%64, %65, p, 1, 1, 0, %67"
 #define ATTNC_WGMMA_SS_SCALE_128 "%66"
 #define ATTNC_WGMMA_RS_128 "{%64, %65, %66, %67}, %68, p, 1, 1, %70"
 #define ATTNC_WGMMA_RS_SCALE_128 "%69"
 
-#define ATTNC_WGMMA_D_144                                                      \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "     \
-  "%58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}"
-#define ATTNC_WGMMA_ACC_144(d)                                                 \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40),     \
-      ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64)
+#define ATTNC_WGMMA_D_144 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}"
+#define ATTNC_WGMMA_ACC_144(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40), ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64)
 #define ATTNC_WGMMA_SS_144 "%72, %73, p, 1, 1, 0, %75"
 #define ATTNC_WGMMA_SS_SCALE_144 "%74"
 #define ATTNC_WGMMA_RS_144 "{%72, %73, %74, %75}, %76, p, 1, 1, %78"
 #define ATTNC_WGMMA_RS_SCALE_144 "%77"
 
-#define ATTNC_WGMMA_D_160                                                      \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "     \
-  "%58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, "     \
-  "%72, %73, %74, %75, %76, %77, %78, %79}"
-#define ATTNC_WGMMA_ACC_160(d)                                                 \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40),     \
-      ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64),     \
-      ATTNC_WGMMA_F8(d, 72)
+#define ATTNC_WGMMA_D_160 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}"
+#define ATTNC_WGMMA_ACC_160(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40), ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64), ATTNC_WGMMA_F8(d, 72)
 #define ATTNC_WGMMA_SS_160 "%80, %81, p, 1, 1, 0, %83"
 #define ATTNC_WGMMA_SS_SCALE_160 "%82"
 #define ATTNC_WGMMA_RS_160 "{%80, %81, %82, %83}, %84, p, 1, 1, %86"
 #define ATTNC_WGMMA_RS_SCALE_160 "%85"
 
-#define ATTNC_WGMMA_D_176                                                      \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "     \
-  "%58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, "     \
-  "%72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "     \
-  "%86, %87}"
-#define ATTNC_WGMMA_ACC_176(d)                                                 \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40),     \
-      ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64),     \
-      ATTNC_WGMMA_F8(d, 72), ATTNC_WGMMA_F8(d, 80)
+#define ATTNC_WGMMA_D_176 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}"
+#define ATTNC_WGMMA_ACC_176(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40), ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64), ATTNC_WGMMA_F8(d, 72), ATTNC_WGMMA_F8(d, 80)
 #define ATTNC_WGMMA_SS_176 "%88, %89, p, 1, 1, 0, %91"
 #define ATTNC_WGMMA_SS_SCALE_176 "%90"
 #define ATTNC_WGMMA_RS_176 "{%88, %89, %90, %91}, %92, p, 1, 1, %94"
 #define ATTNC_WGMMA_RS_SCALE_176 "%93"
 
-#define ATTNC_WGMMA_D_192                                                      \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "     \
-  "%58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, "     \
-  "%72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "     \
-  "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
-#define ATTNC_WGMMA_ACC_192(d)                                                 \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40),     \
-      ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64),     \
-      ATTNC_WGMMA_F8(d, 72), ATTNC_WGMMA_F8(d, 80), ATTNC_WGMMA_F8(d, 88)
+#define ATTNC_WGMMA_D_192 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+#define ATTNC_WGMMA_ACC_192(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40), ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64), ATTNC_WGMMA_F8(d, 72), ATTNC_WGMMA_F8(d, 80), ATTNC_WGMMA_F8(d, 88)
 #define ATTNC_WGMMA_SS_192 "%96, %97, p, 1, 1, 0, %99"
 #define ATTNC_WGMMA_SS_SCALE_192 "%98"
 #define ATTNC_WGMMA_RS_192 "{%96, %97, %98, %99}, %100, p, 1, 1, %102"
 #define ATTNC_WGMMA_RS_SCALE_192 "%101"
 
-#define ATTNC_WGMMA_D_208                                                      \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "     \
-  "%58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, "     \
-  "%72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "     \
-  "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, "     \
-  "%100, %101, %102, %103}"
-#define ATTNC_WGMMA_ACC_208(d)                                                 \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40),     \
-      ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64),     \
-      ATTNC_WGMMA_F8(d, 72), ATTNC_WGMMA_F8(d, 80), ATTNC_WGMMA_F8(d, 88),     \
-      ATTNC_WGMMA_F8(d, 96)
+#define ATTNC_WGMMA_D_208 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103}"
+#define ATTNC_WGMMA_ACC_208(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40), ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64), ATTNC_WGMMA_F8(d, 72), ATTNC_WGMMA_F8(d, 80), ATTNC_WGMMA_F8(d, 88), ATTNC_WGMMA_F8(d, 96)
 #define ATTNC_WGMMA_SS_208 "%104, %105, p, 1, 1, 0, %107"
 #define ATTNC_WGMMA_SS_SCALE_208 "%106"
 #define ATTNC_WGMMA_RS_208 "{%104, %105, %106, %107}, %108, p, 1, 1, %110"
 #define ATTNC_WGMMA_RS_SCALE_208 "%109"
 
-#define ATTNC_WGMMA_D_224                                                      \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "     \
-  "%58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, "     \
-  "%72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "     \
-  "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, "     \
-  "%100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}"
-#define ATTNC_WGMMA_ACC_224(d)                                                 \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40),     \
-      ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64),     \
-      ATTNC_WGMMA_F8(d, 72), ATTNC_WGMMA_F8(d, 80), ATTNC_WGMMA_F8(d, 88),     \
-      ATTNC_WGMMA_F8(d, 96), ATTNC_WGMMA_F8(d, 104)
+#define ATTNC_WGMMA_D_224 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}"
+#define ATTNC_WGMMA_ACC_224(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40), ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64), ATTNC_WGMMA_F8(d, 72), ATTNC_WGMMA_F8(d, 80), ATTNC_WGMMA_F8(d, 88), ATTNC_WGMMA_F8(d, 96), ATTNC_WGMMA_F8(d, 104)
 #define ATTNC_WGMMA_SS_224 "%112, %113, p, 1, 1, 0, %115"
 #define ATTNC_WGMMA_SS_SCALE_224 "%114"
 #define ATTNC_WGMMA_RS_224 "{%112, %113, %114, %115}, %116, p, 1, 1, %118"
 #define ATTNC_WGMMA_RS_SCALE_224 "%117"
 
-#define ATTNC_WGMMA_D_240                                                      \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "     \
-  "%58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, "     \
-  "%72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "     \
-  "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, "     \
-  "%100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "   \
-  "%112, %113, %114, %115, %116, %117, %118, %119}"
-#define ATTNC_WGMMA_ACC_240(d)                                                 \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40),     \
-      ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64),     \
-      ATTNC_WGMMA_F8(d, 72), ATTNC_WGMMA_F8(d, 80), ATTNC_WGMMA_F8(d, 88),     \
-      ATTNC_WGMMA_F8(d, 96), ATTNC_WGMMA_F8(d, 104), ATTNC_WGMMA_F8(d, 112)
+#define ATTNC_WGMMA_D_240 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119}"
+#define ATTNC_WGMMA_ACC_240(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40), ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64), ATTNC_WGMMA_F8(d, 72), ATTNC_WGMMA_F8(d, 80), ATTNC_WGMMA_F8(d, 88), ATTNC_WGMMA_F8(d, 96), ATTNC_WGMMA_F8(d, 104), ATTNC_WGMMA_F8(d, 112)
 #define ATTNC_WGMMA_SS_240 "%120, %121, p, 1, 1, 0, %123"
 #define ATTNC_WGMMA_SS_SCALE_240 "%122"
 #define ATTNC_WGMMA_RS_240 "{%120, %121, %122, %123}, %124, p, 1, 1, %126"
 #define ATTNC_WGMMA_RS_SCALE_240 "%125"
 
-#define ATTNC_WGMMA_D_256                                                      \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "    \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
-  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "     \
-  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "     \
-  "%58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, "     \
-  "%72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "     \
-  "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, "     \
-  "%100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "   \
-  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, "   \
-  "%124, %125, %126, %127}"
-#define ATTNC_WGMMA_ACC_256(d)                                                 \
-  ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16),           \
-      ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40),     \
-      ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64),     \
-      ATTNC_WGMMA_F8(d, 72), ATTNC_WGMMA_F8(d, 80), ATTNC_WGMMA_F8(d, 88),     \
-      ATTNC_WGMMA_F8(d, 96), ATTNC_WGMMA_F8(d, 104), ATTNC_WGMMA_F8(d, 112),   \
-      ATTNC_WGMMA_F8(d, 120)
+#define ATTNC_WGMMA_D_256 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define ATTNC_WGMMA_ACC_256(d) ATTNC_WGMMA_F8(d, 0), ATTNC_WGMMA_F8(d, 8), ATTNC_WGMMA_F8(d, 16), ATTNC_WGMMA_F8(d, 24), ATTNC_WGMMA_F8(d, 32), ATTNC_WGMMA_F8(d, 40), ATTNC_WGMMA_F8(d, 48), ATTNC_WGMMA_F8(d, 56), ATTNC_WGMMA_F8(d, 64), ATTNC_WGMMA_F8(d, 72), ATTNC_WGMMA_F8(d, 80), ATTNC_WGMMA_F8(d, 88), ATTNC_WGMMA_F8(d, 96), ATTNC_WGMMA_F8(d, 104), ATTNC_WGMMA_F8(d, 112), ATTNC_WGMMA_F8(d, 120)
 #define ATTNC_WGMMA_SS_256 "%128, %129, p, 1, 1, 0, %131"
 #define ATTNC_WGMMA_SS_SCALE_256 "%130"
 #define ATTNC_WGMMA_RS_256 "{%128, %129, %130, %131}, %132, p, 1, 1, %134"
 #define ATTNC_WGMMA_RS_SCALE_256 "%133"
+
+// clang-format on
 
 #endif // ATTNC_DEVICE_HOPPER_WGMMA_WIDTHS_H
