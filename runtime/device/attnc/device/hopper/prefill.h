@@ -336,16 +336,21 @@ struct WarpSpecializedCta
     valuesTile = -1;
   }
 
-  /// Without modifiers the scores stay raw products until the softmax
-  /// scales them inside exp2's argument (one FFMA per score instead of a
-  /// multiply and a subtraction); a positive scale keeps the row maxima of
-  /// the raw products the maxima of the logits. kLogitScale converts held
-  /// scores to base-2 logits.
-  static constexpr bool kFoldScale = !Rows::kMods && C::kScale > 0.0f;
-  static constexpr float kLogitScale = kFoldScale ? C::kScale * kLog2E : 1.0f;
+  /// Scores are held in units the softmax scales inside exp2's argument
+  /// (one FFMA per score instead of a multiply and a subtraction), with
+  /// kLogitScale converting them to base-2 logits. Without modifiers they
+  /// stay raw products; with a soft-cap alone they are tanh(raw x scale /
+  /// cap), the cap and log2(e) going into kLogitScale. A positive scale
+  /// keeps the row maxima of the held scores the maxima of the logits.
+  static constexpr bool kHoldRaw = !Rows::kMods && C::kScale > 0.0f;
+  static constexpr bool kHoldTanh =
+      C::kSoftcap > 0.0f && !C::kAlibi && !C::kScoreMod && C::kScale > 0.0f;
+  static constexpr float kLogitScale = kHoldRaw    ? C::kScale * kLog2E
+                                       : kHoldTanh ? C::kSoftcap * kLog2E
+                                                   : 1.0f;
 
   template <bool Partial> ATTNC_DEVICE void modifyScores(int t) {
-    if (kFoldScale && !Partial)
+    if (kHoldRaw && !Partial)
       return;
     int key0 = tileAt(t) * S::kBlockN;
 #pragma unroll
@@ -353,9 +358,15 @@ struct WarpSpecializedCta
       int half = (i / 2) % 2;
       int row = rowBegin + localRow(half);
       int key = key0 + hopper::AccumulatorLayout::col(thread, i);
-      s.d[i] = kFoldScale ? this->template masked<Partial>(s.d[i], row, key)
-                          : this->template logit<Partial>(s.d[i], row, key,
-                                                          slope[half]);
+      float x = s.d[i];
+      if constexpr (kHoldRaw)
+        x = this->template masked<Partial>(x, row, key);
+      else if constexpr (kHoldTanh)
+        x = this->template masked<Partial>(
+            fastTanh(x * (C::kScale / C::kSoftcap)), row, key);
+      else
+        x = this->template logit<Partial>(x, row, key, slope[half]);
+      s.d[i] = x;
     }
   }
 
