@@ -73,6 +73,12 @@ int checkStream(uint64_t seed, int count,
       EXPECT_TRUE(o.spills.empty())
           << "local memory: " << o.spills.front() << "\n"
           << where;
+      // Serialized wgmma or an ignored setmaxnreg: right, and far slower.
+      EXPECT_EQ(o.detail.find("Potential Performance Loss"), std::string::npos)
+          << o.detail << "\n"
+          << where;
+      EXPECT_EQ(o.detail.find("C7508"), std::string::npos) << o.detail << "\n"
+                                                           << where;
       std::cout << "[ compiled " << int(o.milliseconds) << " ms ] " << v.summary
                 << "\n";
       break;
