@@ -1,6 +1,7 @@
 //===- AttnPlan.cpp - choose target, schedule and tiles -------------------===//
 
 #include "attnc/Transforms/Passes.h"
+#include "attnc/device/hopper/wgmma.h"
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNPLAN
@@ -49,7 +50,8 @@ int64_t scoreWork(AttentionOp op) {
 /// cache: contiguous, or pages of whole 8-slot swizzle atoms.
 bool pagesFitBulkCopies(AttentionOp op) {
   auto key = cast<KVType>(op.getKey().getType());
-  return key.getLayout() != TokenLayout::Paged || key.getPageSize() % 8 == 0;
+  return key.getLayout() != TokenLayout::Paged ||
+         key.getPageSize() % attnc::hopper::kAtomRows == 0;
 }
 
 /// Names the first feature of `op` that the GPU pipeline cannot compile,
@@ -154,13 +156,13 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     // arithmetic (modulo 3) spills heavy score work at head dim 128.
     auto plan = [&](int64_t stages) {
       return PlanAttr::get(&getContext(), Schedule::warp_specialized,
-                           64 * count, blockN, 4 * (count + 1), 1, stages, 1,
+                           attnc::hopper::kWgmmaM * count, blockN,
+                           4 * (count + 1), 1, stages, 1,
                            /*queryInRegisters=*/false);
     };
     PlanAttr deeper = plan(3);
-    if (!heavy &&
-        deeper.getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim()) <=
-            smem)
+    if (!heavy && deeper.getSharedMemoryBytes(op.getQKHeadDim(),
+                                              op.getVHeadDim()) <= smem)
       return deeper;
     return plan(2);
   }

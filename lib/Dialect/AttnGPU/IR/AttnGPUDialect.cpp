@@ -1,6 +1,7 @@
 //===- AttnGPUDialect.cpp - the attn_gpu dialect --------------------------===//
 
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
+#include "attnc/device/hopper/wgmma.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -84,10 +85,12 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "a warp_specialized plan has 4 x (1 + consumers) "
                             "x 1 warps, at least 8 x 1, got "
                          << warpsM << " x " << warpsN;
-    if (blockM != 64 * (warpsM / 4 - 1))
-      return emitError() << "a warp_specialized plan's block has 64 rows per "
-                            "consumer warpgroup ("
-                         << 64 * (warpsM / 4 - 1) << "), got " << blockM;
+    int64_t rows = attnc::hopper::kWgmmaM * (warpsM / 4 - 1);
+    if (blockM != rows)
+      return emitError() << "a warp_specialized plan's block has "
+                         << attnc::hopper::kWgmmaM
+                         << " rows per consumer warpgroup (" << rows
+                         << "), got " << blockM;
     if (blockN % 16 != 0 || blockN > 256)
       return emitError() << "a warp_specialized plan's KV tile must be a "
                             "multiple of 16 keys up to 256, got "
@@ -131,14 +134,17 @@ int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const {
     // last block takes a whole one), a 64-row Q tile per consumer and K
     // and V tiles per stage, 8-byte barriers (a Q full per consumer; K and
     // V full and empty per stage) and 1024 bytes of alignment slack.
+    namespace hopper = attnc::hopper;
     auto tileBytes = [](int64_t rows, int64_t cols) {
-      return rows * 128 * ((cols + 63) / 64);
+      constexpr int64_t blockCols = hopper::kSwizzleBytes / 2;
+      return rows * hopper::kSwizzleBytes *
+             ((cols + blockCols - 1) / blockCols);
     };
     int64_t consumers = getConsumers();
-    return consumers * tileBytes(64, qkDim) +
+    return consumers * tileBytes(hopper::kWgmmaM, qkDim) +
            getStages() *
                (tileBytes(getBlockN(), qkDim) + tileBytes(getBlockN(), vDim)) +
-           8 * (consumers + 4 * getStages()) + 1024;
+           8 * (consumers + 4 * getStages()) + hopper::kAtomBytes;
   }
   // The emitter passes this size to the device as C::kSmemBytes, where
   // Shape<C> static_asserts that its tiles fill exactly this much: the

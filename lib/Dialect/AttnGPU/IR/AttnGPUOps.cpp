@@ -1,6 +1,7 @@
 //===- AttnGPUOps.cpp - attn_gpu operations -------------------------------===//
 
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
+#include "attnc/device/hopper/smem_layout.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/Builders.h"
@@ -74,7 +75,7 @@ LogicalResult KernelOp::verify() {
       return emitOpError("a warp_specialized plan needs sm_90a, the target is ")
              << getTarget().getArch();
     // Bulk copies land on 8-row swizzle atoms: a page must hold whole ones.
-    if (getKVBoxRows() % 8 != 0)
+    if (getKVBoxRows() % attnc::hopper::kAtomRows != 0)
       return emitOpError("a warp_specialized plan copies pages in boxes of "
                          "a multiple of 8 slots; pages of ")
              << key.getPageSize() << " take the mma.sync schedules";
