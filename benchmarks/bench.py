@@ -476,6 +476,21 @@ def flashinfer_module_of(peer, w):
             "fi_decode_tc": second}.get(peer)
 
 
+def time_alternately(timers, iters, rounds=3):
+    """Median ms of each implementation over `rounds` rounds that each time
+    every implementation in turn. The card's clocks settle lower under
+    sustained load (about 12 % on an H200, benchmarks/spread.py): timing
+    each implementation once, one after the other, would hand that drift
+    to whichever runs later."""
+    per_round = max(3, -(-iters // rounds))
+    samples = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, fn in timers.items():
+            samples[name].append(time_ms(fn, per_round))
+    return {name: sorted(times)[len(times) // 2]
+            for name, times in samples.items()}
+
+
 def measure(w, iters, with_flex, fi, broken):
     """One row. `broken`: FlashInfer JIT modules whose build failed on an
     earlier row (module: why), not tried again (a failing build costs
@@ -486,11 +501,12 @@ def measure(w, iters, with_flex, fi, broken):
         ctx.paged = PagedCache(w, k, v, shuffle=w.paged)
     row = {"name": w.name, "what": w.what, "decode": w.decode}
     ours_out = None
+    timers = {}  # implementation -> its call, timed once all have run
     try:
         ours, ours_out = attnc_runner(ctx)
         ours()
         torch.cuda.synchronize()
-        row["attnc"] = time_ms(ours, iters)
+        timers["attnc"] = ours
     except Exception as error:
         row["attnc"], row["attnc_why"] = None, one_line(error)
         ours_out = None
@@ -510,7 +526,7 @@ def measure(w, iters, with_flex, fi, broken):
             fn = make()
             out = fn()
             torch.cuda.synchronize()
-            row[name] = time_ms(fn, iters)
+            timers[name] = fn
             if reference is None:
                 reference, row["reference"] = out, name
             else:
@@ -529,6 +545,7 @@ def measure(w, iters, with_flex, fi, broken):
     if reference is None:
         reference = reference_attention(ctx)
         row["reference"] = "a float64 reference computed score by score"
+    row.update(time_alternately(timers, iters))
     row["peer_errors"] = errors
     row["error_vs_peer"] = (None if ours_out is None
                             else relative_error(ours_out, reference))

@@ -49,9 +49,12 @@ def markdown(rows, meta):
              if meta.get("flashinfer") or p not in FLASHINFER_PEERS]
     lines = [
         f"Device: **{meta['device']}**, {meta['date']}. Command: "
-        f"`{meta['command']}` (CUDA events; median of {meta['iters']} "
-        f"samples after 3 warm-ups, each sample timing back-to-back calls "
-        f"for at least 5 ms, so host overhead overlaps GPU work).",
+        f"`{meta['command']}` (CUDA events; the median of 3 rounds that "
+        f"each time every implementation in turn, so the card's clock "
+        f"drift under load falls on all alike; a round's time is the "
+        f"median of about {meta['iters']}/3 samples after 3 warm-ups, each "
+        f"sample timing back-to-back calls for at least 5 ms, so host "
+        f"overhead overlaps GPU work).",
         "",
         f"Ceilings measured in the same run: device copy "
         f"**{meta['copy_gbs']:.0f} GB/s** (1 GiB `copy_`), bf16 GEMM "
