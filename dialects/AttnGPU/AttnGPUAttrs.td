@@ -67,15 +67,18 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t getThreads() const { return 32 * getWarpsM() * getWarpsN(); }
+    /// Whether this is the sm_90a producer/consumer schedule.
+    bool isWarpSpecialized() const {
+      return getSchedule() == Schedule::warp_specialized;
+    }
     /// Consumer warpgroups of a warp-specialized plan (0 otherwise).
     int64_t getConsumers() const {
-      return getSchedule() == Schedule::warp_specialized ? getWarpsM() / 4 - 1
-                                                         : 0;
+      return isWarpSpecialized() ? getWarpsM() / 4 - 1 : 0;
     }
     /// Query heads whose rows one CTA holds: a KV head's GQA group for the
     /// mma.sync schedules, one head for the warp-specialized one.
     int64_t getPackedHeads(int64_t group) const {
-      return getSchedule() == Schedule::warp_specialized ? 1 : group;
+      return isWarpSpecialized() ? 1 : group;
     }
     /// Dynamic shared memory of a kernel with this plan, in bytes.
     int64_t getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const;

@@ -231,8 +231,7 @@ private:
     Location loc = kernel.getLoc();
     // TMA reads the tensor maps where the launch put them: the parameter
     // struct stays in parameter space.
-    bool warpSpecialized =
-        kernel.getPlan().getSchedule() == gpu::Schedule::warp_specialized;
+    bool warpSpecialized = kernel.getPlan().isWarpSpecialized();
     Type params = emitc::OpaqueType::get(
         ctx, warpSpecialized ? "const __grid_constant__ attnc::TmaAttnParams"
                              : "const attnc::AttnParams");
@@ -492,8 +491,7 @@ struct AttnGPUToEmitCPass
     emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/merge.h");
     bool warpSpecialized = llvm::any_of(kernels, [](Operation *op) {
       auto kernel = dyn_cast<gpu::KernelOp>(op);
-      return kernel &&
-             kernel.getPlan().getSchedule() == gpu::Schedule::warp_specialized;
+      return kernel && kernel.getPlan().isWarpSpecialized();
     });
     if (warpSpecialized)
       emitc::IncludeOp::create(b, module.getLoc(),

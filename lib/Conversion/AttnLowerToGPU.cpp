@@ -101,7 +101,7 @@ void buildAttentionBody(OpBuilder &b, Location loc, gpu::PlanAttr plan,
   auto live = gpu::BeginOp::create(b, loc, b.getI1Type());
   auto ifLive = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifLive.thenBlock());
-  if (plan.getSchedule() == gpu::Schedule::warp_specialized)
+  if (plan.isWarpSpecialized())
     return buildWarpSpecializedBody(b, loc, masks);
   gpu::LoadQueryOp::create(b, loc);
   auto range =

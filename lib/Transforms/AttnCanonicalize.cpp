@@ -38,7 +38,8 @@ struct FoldConstantPredicateCmpF : OpRewritePattern<arith::CmpFOp> {
     if (!op.getType().isInteger(1))
       return failure(); // vector compares are refused by the verifier
     rewriter.replaceOpWithNewOp<arith::ConstantOp>(
-        op, rewriter.getBoolAttr(predicate == arith::CmpFPredicate::AlwaysTrue));
+        op,
+        rewriter.getBoolAttr(predicate == arith::CmpFPredicate::AlwaysTrue));
     return success();
   }
 };

@@ -88,91 +88,91 @@ Status validate(const TensorMapArgs &a) {
   return Status();
 }
 
-StatusOr<TensorMapArgs> attentionOperandMap(uint64_t address, DType type,
-                                            int64_t tokens, int64_t heads,
-                                            int64_t dim, int boxRows) {
+namespace {
+/// The part every attention map shares: a `rank`-dimensional map of 16-bit
+/// elements at `address` whose box's inner extent is one column block of a
+/// Sw128Tile (it spans the swizzle). The caller fills dims, strides and the
+/// outer box extents.
+StatusOr<TensorMapArgs> swizzledTileMap(uint64_t address, DType type,
+                                        unsigned rank) {
   StatusOr<TensorMapDataType> dataType = mapType(type);
   if (!dataType.ok())
     return dataType.status();
+  TensorMapArgs a;
+  a.dataType = *dataType;
+  a.rank = rank;
+  a.globalAddress = address;
+  a.boxDim[0] = hopper::kSwizzleBytes / elementBytes(a.dataType);
+  for (unsigned i = 1; i < rank; ++i)
+    a.boxDim[i] = 1;
+  a.swizzle = hopper::kTileSwizzle;
+  return a;
+}
+
+StatusOr<TensorMapArgs> validated(const TensorMapArgs &a) {
+  if (Status s = validate(a); !s.ok())
+    return s;
+  return a;
+}
+} // namespace
+
+StatusOr<TensorMapArgs> attentionOperandMap(uint64_t address, DType type,
+                                            int64_t tokens, int64_t heads,
+                                            int64_t dim, int boxRows) {
+  StatusOr<TensorMapArgs> a = swizzledTileMap(address, type, 3);
+  if (!a.ok())
+    return a;
   if (tokens < 1 || heads < 1 || dim < 1)
     return invalid("an attention operand needs tokens, heads and a dim, "
                    "got [" +
                    std::to_string(tokens) + ", " + std::to_string(heads) +
                    ", " + std::to_string(dim) + "]");
-  TensorMapArgs a;
-  a.dataType = *dataType;
-  a.rank = 3;
-  a.globalAddress = address;
-  a.globalDim[0] = uint64_t(dim);
-  a.globalDim[1] = uint64_t(heads);
-  a.globalDim[2] = uint64_t(tokens);
-  a.globalStrides[0] = uint64_t(dim) * elementBytes(a.dataType);
-  a.globalStrides[1] = a.globalStrides[0] * uint64_t(heads);
-  // One column block of the device tile per box: it spans the swizzle.
-  a.boxDim[0] = hopper::kSwizzleBytes / elementBytes(a.dataType);
-  a.boxDim[1] = 1;
-  a.boxDim[2] = uint32_t(boxRows);
-  a.swizzle = hopper::kTileSwizzle;
-  if (Status s = validate(a); !s.ok())
-    return s;
-  return a;
+  a->globalDim[0] = uint64_t(dim);
+  a->globalDim[1] = uint64_t(heads);
+  a->globalDim[2] = uint64_t(tokens);
+  a->globalStrides[0] = uint64_t(dim) * elementBytes(a->dataType);
+  a->globalStrides[1] = a->globalStrides[0] * uint64_t(heads);
+  a->boxDim[2] = uint32_t(boxRows);
+  return validated(*a);
 }
 
 StatusOr<TensorMapArgs> pagedOperandMap(uint64_t address, DType type,
                                         PageOrder order, int64_t pageSize,
                                         int64_t heads, int64_t dim,
                                         int64_t pageStride, int boxRows) {
-  StatusOr<TensorMapDataType> dataType = mapType(type);
-  if (!dataType.ok())
-    return dataType.status();
+  StatusOr<TensorMapArgs> a = swizzledTileMap(address, type, 4);
+  if (!a.ok())
+    return a;
   if (pageSize < 1 || heads < 1 || dim < 1 || pageStride < 1)
     return invalid("a paged operand needs pages, heads, a dim and a page "
                    "stride");
-  TensorMapArgs a;
-  a.dataType = *dataType;
-  a.rank = 4;
-  a.globalAddress = address;
-  uint64_t bytes = uint64_t(elementBytes(a.dataType));
+  uint64_t bytes = uint64_t(elementBytes(a->dataType));
   bool headMajor = order == PageOrder::HND;
-  a.globalDim[0] = uint64_t(dim);
-  a.globalDim[1] = uint64_t(headMajor ? pageSize : heads);
-  a.globalDim[2] = uint64_t(headMajor ? heads : pageSize);
+  a->globalDim[0] = uint64_t(dim);
+  a->globalDim[1] = uint64_t(headMajor ? pageSize : heads);
+  a->globalDim[2] = uint64_t(headMajor ? heads : pageSize);
   // Page tables index the pages: the map does not bound them.
-  a.globalDim[3] = uint64_t(1) << 31;
-  a.globalStrides[0] = uint64_t(dim) * bytes;
-  a.globalStrides[1] = a.globalStrides[0] * a.globalDim[1];
-  a.globalStrides[2] = uint64_t(pageStride) * bytes;
-  a.boxDim[0] = hopper::kSwizzleBytes / elementBytes(a.dataType);
-  a.boxDim[1] = headMajor ? uint32_t(boxRows) : 1;
-  a.boxDim[2] = headMajor ? 1 : uint32_t(boxRows);
-  a.boxDim[3] = 1;
-  a.swizzle = hopper::kTileSwizzle;
-  if (Status s = validate(a); !s.ok())
-    return s;
-  return a;
+  a->globalDim[3] = uint64_t(1) << 31;
+  a->globalStrides[0] = uint64_t(dim) * bytes;
+  a->globalStrides[1] = a->globalStrides[0] * a->globalDim[1];
+  a->globalStrides[2] = uint64_t(pageStride) * bytes;
+  a->boxDim[headMajor ? 1 : 2] = uint32_t(boxRows);
+  return validated(*a);
 }
 
 StatusOr<TensorMapArgs> matrixMap(uint64_t address, DType type, int64_t rows,
                                   int64_t cols, int64_t rowStride,
                                   int boxRows) {
-  StatusOr<TensorMapDataType> dataType = mapType(type);
-  if (!dataType.ok())
-    return dataType.status();
+  StatusOr<TensorMapArgs> a = swizzledTileMap(address, type, 2);
+  if (!a.ok())
+    return a;
   if (rows < 1 || cols < 1)
     return invalid("a matrix needs rows and columns");
-  TensorMapArgs a;
-  a.dataType = *dataType;
-  a.rank = 2;
-  a.globalAddress = address;
-  a.globalDim[0] = uint64_t(cols);
-  a.globalDim[1] = uint64_t(rows);
-  a.globalStrides[0] = uint64_t(rowStride) * elementBytes(a.dataType);
-  a.boxDim[0] = hopper::kSwizzleBytes / elementBytes(a.dataType);
-  a.boxDim[1] = uint32_t(boxRows);
-  a.swizzle = hopper::kTileSwizzle;
-  if (Status s = validate(a); !s.ok())
-    return s;
-  return a;
+  a->globalDim[0] = uint64_t(cols);
+  a->globalDim[1] = uint64_t(rows);
+  a->globalStrides[0] = uint64_t(rowStride) * elementBytes(a->dataType);
+  a->boxDim[1] = uint32_t(boxRows);
+  return validated(*a);
 }
 
 Status encodeTensorMap(EncodeTiledFn encode, hopper::TensorMap &map,

@@ -333,29 +333,30 @@ Status Executor::encodeOperandMaps(const LaunchSpec &launch,
   int64_t kvTokens = key.layout == TokenLayout::Dense
                          ? int64_t(layout.batch) * layout.kvLen
                          : layout.kvTokens;
+  // Page strides as the kernel's parameters already resolved them (0 in
+  // the layout: packed pages).
   struct Operand {
     const void *address;
     const ValueSpec &spec;
     int64_t tokens;
     int64_t boxRows;
+    int64_t pageStride;
     hopper::TensorMap &map;
   } operands[] = {
-      {params.attn.q, query, layout.qTokens, launch.qBoxRows, params.q},
-      {params.attn.k, key, kvTokens, launch.kvBoxRows, params.k},
-      {params.attn.v, value, kvTokens, launch.kvBoxRows, params.v},
+      {params.attn.q, query, layout.qTokens, launch.qBoxRows, 0, params.q},
+      {params.attn.k, key, kvTokens, launch.kvBoxRows,
+       params.attn.k_page_stride, params.k},
+      {params.attn.v, value, kvTokens, launch.kvBoxRows,
+       params.attn.v_page_stride, params.v},
   };
   for (Operand &o : operands) {
     auto address = reinterpret_cast<uint64_t>(o.address);
     bool paged = o.spec.kind == ValueSpec::Kind::KV &&
                  o.spec.layout == TokenLayout::Paged;
-    int64_t packedPage = o.spec.pageSize * o.spec.heads * o.spec.dim;
-    int64_t pageStride =
-        &o.map == &params.k ? layout.kPageStride : layout.vPageStride;
     StatusOr<cuda::TensorMapArgs> args =
         paged ? cuda::pagedOperandMap(address, o.spec.dtype, o.spec.pageOrder,
                                       o.spec.pageSize, o.spec.heads, o.spec.dim,
-                                      pageStride ? pageStride : packedPage,
-                                      int(o.boxRows))
+                                      o.pageStride, int(o.boxRows))
               : cuda::attentionOperandMap(address, o.spec.dtype, rows(o.tokens),
                                           o.spec.heads, o.spec.dim,
                                           int(o.boxRows));

@@ -128,7 +128,7 @@ LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const {
-  if (getSchedule() == Schedule::warp_specialized) {
+  if (isWarpSpecialized()) {
     // WarpSpecializedShape<C>::kSmemBytes, which static_asserts agreement:
     // 128-byte swizzled tiles stored as 64-column blocks (a part-filled
     // last block takes a whole one), a 64-row Q tile per consumer and K

@@ -24,7 +24,7 @@ int64_t KernelOp::getSharedMemoryBytes() {
 
 int64_t KernelOp::getKVBoxRows() {
   PlanAttr plan = getPlan();
-  if (plan.getSchedule() != Schedule::warp_specialized)
+  if (!plan.isWarpSpecialized())
     return 0;
   auto key = cast<attn::KVType>(getKey());
   if (key.getLayout() != attnc::TokenLayout::Paged)
@@ -55,7 +55,7 @@ LogicalResult KernelOp::verify() {
              << attnc::limits::kMaxKernelHeadDim << ", got " << dim;
   PlanAttr plan = getPlan();
   // The warp-specialized plan's shape is checked by PlanAttr::verify.
-  bool mmaSync = plan.getSchedule() != Schedule::warp_specialized;
+  bool mmaSync = !plan.isWarpSpecialized();
   if (mmaSync && plan.getBlockM() != 16 * plan.getWarpsM())
     return emitOpError("block_m must be 16 rows per M warp, got ")
            << plan.getBlockM() << " for " << plan.getWarpsM() << " warps";
@@ -69,7 +69,7 @@ LogicalResult KernelOp::verify() {
     return emitOpError("needs ")
            << getSharedMemoryBytes() << " bytes of shared memory, the target "
            << "allows " << getTarget().getSmem();
-  if (getPlan().getSchedule() == Schedule::warp_specialized) {
+  if (getPlan().isWarpSpecialized()) {
     // wgmma and setmaxnreg exist only in sm_90a; TMA tiles are 16-bit here.
     if (getTarget().getArch() != "sm_90a")
       return emitOpError("a warp_specialized plan needs sm_90a, the target is ")

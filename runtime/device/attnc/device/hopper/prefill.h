@@ -81,10 +81,10 @@ template <class C> struct WarpSpecializedShape {
   /// setmaxnreg budgets: the producer only issues copies; the consumers
   /// share the rest of the 64 Ki registers.
   static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerShare =
+      (65536 - 128 * kProducerRegisters) / (128 * kConsumers) / 8 * 8;
   static constexpr int kConsumerRegisters =
-      (65536 - 128 * kProducerRegisters) / (128 * kConsumers) / 8 * 8 > 240
-          ? 240
-          : (65536 - 128 * kProducerRegisters) / (128 * kConsumers) / 8 * 8;
+      kConsumerShare > 240 ? 240 : kConsumerShare;
   static_assert(kD % limits::kKernelHeadDimStep == 0 &&
                     kDV % limits::kKernelHeadDimStep == 0 &&
                     kD <= limits::kMaxKernelHeadDim &&
