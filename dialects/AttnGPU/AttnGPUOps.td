@@ -138,11 +138,13 @@ class AttnGPU_DeviceOp<string mnemonic, list<Trait> traits = []>
         ParentOneOf<["KernelOp", "::mlir::scf::ForOp", "::mlir::scf::IfOp"]>]>;
 
 def AttnGPU_BeginOp : AttnGPU_DeviceOp<"begin"> {
-  let summary = "locate the CTA's rows, request and KV range";
+  let summary = "set up the CTA; for mma.sync, locate its rows and KV range";
   let description = [{
-    Reads the request's lengths (dense, ragged index pointers or page
-    tables) and plans the CTA's visible KV tiles; false for a CTA past the
-    end of its request, which does nothing.
+    For the mma.sync schedules, reads the request's lengths (dense, ragged
+    index pointers or page tables) and plans the CTA's visible KV tiles;
+    false for a CTA past the end of its request, which does nothing. For
+    the warp-specialized schedule, whose CTAs walk work items
+    (`begin_item`), sets up the shared memory and its barriers; true.
   }];
   let results = (outs I1:$live);
   let assemblyFormat = "attr-dict `:` type($live)";
@@ -225,18 +227,69 @@ def AttnGPU_IsProducerOp : AttnGPU_DeviceOp<"is_producer", [Pure]> {
   let assemblyFormat = "attr-dict `:` type($producer)";
 }
 
-def AttnGPU_ProduceTilesOp : AttnGPU_DeviceOp<"produce_tiles"> {
-  let summary = "load Q once and every visible K/V tile with TMA";
+def AttnGPU_BeginProducerOp : AttnGPU_DeviceOp<"begin_producer"> {
+  let summary = "give the registers away; whether this thread copies";
   let description = [{
-    The producer warpgroup gives its registers to the consumers; one of its
-    threads copies each consumer's 64 query rows, then the K and V tiles in
-    visiting order into the ring of stages, each after its empty barrier.
+    The producer warpgroup lowers its register limit for the consumers;
+    one of its threads, for which the result is true, issues every copy.
+  }];
+  let results = (outs I1:$issuer);
+  let assemblyFormat = "attr-dict `:` type($issuer)";
+}
+
+def AttnGPU_WorkItemsOp : AttnGPU_DeviceOp<"work_items", [Pure]> {
+  let summary = "how many work items this CTA takes";
+  let description = [{
+    A warp-specialized launch is persistent: at most as many CTAs as fit on
+    the GPU at once, each taking every G-th work item (a row block of one
+    query head of one request, and a KV split) in an order that puts the
+    longest items first and keeps CTAs that run together on the same keys
+    (runtime/device/attnc/device/hopper/work_order.h).
+  }];
+  let results = (outs Index:$count);
+  let assemblyFormat = "attr-dict";
+}
+
+def AttnGPU_BeginItemOp : AttnGPU_DeviceOp<"begin_item"> {
+  let summary = "locate the CTA's k-th work item: rows, request, KV range";
+  let description = [{
+    Reads the item's request lengths and plans its visible KV tiles; false
+    when its rows are past the end of their request (a shorter request of a
+    ragged batch), and both roles skip it.
+  }];
+  let arguments = (ins Index:$index);
+  let results = (outs I1:$live);
+  let assemblyFormat = "$index attr-dict `:` type($live)";
+}
+
+def AttnGPU_ProduceTilesOp : AttnGPU_DeviceOp<"produce_tiles"> {
+  let summary = "load the item's Q and every visible K/V tile with TMA";
+  let description = [{
+    Copies each consumer's 64 query rows once the consumers have released
+    the previous item's, then the K and V tiles in visiting order into the
+    ring of stages, each after its empty barrier. The ring runs on across
+    items.
   }];
   let assemblyFormat = "attr-dict";
 }
 
 def AttnGPU_BeginConsumerOp : AttnGPU_DeviceOp<"begin_consumer"> {
-  let summary = "take the registers, clear the state, wait for Q";
+  let summary = "take the registers for the consumer warpgroups";
+  let assemblyFormat = "attr-dict";
+}
+
+def AttnGPU_BeginRowsOp : AttnGPU_DeviceOp<"begin_rows"> {
+  let summary = "clear the rows' state and wait for the item's Q";
+  let assemblyFormat = "attr-dict";
+}
+
+def AttnGPU_ReleaseQueryOp : AttnGPU_DeviceOp<"release_query"> {
+  let summary = "hand the item's query tile back to the producer";
+  let description = [{
+    Follows the item's last `wait_scores`: no product reads Q after it, so
+    the producer may load the next item's rows while this item's last P V
+    and its epilogue run.
+  }];
   let assemblyFormat = "attr-dict";
 }
 

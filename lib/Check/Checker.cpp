@@ -465,7 +465,9 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
   Executor executor(driver, program, *module);
   if (Status s = executor.resolveKVTokens(layout); !s.ok())
     return s;
-  if (Status s = executor.run(layout, binding, nullptr, shape.splits); !s.ok())
+  if (Status s =
+          executor.run(layout, binding, nullptr, shape.splits, shape.gridCtas);
+      !s.ok())
     return s;
   if (Status s = driver.synchronize(); !s.ok())
     return s;
@@ -486,7 +488,8 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
       return begin.ok() ? end.status() : begin.status();
     (void)driver.record(*begin, nullptr);
     for (int i = 0; i < shape.timingIterations; ++i)
-      if (Status s = executor.run(layout, binding, nullptr, shape.splits);
+      if (Status s = executor.run(layout, binding, nullptr, shape.splits,
+                                  shape.gridCtas);
           !s.ok())
         return s;
     (void)driver.record(*end, nullptr);

@@ -348,6 +348,27 @@ private:
                      call(loc, "attnc::isProducer", i1));
           return success();
         })
+        .Case([&](gpu::BeginProducerOp begin) {
+          values.map(begin.getIssuer(), call(loc, "attnc::beginProducer", i1));
+          return success();
+        })
+        .Case([&](gpu::WorkItemsOp items) {
+          values.map(items.getCount(), call(loc, "attnc::workItems", i32));
+          return success();
+        })
+        .Case([&](gpu::BeginItemOp begin) {
+          values.map(begin.getLive(), call(loc, "attnc::beginItem", i1,
+                                           {tile(begin.getIndex())}));
+          return success();
+        })
+        .Case([&](gpu::BeginRowsOp) {
+          call(loc, "attnc::beginRows", {});
+          return success();
+        })
+        .Case([&](gpu::ReleaseQueryOp) {
+          call(loc, "attnc::releaseQuery", {});
+          return success();
+        })
         .Case([&](gpu::ProduceTilesOp) {
           call(loc, "attnc::produceTiles", {});
           return success();

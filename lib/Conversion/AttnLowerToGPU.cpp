@@ -43,19 +43,31 @@ void buildModifyScores(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
   }
 }
 
-/// The warp-specialized CTA: the producer streams tiles; each consumer
-/// issues tile t's scores, then tile t-1's P.V, and does t's softmax while
-/// that P.V runs. Consumers issue in turns. The first tile is peeled, so that
-/// no wgmma or wait depends on a condition inside the loop (ptxas serializes
-/// every wgmma of a kernel where one does).
-void buildWarpSpecializedBody(OpBuilder &b, Location loc,
-                              gpu::MaskAnalysisAttr masks) {
-  auto producer = gpu::IsProducerOp::create(b, loc, b.getI1Type());
-  auto roles = scf::IfOp::create(b, loc, producer, /*withElseRegion=*/true);
-  b.setInsertionPointToStart(roles.thenBlock());
-  gpu::ProduceTilesOp::create(b, loc);
-  b.setInsertionPointToStart(roles.elseBlock());
-  gpu::BeginConsumerOp::create(b, loc);
+/// `for k in [0, work_items): if (begin_item k) body()`, at the insertion
+/// point, which it leaves after the loop.
+void buildForEachItem(OpBuilder &b, Location loc,
+                      llvm::function_ref<void()> body) {
+  auto count = gpu::WorkItemsOp::create(b, loc, b.getIndexType());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(b, loc, zero, count, one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  auto live =
+      gpu::BeginItemOp::create(b, loc, b.getI1Type(), loop.getInductionVar());
+  auto ifLive = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(ifLive.thenBlock());
+  body();
+}
+
+/// One work item of a consumer: it issues tile t's scores, then tile t-1's
+/// P.V, and does t's softmax while that P.V runs. Consumers issue in turns.
+/// The first tile is peeled, so that no wgmma or wait depends on a
+/// condition inside the loop (ptxas serializes every wgmma of a kernel
+/// where one does).
+void buildConsumerItem(OpBuilder &b, Location loc,
+                       gpu::MaskAnalysisAttr masks) {
+  gpu::BeginRowsOp::create(b, loc);
   auto range =
       gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
   Value first = range.getBegin(), end = range.getEnd();
@@ -91,7 +103,24 @@ void buildWarpSpecializedBody(OpBuilder &b, Location loc,
     gpu::IssueValuesOp::create(b, loc, arith::SubIOp::create(b, loc, end, one));
     gpu::PassTurnOp::create(b, loc, /*final=*/true);
   }
+  gpu::ReleaseQueryOp::create(b, loc);
   gpu::StoreStateOp::create(b, loc);
+}
+
+/// The warp-specialized CTA, persistent over its work items: the producer
+/// streams each item's tiles, the consumers compute them.
+void buildWarpSpecializedBody(OpBuilder &b, Location loc,
+                              gpu::MaskAnalysisAttr masks) {
+  auto producer = gpu::IsProducerOp::create(b, loc, b.getI1Type());
+  auto roles = scf::IfOp::create(b, loc, producer, /*withElseRegion=*/true);
+  b.setInsertionPointToStart(roles.thenBlock());
+  auto issuer = gpu::BeginProducerOp::create(b, loc, b.getI1Type());
+  auto ifIssuer = scf::IfOp::create(b, loc, issuer, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(ifIssuer.thenBlock());
+  buildForEachItem(b, loc, [&] { gpu::ProduceTilesOp::create(b, loc); });
+  b.setInsertionPointToStart(roles.elseBlock());
+  gpu::BeginConsumerOp::create(b, loc);
+  buildForEachItem(b, loc, [&] { buildConsumerItem(b, loc, masks); });
 }
 
 /// Builds the body of one attention kernel: the per-CTA program that the

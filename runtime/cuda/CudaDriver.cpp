@@ -12,6 +12,7 @@ constexpr int kAttrMultiprocessors = 16;
 constexpr int kAttrComputeMajor = 75;
 constexpr int kAttrComputeMinor = 76;
 constexpr int kAttrSharedOptin = 97;
+constexpr int kAttrL2CacheSize = 38;
 constexpr int kFuncAttrMaxDynamicShared = 8;
 constexpr CUresult kErrorNoDevice = 100;
 } // namespace
@@ -67,6 +68,7 @@ Status Driver::load() {
       {kAttrComputeMajor, &device_.computeMajor},
       {kAttrComputeMinor, &device_.computeMinor},
       {kAttrSharedOptin, &device_.sharedMemoryPerBlockOptin},
+      {kAttrL2CacheSize, &device_.l2CacheBytes},
   };
   for (auto &a : attributes)
     if (Status s = check(cuDeviceGetAttribute(a.value, a.attribute, dev),
@@ -174,6 +176,22 @@ Status Driver::setSharedMemory(CUfunction function, int bytes) {
     return s;
   return check(cuFuncSetAttribute(function, kFuncAttrMaxDynamicShared, bytes),
                "cuFuncSetAttribute(max dynamic shared memory)");
+}
+StatusOr<int> Driver::residentBlocks(CUfunction function, int threads,
+                                     int sharedBytes) {
+  if (Status s = enter(); !s.ok())
+    return s;
+  int blocks = 0;
+  if (Status s = check(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                           &blocks, function, threads, size_t(sharedBytes)),
+                       "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+      !s.ok())
+    return s;
+  if (blocks < 1)
+    return Status::error(ErrorCode::Internal,
+                         "the kernel cannot run a single CTA per "
+                         "multiprocessor");
+  return blocks;
 }
 Status Driver::launch(CUfunction function, unsigned gridX, unsigned gridY,
                       unsigned gridZ, unsigned threads, unsigned sharedBytes,

@@ -36,6 +36,7 @@ struct DeviceInfo {
   int computeMajor = 0, computeMinor = 0;
   int multiprocessors = 0;
   int sharedMemoryPerBlockOptin = 0;
+  int l2CacheBytes = 0;
   /// "sm_90a" for Hopper (the arch-specific target), "sm_NN" otherwise.
   std::string arch() const;
 };
@@ -60,6 +61,9 @@ public:
   StatusOr<CUmodule> loadModule(const void *image);
   StatusOr<CUfunction> getFunction(CUmodule module, const std::string &name);
   Status setSharedMemory(CUfunction function, int bytes);
+  /// CTAs of `function` one multiprocessor holds at once.
+  StatusOr<int> residentBlocks(CUfunction function, int threads,
+                               int sharedBytes);
   Status launch(CUfunction function, unsigned gridX, unsigned gridY,
                 unsigned gridZ, unsigned threads, unsigned sharedBytes,
                 CUstream stream, void *params, size_t paramBytes);
@@ -103,6 +107,8 @@ private:
   X(cuModuleLoadData, CUresult(CUmodule *, const void *))                      \
   X(cuModuleGetFunction, CUresult(CUfunction *, CUmodule, const char *))       \
   X(cuFuncSetAttribute, CUresult(CUfunction, int, int))                        \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor,                               \
+    CUresult(int *, CUfunction, int, size_t))                                  \
   X(cuLaunchKernel,                                                            \
     CUresult(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,     \
              unsigned, unsigned, CUstream, void **, void **))                  \

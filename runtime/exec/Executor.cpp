@@ -4,6 +4,7 @@
 
 #include "attnc/device/params.h"
 #include "cuda/TensorMap.h"
+#include "exec/WorkOrder.h"
 
 #include <algorithm>
 #include <cstring>
@@ -36,6 +37,23 @@ StatusOr<cuda::CUfunction> LoadedModule::function(const std::string &name,
   return *function;
 }
 
+StatusOr<int64_t> LoadedModule::residentCtas(const std::string &name,
+                                             int64_t threads, int64_t smem) {
+  auto it = residentCtas_.find(name);
+  if (it != residentCtas_.end())
+    return it->second;
+  StatusOr<cuda::CUfunction> function = this->function(name, smem);
+  if (!function.ok())
+    return function.status();
+  StatusOr<int> perSm =
+      driver_->residentBlocks(*function, int(threads), int(smem));
+  if (!perSm.ok())
+    return perSm.status();
+  int64_t ctas = int64_t(*perSm) * driver_->device().multiprocessors;
+  residentCtas_[name] = ctas;
+  return ctas;
+}
+
 Status Executor::ensureBuffer(int value, size_t bytes, Binding &binding) {
   if (binding.values[value])
     return Status();
@@ -46,6 +64,24 @@ Status Executor::ensureBuffer(int value, size_t bytes, Binding &binding) {
   binding.values[value] = buffer->get();
   owned_[value] = std::move(*buffer);
   return Status();
+}
+
+/// Row blocks of the longest request: CTAs along the grid's x, or the
+/// row blocks of a persistent launch's work order.
+static int64_t rowBlocks(const LaunchSpec &launch, const BatchLayout &layout) {
+  return (int64_t(layout.qLen) * launch.packedHeads + launch.blockM - 1) /
+         launch.blockM;
+}
+
+/// Groups of query heads, each a CTA's rows: the grid's y per split.
+static int64_t headBlocks(const LaunchSpec &launch) {
+  return launch.kvHeads * launch.group / launch.packedHeads;
+}
+
+/// Kernels that load through tensor maps are the warp-specialized ones,
+/// whose CTAs are persistent and walk a work order.
+static bool walksWorkOrder(const LaunchSpec &launch) {
+  return launch.kvBoxRows != 0;
 }
 
 Status checkLayout(const Program &program, const BatchLayout &layout) {
@@ -68,19 +104,16 @@ Status checkLayout(const Program &program, const BatchLayout &layout) {
                      std::to_string(layout.qLen) + " x " +
                      std::to_string(launch.group) + ") exceed " +
                      std::to_string(limits::kMaxSeqLen));
+    // A work order numbers its items in 32 bits on the device.
+    int64_t items = rowBlocks(launch, layout) * headBlocks(launch) *
+                    launch.kvSplits * layout.batch;
+    if (walksWorkOrder(launch) && items > limits::kMaxSeqLen)
+      return invalid("the batch has " + std::to_string(items) +
+                     " work items (row blocks x query heads x KV splits x "
+                     "requests); the most is " +
+                     std::to_string(limits::kMaxSeqLen));
   }
   return Status();
-}
-
-/// Row blocks of the longest request: CTAs along the grid's x.
-static int64_t rowBlocks(const LaunchSpec &launch, const BatchLayout &layout) {
-  return (int64_t(layout.qLen) * launch.packedHeads + launch.blockM - 1) /
-         launch.blockM;
-}
-
-/// Groups of query heads, each a CTA's rows: the grid's y per split.
-static int64_t headBlocks(const LaunchSpec &launch) {
-  return launch.kvHeads * launch.group / launch.packedHeads;
 }
 
 int Executor::chooseSplits(const LaunchSpec &launch,
@@ -126,25 +159,46 @@ std::map<int, size_t> Executor::resultBytes(const BatchLayout &layout) const {
 }
 
 Status Executor::resolveKernels() {
-  for (const LaunchSpec &launch : program_.launches)
+  for (const LaunchSpec &launch : program_.launches) {
     if (StatusOr<cuda::CUfunction> function = module_.function(
             launch.kernel,
             launch.kind == LaunchSpec::Kind::Attention ? launch.smem : 0);
         !function.ok())
       return function.status();
+    if (walksWorkOrder(launch))
+      if (StatusOr<int64_t> ctas =
+              module_.residentCtas(launch.kernel, launch.threads, launch.smem);
+          !ctas.ok())
+        return ctas.status();
+  }
   return Status();
 }
 
+WorkOrder Executor::workOrder(const LaunchSpec &launch,
+                              const BatchLayout &layout, int splits,
+                              const ValueSpec &key,
+                              const ValueSpec &value) const {
+  // A KV head's bytes are the longest request's keys and values.
+  int64_t kvHeadBytes =
+      int64_t(layout.kvLen) *
+      (key.dim * bytesOf(key.dtype) + value.dim * bytesOf(value.dtype));
+  return makeWorkOrder(rowBlocks(launch, layout),
+                       int64_t(layout.batch) * headBlocks(launch) * splits,
+                       launch.group * splits, kvHeadBytes,
+                       driver_.device().l2CacheBytes);
+}
+
 Status Executor::run(const BatchLayout &layout, Binding &binding,
-                     cuda::CUstream stream, int splits) {
+                     cuda::CUstream stream, int splits, int64_t gridCtas) {
   if (Status status = checkLayout(program_, layout); !status.ok())
     return status;
   binding.values.resize(program_.values.size(), 0);
   binding.bufferSizes.resize(program_.values.size());
   for (const LaunchSpec &launch : program_.launches) {
-    Status s = launch.kind == LaunchSpec::Kind::Attention
-                   ? launchAttention(launch, layout, binding, stream, splits)
-                   : launchMerge(launch, layout, binding, stream);
+    Status s =
+        launch.kind == LaunchSpec::Kind::Attention
+            ? launchAttention(launch, layout, binding, stream, splits, gridCtas)
+            : launchMerge(launch, layout, binding, stream);
     if (!s.ok())
       return s;
   }
@@ -153,7 +207,8 @@ Status Executor::run(const BatchLayout &layout, Binding &binding,
 
 Status Executor::launchAttention(const LaunchSpec &launch,
                                  const BatchLayout &layout, Binding &binding,
-                                 cuda::CUstream stream, int forcedSplits) {
+                                 cuda::CUstream stream, int forcedSplits,
+                                 int64_t gridCtas) {
   AttnParams p;
   std::memset(&p, 0, sizeof(p));
   const ValueSpec *query = nullptr, *key = nullptr, *value = nullptr;
@@ -276,9 +331,16 @@ Status Executor::launchAttention(const LaunchSpec &launch,
   if (Status s = encodeOperandMaps(launch, layout, *query, *key, *value, tma);
       !s.ok())
     return s;
-  return driver_.launch(*function, unsigned(mTiles), gridY,
-                        unsigned(layout.batch), unsigned(launch.threads),
-                        unsigned(launch.smem), stream, &tma, sizeof(tma));
+  tma.order = workOrder(launch, layout, splits, *key, *value);
+  StatusOr<int64_t> resident =
+      module_.residentCtas(launch.kernel, launch.threads, launch.smem);
+  if (!resident.ok())
+    return resident.status();
+  int64_t ctas =
+      std::min<int64_t>(tma.order.items, gridCtas > 0 ? gridCtas : *resident);
+  return driver_.launch(*function, unsigned(ctas), 1, 1,
+                        unsigned(launch.threads), unsigned(launch.smem), stream,
+                        &tma, sizeof(tma));
 }
 
 Status Executor::resolveKVTokens(BatchLayout &layout) const {

@@ -55,11 +55,16 @@ public:
   static StatusOr<LoadedModule> load(cuda::Driver &driver,
                                      const std::string &cubin);
   StatusOr<cuda::CUfunction> function(const std::string &name, int64_t smem);
+  /// CTAs of kernel `name` the whole GPU holds at once (its occupancy per
+  /// multiprocessor times their count): a persistent launch's grid.
+  StatusOr<int64_t> residentCtas(const std::string &name, int64_t threads,
+                                 int64_t smem);
 
 private:
   cuda::Driver *driver_ = nullptr;
   cuda::CUmodule module_ = nullptr;
   std::map<std::string, cuda::CUfunction> functions_;
+  std::map<std::string, int64_t> residentCtas_;
 };
 
 class Executor {
@@ -69,9 +74,13 @@ public:
 
   /// Runs every launch. `splits` > 0 forces the number of KV splits of
   /// split-KV launches (tests use it to cover 1..max); 0 lets the GPU's
-  /// size and the batch decide.
+  /// size and the batch decide. `gridCtas` > 0 caps the CTAs of persistent
+  /// (warp-specialized) launches, so that tests make each CTA walk many
+  /// items and benchmarks compare grids; 0 launches as many as the GPU
+  /// holds at once.
   Status run(const BatchLayout &layout, Binding &binding,
-             cuda::CUstream stream = nullptr, int splits = 0);
+             cuda::CUstream stream = nullptr, int splits = 0,
+             int64_t gridCtas = 0);
 
   /// Splits a launch would use for `layout`.
   int chooseSplits(const LaunchSpec &launch, const BatchLayout &layout) const;
@@ -92,10 +101,15 @@ public:
 
 private:
   Status launchAttention(const LaunchSpec &launch, const BatchLayout &layout,
-                         Binding &binding, cuda::CUstream stream, int splits);
+                         Binding &binding, cuda::CUstream stream, int splits,
+                         int64_t gridCtas);
   Status launchMerge(const LaunchSpec &launch, const BatchLayout &layout,
                      Binding &binding, cuda::CUstream stream);
   Status ensureBuffer(int value, size_t bytes, Binding &binding);
+  /// The work items of a warp-specialized launch and their order.
+  WorkOrder workOrder(const LaunchSpec &launch, const BatchLayout &layout,
+                      int splits, const ValueSpec &key,
+                      const ValueSpec &value) const;
   Status encodeOperandMaps(const LaunchSpec &launch, const BatchLayout &layout,
                            const ValueSpec &query, const ValueSpec &key,
                            const ValueSpec &value, TmaAttnParams &params);

@@ -6,11 +6,17 @@
 // CHECK: !emitc.opaque<"attnc::WarpSpecializedCta<attention_config>">
 // CHECK: call_opaque "attnc::ctaBegin"{{.*}}!emitc.opaque<"const __grid_constant__ attnc::TmaAttnParams">
 // CHECK: call_opaque "attnc::isProducer"
+// CHECK: call_opaque "attnc::beginProducer"
+// CHECK: call_opaque "attnc::workItems"
+// CHECK: call_opaque "attnc::beginItem"
 // CHECK: call_opaque "attnc::produceTiles"
 // CHECK: call_opaque "attnc::beginConsumer"
+// CHECK: call_opaque "attnc::beginItem"
+// CHECK: call_opaque "attnc::beginRows"
 // CHECK: call_opaque "attnc::waitScores<0>"
 // CHECK: call_opaque "attnc::waitScores<1>"
 // CHECK: call_opaque "attnc::issueValues"
+// CHECK: call_opaque "attnc::releaseQuery"
 // CHECK: call_opaque "attnc::finish"
 func.func @prefill(%q: !attn.q<?x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
                    %v: !attn.kv<?x8x128xbf16>) -> !attn.out<?x32x128xbf16> {

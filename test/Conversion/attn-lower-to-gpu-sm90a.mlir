@@ -1,9 +1,12 @@
 // RUN: attn-opt %s -attn-plan="arch=sm_90a" -attn-analyze-masks -attn-split-kv -attn-lower-to-gpu | FileCheck %s
 
 // The warp-specialized kernel: the producer and consumer roles are the two
-// branches of one scf.if; a consumer peels its first tile, then issues each
+// branches of one scf.if, and each role walks the CTA's work items (a
+// persistent grid). One producer thread issues the copies. A consumer
+// clears its rows for each item, peels its first tile, then issues each
 // tile's scores before the previous tile's P.V and waits only for the
-// scores (pending = 1) before its softmax; the last P.V follows the loop.
+// scores (pending = 1) before its softmax; the last P.V follows the loop,
+// then the query tile goes back to the producer before the epilogue.
 // Consumers issue their products in turns (await_turn / pass_turn).
 // CHECK-LABEL: attn_gpu.kernel @attention
 // CHECK-SAME: plan = <warp_specialized, block = 128 x 128, warps = 12 x 1
@@ -11,9 +14,20 @@
 // CHECK: scf.if %[[LIVE]]
 // CHECK: %[[PRODUCER:.*]] = attn_gpu.is_producer : i1
 // CHECK: scf.if %[[PRODUCER]] {
+// CHECK-NEXT: %[[ISSUER:.*]] = attn_gpu.begin_producer : i1
+// CHECK-NEXT: scf.if %[[ISSUER]] {
+// CHECK-NEXT: %[[PITEMS:.*]] = attn_gpu.work_items
+// CHECK: scf.for %[[PK:.*]] = %{{.*}} to %[[PITEMS]]
+// CHECK-NEXT: %[[PLIVE:.*]] = attn_gpu.begin_item %[[PK]] : i1
+// CHECK-NEXT: scf.if %[[PLIVE]] {
 // CHECK-NEXT: attn_gpu.produce_tiles
-// CHECK-NEXT: } else {
+// CHECK: } else {
 // CHECK-NEXT: attn_gpu.begin_consumer
+// CHECK-NEXT: %[[ITEMS:.*]] = attn_gpu.work_items
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %[[ITEMS]]
+// CHECK-NEXT: %[[ITEM:.*]] = attn_gpu.begin_item %[[K]] : i1
+// CHECK-NEXT: scf.if %[[ITEM]] {
+// CHECK-NEXT: attn_gpu.begin_rows
 // CHECK-NEXT: %[[BEGIN:.*]], %[[END:.*]] = attn_gpu.tile_range
 // CHECK: %[[ANY:.*]] = arith.cmpi slt, %[[BEGIN]], %[[END]]
 // CHECK: scf.if %[[ANY]] {
@@ -35,7 +49,9 @@
 // CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[END]]
 // CHECK-NEXT: attn_gpu.issue_values %[[LAST]]
 // CHECK-NEXT: attn_gpu.pass_turn {final}
-// CHECK: attn_gpu.store_state
+// CHECK-NEXT: }
+// CHECK-NEXT: attn_gpu.release_query
+// CHECK-NEXT: attn_gpu.store_state
 func.func @prefill(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, ragged>,
                    %v: !attn.kv<?x8x128xbf16, ragged>) -> !attn.out<?x32x128xbf16, ragged> {
   %out = attn.attention(%q, %k, %v) {causal}

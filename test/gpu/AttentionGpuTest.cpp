@@ -344,11 +344,53 @@ std::vector<Case> headDimCases() {
   return all;
 }
 
+/// On sm_90a, prefill CTAs are persistent and walk work items. Capping the
+/// grid at a few CTAs makes each walk many items: the K/V ring's phases and
+/// the query tile's barriers carry over between items, ragged batches leave
+/// items with no rows between live ones, and every item's state starts
+/// clean. Prefill variants of every kind, each at 1, 3 and 7 CTAs.
+std::vector<Case> persistentGridCases() {
+  std::vector<Case> all;
+  for (const Case &base : cases()) {
+    if (base.decode)
+      continue;
+    static const char *const kNames[] = {
+        "gqa4_causal_ragged_d128",
+        "gqa4_window_sinks_d64",
+        "gqa8_none_dense_d64_f16",
+        "mha_causal_d256_bf16",
+        "gqa4_causal_paged16_nhd_prefill",
+        "gqa2_paged256_hnd_prefill",
+        "softcap_causal",
+        "alibi_causal",
+        "mask_mod_document_chunked_prefill",
+        "mha_bidirectional_window",
+    };
+    bool chosen = false;
+    for (const char *name : kNames)
+      chosen = chosen || base.name == name;
+    if (!chosen)
+      continue;
+    for (int ctas : {1, 3, 7}) {
+      Case c = base;
+      c.name += "_grid" + std::to_string(ctas);
+      c.shape.batch = 3;
+      c.shape.gridCtas = ctas;
+      all.push_back(c);
+    }
+  }
+  return all;
+}
+
 INSTANTIATE_TEST_SUITE_P(HeadDims, AttentionOnGpu,
                          ::testing::ValuesIn(headDimCases()),
                          [](const auto &info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(Variants, AttentionOnGpu, ::testing::ValuesIn(cases()),
+                         [](const auto &info) { return info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(PersistentGrids, AttentionOnGpu,
+                         ::testing::ValuesIn(persistentGridCases()),
                          [](const auto &info) { return info.param.name; });
 
 } // namespace

@@ -173,6 +173,15 @@ TEST(Api, PlanRefusesBatchesBeyondTheKernelsLimits) {
                                          "(536870912 x 4) exceed"),
             std::string::npos)
       << plan.status().message();
+  // The persistent Hopper kernel numbers its work items in 32 bits.
+  batch.batch = 65535;
+  batch.maxQueryLen = 1 << 20;
+  plan = kernel->plan(batch);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("work items (row blocks x query "
+                                         "heads x KV splits x requests)"),
+            std::string::npos)
+      << plan.status().message();
 }
 
 TEST(Api, PlanWithoutAGpuSaysSo) {

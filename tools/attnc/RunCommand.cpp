@@ -16,6 +16,7 @@ struct RunArgs {
   std::string file, shape, cacheDir;
   bool check = false;
   int iterations = 20, splits = 0;
+  int64_t gridCtas = 0;
   int64_t prefillWarps = 0, decodeStages = 0, consumers = 0;
   unsigned seed = 1;
 };
@@ -70,6 +71,7 @@ int runRun(const RunArgs &args) {
   }
   shape.seed = args.seed;
   shape.splits = args.splits;
+  shape.gridCtas = args.gridCtas;
   shape.timingIterations = args.iterations;
   shape.compare = args.check;
   CompileOptions options;
@@ -114,6 +116,10 @@ void addRunCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--splits", args->splits,
                   "force KV splits of split-KV launches (0: the planner's)")
       ->check(CLI::Range(0, int(limits::kMaxKVSplits)));
+  cmd->add_option("--grid-ctas", args->gridCtas,
+                  "cap the CTAs of persistent (sm_90a prefill) launches (0: "
+                  "as many as the GPU holds at once; tuning and tests)")
+      ->check(CLI::Range(int64_t(0), int64_t(limits::kMaxSeqLen)));
   cmd->add_option("--seed", args->seed, "random inputs' seed");
   addTuningOptions(*cmd, args->prefillWarps, args->decodeStages,
                    args->consumers);

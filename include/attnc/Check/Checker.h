@@ -25,6 +25,9 @@ struct RunShape {
   /// Ragged and paged requests get random lengths in [len/2, len].
   bool varyLengths = true;
   int splits = 0; // force the KV splits of split-KV launches (0: auto)
+  /// Cap the CTAs of persistent (warp-specialized) launches (0: as many as
+  /// the GPU holds at once).
+  int64_t gridCtas = 0;
   unsigned seed = 1;
   int timingIterations = 0;
   /// Compare with the reference (slow for long sequences); off: only time.

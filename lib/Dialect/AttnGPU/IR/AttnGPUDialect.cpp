@@ -132,8 +132,9 @@ int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const {
     // WarpSpecializedShape<C>::kSmemBytes, which static_asserts agreement:
     // 128-byte swizzled tiles stored as 64-column blocks (a part-filled
     // last block takes a whole one), a 64-row Q tile per consumer and K
-    // and V tiles per stage, 8-byte barriers (a Q full per consumer; K and
-    // V full and empty per stage) and 1024 bytes of alignment slack.
+    // and V tiles per stage, 8-byte barriers (Q full and empty per
+    // consumer; K and V full and empty per stage) and 1024 bytes of
+    // alignment slack.
     namespace hopper = attnc::hopper;
     auto tileBytes = [](int64_t rows, int64_t cols) {
       constexpr int64_t blockCols = hopper::kSwizzleBytes / 2;
@@ -144,7 +145,7 @@ int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const {
     return consumers * tileBytes(hopper::kWgmmaM, qkDim) +
            getStages() *
                (tileBytes(getBlockN(), qkDim) + tileBytes(getBlockN(), vDim)) +
-           8 * (consumers + 4 * getStages()) + hopper::kAtomBytes;
+           8 * (2 * consumers + 4 * getStages()) + hopper::kAtomBytes;
   }
   // The emitter passes this size to the device as C::kSmemBytes, where
   // Shape<C> static_asserts that its tiles fill exactly this much: the

@@ -11,6 +11,7 @@
 #define ATTNC_DEVICE_HOPPER_PARAMS_H
 
 #include "attnc/device/hopper/tma.h"
+#include "attnc/device/hopper/work_order.h"
 #include "attnc/device/params.h"
 
 namespace attnc {
@@ -20,6 +21,7 @@ struct TmaAttnParams {
   hopper::TensorMap k; // [kv tokens, kv heads, dim], boxes of one KV tile
   hopper::TensorMap v; // [kv tokens, kv heads, v dim], likewise
   AttnParams attn;
+  WorkOrder order; // the items the CTAs walk (work_order.h)
 };
 
 } // namespace attnc

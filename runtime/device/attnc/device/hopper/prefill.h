@@ -1,13 +1,15 @@
 //===- hopper/prefill.h - warp-specialized wgmma attention ----------------===//
 //
-// The sm_90a prefill schedule, after FlashAttention-3. A CTA owns
-// 64 x kConsumers query rows of one query head and is split by role:
+// The sm_90a prefill schedule, after FlashAttention-3. A CTA is
+// persistent: it walks work items (work_order.h), each 64 x kConsumers
+// query rows of one query head, and is split by role:
 //
 // - warpgroup 0, the producer, gives up most of its registers; one of its
-//   threads loads each consumer's 64 query rows once and then every K and V
+//   threads loads each consumer's 64 query rows and then every K and V
 //   tile the rows see through the copy engine (TMA) into a ring of
 //   kStages shared-memory stages, each guarded by a full and an empty
-//   mbarrier for K and for V;
+//   mbarrier for K and for V. The ring runs on from one item to the next,
+//   so the next item's tiles load while the consumers finish this one;
 // - each other warpgroup, a consumer, takes the registers and owns 64
 //   rows: S = Q.K^T with wgmma from shared memory, the masks and modifiers
 //   on the accumulator fragment, the online softmax, and O += P.V with P
@@ -18,7 +20,9 @@
 //   keep the tensor cores busy.
 //
 // K and V have empty barriers of their own: a K stage is released as soon
-// as the scores that read it are done, a tile before its V stage is.
+// as the scores that read it are done, a tile before its V stage is. Each
+// consumer's query tile has a full and an empty barrier too: it is
+// released once the item's last scores are done.
 //
 // Generated kernels drive the CTA through the free functions at the bottom,
 // one per attn_gpu op, like the mma.sync schedules (attention.h).
@@ -32,6 +36,7 @@
 #include "attnc/device/hopper/smem_layout.h"
 #include "attnc/device/hopper/tma.h"
 #include "attnc/device/hopper/wgmma.h"
+#include "attnc/device/hopper/work_order.h"
 #include "attnc/device/masked_rows.h"
 #include "attnc/device/math.h"
 #include "attnc/device/mma.h"
@@ -66,13 +71,13 @@ template <class C> struct WarpSpecializedShape {
   using KTile = hopper::Sw128Tile<kBlockN, kD>;
   using VTile = hopper::Sw128Tile<kBlockN, kDV>;
   /// Shared memory from a 1024-byte aligned base: the consumers' Q tiles,
-  /// the K stages, the V stages, then the barriers (a Q full barrier per
+  /// the K stages, the V stages, then the barriers (Q full and Q empty per
   /// consumer; K full, V full, K empty and V empty per stage).
   static constexpr int kQOffset = 0;
   static constexpr int kKOffset = kQOffset + kConsumers * QTile::kBytes;
   static constexpr int kVOffset = kKOffset + kStages * KTile::kBytes;
   static constexpr int kBarrierOffset = kVOffset + kStages * VTile::kBytes;
-  static constexpr int kBarriers = kConsumers + 4 * kStages;
+  static constexpr int kBarriers = 2 * kConsumers + 4 * kStages;
   /// Dynamic shared memory is only 16-byte aligned: one atom of slack.
   static constexpr int kSmemBytes =
       kBarrierOffset + 8 * kBarriers + hopper::kAtomBytes;
@@ -112,6 +117,11 @@ struct WarpSpecializedCta
   u32 base; // shared address of the aligned tiles
   hopper::Mbarrier *bars;
   int qHead, kvHead;
+  // Progress over the CTA's work items, the same in every role.
+  int ring;      // tiles of earlier items that went through the ring
+  int itemTiles; // tiles of the current item
+  int liveItems; // items begun that had rows
+  int qRound;    // this item's place among those: its Q tile's phase
   // Consumers only.
   int consumer, thread; // consumer warpgroup, thread within it
   hopper::Accumulator<S::kDV> o;
@@ -124,17 +134,20 @@ struct WarpSpecializedCta
   // --- Shared memory
   // ----------------------------------------------------------
   ATTNC_DEVICE hopper::Mbarrier &qFull(int c) { return bars[c]; }
+  ATTNC_DEVICE hopper::Mbarrier &qEmpty(int c) {
+    return bars[S::kConsumers + c];
+  }
   ATTNC_DEVICE hopper::Mbarrier &kFull(int stage) {
-    return bars[S::kConsumers + stage];
+    return bars[2 * S::kConsumers + stage];
   }
   ATTNC_DEVICE hopper::Mbarrier &vFull(int stage) {
-    return bars[S::kConsumers + S::kStages + stage];
+    return bars[2 * S::kConsumers + S::kStages + stage];
   }
   ATTNC_DEVICE hopper::Mbarrier &kEmpty(int stage) {
-    return bars[S::kConsumers + 2 * S::kStages + stage];
+    return bars[2 * S::kConsumers + 2 * S::kStages + stage];
   }
   ATTNC_DEVICE hopper::Mbarrier &vEmpty(int stage) {
-    return bars[S::kConsumers + 3 * S::kStages + stage];
+    return bars[2 * S::kConsumers + 3 * S::kStages + stage];
   }
   ATTNC_DEVICE u32 qTile(int c) const {
     return base + S::kQOffset + c * QTile::kBytes;
@@ -145,24 +158,20 @@ struct WarpSpecializedCta
   ATTNC_DEVICE u32 vTile(int stage) const {
     return base + S::kVOffset + stage * VTile::kBytes;
   }
-  /// The ring position of visiting-order tile `t`.
-  ATTNC_DEVICE int stageOf(int t) const { return (t - tileBegin) % S::kStages; }
+  /// The ring position of visiting-order tile `t` of the current item.
+  ATTNC_DEVICE int ringIndex(int t) const { return ring + (t - tileBegin); }
+  ATTNC_DEVICE int stageOf(int t) const { return ringIndex(t) % S::kStages; }
   ATTNC_DEVICE u32 phaseOf(int t) const {
-    return u32((t - tileBegin) / S::kStages) & 1u;
+    return u32(ringIndex(t) / S::kStages) & 1u;
   }
 
   // --- Setup ----------------------------------------------------------------
-  /// Returns false for a CTA past the end of its request.
+  /// Sets up the shared memory; every CTA the host launches has work.
   ATTNC_DEVICE bool begin(const TmaAttnParams &params, void *sharedMem) {
     tp = &params;
-    const AttnParams &attn = params.attn;
-    qHead = blockIdx.y / attn.num_splits;
-    kvHead = qHead / C::kGroup;
-    // Later row blocks see more keys under a causal mask: launch them first.
-    int block = gridDim.x - 1 - blockIdx.x;
-    if (!this->locate(attn, blockIdx.z, qHead, blockIdx.y % attn.num_splits,
-                      block * S::kBlockM))
-      return false;
+    ring = 0;
+    itemTiles = 0;
+    liveItems = 0;
     u32 raw = sharedAddress(sharedMem);
     u32 pad =
         (hopper::kAtomBytes - raw % hopper::kAtomBytes) % hopper::kAtomBytes;
@@ -170,8 +179,10 @@ struct WarpSpecializedCta
     bars = reinterpret_cast<hopper::Mbarrier *>(static_cast<u8 *>(sharedMem) +
                                                 pad + S::kBarrierOffset);
     if (threadIdx.x == 0) {
-      for (int c = 0; c < S::kConsumers; ++c)
+      for (int c = 0; c < S::kConsumers; ++c) {
         qFull(c).init(1);
+        qEmpty(c).init(4); // one arrival per consumer warp
+      }
       for (int stage = 0; stage < S::kStages; ++stage) {
         kFull(stage).init(1);
         vFull(stage).init(1);
@@ -185,6 +196,29 @@ struct WarpSpecializedCta
     return true;
   }
 
+  /// Work items this CTA takes: items blockIdx.x, + gridDim.x, ...
+  ATTNC_DEVICE int workItems() const {
+    return (tp->order.items - int(blockIdx.x) + int(gridDim.x) - 1) /
+           int(gridDim.x);
+  }
+
+  /// Locates the CTA's `k`-th work item; false when its rows are past the
+  /// end of their request.
+  ATTNC_DEVICE bool beginItem(int k) {
+    ring += itemTiles;
+    itemTiles = 0;
+    WorkItem w = workItem(tp->order, int(blockIdx.x) + k * int(gridDim.x),
+                          C::kNumQHeads, tp->attn.num_splits);
+    qHead = w.head;
+    kvHead = qHead / C::kGroup;
+    if (!this->locate(tp->attn, w.batch, qHead, w.split,
+                      w.row_block * S::kBlockM))
+      return false;
+    itemTiles = tileEnd - tileBegin;
+    qRound = liveItems++;
+    return true;
+  }
+
   /// The role, from a warpgroup index the compiler sees is the same in
   /// every lane (a shuffle's result): ptxas serializes wgmma on paths whose
   /// condition it cannot prove warp-uniform.
@@ -195,14 +229,22 @@ struct WarpSpecializedCta
   }
 
   // --- Producer -------------------------------------------------------------
-  ATTNC_DEVICE void produce() {
+  /// Gives the registers away; true for the one thread that issues copies.
+  ATTNC_DEVICE bool beginProducer() {
     hopper::lowerRegisterLimit<S::kProducerRegisters>();
     if (threadIdx.x != 0)
-      return;
+      return false;
     hopper::prefetchTensorMap(tp->q);
     hopper::prefetchTensorMap(tp->k);
     hopper::prefetchTensorMap(tp->v);
+    return true;
+  }
+
+  /// Loads the current item's query tiles, once the consumers are done
+  /// with the previous item's, and its K/V tiles into the ring.
+  ATTNC_DEVICE void produce() {
     for (int c = 0; c < S::kConsumers; ++c) {
+      qEmpty(c).wait(u32(qRound & 1) ^ 1u); // the first item finds it free
       qFull(c).arriveExpectTx(QTile::kBytes);
       hopper::loadHeadTile<QTile>(qTile(c), tp->q, qFull(c),
                                   qToken0 + rowBegin + c * hopper::kWgmmaM,
@@ -283,6 +325,11 @@ struct WarpSpecializedCta
                            int(threadIdx.x) / hopper::kWarpgroupThreads, 0) -
                1;
     thread = threadIdx.x % hopper::kWarpgroupThreads;
+  }
+
+  /// Clears the rows' state for the current item, opens its first turn and
+  /// waits for its queries.
+  ATTNC_DEVICE void beginRows() {
     for (int half = 0; half < 2; ++half) {
       rowMax[half] = negInf();
       rowSum[half] = 0.0f;
@@ -293,8 +340,11 @@ struct WarpSpecializedCta
     valuesTile = -1;
     if (kTakeTurns && consumer == S::kConsumers - 1 && tileBegin < tileEnd)
       hopper::namedBarrierArrive(kFirstTurnBarrier, kTurnThreads);
-    qFull(consumer).wait(0);
+    qFull(consumer).wait(u32(qRound & 1));
   }
+
+  /// Hands the query tile back to the producer: the item's scores are done.
+  ATTNC_DEVICE void releaseQuery() { release(qEmpty(consumer)); }
 
   /// Each warp of the consumer arrives once all its lanes are done with
   /// the stage.
@@ -465,11 +515,27 @@ ATTNC_DEVICE bool ctaBegin(WarpSpecializedCta<C> *cta,
 template <class C> ATTNC_DEVICE bool isProducer(WarpSpecializedCta<C> *cta) {
   return cta->isProducer();
 }
+template <class C> ATTNC_DEVICE bool beginProducer(WarpSpecializedCta<C> *cta) {
+  return cta->beginProducer();
+}
+template <class C> ATTNC_DEVICE int workItems(WarpSpecializedCta<C> *cta) {
+  return cta->workItems();
+}
+template <class C>
+ATTNC_DEVICE bool beginItem(WarpSpecializedCta<C> *cta, int k) {
+  return cta->beginItem(k);
+}
 template <class C> ATTNC_DEVICE void produceTiles(WarpSpecializedCta<C> *cta) {
   cta->produce();
 }
 template <class C> ATTNC_DEVICE void beginConsumer(WarpSpecializedCta<C> *cta) {
   cta->beginConsumer();
+}
+template <class C> ATTNC_DEVICE void beginRows(WarpSpecializedCta<C> *cta) {
+  cta->beginRows();
+}
+template <class C> ATTNC_DEVICE void releaseQuery(WarpSpecializedCta<C> *cta) {
+  cta->releaseQuery();
 }
 template <class C> ATTNC_DEVICE int tileBegin(WarpSpecializedCta<C> *cta) {
   return cta->tileBegin;
