@@ -14,12 +14,16 @@ WorkOrder makeWorkOrder(int64_t rowBlocks, int64_t units,
   order.units = i32(units);
   order.items = i32(rowBlocks * units);
   // Half of the L2, so that the section's keys and values stay there beside
-  // the queries, outputs and other kernels' lines.
-  int64_t kvHeads =
+  // the queries, outputs and other kernels' lines; then sections of equal
+  // size, as few as that allows, so that no short section trails.
+  int64_t perKVHead = std::max<int64_t>(1, unitsPerKVHead);
+  int64_t kvHeads = std::max<int64_t>(1, units / perKVHead);
+  int64_t fit =
       std::max<int64_t>(1, l2Bytes / 2 / std::max<int64_t>(1, kvHeadBytes));
-  order.section_units =
-      i32(std::clamp<int64_t>(kvHeads * std::max<int64_t>(1, unitsPerKVHead), 1,
-                              std::max<int64_t>(1, units)));
+  int64_t sections = (kvHeads + fit - 1) / fit;
+  int64_t kvHeadsPerSection = (kvHeads + sections - 1) / sections;
+  order.section_units = i32(std::clamp<int64_t>(
+      kvHeadsPerSection * perKVHead, 1, std::max<int64_t>(1, units)));
   return order;
 }
 

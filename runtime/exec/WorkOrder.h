@@ -18,8 +18,9 @@ namespace attnc {
 
 /// The order of `rowBlocks` x `units` items, where each KV head serves
 /// `unitsPerKVHead` adjacent units and holds `kvHeadBytes` of keys and
-/// values: a section is the units of as many KV heads as half of an L2 of
-/// `l2Bytes` holds (at least one). The caller bounds the items by 2^31 - 1.
+/// values: sections of equal size (whole KV heads), as few as keep each
+/// within half of an L2 of `l2Bytes` (a section holds at least one KV
+/// head). The caller bounds the items by 2^31 - 1.
 WorkOrder makeWorkOrder(int64_t rowBlocks, int64_t units,
                         int64_t unitsPerKVHead, int64_t kvHeadBytes,
                         int64_t l2Bytes);

@@ -96,11 +96,31 @@ TEST(WorkOrder, SectionsFitHalfTheL2) {
   }
 }
 
-// Under a causal mask, row block r costs r + 1 tiles. With G CTAs each
-// taking every G-th item, the busiest CTA does at most one longest item
-// more than the average, even where G divides the row blocks (P8: 132 CTAs,
-// 4 row blocks, which a row-block-fastest order would give the same length
-// every time).
+// The CTAs' slots hold every item exactly once.
+TEST(WorkOrder, CtasTakeEveryItemOnce) {
+  for (const Shape &s : kShapes) {
+    WorkOrder order = orderOf(s);
+    for (int ctas : {132, 114, 7, 1}) {
+      std::vector<int> taken(order.items, 0);
+      for (int cta = 0; cta < ctas; ++cta)
+        for (int slot = 0; slot < workSlots(order, ctas); ++slot) {
+          int item = itemOfSlot(order, cta, ctas, slot);
+          ASSERT_GE(item, -1);
+          ASSERT_LT(item, order.items);
+          if (item >= 0)
+            ++taken[item];
+        }
+      for (int i = 0; i < order.items; ++i)
+        ASSERT_EQ(taken[i], 1) << "item " << i << " of " << order.items
+                               << " with " << ctas << " CTAs";
+    }
+  }
+}
+
+// Under a causal mask, row block r costs r + 1 tiles. The busiest CTA does
+// at most one longest item more than the average (per section), even where
+// G divides the row blocks (P8: 132 CTAs, 4 row blocks, which a
+// row-block-fastest round-robin would give the same length every time).
 TEST(WorkOrder, CausalWorkIsBalancedOverCtas) {
   for (const Shape &s : kShapes) {
     WorkOrder order = orderOf(s);
@@ -109,11 +129,15 @@ TEST(WorkOrder, CausalWorkIsBalancedOverCtas) {
         continue;
       std::vector<int64_t> work(ctas, 0);
       int64_t total = 0;
-      for (int i = 0; i < order.items; ++i) {
-        int64_t cost = workItem(order, i, s.heads, s.splits).row_block + 1;
-        work[i % ctas] += cost;
-        total += cost;
-      }
+      for (int cta = 0; cta < ctas; ++cta)
+        for (int slot = 0; slot < workSlots(order, ctas); ++slot) {
+          int item = itemOfSlot(order, cta, ctas, slot);
+          if (item < 0)
+            continue;
+          int64_t cost = workItem(order, item, s.heads, s.splits).row_block + 1;
+          work[cta] += cost;
+          total += cost;
+        }
       int64_t busiest = *std::max_element(work.begin(), work.end());
       int64_t sections =
           (order.units + order.section_units - 1) / order.section_units;
@@ -121,6 +145,25 @@ TEST(WorkOrder, CausalWorkIsBalancedOverCtas) {
           << "rows " << s.rowBlocks << ", " << ctas << " CTAs";
     }
   }
+}
+
+// P1 on 132 CTAs: within 1 % of a perfect split (a round-robin over the
+// same order was 3 % off).
+TEST(WorkOrder, LongCausalBatchesSplitAlmostPerfectly) {
+  Shape p1 = kShapes[0];
+  WorkOrder order = orderOf(p1);
+  const int ctas = 132;
+  std::vector<int64_t> work(ctas, 0);
+  int64_t total = 0;
+  for (int cta = 0; cta < ctas; ++cta)
+    for (int slot = 0; slot < workSlots(order, ctas); ++slot)
+      if (int item = itemOfSlot(order, cta, ctas, slot); item >= 0) {
+        int64_t cost = workItem(order, item, p1.heads, 1).row_block + 1;
+        work[cta] += cost;
+        total += cost;
+      }
+  double busiest = double(*std::max_element(work.begin(), work.end()));
+  EXPECT_LE(busiest / (double(total) / ctas), 1.01);
 }
 
 } // namespace

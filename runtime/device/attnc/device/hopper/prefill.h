@@ -196,19 +196,20 @@ struct WarpSpecializedCta
     return true;
   }
 
-  /// Work items this CTA takes: items blockIdx.x, + gridDim.x, ...
+  /// Slots of the work order this CTA walks (work_order.h).
   ATTNC_DEVICE int workItems() const {
-    return (tp->order.items - int(blockIdx.x) + int(gridDim.x) - 1) /
-           int(gridDim.x);
+    return workSlots(tp->order, int(gridDim.x));
   }
 
-  /// Locates the CTA's `k`-th work item; false when its rows are past the
-  /// end of their request.
+  /// Locates the item in the CTA's slot `k`; false when the slot is empty
+  /// or the item's rows are past the end of their request.
   ATTNC_DEVICE bool beginItem(int k) {
     ring += itemTiles;
     itemTiles = 0;
-    WorkItem w = workItem(tp->order, int(blockIdx.x) + k * int(gridDim.x),
-                          C::kNumQHeads, tp->attn.num_splits);
+    int item = itemOfSlot(tp->order, int(blockIdx.x), int(gridDim.x), k);
+    if (item < 0)
+      return false;
+    WorkItem w = workItem(tp->order, item, C::kNumQHeads, tp->attn.num_splits);
     qHead = w.head;
     kvHead = qHead / C::kGroup;
     if (!this->locate(tp->attn, w.batch, qHead, w.split,

@@ -2,20 +2,23 @@
 //
 // A warp-specialized launch has at most as many CTAs as fit on the GPU at
 // once; each walks work items (a row block of one query head of one
-// request, and one KV split) until none is left. CTA c takes items c,
-// c + G, c + 2G, ... of G CTAs: a static order needs no counter that would
-// have to be reset between launches (CUDA graphs replay them as they are),
-// and it overlaps one item's epilogue with the next item's loads.
+// request, and one KV split) until its share is done. The share is static:
+// no counter that would have to be reset between launches (CUDA graphs
+// replay them as they are), and one item's epilogue overlaps the next
+// item's loads.
 //
 // The order makes the static split fair and cache-friendly:
 // - items are cut into sections of `section_units` (request, head, split)
 //   units whose keys and values fit in L2 together, so that CTAs working at
-//   the same time share their K/V tiles through L2;
+//   the same time share their K/V tiles through L2; units of one KV head's
+//   query heads are adjacent;
 // - within a section the row blocks go last first: under a causal mask
-//   later rows see more keys, so the longest items are taken first and the
-//   shortest fill in at the end; every CTA gets about one item of each
-//   length;
-// - units of one KV head's query heads are adjacent.
+//   later rows see more keys, so the longest items are taken first;
+// - the G CTAs take a section's items in rounds of G, and every other
+//   round in reverse (CTA 0 takes the longest of one round and the
+//   shortest of the next), so every CTA's share of a section is within
+//   about one item of the others'. Each section's rounds start where the
+//   last section's left off.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_DEVICE_HOPPER_WORK_ORDER_H
@@ -37,6 +40,35 @@ struct WorkOrder {
 struct WorkItem {
   i32 batch, head, split, row_block;
 };
+
+ATTNC_DEVICE int ceilDiv(int a, int b) { return (a + b - 1) / b; }
+
+/// Slots each of `ctas` CTAs walks: a round of each section is one slot,
+/// holding one item or none.
+ATTNC_DEVICE int workSlots(const WorkOrder &order, int ctas) {
+  int sectionItems = order.section_units * order.row_blocks;
+  int fullSections = order.units / order.section_units;
+  int lastItems = order.items - fullSections * sectionItems;
+  return fullSections * ceilDiv(sectionItems, ctas) + ceilDiv(lastItems, ctas);
+}
+
+/// The item in slot `slot` of CTA `cta` of `ctas`, or -1 for none.
+ATTNC_DEVICE int itemOfSlot(const WorkOrder &order, int cta, int ctas,
+                            int slot) {
+  int sectionItems = order.section_units * order.row_blocks;
+  int fullSections = order.units / order.section_units;
+  int fullRounds = ceilDiv(sectionItems, ctas);
+  int section = slot / fullRounds;
+  if (section > fullSections)
+    section = fullSections;
+  int round = slot - section * fullRounds;
+  int start = section * sectionItems;
+  int count =
+      order.items - start < sectionItems ? order.items - start : sectionItems;
+  int lane = ((cta - start) % ctas + ctas) % ctas;
+  int at = round * ctas + (round % 2 ? ctas - 1 - lane : lane);
+  return at < count ? start + at : -1;
+}
 
 /// Item `item` of `order`, for `heads` query heads and `splits` KV splits.
 ATTNC_DEVICE WorkItem workItem(const WorkOrder &order, int item, int heads,

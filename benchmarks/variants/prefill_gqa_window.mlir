@@ -1,0 +1,9 @@
+// P3's variant: causal sliding window of 1024 keys, GQA 32/8, d128.
+func.func @prefill_gqa_window(
+    %q: !attn.q<?x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
+    %v: !attn.kv<?x8x128xbf16>) -> !attn.out<?x32x128xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal, window = #attn.window<1024, 0>}
+      : !attn.q<?x32x128xbf16>, !attn.kv<?x8x128xbf16>, !attn.kv<?x8x128xbf16>
+      -> !attn.out<?x32x128xbf16>
+  return %out : !attn.out<?x32x128xbf16>
+}
