@@ -143,7 +143,10 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     // spills wider tiles on sm_90a (measured: 100 bytes at head dim 64 with
     // 192-key tiles, 56 at 128 with 128, 8 at 192/128 with 96, 72 at 240
     // with 64).
-    bool heavy = scoreWork(op) >= 3;
+    // Document segments weigh one more here: the consumers hold a tile's
+    // column ids (a quarter of its keys) in registers (measured: 52 bytes
+    // spilled with a window at head dim 192 and 96-key tiles).
+    bool heavy = scoreWork(op) + bool(op.getQuerySegments()) >= 3;
     int64_t blockN = dims <= 64    ? (heavy ? 128 : 192)
                      : dims <= 128 ? (heavy ? 96 : 128)
                      : dims <= 192 ? (heavy ? 64 : 96)
@@ -195,11 +198,9 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       while (stages > 2 && !fits(decode(stages)))
         --stages;
       plan = decode(stages);
-    } else if (StringRef(arch) == "sm_90a" && !op.getQuerySegments() &&
-               pagesFitBulkCopies(op)) {
-      // Document segments spill the consumers (two ids loaded per score,
-      // measured at every tile width) and pages of fewer than 8 slots do
-      // not fill the copy engine's swizzle atoms: both keep mma.sync.
+    } else if (StringRef(arch) == "sm_90a" && pagesFitBulkCopies(op)) {
+      // Pages of fewer than 8 slots do not fill the copy engine's swizzle
+      // atoms: they keep mma.sync.
       plan = warpSpecialized(op);
     } else {
       // Past head dim 128 the output accumulators need the registers: half

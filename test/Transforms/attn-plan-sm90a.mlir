@@ -80,3 +80,18 @@ func.func @decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
       -> !attn.out<1x32x128xbf16>
   return %out : !attn.out<1x32x128xbf16>
 }
+
+// -----
+
+// Document segments are warp-specialized: the consumers keep their rows'
+// ids in registers and load a tile's column ids once.
+// CHECK-LABEL: func.func @segments_prefill
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 128,
+func.func @segments_prefill(%q: !attn.q<?x16x128xbf16, ragged>, %k: !attn.kv<?x16x128xbf16, ragged>,
+                            %v: !attn.kv<?x16x128xbf16, ragged>, %qd: memref<?xi32>,
+                            %kd: memref<?xi32>) -> !attn.out<?x16x128xbf16, ragged> {
+  %out = attn.attention(%q, %k, %v) segments(%qd, %kd : memref<?xi32>, memref<?xi32>) {causal}
+      : !attn.q<?x16x128xbf16, ragged>, !attn.kv<?x16x128xbf16, ragged>, !attn.kv<?x16x128xbf16, ragged>
+      -> !attn.out<?x16x128xbf16, ragged>
+  return %out : !attn.out<?x16x128xbf16, ragged>
+}

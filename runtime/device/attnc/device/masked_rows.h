@@ -144,7 +144,10 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     return false;
   }
 
-  /// Whether `row` (of the CTA's block) sees `key`.
+  /// Whether `row` (of the CTA's block) sees `key`. A schedule that
+  /// compares document segments itself, from ids it keeps in registers,
+  /// passes Segments = false.
+  template <bool Segments = C::kSegments>
   ATTNC_DEVICE bool visible(int row, int key) const {
     int query = queryOf(row);
     int pos = query + kvLen - qLen;
@@ -156,7 +159,7 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
       return false;
     if (kWindowLeft && key < pos - C::kWindowLeft && key >= C::kSinks)
       return false;
-    if (C::kSegments &&
+    if (Segments &&
         p->q_segments[qToken0 + query] != p->kv_segments[kvToken0 + key])
       return false;
     if (C::kMaskMod &&
@@ -172,14 +175,14 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
 
   /// `x` where `row` sees `key`, -inf where it does not; only partial tiles
   /// ask.
-  template <bool Partial>
+  template <bool Partial, bool Segments = C::kSegments>
   ATTNC_DEVICE float masked(float x, int row, int key) const {
-    return Partial && !visible(row, key) ? negInf() : x;
+    return Partial && !visible<Segments>(row, key) ? negInf() : x;
   }
 
   /// The base-2 logit of a raw product Q.K for (`row`, `key`): scale,
   /// soft-cap, ALiBi and score_mod, then, on a partial tile, the mask.
-  template <bool Partial>
+  template <bool Partial, bool Segments = C::kSegments>
   ATTNC_DEVICE float logit(float raw, int row, int key, float slope) const {
     float x = raw;
     if (kMods) {
@@ -195,7 +198,7 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     } else {
       x *= C::kScale * kLog2E;
     }
-    return masked<Partial>(x, row, key);
+    return masked<Partial, Segments>(x, row, key);
   }
 };
 

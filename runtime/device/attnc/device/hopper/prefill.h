@@ -128,6 +128,7 @@ struct WarpSpecializedCta
   hopper::Accumulator<S::kBlockN> s;
   hopper::AFragment pf[S::kBlockN / hopper::kWgmmaK];
   float rowMax[2], rowSum[2], slope[2];
+  int rowSegment[2]; // document ids of the thread's rows (segments only)
   int scoredTile; // the tile whose scores are in flight or in `s`
   int valuesTile; // the tile whose P.V is in flight, or -1
 
@@ -335,6 +336,12 @@ struct WarpSpecializedCta
       rowMax[half] = negInf();
       rowSum[half] = 0.0f;
       slope[half] = this->slopeOf(rowBegin + localRow(half));
+      if constexpr (C::kSegments) {
+        int row = localRow(half);
+        rowSegment[half] =
+            row < rows ? p->q_segments[qToken0 + this->queryOf(rowBegin + row)]
+                       : 0;
+      }
     }
     hopper::zero(o);
     scoredTile = -1;
@@ -400,10 +407,25 @@ struct WarpSpecializedCta
                                        : kHoldTanh ? C::kSoftcap * kLog2E
                                                    : 1.0f;
 
+  /// Document segments: the rows' ids stay in registers (rowSegment) and
+  /// each tile loads the ids of the thread's kBlockN / 4 columns once,
+  /// instead of two loads per score, which spill the consumers.
+  static constexpr int kColumnIds = C::kSegments ? S::kBlockN / 4 : 1;
+  ATTNC_DEVICE void loadColumnSegments(int key0, int (&ids)[kColumnIds]) {
+#pragma unroll
+    for (int c = 0; c < kColumnIds; ++c) {
+      int key = key0 + 8 * (c / 2) + 2 * (thread % 4) + c % 2;
+      ids[c] = key < this->kvLen ? p->kv_segments[kvToken0 + key] : 0;
+    }
+  }
+
   template <bool Partial> ATTNC_DEVICE void modifyScores(int t) {
     if (kHoldRaw && !Partial)
       return;
     int key0 = tileAt(t) * S::kBlockN;
+    int columnIds[kColumnIds];
+    if constexpr (C::kSegments && Partial)
+      loadColumnSegments(key0, columnIds);
 #pragma unroll
     for (int i = 0; i < hopper::Accumulator<S::kBlockN>::kRegs; ++i) {
       int half = (i / 2) % 2;
@@ -411,12 +433,15 @@ struct WarpSpecializedCta
       int key = key0 + hopper::AccumulatorLayout::col(thread, i);
       float x = s.d[i];
       if constexpr (kHoldRaw)
-        x = this->template masked<Partial>(x, row, key);
+        x = this->template masked<Partial, false>(x, row, key);
       else if constexpr (kHoldTanh)
-        x = this->template masked<Partial>(
+        x = this->template masked<Partial, false>(
             fastTanh(x * (C::kScale / C::kSoftcap)), row, key);
       else
-        x = this->template logit<Partial>(x, row, key, slope[half]);
+        x = this->template logit<Partial, false>(x, row, key, slope[half]);
+      if constexpr (C::kSegments && Partial)
+        if (rowSegment[half] != columnIds[2 * (i / 4) + i % 2])
+          x = negInf();
       s.d[i] = x;
     }
   }
