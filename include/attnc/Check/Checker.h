@@ -1,4 +1,4 @@
-//===- Checker.h - run a variant on the GPU against the reference -*- C++ -*-===//
+//===- Checker.h - run a variant against the reference ----------*- C++ -*-===//
 //
 // `attnc run --check` and the GPU tests: random inputs (never zeros) in the
 // variant's layouts (ragged index pointers, shuffled pages), outputs

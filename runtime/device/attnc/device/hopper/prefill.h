@@ -129,8 +129,8 @@ struct WarpSpecializedCta
   hopper::AFragment pf[S::kBlockN / hopper::kWgmmaK];
   float rowMax[2], rowSum[2], slope[2];
   int rowSegment[2]; // document ids of the thread's rows (segments only)
-  int scoredTile; // the tile whose scores are in flight or in `s`
-  int valuesTile; // the tile whose P.V is in flight, or -1
+  int scoredTile;    // the tile whose scores are in flight or in `s`
+  int valuesTile;    // the tile whose P.V is in flight, or -1
 
   // --- Shared memory
   // ----------------------------------------------------------
