@@ -46,14 +46,6 @@ int64_t scoreWork(AttentionOp op) {
          bool(op.getQuerySegments());
 }
 
-/// Whether the producer of the warp-specialized schedule can copy the KV
-/// cache: contiguous, or pages of whole 8-slot swizzle atoms.
-bool pagesFitBulkCopies(AttentionOp op) {
-  auto key = cast<KVType>(op.getKey().getType());
-  return key.getLayout() != TokenLayout::Paged ||
-         key.getPageSize() % attnc::hopper::kAtomRows == 0;
-}
-
 /// Names the first feature of `op` that the GPU pipeline cannot compile,
 /// or returns an empty string.
 std::string unsupportedFeature(AttentionOp op) {
@@ -198,9 +190,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       while (stages > 2 && !fits(decode(stages)))
         --stages;
       plan = decode(stages);
-    } else if (StringRef(arch) == "sm_90a" && pagesFitBulkCopies(op)) {
-      // Pages of fewer than 8 slots do not fill the copy engine's swizzle
-      // atoms: they keep mma.sync.
+    } else if (StringRef(arch) == "sm_90a") {
       plan = warpSpecialized(op);
     } else {
       // Past head dim 128 the output accumulators need the registers: half

@@ -2,6 +2,7 @@
 
 #include "exec/Executor.h"
 
+#include "attnc/device/hopper/smem_layout.h"
 #include "attnc/device/params.h"
 #include "cuda/TensorMap.h"
 #include "exec/WorkOrder.h"
@@ -421,6 +422,9 @@ Status Executor::encodeOperandMaps(const LaunchSpec &launch,
        params.attn.v_page_stride, params.v},
   };
   for (Operand &o : operands) {
+    // Pages gathered row by row by the kernel's producer need no map.
+    if (!hopper::boxesFillAtoms(int(o.boxRows)))
+      continue;
     auto address = reinterpret_cast<uint64_t>(o.address);
     bool paged = o.spec.kind == ValueSpec::Kind::KV &&
                  o.spec.layout == TokenLayout::Paged;

@@ -56,10 +56,10 @@ func.func @paged_prefill(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x12
 
 // -----
 
-// Pages of fewer than 8 slots do not fill the copy engine's swizzle atoms:
-// mma.sync.
+// Pages of fewer than 8 slots do not fill the copy engine's swizzle atoms;
+// the producer warps gather them, so they take the Hopper schedule too.
 // CHECK-LABEL: func.func @paged_prefill_page4
-// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill,
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized,
 func.func @paged_prefill_page4(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, paged<4, nhd>>,
                                %v: !attn.kv<?x8x128xbf16, paged<4, nhd>>) -> !attn.out<?x32x128xbf16, ragged> {
   %out = attn.attention(%q, %k, %v) {causal}

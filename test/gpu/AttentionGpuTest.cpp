@@ -207,13 +207,25 @@ std::vector<Case> cases() {
   // On sm_90a the warp-specialized producer copies pages in boxes of
   // gcd(page, tile) slots: the smallest page it takes (8), pages longer
   // than the tile (256), boxes smaller than both (128 slots, 96-key tiles
-  // of 192/128 head dims: 32), and pages of 4, which stay on mma.sync.
+  // of 192/128 head dims: 32). Pages of other sizes (1, 4, 5, 12) are
+  // gathered row by row by the producer warps, every head dim's chunk
+  // count among them (8, 12, 16, 24 and 32 per row).
   add({"gqa4_causal_paged8_nhd_prefill", 16, 4, 128, "bf16", false, true,
        "paged<8, nhd>", "causal", "", false, shapeOf(2, 150, 333)});
   add({"gqa2_paged256_hnd_prefill", 8, 4, 128, "bf16", false, true,
        "paged<256, hnd>", "", "", false, shapeOf(2, 200, 700)});
   add({"gqa4_causal_paged4_nhd_prefill", 16, 4, 128, "bf16", false, true,
        "paged<4, nhd>", "causal", "", false, shapeOf(2, 70, 300)});
+  add({"gqa2_causal_paged1_hnd_d64_prefill", 8, 4, 64, "bf16", false, true,
+       "paged<1, hnd>", "causal", "", false, shapeOf(2, 130, 290)});
+  add({"gqa4_window_paged5_nhd_d96_f16_prefill", 8, 2, 96, "f16", false, true,
+       "paged<5, nhd>", "causal, window = #attn.window<60, 0>, sinks = 2", "",
+       false, shapeOf(3, 90, 310)});
+  add({"qk192_v128_softcap_paged12_hnd_prefill", 8, 2, 192, "bf16", false, true,
+       "paged<12, hnd>", "causal, softcap = 20.0 : f32", "", false,
+       shapeOf(2, 140, 390), /*vDim=*/128});
+  add({"mha_paged12_nhd_d256_prefill", 4, 4, 256, "bf16", false, true,
+       "paged<12, nhd>", "", "", false, shapeOf(2, 100, 260)});
   // Modifiers.
   add({"softcap_causal", 8, 4, 128, "bf16", false, false, "",
        "causal, softcap = 5.0 : f32", "", false, shapeOf(2, 140, 140)});
@@ -294,6 +306,11 @@ std::vector<Case> headDimCases() {
        shapeOf(2, 190, 260)});
   add({"prefill_d112_paged16_hnd", 8, 4, 112, "bf16", false, true,
        "paged<16, hnd>", "causal", "", false, shapeOf(2, 90, 300)});
+  // Gathered pages at row widths of 2 and 10 chunks.
+  add({"prefill_d16_paged7_hnd", 8, 2, 16, "bf16", false, true, "paged<7, hnd>",
+       "causal", "", false, shapeOf(2, 110, 240)});
+  add({"prefill_d80_paged3_nhd_f16", 8, 4, 80, "f16", false, true,
+       "paged<3, nhd>", "", "", false, shapeOf(2, 90, 200)});
   add({"prefill_d160_mha_dense", 4, 4, 160, "bf16", false, false, "", "", "",
        false, shapeOf(2, 140, 210)});
   add(withV({"qk192_v128_causal_paged128_prefill", 16, 2, 192, "bf16", false,
@@ -361,6 +378,8 @@ std::vector<Case> persistentGridCases() {
         "mha_causal_d256_bf16",
         "gqa4_causal_paged16_nhd_prefill",
         "gqa2_paged256_hnd_prefill",
+        "gqa2_causal_paged1_hnd_d64_prefill",
+        "gqa4_window_paged5_nhd_d96_f16_prefill",
         "softcap_causal",
         "alibi_causal",
         "mask_mod_document_chunked_prefill",

@@ -1,7 +1,6 @@
 //===- AttnGPUOps.cpp - attn_gpu operations -------------------------------===//
 
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
-#include "attnc/device/hopper/smem_layout.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/Builders.h"
@@ -74,11 +73,6 @@ LogicalResult KernelOp::verify() {
     if (getTarget().getArch() != "sm_90a")
       return emitOpError("a warp_specialized plan needs sm_90a, the target is ")
              << getTarget().getArch();
-    // Bulk copies land on 8-row swizzle atoms: a page must hold whole ones.
-    if (getKVBoxRows() % attnc::hopper::kAtomRows != 0)
-      return emitOpError("a warp_specialized plan copies pages in boxes of "
-                         "a multiple of 8 slots; pages of ")
-             << key.getPageSize() << " take the mma.sync schedules";
   }
   return success();
 }

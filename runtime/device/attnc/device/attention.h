@@ -133,11 +133,9 @@ struct AttentionCta
     if (C::kKVLayout == TokenLayout::Paged) {
       constexpr int pageSize = C::kPageSize > 0 ? C::kPageSize : 1;
       int page = p->page_indices[pageBegin + key / pageSize];
-      int slot = key % pageSize;
-      i64 offset = C::kPageOrder == PageOrder::HND
-                       ? (i64(kvHead) * pageSize + slot) * Dim
-                       : (i64(slot) * C::kNumKVHeads + kvHead) * Dim;
-      return ptr + i64(page) * pageStride + offset;
+      return ptr + i64(page) * pageStride +
+             pagedSlotOffset(C::kPageOrder, kvHead, key % pageSize, pageSize,
+                             C::kNumKVHeads, Dim);
     }
     return ptr + (i64(kvToken0 + key) * C::kNumKVHeads + kvHead) * Dim;
   }

@@ -53,6 +53,14 @@ struct AttnParams {
   CaptureParams captures[limits::kMaxCaptures];
 };
 
+/// Element offset of slot `slot` of KV head `head` from the start of a
+/// page of `pageSize` slots, in the paged layouts above.
+ATTNC_DEVICE i64 pagedSlotOffset(PageOrder order, int head, int slot,
+                                 int pageSize, int kvHeads, int dim) {
+  return order == PageOrder::HND ? (i64(head) * pageSize + slot) * dim
+                                 : (i64(slot) * kvHeads + head) * dim;
+}
+
 /// Arguments of a merge of attention states over the same queries.
 struct MergeParams {
   const void *outs[limits::kMaxMergeStates];

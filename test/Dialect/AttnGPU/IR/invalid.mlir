@@ -196,13 +196,6 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_80", sms = 108, smem = 166912> 
 
 // -----
 
-// The producer copies whole 8-slot swizzle atoms: pages of 4 take mma.sync.
-// expected-error @below {{a warp_specialized plan copies pages in boxes of a multiple of 8 slots; pages of 4 take the mma.sync schedules}}
-attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16, paged<4, nhd>> value = !attn.kv<?x8x64xbf16, paged<4, nhd>> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
-}
-
-// -----
-
 // The producer runs at least a stage ahead of the consumers.
 // expected-error @below {{a warp_specialized plan needs at least 2 stages, got 1}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 1, kv_splits = 1, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {

@@ -33,6 +33,7 @@
 
 #include "attnc/device/hopper/mbarrier.h"
 #include "attnc/device/hopper/params.h"
+#include "attnc/device/hopper/row_gather.h"
 #include "attnc/device/hopper/smem_layout.h"
 #include "attnc/device/hopper/tma.h"
 #include "attnc/device/hopper/wgmma.h"
@@ -59,14 +60,26 @@ template <class C> struct WarpSpecializedShape {
   static constexpr int kThreads = 32 * C::kWarpsM;
   /// K/V tiles are copied in boxes of kKVBoxRows keys: the whole tile, or
   /// for a paged cache slots inside one page (the compiler's choice, which
-  /// the host's tensor maps share).
+  /// the host's tensor maps share). Boxes that are not whole swizzle atoms
+  /// are gathered row by row by the producer warpgroup instead.
   static constexpr bool kPaged = C::kKVLayout == TokenLayout::Paged;
   static constexpr int kKVBoxRows = C::kKVBoxRows;
+  static constexpr bool kGatherKV = !hopper::boxesFillAtoms(kKVBoxRows);
   static_assert(kBlockN % kKVBoxRows == 0 &&
-                    kKVBoxRows % hopper::kAtomRows == 0 &&
-                    (!kPaged || C::kPageSize % kKVBoxRows == 0),
-                "boxes tile the KV tile, start on swizzle atoms and stay "
-                "inside a page");
+                    (!kPaged || C::kPageSize % kKVBoxRows == 0) &&
+                    (kPaged || !kGatherKV),
+                "boxes tile the KV tile and stay inside a page; only pages "
+                "are gathered");
+  /// Producer threads that copy K/V: one issues a contiguous tile's bulk
+  /// copies; a warp issues a paged tile's boxes, a lane per page, so that
+  /// their page-table reads overlap; the warpgroup gathers rows.
+  static constexpr int kKVBoxes = kBlockN / kKVBoxRows;
+  static constexpr int kCopyThreads = kGatherKV ? hopper::kWarpgroupThreads
+                                      : kPaged && kKVBoxes > 1 ? 32
+                                                               : 1;
+  /// Threads that arrive on a K or V stage's full barrier: the one that
+  /// arms it for the copy engine, or every gathering thread.
+  static constexpr int kKVFillers = kGatherKV ? kCopyThreads : 1;
   using QTile = hopper::Sw128Tile<hopper::kWgmmaM, kD>;
   using KTile = hopper::Sw128Tile<kBlockN, kD>;
   using VTile = hopper::Sw128Tile<kBlockN, kDV>;
@@ -83,13 +96,21 @@ template <class C> struct WarpSpecializedShape {
       kBarrierOffset + 8 * kBarriers + hopper::kAtomBytes;
   static_assert(kSmemBytes == C::kSmemBytes,
                 "the tiles must fill the shared memory the planner sized");
-  /// setmaxnreg budgets: the producer only issues copies; the consumers
-  /// share the rest of the 64 Ki registers.
+  /// setmaxnreg budgets. The CTA's pool is what its threads hold at launch:
+  /// __launch_bounds__(kThreads, 1) gives each the most registers one CTA
+  /// per SM allows, a multiple of 8 (168 for 384 threads). The producer
+  /// only issues copies and keeps 40; the consumers share the rest. An
+  /// increase the pool cannot cover never returns.
+  static constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;
   static constexpr int kProducerRegisters = 40;
   static constexpr int kConsumerShare =
-      (65536 - 128 * kProducerRegisters) / (128 * kConsumers) / 8 * 8;
+      (kThreads * kLaunchRegisters - 128 * kProducerRegisters) /
+      (128 * kConsumers) / 8 * 8;
   static constexpr int kConsumerRegisters =
       kConsumerShare > 240 ? 240 : kConsumerShare;
+  static_assert(128 * (kProducerRegisters + kConsumers * kConsumerRegisters) <=
+                    kThreads * kLaunchRegisters,
+                "the warpgroups' budgets fit the pool");
   static_assert(kD % limits::kKernelHeadDimStep == 0 &&
                     kDV % limits::kKernelHeadDimStep == 0 &&
                     kD <= limits::kMaxKernelHeadDim &&
@@ -185,8 +206,8 @@ struct WarpSpecializedCta
         qEmpty(c).init(4); // one arrival per consumer warp
       }
       for (int stage = 0; stage < S::kStages; ++stage) {
-        kFull(stage).init(1);
-        vFull(stage).init(1);
+        kFull(stage).init(S::kKVFillers);
+        vFull(stage).init(S::kKVFillers);
         // One arrival per consumer warp, once its wgmma has read the stage.
         kEmpty(stage).init(4 * S::kConsumers);
         vEmpty(stage).init(4 * S::kConsumers);
@@ -231,38 +252,101 @@ struct WarpSpecializedCta
   }
 
   // --- Producer -------------------------------------------------------------
-  /// Gives the registers away; true for the one thread that issues copies.
+  /// Gives the registers away; true for the threads that issue copies.
   ATTNC_DEVICE bool beginProducer() {
     hopper::lowerRegisterLimit<S::kProducerRegisters>();
-    if (threadIdx.x != 0)
-      return false;
-    hopper::prefetchTensorMap(tp->q);
-    hopper::prefetchTensorMap(tp->k);
-    hopper::prefetchTensorMap(tp->v);
-    return true;
+    if (threadIdx.x == 0) {
+      hopper::prefetchTensorMap(tp->q);
+      if constexpr (!S::kGatherKV) {
+        hopper::prefetchTensorMap(tp->k);
+        hopper::prefetchTensorMap(tp->v);
+      }
+    }
+    return int(threadIdx.x) < S::kCopyThreads;
   }
 
   /// Loads the current item's query tiles, once the consumers are done
   /// with the previous item's, and its K/V tiles into the ring.
   ATTNC_DEVICE void produce() {
-    for (int c = 0; c < S::kConsumers; ++c) {
-      qEmpty(c).wait(u32(qRound & 1) ^ 1u); // the first item finds it free
-      qFull(c).arriveExpectTx(QTile::kBytes);
-      hopper::loadHeadTile<QTile>(qTile(c), tp->q, qFull(c),
-                                  qToken0 + rowBegin + c * hopper::kWgmmaM,
-                                  qHead);
-    }
+    if (threadIdx.x == 0)
+      for (int c = 0; c < S::kConsumers; ++c) {
+        qEmpty(c).wait(u32(qRound & 1) ^ 1u); // the first item finds it free
+        qFull(c).arriveExpectTx(QTile::kBytes);
+        hopper::loadHeadTile<QTile>(qTile(c), tp->q, qFull(c),
+                                    qToken0 + rowBegin + c * hopper::kWgmmaM,
+                                    qHead);
+      }
+    if constexpr (S::kGatherKV)
+      gatherTiles();
+    else
+      copyTiles();
+  }
+
+  /// K/V tiles through the copy engine. The first thread arms each
+  /// barrier with the tile's bytes before any copy can complete on it.
+  ATTNC_DEVICE void copyTiles() {
     for (int t = tileBegin; t < tileEnd; ++t) {
       int stage = stageOf(t);
       u32 parity = phaseOf(t) ^ 1u; // the first pass finds the stages free
       int key = tileAt(t) * S::kBlockN;
       kEmpty(stage).wait(parity);
-      kFull(stage).arriveExpectTx(KTile::kBytes);
+      armForCopies(kFull(stage), KTile::kBytes);
       loadKV<KTile>(kTile(stage), tp->k, kFull(stage), key);
       vEmpty(stage).wait(parity);
-      vFull(stage).arriveExpectTx(VTile::kBytes);
+      armForCopies(vFull(stage), VTile::kBytes);
       loadKV<VTile>(vTile(stage), tp->v, vFull(stage), key);
     }
+  }
+  ATTNC_DEVICE void armForCopies(hopper::Mbarrier &full, u32 bytes) {
+    if (threadIdx.x == 0)
+      full.arriveExpectTx(bytes);
+    if constexpr (S::kCopyThreads > 1)
+      __syncwarp();
+  }
+
+  /// K/V tiles gathered by every producer thread. A tile's barrier is
+  /// completed once its copies land, so the copies run one tile ahead: K(t)
+  /// completes after V(t) is issued, V(t) after K(t + 1) is, and two tiles'
+  /// copies are in flight. Every wait on an empty stage is for scores or
+  /// values of a tile at least two back, whose barriers are complete, so
+  /// two stages cannot deadlock.
+  ATTNC_DEVICE void gatherTiles() {
+    for (int t = tileBegin; t < tileEnd; ++t) {
+      int stage = stageOf(t);
+      u32 parity = phaseOf(t) ^ 1u; // the first pass finds the stages free
+      int key = tileAt(t) * S::kBlockN;
+      kEmpty(stage).wait(parity);
+      gatherKV<KTile, S::kD>(kTile(stage), p->k, p->k_page_stride, key);
+      cpAsyncCommit();
+      if (t > tileBegin)
+        hopper::completeGathered<1>(vFull(stageOf(t - 1)));
+      vEmpty(stage).wait(parity);
+      gatherKV<VTile, S::kDV>(vTile(stage), p->v, p->v_page_stride, key);
+      cpAsyncCommit();
+      hopper::completeGathered<1>(kFull(stage));
+    }
+    if (tileBegin < tileEnd)
+      hopper::completeGathered<0>(vFull(stageOf(tileEnd - 1)));
+  }
+
+  /// Keys [key, key + kBlockN) of the CTA's KV head, row by row from their
+  /// pages; keys past the request's end are zeros.
+  template <typename Tile, int Dim>
+  ATTNC_DEVICE void gatherKV(u32 dst, const void *cache, i64 pageStride,
+                             int key) {
+    constexpr int page = C::kPageSize;
+    const u16 *base = static_cast<const u16 *>(cache);
+    hopper::gatherTileRows<Tile, hopper::kWarpgroupThreads>(
+        dst, int(threadIdx.x), [&](int row) {
+          bool valid = key + row < this->kvLen;
+          int slotKey = valid ? key + row : 0;
+          int pageId = p->page_indices[this->pageBegin + slotKey / page];
+          return hopper::RowSource{base + i64(pageId) * pageStride +
+                                       pagedSlotOffset(C::kPageOrder, kvHead,
+                                                       slotKey % page, page,
+                                                       C::kNumKVHeads, Dim),
+                                   valid};
+        });
   }
 
   /// Keys [key, key + kBlockN) of the CTA's KV head into a tile. A paged
@@ -278,7 +362,8 @@ struct WarpSpecializedCta
       constexpr int page = C::kPageSize;
       int lastPage = this->pageBegin + (this->kvLen + page - 1) / page - 1;
 #pragma unroll 1
-      for (int row = 0; row < S::kBlockN; row += S::kKVBoxRows) {
+      for (int box = threadIdx.x; box < S::kKVBoxes; box += S::kCopyThreads) {
+        int row = box * S::kKVBoxRows;
         int slotKey = key + row;
         int entry = this->pageBegin + slotKey / page;
         entry = entry < lastPage ? entry : lastPage;

@@ -46,6 +46,12 @@ constexpr Swizzle kTileSwizzle = Swizzle::B128;
 constexpr int kSwizzleBytes = 128;
 constexpr int kAtomRows = 8;
 constexpr int kAtomBytes = kAtomRows * kSwizzleBytes;
+/// Whether boxes of `rows` key rows (a page's slots) can be bulk-copied:
+/// the copy engine writes whole swizzle atoms. Tiles of other pages are
+/// gathered row by row by the producer warps (row_gather.h).
+constexpr bool boxesFillAtoms(int rows) {
+  return rows > 0 && rows % kAtomRows == 0;
+}
 /// K of one wgmma for 16-bit inputs.
 constexpr int kWgmmaK = 16;
 

@@ -1,0 +1,13 @@
+// P1's variant through a paged KV cache of 1-slot pages (chunked prefill
+// as SGLang's radix cache holds it: one token per page).
+func.func @prefill_gqa_causal_paged1(
+    %q: !attn.q<?x32x128xbf16, ragged>,
+    %k: !attn.kv<?x8x128xbf16, paged<1, nhd>>,
+    %v: !attn.kv<?x8x128xbf16, paged<1, nhd>>)
+    -> !attn.out<?x32x128xbf16, ragged> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x32x128xbf16, ragged>, !attn.kv<?x8x128xbf16, paged<1, nhd>>,
+        !attn.kv<?x8x128xbf16, paged<1, nhd>>
+      -> !attn.out<?x32x128xbf16, ragged>
+  return %out : !attn.out<?x32x128xbf16, ragged>
+}
