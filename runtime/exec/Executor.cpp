@@ -337,17 +337,11 @@ Status Executor::launchAttention(const LaunchSpec &launch,
       module_.residentCtas(launch.kernel, launch.threads, launch.smem);
   if (!resident.ok())
     return resident.status();
-  // The static split assumes every item has rows. A ragged batch of uneven
-  // requests leaves many items empty (its row blocks are the longest
-  // request's), unevenly spread over the CTAs' slots: there, a CTA per item
-  // and the hardware's dispatch balance better.
-  bool mostlyLive =
-      10 * int64_t(layout.qTokens) >= 9 * int64_t(layout.batch) * layout.qLen;
-  int64_t ctas = tma.order.items;
-  if (gridCtas > 0)
-    ctas = std::min(ctas, gridCtas);
-  else if (mostlyLive)
-    ctas = std::min(ctas, *resident);
+  // As many CTAs as the GPU holds at once: ragged batches' items without
+  // rows cost a CTA a few loads there, where a CTA per item would cost a
+  // launch each.
+  int64_t ctas =
+      std::min<int64_t>(tma.order.items, gridCtas > 0 ? gridCtas : *resident);
   return driver_.launch(*function, unsigned(ctas), 1, 1,
                         unsigned(launch.threads), unsigned(launch.smem), stream,
                         &tma, sizeof(tma));

@@ -304,49 +304,52 @@ struct WarpSpecializedCta
       __syncwarp();
   }
 
-  /// K/V tiles gathered by every producer thread. A tile's barrier is
-  /// completed once its copies land, so the copies run one tile ahead: K(t)
-  /// completes after V(t) is issued, V(t) after K(t + 1) is, and two tiles'
-  /// copies are in flight. Every wait on an empty stage is for scores or
-  /// values of a tile at least two back, whose barriers are complete, so
-  /// two stages cannot deadlock.
+  /// K/V tiles gathered by every producer thread; the copies complete
+  /// each thread's arrival on the stage's full barrier. A tile's page ids
+  /// are looked up once for its K and its V.
+  using GatherWarps =
+      hopper::GatherWarps<S::kBlockN, hopper::kWarpgroupThreads>;
   ATTNC_DEVICE void gatherTiles() {
+    int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     for (int t = tileBegin; t < tileEnd; ++t) {
       int stage = stageOf(t);
       u32 parity = phaseOf(t) ^ 1u; // the first pass finds the stages free
-      int key = tileAt(t) * S::kBlockN;
+      int key0 = tileAt(t) * S::kBlockN + warp * GatherWarps::kWarpRows;
+      auto pages =
+          hopper::lookUpWarpRows<GatherWarps>(warp, lane, [&](int row) {
+            int key = tileAt(t) * S::kBlockN + row;
+            return key < this->kvLen
+                       ? p->page_indices[this->pageBegin + key / C::kPageSize]
+                       : -1;
+          });
       kEmpty(stage).wait(parity);
-      gatherKV<KTile, S::kD>(kTile(stage), p->k, p->k_page_stride, key);
-      cpAsyncCommit();
-      if (t > tileBegin)
-        hopper::completeGathered<1>(vFull(stageOf(t - 1)));
+      gatherKV<KTile, S::kD>(kTile(stage), p->k, p->k_page_stride, key0, pages);
+      hopper::arriveWhenCopied(kFull(stage));
       vEmpty(stage).wait(parity);
-      gatherKV<VTile, S::kDV>(vTile(stage), p->v, p->v_page_stride, key);
-      cpAsyncCommit();
-      hopper::completeGathered<1>(kFull(stage));
+      gatherKV<VTile, S::kDV>(vTile(stage), p->v, p->v_page_stride, key0,
+                              pages);
+      hopper::arriveWhenCopied(vFull(stage));
     }
-    if (tileBegin < tileEnd)
-      hopper::completeGathered<0>(vFull(stageOf(tileEnd - 1)));
   }
 
-  /// Keys [key, key + kBlockN) of the CTA's KV head, row by row from their
-  /// pages; keys past the request's end are zeros.
+  /// This warp's rows of a K or V tile, keys from key0 on, from their
+  /// pages; keys past the request's end (a page id of -1) are zeros.
   template <typename Tile, int Dim>
-  ATTNC_DEVICE void gatherKV(u32 dst, const void *cache, i64 pageStride,
-                             int key) {
-    constexpr int page = C::kPageSize;
+  ATTNC_DEVICE void
+  gatherKV(u32 dst, const void *cache, i64 pageStride, int key0,
+           const hopper::WarpPageIds<GatherWarps::kIdRegs> &pages) {
     const u16 *base = static_cast<const u16 *>(cache);
-    hopper::gatherTileRows<Tile, hopper::kWarpgroupThreads>(
-        dst, int(threadIdx.x), [&](int row) {
-          bool valid = key + row < this->kvLen;
-          int slotKey = valid ? key + row : 0;
-          int pageId = p->page_indices[this->pageBegin + slotKey / page];
-          return hopper::RowSource{base + i64(pageId) * pageStride +
-                                       pagedSlotOffset(C::kPageOrder, kvHead,
-                                                       slotKey % page, page,
-                                                       C::kNumKVHeads, Dim),
-                                   valid};
-        });
+    int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    hopper::gatherWarpRows<Tile, GatherWarps>(dst, warp, lane, [&](int r) {
+      int page = pages.of(r);
+      bool valid = page >= 0;
+      u32 slot = u32(key0 + r) % u32(C::kPageSize);
+      return hopper::RowSource{base + pageStride * u32(valid ? page : 0) +
+                                   pagedSlotOffset(C::kPageOrder, kvHead,
+                                                   int(slot), C::kPageSize,
+                                                   C::kNumKVHeads, Dim),
+                               valid};
+    });
   }
 
   /// Keys [key, key + kBlockN) of the CTA's KV head into a tile. A paged
@@ -447,9 +450,17 @@ struct WarpSpecializedCta
       empty.arrive();
   }
 
+  /// Waits for a K or V stage to land. Gathered tiles were written through
+  /// the generic proxy: a fence orders them before wgmma's reads.
+  ATTNC_DEVICE void awaitTile(hopper::Mbarrier &full, u32 parity) {
+    full.wait(parity);
+    if constexpr (S::kGatherKV)
+      hopper::fenceProxyAsync();
+  }
+
   /// Issues S = Q.K^T for tile `t` once its K stage has landed.
   ATTNC_DEVICE void issueScores(int t) {
-    kFull(stageOf(t)).wait(phaseOf(t));
+    awaitTile(kFull(stageOf(t)), phaseOf(t));
     hopper::issueQK<Elem, QTile, KTile>(s, qTile(consumer), kTile(stageOf(t)));
     scoredTile = t;
   }
@@ -457,7 +468,7 @@ struct WarpSpecializedCta
   /// Issues O += P.V for tile `t` once its V stage has landed; P holds
   /// that tile's probabilities.
   ATTNC_DEVICE void issueValues(int t) {
-    vFull(stageOf(t)).wait(phaseOf(t));
+    awaitTile(vFull(stageOf(t)), phaseOf(t));
     hopper::issuePV<Elem, VTile>(o, pf, vTile(stageOf(t)));
     valuesTile = t;
   }

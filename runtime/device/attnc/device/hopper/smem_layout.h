@@ -87,11 +87,12 @@ template <int Rows, int Cols, int ElemBytes = 2> struct Sw128Tile {
   static_assert(kBlockBytes % kAtomBytes == 0, "blocks stay atom-aligned");
 
   /// Byte offset of element (row, col) from the tile's start.
-  static constexpr u32 offset(int row, int col) {
-    int inRow = (col % kBlockCols) * ElemBytes;
-    int chunk = (inRow >> 4) ^ (row % kAtomRows);
-    return u32((col / kBlockCols) * kBlockBytes + row * kSwizzleBytes +
-               (chunk << 4) + (inRow & 15));
+  /// Unsigned arithmetic: the divisions by powers of two are shifts.
+  static constexpr u32 offset(u32 row, u32 col) {
+    u32 inRow = (col % kBlockCols) * ElemBytes;
+    u32 chunk = (inRow >> 4) ^ (row % kAtomRows);
+    return (col / kBlockCols) * kBlockBytes + row * kSwizzleBytes +
+           (chunk << 4) + (inRow & 15);
   }
 
   /// Columns [16 k, 16 k + 16) as a K-major wgmma operand: A, or the B of
