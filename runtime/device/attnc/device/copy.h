@@ -18,6 +18,11 @@ ATTNC_DEVICE void cpAsync16(u32 dst, const void *src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst),
                "l"(src), "r"(bytes));
 }
+/// Copies 16 bytes.
+ATTNC_DEVICE void cpAsync16(u32 dst, const void *src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+               "l"(src));
+}
 ATTNC_DEVICE void cpAsyncCommit() { asm volatile("cp.async.commit_group;"); }
 template <int Pending> ATTNC_DEVICE void cpAsyncWait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(Pending));

@@ -317,10 +317,8 @@ struct WarpSpecializedCta
       int key0 = tileAt(t) * S::kBlockN + warp * GatherWarps::kWarpRows;
       auto pages =
           hopper::lookUpWarpRows<GatherWarps>(warp, lane, [&](int row) {
-            int key = tileAt(t) * S::kBlockN + row;
-            return key < this->kvLen
-                       ? p->page_indices[this->pageBegin + key / C::kPageSize]
-                       : -1;
+            int key = lastKeyFrom(tileAt(t) * S::kBlockN + row);
+            return p->page_indices[this->pageBegin + key / C::kPageSize];
           });
       kEmpty(stage).wait(parity);
       gatherKV<KTile, S::kD>(kTile(stage), p->k, p->k_page_stride, key0, pages);
@@ -332,8 +330,15 @@ struct WarpSpecializedCta
     }
   }
 
+  /// Keys past the request's end read its last key instead: they are
+  /// masked, and what they read is finite (a masked probability is 0, and
+  /// 0 x NaN is not), with no predicate on every copy.
+  ATTNC_DEVICE int lastKeyFrom(int key) const {
+    return key < this->kvLen ? key : this->kvLen - 1;
+  }
+
   /// This warp's rows of a K or V tile, keys from key0 on, from their
-  /// pages; keys past the request's end (a page id of -1) are zeros.
+  /// pages.
   template <typename Tile, int Dim>
   ATTNC_DEVICE void
   gatherKV(u32 dst, const void *cache, i64 pageStride, int key0,
@@ -341,14 +346,11 @@ struct WarpSpecializedCta
     const u16 *base = static_cast<const u16 *>(cache);
     int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     hopper::gatherWarpRows<Tile, GatherWarps>(dst, warp, lane, [&](int r) {
-      int page = pages.of(r);
-      bool valid = page >= 0;
-      u32 slot = u32(key0 + r) % u32(C::kPageSize);
-      return hopper::RowSource{base + pageStride * u32(valid ? page : 0) +
-                                   pagedSlotOffset(C::kPageOrder, kvHead,
-                                                   int(slot), C::kPageSize,
-                                                   C::kNumKVHeads, Dim),
-                               valid};
+      u32 page = u32(pages.of(r));
+      u32 slot = u32(lastKeyFrom(key0 + r)) % u32(C::kPageSize);
+      return base + pageStride * page +
+             pagedSlotOffset(C::kPageOrder, kvHead, int(slot), C::kPageSize,
+                             C::kNumKVHeads, Dim);
     });
   }
 

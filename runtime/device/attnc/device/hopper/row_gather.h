@@ -26,13 +26,6 @@ namespace hopper {
 
 #if ATTNC_IS_DEVICE
 
-/// Where a row of a gathered tile comes from: its first element, and
-/// whether it exists (rows past the end are zero-filled and not read).
-struct RowSource {
-  const u16 *first;
-  bool valid;
-};
-
 /// How the gathering warps share a tile: warp w copies rows [w kWarpRows,
 /// (w + 1) kWarpRows), its lanes taking consecutive 16-byte chunks in row
 /// order, so that one copy instruction reads whole rows (two of 256 bytes
@@ -74,9 +67,9 @@ ATTNC_DEVICE WarpPageIds<Warps::kIdRegs> lookUpWarpRows(int warp, int lane,
   return ids;
 }
 
-/// Issues warp `warp`'s copies of a Tile at `dst`: rowSource(r) locates
-/// the warp's row r (it may shuffle: every lane calls it). The caller has
-/// a barrier arrive once they land (arriveWhenCopied).
+/// Issues warp `warp`'s copies of a Tile at `dst`: rowSource(r) gives the
+/// first element of the warp's row r (it may shuffle: every lane calls
+/// it). The caller has a barrier arrive once they land (arriveWhenCopied).
 template <typename Tile, class Warps, typename RowSourceFn>
 ATTNC_DEVICE void gatherWarpRows(u32 dst, int warp, int lane,
                                  RowSourceFn rowSource) {
@@ -92,9 +85,8 @@ ATTNC_DEVICE void gatherWarpRows(u32 dst, int warp, int lane,
     u32 chunk = u32(lane) % kChunks;
 #pragma unroll 1
     for (u32 r = u32(lane) / kChunks; r < kWarpRows; r += kRowsPerCopy) {
-      RowSource src = rowSource(int(r));
-      cpAsync16(dst + Tile::offset(firstRow + r, chunk * 8),
-                src.first + chunk * 8, src.valid);
+      const u16 *src = rowSource(int(r));
+      cpAsync16(dst + Tile::offset(firstRow + r, chunk * 8), src + chunk * 8);
     }
   } else {
     // Rows of 10, 12, 14, ... chunks: the lanes walk the chunks in order.
@@ -102,11 +94,10 @@ ATTNC_DEVICE void gatherWarpRows(u32 dst, int warp, int lane,
 #pragma unroll 1
     for (u32 e = u32(lane); e < (kCopies + 31) / 32 * 32; e += 32) {
       u32 r = e / kChunks < kWarpRows ? e / kChunks : kWarpRows - 1;
-      RowSource src = rowSource(int(r));
+      const u16 *src = rowSource(int(r));
       u32 chunk = e % kChunks;
       if (e < kCopies)
-        cpAsync16(dst + Tile::offset(firstRow + r, chunk * 8),
-                  src.first + chunk * 8, src.valid);
+        cpAsync16(dst + Tile::offset(firstRow + r, chunk * 8), src + chunk * 8);
     }
   }
 }
