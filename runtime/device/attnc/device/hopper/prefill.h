@@ -8,8 +8,11 @@
 //   threads loads each consumer's 64 query rows and then every K and V
 //   tile the rows see through the copy engine (TMA) into a ring of
 //   kStages shared-memory stages, each guarded by a full and an empty
-//   mbarrier for K and for V. The ring runs on from one item to the next,
-//   so the next item's tiles load while the consumers finish this one;
+//   mbarrier for K and for V. A paged tile's boxes are issued by a warp,
+//   a lane per page; pages that are not whole swizzle atoms are gathered
+//   by the whole warpgroup with cp.async (row_gather.h). The ring runs on
+//   from one item to the next, so the next item's tiles load while the
+//   consumers finish this one;
 // - each other warpgroup, a consumer, takes the registers and owns 64
 //   rows: S = Q.K^T with wgmma from shared memory, the masks and modifiers
 //   on the accumulator fragment, the online softmax, and O += P.V with P

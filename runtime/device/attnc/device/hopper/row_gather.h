@@ -54,7 +54,7 @@ template <int IdRegs> struct WarpPageIds {
 };
 
 /// Looks up the page ids of warp `warp`'s rows: pageOf(row) for a row of
-/// the tile.
+/// the tile. Lanes past the warp's rows hold 0, which no row reads.
 template <class Warps, typename PageOfFn>
 ATTNC_DEVICE WarpPageIds<Warps::kIdRegs> lookUpWarpRows(int warp, int lane,
                                                         PageOfFn pageOf) {
@@ -62,7 +62,7 @@ ATTNC_DEVICE WarpPageIds<Warps::kIdRegs> lookUpWarpRows(int warp, int lane,
 #pragma unroll
   for (int j = 0; j < Warps::kIdRegs; ++j) {
     int r = lane + 32 * j;
-    ids.id[j] = r < Warps::kWarpRows ? pageOf(warp * Warps::kWarpRows + r) : -1;
+    ids.id[j] = r < Warps::kWarpRows ? pageOf(warp * Warps::kWarpRows + r) : 0;
   }
   return ids;
 }
