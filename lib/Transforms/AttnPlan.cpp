@@ -123,7 +123,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   /// Hopper prefill (FlashAttention-3's schedule): two consumer warpgroups
   /// of 64 rows. A consumer holds its output (vDim / 2 registers a thread),
   /// the scores of one KV tile (blockN / 2) and their probabilities in 16
-  /// bits (blockN / 4) within the 232 registers setmaxnreg gives it. Up to
+  /// bits (blockN / 4) within the 232 registers setmaxnreg gives it (224
+  /// where the producer gathers pages: prefill.h). Up to
   /// head dim 64 the products are short beside each tile's fixed costs
   /// (row maxima, rescaling, barriers), so the tile is 192 keys; 128 up to
   /// head dim 128 (as FlashAttention-3 picks); narrower as the output

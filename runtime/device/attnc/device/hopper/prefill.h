@@ -102,10 +102,12 @@ template <class C> struct WarpSpecializedShape {
   /// setmaxnreg budgets. The CTA's pool is what its threads hold at launch:
   /// __launch_bounds__(kThreads, 1) gives each the most registers one CTA
   /// per SM allows, a multiple of 8 (168 for 384 threads). The producer
-  /// only issues copies and keeps 40; the consumers share the rest. An
-  /// increase the pool cannot cover never returns.
+  /// only issues copies and keeps 40, or 56 where it gathers pages (the
+  /// copy loop, unrolled, needs them: 22 -> 12 instructions per copy);
+  /// the consumers share the rest. An increase the pool cannot cover never
+  /// returns.
   static constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;
-  static constexpr int kProducerRegisters = 40;
+  static constexpr int kProducerRegisters = kGatherKV ? 56 : 40;
   static constexpr int kConsumerShare =
       (kThreads * kLaunchRegisters - 128 * kProducerRegisters) /
       (128 * kConsumers) / 8 * 8;

@@ -83,7 +83,7 @@ ATTNC_DEVICE void gatherWarpRows(u32 dst, int warp, int lane,
     // instruction takes 32 / kChunks whole rows.
     constexpr u32 kRowsPerCopy = 32 / kChunks;
     u32 chunk = u32(lane) % kChunks;
-#pragma unroll 1
+#pragma unroll 2
     for (u32 r = u32(lane) / kChunks; r < kWarpRows; r += kRowsPerCopy) {
       const u16 *src = rowSource(int(r));
       cpAsync16(dst + Tile::offset(firstRow + r, chunk * 8), src + chunk * 8);
