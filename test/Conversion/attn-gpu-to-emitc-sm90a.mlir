@@ -1,7 +1,8 @@
-// RUN: attn-opt %s -attn-plan="arch=sm_90a" -attn-analyze-masks -attn-split-kv -attn-lower-to-gpu -attn-gpu-to-emitc | FileCheck %s
+// RUN: attn-opt %s -split-input-file -attn-plan="arch=sm_90a" -attn-analyze-masks -attn-split-kv -attn-lower-to-gpu -attn-gpu-to-emitc | FileCheck %s
 
 // The warp-specialized kernel takes its tensor maps in a __grid_constant__
 // parameter struct and drives a WarpSpecializedCta from the Hopper header.
+// CHECK-LABEL: func.func @prefill(
 // CHECK: include "attnc/device/hopper/prefill.h"
 // CHECK: !emitc.opaque<"attnc::WarpSpecializedCta<attention_config>">
 // CHECK: call_opaque "attnc::ctaBegin"{{.*}}!emitc.opaque<"const __grid_constant__ attnc::TmaAttnParams">
@@ -24,4 +25,23 @@ func.func @prefill(%q: !attn.q<?x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
       : !attn.q<?x32x128xbf16>, !attn.kv<?x8x128xbf16>, !attn.kv<?x8x128xbf16>
       -> !attn.out<?x32x128xbf16>
   return %out : !attn.out<?x32x128xbf16>
+}
+
+// -----
+
+// Pages of one slot are not whole 8-row swizzle atoms: the configuration
+// says the key boxes are one row, and the device gathers them with the
+// producer warpgroup instead of bulk-copying them.
+// CHECK-LABEL: func.func @prefill_paged1
+// CHECK: static constexpr int kKVBoxRows = 1;
+// CHECK-SAME: static constexpr int kPageSize = 1;
+func.func @prefill_paged1(%q: !attn.q<?x32x128xbf16, ragged>,
+                          %k: !attn.kv<?x8x128xbf16, paged<1, nhd>>,
+                          %v: !attn.kv<?x8x128xbf16, paged<1, nhd>>)
+    -> !attn.out<?x32x128xbf16, ragged> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x32x128xbf16, ragged>, !attn.kv<?x8x128xbf16, paged<1, nhd>>,
+        !attn.kv<?x8x128xbf16, paged<1, nhd>>
+      -> !attn.out<?x32x128xbf16, ragged>
+  return %out : !attn.out<?x32x128xbf16, ragged>
 }
