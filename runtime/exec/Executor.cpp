@@ -79,6 +79,13 @@ static int64_t headBlocks(const LaunchSpec &launch) {
   return launch.kvHeads * launch.group / launch.packedHeads;
 }
 
+/// (request, query-head group, KV split) units: a work order's items are
+/// these times the row blocks.
+static int64_t workUnits(const LaunchSpec &launch, const BatchLayout &layout,
+                         int64_t splits) {
+  return int64_t(layout.batch) * headBlocks(launch) * splits;
+}
+
 /// Kernels that load through tensor maps are the warp-specialized ones,
 /// whose CTAs are persistent and walk a work order.
 static bool walksWorkOrder(const LaunchSpec &launch) {
@@ -106,8 +113,8 @@ Status checkLayout(const Program &program, const BatchLayout &layout) {
                      std::to_string(launch.group) + ") exceed " +
                      std::to_string(limits::kMaxSeqLen));
     // A work order numbers its items in 32 bits on the device.
-    int64_t items = rowBlocks(launch, layout) * headBlocks(launch) *
-                    launch.kvSplits * layout.batch;
+    int64_t items =
+        rowBlocks(launch, layout) * workUnits(launch, layout, launch.kvSplits);
     if (walksWorkOrder(launch) && items > limits::kMaxSeqLen)
       return invalid("the batch has " + std::to_string(items) +
                      " work items (row blocks x query heads x KV splits x "
@@ -184,9 +191,8 @@ WorkOrder Executor::workOrder(const LaunchSpec &launch,
       int64_t(layout.kvLen) *
       (key.dim * bytesOf(key.dtype) + value.dim * bytesOf(value.dtype));
   return makeWorkOrder(rowBlocks(launch, layout),
-                       int64_t(layout.batch) * headBlocks(launch) * splits,
-                       launch.group * splits, kvHeadBytes,
-                       driver_.device().l2CacheBytes);
+                       workUnits(launch, layout, splits), launch.group * splits,
+                       kvHeadBytes, driver_.device().l2CacheBytes);
 }
 
 Status Executor::run(const BatchLayout &layout, Binding &binding,
@@ -322,7 +328,7 @@ Status Executor::launchAttention(const LaunchSpec &launch,
   if (mTiles == 0 || layout.batch == 0)
     return Status();
   unsigned gridY = unsigned(headBlocks(launch) * splits);
-  if (launch.kvBoxRows == 0)
+  if (!walksWorkOrder(launch))
     return driver_.launch(*function, unsigned(mTiles), gridY,
                           unsigned(layout.batch), unsigned(launch.threads),
                           unsigned(launch.smem), stream, &p, sizeof(p));
@@ -349,7 +355,7 @@ Status Executor::launchAttention(const LaunchSpec &launch,
 
 Status Executor::resolveKVTokens(BatchLayout &layout) const {
   for (const LaunchSpec &launch : program_.launches) {
-    if (launch.kind != LaunchSpec::Kind::Attention || launch.kvBoxRows == 0)
+    if (launch.kind != LaunchSpec::Kind::Attention || !walksWorkOrder(launch))
       continue;
     const ValueSpec *key = nullptr;
     for (int arg : launch.args)

@@ -1,5 +1,4 @@
-//===- WorkOrder.h - the work items of a persistent launch -------*- C++
-//-*-===//
+//===- WorkOrder.h - the work items of a persistent launch --*- C++ -*-===//
 //
 // The host's half of hopper/work_order.h: how many items a warp-specialized
 // launch has and how many (request, head, split) units share an L2 section.
