@@ -34,8 +34,11 @@ ATTNC_DEVICE float fastTanh(float x) {
   asm("tanh.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
 }
-ATTNC_DEVICE float maxf(float a, float b) { return a > b ? a : b; }
-ATTNC_DEVICE float minf(float a, float b) { return a < b ? a : b; }
+/// One FMNMX each, where a comparison and a select are two dependent
+/// instructions. A NaN operand drops out of the extreme, but not out of
+/// the softmax: it still reaches the exponentials and the sums.
+ATTNC_DEVICE float maxf(float a, float b) { return fmaxf(a, b); }
+ATTNC_DEVICE float minf(float a, float b) { return fminf(a, b); }
 
 /// ALiBi slope of `head` among `heads`: the geometric sequence of the ALiBi
 /// paper, interleaved for head counts that are not powers of two.

@@ -549,6 +549,31 @@ struct WarpSpecializedCta
     }
   }
 
+  /// The maximum of this thread's scores in row `half` of the tile, over
+  /// kChains independent chains: one chain of kBlockN / 8 dependent maxima
+  /// would sit on the softmax's critical path, between a consumer's turns.
+  static constexpr int kChains = 4;
+  ATTNC_DEVICE float rowMaxOf(int half) const {
+    constexpr int kRegs = hopper::Accumulator<S::kBlockN>::kRegs;
+    float chain[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c)
+      chain[c] = negInf();
+    int n = 0;
+#pragma unroll
+    for (int i = 0; i < kRegs; ++i)
+      if ((i / 2) % 2 == half) {
+        chain[n % kChains] = maxf(chain[n % kChains], s.d[i]);
+        ++n;
+      }
+#pragma unroll
+    for (int width = kChains / 2; width > 0; width /= 2)
+#pragma unroll
+      for (int c = 0; c < width; ++c)
+        chain[c] = maxf(chain[c], chain[c + width]);
+    return chain[0];
+  }
+
   /// New row maxima, exponentiated scores and their sums; then, once the
   /// previous tile's P.V has landed, the output rescaled and P rounded.
   ATTNC_DEVICE void onlineSoftmax() {
@@ -556,11 +581,7 @@ struct WarpSpecializedCta
     float alpha[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      float mx = rowMax[half];
-#pragma unroll
-      for (int i = 0; i < kRegs; ++i)
-        if ((i / 2) % 2 == half)
-          mx = maxf(mx, s.d[i]);
+      float mx = maxf(rowMax[half], rowMaxOf(half));
       mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       // A row that has seen no key keeps -inf; shift by 0 so exp2 stays 0.
