@@ -29,9 +29,9 @@ func.func @prefill_d192_v128(%q: !attn.q<?x16x192xbf16>, %k: !attn.kv<?x16x192xb
 
 // -----
 
-// Head dim 256 takes 64-key tiles.
+// Head dim 256 takes 80-key tiles, two stages of them.
 // CHECK-LABEL: func.func @prefill_d256
-// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 80, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
 func.func @prefill_d256(%q: !attn.q<?x8x256xbf16>, %k: !attn.kv<?x8x256xbf16>,
                         %v: !attn.kv<?x8x256xbf16>) -> !attn.out<?x8x256xbf16> {
   %out = attn.attention(%q, %k, %v) {causal}
