@@ -227,6 +227,7 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
       spec.kvHeads = kv.getNumHeads();
       attn_gpu::PlanAttr plan = attention.getPlan();
       spec.packedHeads = plan.getPackedHeads(spec.group);
+      spec.blockN = plan.getBlockN();
       if (int64_t consumers = plan.getConsumers()) {
         spec.qBoxRows = plan.getBlockM() / consumers;
         spec.kvBoxRows = attention.getKVBoxRows();

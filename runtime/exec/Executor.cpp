@@ -5,6 +5,7 @@
 #include "attnc/device/hopper/smem_layout.h"
 #include "attnc/device/params.h"
 #include "cuda/TensorMap.h"
+#include "exec/KVSplits.h"
 #include "exec/WorkOrder.h"
 
 #include <algorithm>
@@ -128,12 +129,15 @@ int Executor::chooseSplits(const LaunchSpec &launch,
                            const BatchLayout &layout) const {
   if (!launch.splitResults)
     return 1;
-  int64_t ctas = std::max<int64_t>(1, rowBlocks(launch, layout) *
-                                          headBlocks(launch) * layout.batch);
-  // Two waves of CTAs over the multiprocessors keep every one busy.
-  int64_t target = 2 * driver_.device().multiprocessors;
-  int64_t splits = (target + ctas - 1) / ctas;
-  return int(std::clamp<int64_t>(splits, 1, launch.kvSplits));
+  int64_t ctas = rowBlocks(launch, layout) * headBlocks(launch) * layout.batch;
+  // resolveKernels has measured the occupancy; one CTA per multiprocessor
+  // stands in for a kernel it could not load.
+  StatusOr<int64_t> resident =
+      module_.residentCtas(launch.kernel, launch.threads, launch.smem);
+  int64_t slots = resident.ok() ? *resident : driver_.device().multiprocessors;
+  int64_t keyTiles = (int64_t(layout.kvLen) + launch.blockN - 1) /
+                     std::max<int64_t>(launch.blockN, 1);
+  return int(chooseKVSplits(ctas, slots, keyTiles, launch.kvSplits));
 }
 
 size_t Executor::attentionResultBytes(const LaunchSpec &launch, int result,
@@ -173,7 +177,7 @@ Status Executor::resolveKernels() {
             launch.kind == LaunchSpec::Kind::Attention ? launch.smem : 0);
         !function.ok())
       return function.status();
-    if (walksWorkOrder(launch))
+    if (walksWorkOrder(launch) || launch.splitResults)
       if (StatusOr<int64_t> ctas =
               module_.residentCtas(launch.kernel, launch.threads, launch.smem);
           !ctas.ok())

@@ -36,6 +36,8 @@ struct LaunchSpec {
   enum class Kind { Attention, Merge } kind = Kind::Attention;
   std::string kernel;
   int64_t threads = 128, smem = 0, blockM = 16, kvSplits = 1;
+  /// Keys per tile of an attention launch: the unit its splits cut.
+  int64_t blockN = 64;
   std::vector<int> args, results;
   // Attention launches.
   int64_t group = 1, kvHeads = 1;

@@ -150,10 +150,11 @@ int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const {
   // The emitter passes this size to the device as C::kSmemBytes, where
   // Shape<C> static_asserts that its tiles fill exactly this much: the
   // query tile and `stages` K/V tiles in 16-bit elements during the loop,
-  // then the f32 output tile and per-warp row statistics in the epilogue.
+  // then, in the epilogue, each warp column's f32 output tile and row
+  // statistics.
   int64_t loop =
       2 * (getBlockM() * qkDim + getStages() * getBlockN() * (qkDim + vDim));
-  int64_t epilogue = 4 * (getBlockM() * vDim + 3 * getWarpsN() * getBlockM());
+  int64_t epilogue = 4 * getWarpsN() * getBlockM() * (vDim + 3);
   return std::max(loop, epilogue);
 }
 

@@ -41,8 +41,7 @@ template <class C> struct Shape {
   static constexpr int kVElems = kBlockN * kDV;
   static constexpr int kLoopBytes =
       2 * (kQElems + C::kStages * (kKElems + kVElems));
-  static constexpr int kEpilogueBytes =
-      4 * (kBlockM * kDV + 3 * C::kWarpsN * kBlockM);
+  static constexpr int kEpilogueBytes = 4 * C::kWarpsN * kBlockM * (kDV + 3);
   static_assert((kLoopBytes > kEpilogueBytes ? kLoopBytes : kEpilogueBytes) ==
                     C::kSmemBytes,
                 "the tiles must fill the shared memory the planner sized");
@@ -286,14 +285,17 @@ struct AttentionCta
 
   // --- Epilogue -------------------------------------------------------------
   /// Merges the warps' states, normalizes, and writes the output and LSE
-  /// (or this split's partial state).
+  /// (or this split's partial state). Warps that split the keys each leave
+  /// their normalized share in a tile of their own, summed as it is stored:
+  /// float atomics on shared memory are compare-and-swap loops, and four
+  /// warps contending for one tile cost a decode CTA tens of microseconds.
   ATTNC_DEVICE void finish() {
     cpAsyncWait<0>();
     __syncthreads();
-    float *acc = reinterpret_cast<float *>(smem); // [BlockM][DV]
-    float *stats = acc + S::kBlockM * S::kDV;     // [WarpsN][BlockM] x 3
+    float *shares = reinterpret_cast<float *>(smem); // [WarpsN][BlockM][DV]
+    float *stats = shares + C::kWarpsN * S::kBlockM * S::kDV;
     float *maxes = stats, *sums = stats + C::kWarpsN * S::kBlockM;
-    float *lses = sums + C::kWarpsN * S::kBlockM;
+    float *lses = sums + C::kWarpsN * S::kBlockM; // [WarpsN][BlockM] x 3
     for (int half = 0; half < 2; ++half) {
       rowSum[half] += __shfl_xor_sync(0xffffffffu, rowSum[half], 1);
       rowSum[half] += __shfl_xor_sync(0xffffffffu, rowSum[half], 2);
@@ -302,10 +304,8 @@ struct AttentionCta
         sums[wn * S::kBlockM + localRow(half)] = rowSum[half];
       }
     }
-    if (C::kWarpsN > 1)
-      for (int i = threadIdx.x; i < S::kBlockM * S::kDV; i += S::kThreads)
-        acc[i] = 0.0f;
     __syncthreads();
+    float *share = shares + wn * S::kBlockM * S::kDV;
     for (int half = 0; half < 2; ++half) {
       int row = localRow(half);
       float total = negInf();
@@ -320,36 +320,37 @@ struct AttentionCta
       if (wn == 0 && lane % 4 == 0)
         lses[row] = sum > 0.0f ? (base + fastLog2(sum)) * kLn2 : negInf();
       for (int dt = 0; dt < S::kDTiles; ++dt)
-        for (int e = 0; e < 2; ++e) {
-          float *dst = acc + row * S::kDV + dt * 8 + (lane % 4) * 2 + e;
-          float value = o[dt][2 * half + e] * factor;
-          if (C::kWarpsN > 1)
-            atomicAdd(dst, value);
-          else
-            *dst = value;
-        }
+        *reinterpret_cast<float2 *>(share + row * S::kDV + dt * 8 +
+                                    (lane % 4) * 2) =
+            make_float2(o[dt][2 * half] * factor, o[dt][2 * half + 1] * factor);
     }
     __syncthreads();
-    store(acc, lses);
+    store(shares, lses);
   }
 
-  ATTNC_DEVICE void store(const float *acc, const float *lses) {
+  /// Writes rows of the sum of the warps' shares.
+  ATTNC_DEVICE void store(const float *shares, const float *lses) {
     bool partial = p->num_splits > 1;
     constexpr int chunks = S::kDV / 8;
     for (int idx = threadIdx.x; idx < rows * chunks; idx += S::kThreads) {
       int row = idx / chunks, chunk = idx % chunks;
       int r = rowBegin + row;
       i64 outRow = i64(qToken0 + queryOf(r)) * C::kNumQHeads + headOf(r);
-      const float *src = acc + row * S::kDV + chunk * 8;
+      float sum[8];
+      for (int e = 0; e < 8; ++e)
+        sum[e] = 0.0f;
+      for (int w = 0; w < C::kWarpsN; ++w)
+        for (int e = 0; e < 8; ++e)
+          sum[e] += shares[(w * S::kBlockM + row) * S::kDV + chunk * 8 + e];
       if (partial) {
         storeChunk(p->partial_out +
                        (split * p->partial_split_stride + outRow) * S::kDV +
                        chunk * 8,
-                   src);
+                   sum);
       } else {
         storeChunk(static_cast<typename C::Out *>(p->out) + outRow * S::kDV +
                        chunk * 8,
-                   src);
+                   sum);
       }
     }
     for (int row = threadIdx.x; row < rows; row += S::kThreads) {

@@ -1,0 +1,45 @@
+//===- KVSplitsTest.cpp - how many parts split-KV launches cut keys into --===//
+//
+// Splits fill one wave of the GPU and never start a second, partly empty
+// one; they stop at one per key tile and at the plan's limit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "exec/KVSplits.h"
+
+#include <gtest/gtest.h>
+
+namespace attnc {
+namespace {
+
+// An H200 holding two decode CTAs per multiprocessor.
+constexpr int64_t kResident = 2 * 132;
+
+// Batches that fill the GPU on their own are not split.
+TEST(KVSplitsTest, FullBatchesStayWhole) {
+  EXPECT_EQ(chooseKVSplits(64 * 8, kResident, 64, 32), 1); // 64 x 4k
+  EXPECT_EQ(chooseKVSplits(64 * 4, kResident, 64, 32), 1); // group 7
+  EXPECT_EQ(chooseKVSplits(kResident, kResident, 64, 32), 1);
+}
+
+// Small batches take as many splits as fit one wave, never one more.
+TEST(KVSplitsTest, SplitsFillOneWave) {
+  for (int64_t ctas : {1, 3, 8, 17, 64, 100, 128, 200}) {
+    int64_t splits = chooseKVSplits(ctas, kResident, 1 << 20, 1 << 20);
+    EXPECT_LE(splits * ctas, kResident) << ctas;
+    EXPECT_GT((splits + 1) * ctas, kResident) << ctas;
+  }
+  EXPECT_EQ(chooseKVSplits(8 * 8, kResident, 512, 32), 4); // 8 x 32k
+}
+
+// No split is left without a key tile, and the plan's limit holds.
+TEST(KVSplitsTest, BoundedByTilesAndPlan) {
+  EXPECT_EQ(chooseKVSplits(8, kResident, 3, 32), 3);
+  EXPECT_EQ(chooseKVSplits(8, kResident, 1 << 20, 32), 32);
+  EXPECT_EQ(chooseKVSplits(8, kResident, 0, 32), 1);
+  EXPECT_EQ(chooseKVSplits(8, kResident, 100, 1), 1);
+  EXPECT_EQ(chooseKVSplits(0, kResident, 100, 16), 16);
+}
+
+} // namespace
+} // namespace attnc
