@@ -135,13 +135,13 @@ class Context:
 
 
 class PagedCache:
-    """A decode row's K/V as 16-token NHD pages [pages, 16, kv_heads, dim].
-    Shuffled: the dense keys scattered into pages in a random order (D4).
-    Otherwise the dense tensors viewed as pages in order: no copy."""
-    PAGE = 16
+    """A decode row's K/V as NHD pages [pages, page, kv_heads, dim] of the
+    row's page size (16 unless it says). Shuffled: the dense keys scattered
+    into pages in a random order (D4, D8, D9). Otherwise the dense tensors
+    viewed as pages in order: no copy."""
 
     def __init__(self, w, k, v, shuffle):
-        page = self.PAGE
+        self.page = page = w.page
         pages_per = w.kv_len // page
         total = w.batch * pages_per
         shape = (total, page, w.kv_heads, w.dim)
@@ -183,7 +183,7 @@ def attnc_runner(ctx):
     cache = ctx.paged
     if not w.decode:  # paged prefill: ragged queries, one request each
         wrapper = attnc.PagedAttention(w.heads, w.kv_heads, w.dim,
-                                       cache.PAGE, causal=w.causal,
+                                       cache.page, causal=w.causal,
                                        window=_window(w), softcap=w.softcap)
         q2, _, _, q_ptr, _, _, _ = ctx.ragged()
         wrapper.plan(cache.indptr, cache.indices, cache.last,
@@ -191,7 +191,7 @@ def attnc_runner(ctx):
         out = torch.empty_like(q2)
         return (lambda: wrapper.run(q2, cache.k, cache.v, out=out),
                 out.view(q.shape))
-    wrapper = attnc.PagedAttention(w.heads, w.kv_heads, w.dim, cache.PAGE)
+    wrapper = attnc.PagedAttention(w.heads, w.kv_heads, w.dim, cache.page)
     wrapper.plan(cache.indptr, cache.indices, cache.last)
     q3 = q.reshape(w.batch, w.heads, w.dim)
     out = torch.empty_like(q3)
@@ -630,9 +630,10 @@ def load_flashinfer(args, selected):
         f"batch as equal-length ragged requests (causal, window_left, "
         f"logits_soft_cap as the row says); decode rows through "
         f"BatchDecodeWithPagedKVCacheWrapper with use_tensor_cores False "
-        f"(FI decode) and True (FI decode TC) over 16-token NHD pages: "
-        f"D1-D3's dense K/V viewed as pages in order (unshuffled, no "
-        f"copy), D4 the shuffled pages attnc reads."]
+        f"(FI decode) and True (FI decode TC) over NHD pages of the row's "
+        f"size (16 unless it says): the dense rows' K/V viewed as pages in "
+        f"order (unshuffled, no copy), the paged rows the shuffled pages "
+        f"attnc reads."]
     return fi, None, notes
 
 
@@ -737,10 +738,12 @@ def main():
     lines = write_results(args.out, rows, meta, skipped)
 
     by_name = {r["name"]: r for r in rows}
-    if (by_name.get("D1", {}).get("attnc") and
-            by_name.get("D4", {}).get("attnc")):
-        ratio = by_name["D1"]["attnc"] / by_name["D4"]["attnc"]
-        print(f"D4 (paged) runs at {ratio:.2f} of D1 (contiguous)")
+    for paged in ("D4", "D8", "D9"):  # D1's shapes through pages
+        if (by_name.get("D1", {}).get("attnc") and
+                by_name.get(paged, {}).get("attnc")):
+            ratio = by_name["D1"]["attnc"] / by_name[paged]["attnc"]
+            print(f"{paged} (paged, {by_name[paged]['what']}) runs at "
+                  f"{ratio:.2f} of D1 (contiguous)")
     if check_failures(rows):
         print(f"error check failed: {', '.join(check_failures(rows))}")
     print("\n".join(lines))

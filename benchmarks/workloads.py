@@ -39,7 +39,8 @@ class Workload:
 
     def __init__(self, name, what, batch, heads, kv_heads, dim, q_len,
                  kv_len, causal=False, window=None, paged=False,
-                 softcap=None, alibi=False, docs=None, ragged=False):
+                 softcap=None, alibi=False, docs=None, ragged=False,
+                 page=16):
         self.name, self.what = name, what
         self.batch, self.heads, self.kv_heads, self.dim = (batch, heads,
                                                            kv_heads, dim)
@@ -47,6 +48,7 @@ class Workload:
         self.causal, self.window, self.paged = causal, window, paged
         self.softcap, self.alibi = softcap, alibi
         self.docs, self.ragged = docs, ragged
+        self.page = page  # tokens per page of a paged (or decode) cache
         if docs is not None:
             assert batch == 1 and q_len == kv_len == sum(docs)
 
@@ -119,4 +121,13 @@ WORKLOADS = [
     Workload("D3", "decode 28/4 d128, 64 x 4096", 64, 28, 4, 128, 1, 4096),
     Workload("D4", "D1 through a paged cache, page 16, shuffled", 64, 32, 8,
              128, 1, 4096, paged=True),
+    Workload("D5", "decode 32/8 d128, 1 x 32768", 1, 32, 8, 128, 1, 32768),
+    Workload("D6", "decode 32/8 d128, 1 x 131072", 1, 32, 8, 128, 1, 131072),
+    Workload("D7", "decode 32/8 d128, 16 x 8192", 16, 32, 8, 128, 1, 8192),
+    Workload("D8", "D1 through a paged cache, page 1, shuffled", 64, 32, 8,
+             128, 1, 4096, paged=True, page=1),
+    Workload("D9", "D1 through a paged cache, page 64, shuffled", 64, 32, 8,
+             128, 1, 4096, paged=True, page=64),
+    Workload("D10", "decode 32/8 d64, 64 x 4096", 64, 32, 8, 64, 1, 4096),
+    Workload("D11", "decode 16/4 d256, 64 x 4096", 64, 16, 4, 256, 1, 4096),
 ]

@@ -9,8 +9,20 @@ IR_NAMES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32",
 TORCH_NAMES = {ir: torch for torch, ir in IR_NAMES.items()}
 
 
+_DTYPE_NAMES = {}
+
+
 def dtype_name(tensor):
-    return str(tensor.dtype).replace("torch.", "")
+    dtype = tensor.dtype
+    try:
+        return _DTYPE_NAMES[dtype]
+    except (KeyError, TypeError):  # TypeError: an unhashable dtype
+        name = str(dtype).replace("torch.", "")
+    try:
+        _DTYPE_NAMES[dtype] = name
+    except TypeError:
+        pass
+    return name
 
 
 def require(condition, message, error=ValueError):
@@ -20,29 +32,36 @@ def require(condition, message, error=ValueError):
 
 def check_tensor(name, tensor, rank=None, dtypes=None, cuda=True):
     """rank: an int, a tuple of ints or None; cuda: whether it must be on
-    the GPU attnc runs on (index arrays read on the host need not)."""
-    for attribute in ("data_ptr", "shape", "dtype", "device"):
-        require(hasattr(tensor, attribute),
-                f"{name} must be a tensor (with data_ptr, shape, dtype and "
-                f"device), got {type(tensor).__name__}", TypeError)
+    the GPU attnc runs on (index arrays read on the host need not).
+    Decode calls run this on every tensor of every step, so the messages
+    are formatted only when a check fails."""
+    try:
+        tensor.data_ptr, tensor.dtype
+        shape, device = tensor.shape, tensor.device
+    except AttributeError:
+        raise TypeError(f"{name} must be a tensor (with data_ptr, shape, "
+                        f"dtype and device), got {type(tensor).__name__}"
+                        ) from None
     if rank is not None:
         ranks = rank if isinstance(rank, tuple) else (rank,)
-        require(len(tensor.shape) in ranks,
-                f"{name} must have rank {' or '.join(map(str, ranks))}, got "
-                f"shape {tuple(tensor.shape)}")
-    if dtypes is not None:
-        require(dtype_name(tensor) in dtypes,
-                f"{name} must be {' or '.join(dtypes)}, got "
-                f"{dtype_name(tensor)}", TypeError)
+        if len(shape) not in ranks:
+            raise ValueError(f"{name} must have rank "
+                             f"{' or '.join(map(str, ranks))}, got shape "
+                             f"{tuple(shape)}")
+    if dtypes is not None and dtype_name(tensor) not in dtypes:
+        raise TypeError(f"{name} must be {' or '.join(dtypes)}, got "
+                        f"{dtype_name(tensor)}")
     if cuda:
-        device = tensor.device
-        require(getattr(device, "type", str(device)) == "cuda",
-                f"{name} must be on a CUDA device, got {device}")
-        require(getattr(device, "index", 0) in (0, None),
-                f"{name} is on {device}: attnc runs on cuda:0 for now")
-        if hasattr(tensor, "is_contiguous"):
-            require(tensor.is_contiguous(),
-                    f"{name} must be contiguous (call .contiguous())")
+        kind = getattr(device, "type", None)
+        if (str(device) if kind is None else kind) != "cuda":
+            raise ValueError(f"{name} must be on a CUDA device, got {device}")
+        if getattr(device, "index", 0) not in (0, None):
+            raise ValueError(f"{name} is on {device}: attnc runs on cuda:0 "
+                             f"for now")
+        is_contiguous = getattr(tensor, "is_contiguous", None)
+        if is_contiguous is not None and not is_contiguous():
+            raise ValueError(f"{name} must be contiguous (call "
+                             f".contiguous())")
 
 
 def current_stream(tensor):

@@ -133,10 +133,12 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     # included); only what the spec cannot say is checked here.
     heads, dim = q.shape[-2], q.shape[-1]
     kv_heads = k.shape[-2]
-    require(tuple(k.shape) == tuple(v.shape),
-            f"k {tuple(k.shape)} and v {tuple(v.shape)} must have one shape")
-    require(k.shape[-1] == dim, f"k's head dim {k.shape[-1]} differs from "
-            f"q's {dim}")
+    # Messages are formatted only on failure: decode steps come here often.
+    if tuple(k.shape) != tuple(v.shape):
+        raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must "
+                         f"have one shape")
+    if k.shape[-1] != dim:
+        raise ValueError(f"k's head dim {k.shape[-1]} differs from q's {dim}")
     if ragged:
         require(q_indptr is not None and kv_indptr is not None,
                 "ragged attention needs both q_indptr and kv_indptr")
@@ -160,8 +162,8 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
         require(max_q_len is None and max_kv_len is None,
                 "max_q_len and max_kv_len are for ragged attention (with "
                 "q_indptr and kv_indptr)")
-        require(k.shape[0] == q.shape[0],
-                f"q has batch {q.shape[0]}, k has {k.shape[0]}")
+        if k.shape[0] != q.shape[0]:
+            raise ValueError(f"q has batch {q.shape[0]}, k has {k.shape[0]}")
         batch, q_len, kv_len = q.shape[0], q.shape[1], k.shape[1]
         tokens = batch * q_len
     score_mod = None if score_mod is None else as_text("score_mod", score_mod)

@@ -144,9 +144,13 @@ def _optional_text(name, value):
 
 
 def _addresses(name, values):
-    """Device addresses as uint64s: ctypes would wrap a negative one."""
-    return [as_int(f"{name}[{i}]", v, UINT64)
-            for i, v in enumerate(as_sequence(name, values))]
+    """Device addresses as uint64s: ctypes would wrap a negative one. Plain
+    ints in range pass as they are (every decode step comes here)."""
+    values = as_sequence(name, values)
+    lo, hi = UINT64
+    if all(type(v) is int and lo <= v <= hi for v in values):
+        return values
+    return [as_int(f"{name}[{i}]", v, UINT64) for i, v in enumerate(values)]
 
 
 class Kernel:

@@ -124,23 +124,24 @@ class PagedAttention:
         require(self._plan is not None, "call plan() before run()",
                 RuntimeError)
         check_tensor("q", q, 3, (self.dtype,))
-        require(q.shape[0] == self._tokens and
-                q.shape[1] == self.num_qo_heads and
-                q.shape[2] == self.head_dim,
-                f"q must be [{self._tokens}, {self.num_qo_heads}, "
-                f"{self.head_dim}] for this plan, got {tuple(q.shape)}")
+        # Messages are formatted only on failure: run is every decode step.
+        if tuple(q.shape) != (self._tokens, self.num_qo_heads, self.head_dim):
+            raise ValueError(f"q must be [{self._tokens}, "
+                             f"{self.num_qo_heads}, {self.head_dim}] for "
+                             f"this plan, got {tuple(q.shape)}")
         page = ((self.page_size, self.num_kv_heads)
                 if self.kv_layout == "NHD"
                 else (self.num_kv_heads, self.page_size))
         for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
             check_tensor(name, cache, 4, (self.dtype,))
-            require(tuple(cache.shape[1:]) == page + (self.head_dim,),
-                    f"{name} must be [pages, {page[0]}, {page[1]}, "
-                    f"{self.head_dim}] ({self.kv_layout}), got "
-                    f"{tuple(cache.shape)}")
-            require(cache.shape[0] >= self._pages_needed,
-                    f"{name} has {cache.shape[0]} pages, the plan reads page "
-                    f"{self._pages_needed - 1}")
+            if tuple(cache.shape[1:]) != page + (self.head_dim,):
+                raise ValueError(f"{name} must be [pages, {page[0]}, "
+                                 f"{page[1]}, {self.head_dim}] "
+                                 f"({self.kv_layout}), got "
+                                 f"{tuple(cache.shape)}")
+            if cache.shape[0] < self._pages_needed:
+                raise ValueError(f"{name} has {cache.shape[0]} pages, the "
+                                 f"plan reads page {self._pages_needed - 1}")
         if out is None:
             out = q.new_empty(q.shape)
         check_tensor("out", out, 3, (self.dtype,))
@@ -152,9 +153,9 @@ class PagedAttention:
                 lse = torch.empty(q.shape[:2], dtype=torch.float32,
                                   device=q.device)
             check_tensor("lse", lse, 2, ("float32",))
-            require(tuple(lse.shape) == tuple(q.shape[:2]),
-                    f"lse must be {tuple(q.shape[:2])}, got "
-                    f"{tuple(lse.shape)}")
+            if tuple(lse.shape) != tuple(q.shape[:2]):
+                raise ValueError(f"lse must be {tuple(q.shape[:2])}, got "
+                                 f"{tuple(lse.shape)}")
             outputs.append(lse.data_ptr())
         else:
             require(lse is None, "lse given, but the wrapper was made "
