@@ -73,6 +73,24 @@ struct AttentionCta
   float rowMax[2], rowSum[2], slope[2];
   u32 qFrag[C::kQInRegs ? S::kD / 16 : 1][4];
 
+  /// The rows a thread copies of each K/V tile when every thread keeps one
+  /// 16-byte chunk column of rows of `Dim` elements.
+  template <int Dim> struct CopyRows {
+    static constexpr int kChunks = Dim / 8;
+    static constexpr bool kOneColumn = S::kThreads % kChunks == 0;
+    static constexpr int kStep = kOneColumn ? S::kThreads / kChunks : 1;
+    static constexpr int kCount = (S::kBlockN + kStep - 1) / kStep;
+  };
+  /// Paged K and V rows are found through the page table, a global load
+  /// each. A thread reads the pages of its rows of the next tile while this
+  /// one's copies are issued, so that no copy waits for its page index
+  /// (pages of 1 slot: 0.77x of contiguous speed when each did).
+  static constexpr bool kPagesAhead = C::kKVLayout == TokenLayout::Paged &&
+                                      S::kD == S::kDV &&
+                                      CopyRows<S::kD>::kOneColumn;
+  int pagesTile = -1; // the visible tile whose pages `pages` holds
+  int pages[kPagesAhead ? CopyRows<S::kD>::kCount : 1];
+
   ATTNC_DEVICE u16 *qTile() { return smem; }
   ATTNC_DEVICE u16 *kTile(int stage) {
     return smem + S::kQElems + stage * S::kKElems;
@@ -139,6 +157,49 @@ struct AttentionCta
     return ptr + (i64(kvToken0 + key) * C::kNumKVHeads + kvHead) * Dim;
   }
 
+  /// Reads into `pages` the pages of the rows this thread copies of
+  /// visible tile `t` (a key past the request reads the first page, as the
+  /// zero-filled copy of that row does).
+  ATTNC_DEVICE void readPages(int t) {
+    using Rows = CopyRows<S::kD>;
+    constexpr int pageSize = C::kPageSize > 0 ? C::kPageSize : 1;
+    int n = tileAt(t);
+#pragma unroll
+    for (int i = 0; i < Rows::kCount; ++i) {
+      int key = n * S::kBlockN + int(threadIdx.x) / Rows::kChunks +
+                i * Rows::kStep;
+      pages[i] = p->page_indices[pageBegin + (key < kvLen ? key : 0) /
+                                                 pageSize];
+    }
+    pagesTile = t;
+  }
+
+  /// Copies this thread's column of tile `t` with the pages `readPages`
+  /// found.
+  template <int Dim>
+  ATTNC_DEVICE void loadPagedColumn(u16 *tile, const void *base,
+                                    i64 pageStride, int t) {
+    using Rows = CopyRows<Dim>;
+    constexpr int pageSize = C::kPageSize > 0 ? C::kPageSize : 1;
+    const Elem *ptr = static_cast<const Elem *>(base);
+    int chunk = threadIdx.x % Rows::kChunks;
+    int n = tileAt(t);
+#pragma unroll
+    for (int i = 0; i < Rows::kCount; ++i) {
+      int row = int(threadIdx.x) / Rows::kChunks + i * Rows::kStep;
+      if (row >= S::kBlockN)
+        break;
+      int key = n * S::kBlockN + row;
+      bool valid = key < kvLen;
+      const Elem *src = ptr + i64(pages[i]) * pageStride +
+                        pagedSlotOffset(C::kPageOrder, kvHead,
+                                        (valid ? key : 0) % pageSize, pageSize,
+                                        C::kNumKVHeads, Dim);
+      cpAsync16(sharedAddress(tile + swizzle<Dim>(row, chunk * 8)),
+                src + chunk * 8, valid);
+    }
+  }
+
   template <int Dim>
   ATTNC_DEVICE void loadKVChunk(u16 *tile, const void *base, i64 pageStride,
                                 int n, int row, int chunk) {
@@ -172,9 +233,18 @@ struct AttentionCta
   ATTNC_DEVICE void prefetch(int t) {
     if (t < tileEnd) {
       int stage = (t - tileBegin) % C::kStages;
-      int n = tileAt(t);
-      loadKVTile<S::kD>(kTile(stage), p->k, p->k_page_stride, n);
-      loadKVTile<S::kDV>(vTile(stage), p->v, p->v_page_stride, n);
+      if constexpr (kPagesAhead) {
+        if (pagesTile != t)
+          readPages(t);
+        loadPagedColumn<S::kD>(kTile(stage), p->k, p->k_page_stride, t);
+        loadPagedColumn<S::kDV>(vTile(stage), p->v, p->v_page_stride, t);
+        if (t + 1 < tileEnd)
+          readPages(t + 1);
+      } else {
+        int n = tileAt(t);
+        loadKVTile<S::kD>(kTile(stage), p->k, p->k_page_stride, n);
+        loadKVTile<S::kDV>(vTile(stage), p->v, p->v_page_stride, n);
+      }
     }
     cpAsyncCommit();
   }
