@@ -9,20 +9,8 @@ IR_NAMES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32",
 TORCH_NAMES = {ir: torch for torch, ir in IR_NAMES.items()}
 
 
-_DTYPE_NAMES = {}
-
-
 def dtype_name(tensor):
-    dtype = tensor.dtype
-    try:
-        return _DTYPE_NAMES[dtype]
-    except (KeyError, TypeError):  # TypeError: an unhashable dtype
-        name = str(dtype).replace("torch.", "")
-    try:
-        _DTYPE_NAMES[dtype] = name
-    except TypeError:
-        pass
-    return name
+    return str(tensor.dtype).replace("torch.", "")
 
 
 def require(condition, message, error=ValueError):

@@ -90,6 +90,7 @@ struct AttentionCta
                                       CopyRows<S::kD>::kOneColumn;
   int pagesTile = -1; // the visible tile whose pages `pages` holds
   int pages[kPagesAhead ? CopyRows<S::kD>::kCount : 1];
+  static constexpr int kPageSlots = C::kPageSize > 0 ? C::kPageSize : 1;
 
   ATTNC_DEVICE u16 *qTile() { return smem; }
   ATTNC_DEVICE u16 *kTile(int stage) {
@@ -146,15 +147,20 @@ struct AttentionCta
   template <int Dim>
   ATTNC_DEVICE const Elem *kvRow(const void *base, i64 pageStride,
                                  int key) const {
-    const Elem *ptr = static_cast<const Elem *>(base);
-    if (C::kKVLayout == TokenLayout::Paged) {
-      constexpr int pageSize = C::kPageSize > 0 ? C::kPageSize : 1;
-      int page = p->page_indices[pageBegin + key / pageSize];
-      return ptr + i64(page) * pageStride +
-             pagedSlotOffset(C::kPageOrder, kvHead, key % pageSize, pageSize,
-                             C::kNumKVHeads, Dim);
-    }
-    return ptr + (i64(kvToken0 + key) * C::kNumKVHeads + kvHead) * Dim;
+    if (C::kKVLayout == TokenLayout::Paged)
+      return pagedRow<Dim>(base, pageStride,
+                           p->page_indices[pageBegin + key / kPageSlots], key);
+    return static_cast<const Elem *>(base) +
+           (i64(kvToken0 + key) * C::kNumKVHeads + kvHead) * Dim;
+  }
+
+  /// First element of key/value row `key`, which lies in page `page`.
+  template <int Dim>
+  ATTNC_DEVICE const Elem *pagedRow(const void *base, i64 pageStride, int page,
+                                    int key) const {
+    return static_cast<const Elem *>(base) + i64(page) * pageStride +
+           pagedSlotOffset(C::kPageOrder, kvHead, key % kPageSlots, kPageSlots,
+                           C::kNumKVHeads, Dim);
   }
 
   /// Reads into `pages` the pages of the rows this thread copies of
@@ -162,14 +168,13 @@ struct AttentionCta
   /// zero-filled copy of that row does).
   ATTNC_DEVICE void readPages(int t) {
     using Rows = CopyRows<S::kD>;
-    constexpr int pageSize = C::kPageSize > 0 ? C::kPageSize : 1;
     int n = tileAt(t);
 #pragma unroll
     for (int i = 0; i < Rows::kCount; ++i) {
-      int key = n * S::kBlockN + int(threadIdx.x) / Rows::kChunks +
-                i * Rows::kStep;
-      pages[i] = p->page_indices[pageBegin + (key < kvLen ? key : 0) /
-                                                 pageSize];
+      int key =
+          n * S::kBlockN + int(threadIdx.x) / Rows::kChunks + i * Rows::kStep;
+      pages[i] =
+          p->page_indices[pageBegin + (key < kvLen ? key : 0) / kPageSlots];
     }
     pagesTile = t;
   }
@@ -177,11 +182,9 @@ struct AttentionCta
   /// Copies this thread's column of tile `t` with the pages `readPages`
   /// found.
   template <int Dim>
-  ATTNC_DEVICE void loadPagedColumn(u16 *tile, const void *base,
-                                    i64 pageStride, int t) {
+  ATTNC_DEVICE void loadPagedColumn(u16 *tile, const void *base, i64 pageStride,
+                                    int t) {
     using Rows = CopyRows<Dim>;
-    constexpr int pageSize = C::kPageSize > 0 ? C::kPageSize : 1;
-    const Elem *ptr = static_cast<const Elem *>(base);
     int chunk = threadIdx.x % Rows::kChunks;
     int n = tileAt(t);
 #pragma unroll
@@ -191,10 +194,8 @@ struct AttentionCta
         break;
       int key = n * S::kBlockN + row;
       bool valid = key < kvLen;
-      const Elem *src = ptr + i64(pages[i]) * pageStride +
-                        pagedSlotOffset(C::kPageOrder, kvHead,
-                                        (valid ? key : 0) % pageSize, pageSize,
-                                        C::kNumKVHeads, Dim);
+      const Elem *src =
+          pagedRow<Dim>(base, pageStride, pages[i], valid ? key : 0);
       cpAsync16(sharedAddress(tile + swizzle<Dim>(row, chunk * 8)),
                 src + chunk * 8, valid);
     }
@@ -213,12 +214,12 @@ struct AttentionCta
   template <int Dim>
   ATTNC_DEVICE void loadKVTile(u16 *tile, const void *base, i64 pageStride,
                                int n) {
-    constexpr int chunks = Dim / 8;
-    if constexpr (S::kThreads % chunks == 0) {
+    using Rows = CopyRows<Dim>;
+    constexpr int chunks = Rows::kChunks;
+    if constexpr (Rows::kOneColumn) {
       // Every thread keeps one chunk column and steps over whole rows.
-      constexpr int rowStep = S::kThreads / chunks;
       int chunk = threadIdx.x % chunks;
-      for (int row = threadIdx.x / chunks; row < S::kBlockN; row += rowStep)
+      for (int row = threadIdx.x / chunks; row < S::kBlockN; row += Rows::kStep)
         loadKVChunk<Dim>(tile, base, pageStride, n, row, chunk);
     } else {
       // Rows of 10, 12, 14, ... chunks do not divide the CTA: walk the tile's
