@@ -40,6 +40,19 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     With a `!attn.latent_kv` key (multi-head latent attention) there is no
     value operand: the value is the latent part of the same cache.
 
+    An fp8 key/value cache (`f8E4M3FN`, `f8E5M2`) stores `k / k_scale` and
+    `v / v_scale`: `kv_scales(%k_scale, %v_scale)` are `memref<1xf32>` (one
+    scale per tensor) or `memref<KV_HEADS x f32>` (one per KV head), read at
+    run time, and the attention is that of the dequantized keys
+    `k_scale * k` and values `v_scale * v`. Without `kv_scales` both are 1.
+
+    ```mlir
+    %out = attn.attention(%q, %k, %v)
+        kv_scales(%ks, %vs : memref<1xf32>, memref<1xf32>)
+        : !attn.q<1x32x128xbf16>, !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>>,
+          !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>> -> !attn.out<1x32x128xbf16>
+    ```
+
     `kv_splits = N` (set by `attn-split-kv`) makes the results up to `N`
     partial states, one per share of each request's keys, in f32; an
     `attn.merge_states` with the same `kv_splits` combines them.
@@ -72,6 +85,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     Optional<Attn_KVType>:$value,
     Optional<AnyMemRef>:$query_segments,
     Optional<AnyMemRef>:$key_segments,
+    Optional<AnyMemRef>:$key_scale,
+    Optional<AnyMemRef>:$value_scale,
     Variadic<AnyMemRef>:$captures,
     UnitAttr:$causal,
     OptionalAttr<Attn_WindowAttr>:$window,
@@ -89,6 +104,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     `(` $query `,` $key (`,` $value^)? `)`
     (`segments` `(` $query_segments^ `,` $key_segments `:`
                     qualified(type($query_segments)) `,` qualified(type($key_segments)) `)`)?
+    (`kv_scales` `(` $key_scale^ `,` $value_scale `:`
+                     qualified(type($key_scale)) `,` qualified(type($value_scale)) `)`)?
     (`captures` `(` $captures^ `:` qualified(type($captures)) `)`)?
     attr-dict `:` qualified(type($query)) `,` qualified(type($key)) (`,` qualified(type($value))^)?
     `->` qualified(type($output)) (`,` qualified(type($lse))^)?
@@ -114,6 +131,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     double getDefaultScale();
     /// Static number of keys per request, or ShapedType::kDynamic.
     int64_t getStaticKVLen();
+    /// The element type the keys (and values) are stored in.
+    ::mlir::Type getKVElementType();
     /// Block arguments the regions take before the captures: (score,)
     /// batch, head, qi, kvi, q_len, kv_len.
     static constexpr unsigned kScoreModIndexArgs = 7;

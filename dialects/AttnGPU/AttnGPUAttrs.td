@@ -80,8 +80,10 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     int64_t getPackedHeads(int64_t group) const {
       return isWarpSpecialized() ? 1 : group;
     }
-    /// Dynamic shared memory of a kernel with this plan, in bytes.
-    int64_t getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const;
+    /// Dynamic shared memory of a kernel with this plan, in bytes, for
+    /// keys and values stored in `kvBytes` bytes per element.
+    int64_t getSharedMemoryBytes(int64_t qkDim, int64_t vDim,
+                                 int64_t kvBytes = 2) const;
   }];
 }
 

@@ -51,6 +51,8 @@ def AttnGPU_KernelOp : AttnGPU_Op<"kernel", [
     OptionalAttr<F32Attr>:$softcap,
     UnitAttr:$alibi,
     UnitAttr:$segments,
+    OptionalAttr<TypeAttr>:$key_scale,
+    OptionalAttr<TypeAttr>:$value_scale,
     TypeArrayAttr:$capture_types
   );
   let regions = (region SizedRegion<1>:$body,

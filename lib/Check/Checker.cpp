@@ -45,6 +45,14 @@ void storeElement(DType type, std::vector<uint8_t> &bytes, size_t index,
     std::memcpy(&bytes[index * 4], &v, 4);
     break;
   }
+  case DType::F8E4M3:
+    bytes[index] = toF8E4M3(float(value));
+    break;
+  case DType::F8E5M2:
+    bytes[index] = toF8E5M2(float(value));
+    break;
+  default:
+    break;
   }
 }
 
@@ -71,6 +79,12 @@ double loadElement(DType type, const std::vector<uint8_t> &bytes,
     std::memcpy(&v, &bytes[index * 4], 4);
     return v;
   }
+  case DType::F8E4M3:
+    return fromF8E4M3(bytes[index]);
+  case DType::F8E5M2:
+    return fromF8E5M2(bytes[index]);
+  default:
+    break;
   }
   return 0;
 }
@@ -104,7 +118,7 @@ private:
   Status upload(const std::vector<uint8_t> &bytes, cuda::CUdeviceptr &ptr);
   void fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
                  std::vector<int64_t> &sizes, bool querySegments,
-                 bool keySegments);
+                 bool keySegments, bool scale);
   Status evaluateReference(func::FuncOp func,
                            llvm::DenseMap<Value, HostValue> &values);
 
@@ -199,13 +213,16 @@ Status Run::planLengths() {
 
 void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
                     std::vector<int64_t> &sizes, bool querySegments,
-                    bool keySegments) {
+                    bool keySegments, bool scale) {
   const ValueSpec &spec = program.values[id];
   std::normal_distribution<double> normal(0.0, 1.0);
+  // Dequantization scales differ per head, so that using the wrong one shows.
+  std::uniform_real_distribution<double> scales(0.25, 2.0);
+  // Stored values are the ones the reference sees: round through the type.
   auto rounded = [&](double v) {
-    return spec.dtype == DType::BF16  ? double(fromBF16(toBF16(float(v))))
-           : spec.dtype == DType::F16 ? double(fromF16(toF16(float(v))))
-                                      : v;
+    std::vector<uint8_t> one(bytesOf(spec.dtype));
+    storeElement(spec.dtype, one, 0, v);
+    return loadElement(spec.dtype, one, 0);
   };
   if (spec.kind == ValueSpec::Kind::Buffer) {
     int64_t maxLen = 0;
@@ -244,6 +261,8 @@ void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
         v = double(pos / 37);
       } else if (spec.dtype == DType::I32) {
         v = double((i % sizes.back()) / 37); // document ids along a row
+      } else if (scale) {
+        v = rounded(scales(rng));
       } else {
         v = rounded(normal(rng));
       }
@@ -357,6 +376,19 @@ Status Run::evaluateReference(func::FuncOp func,
         request.q = values[attention.getQuery()].requests[b];
         request.k = values[attention.getKey()].requests[b];
         request.v = values[attention.getValue()].requests[b];
+        if (attention.getKeyScale()) {
+          // The reference attends over the dequantized cache.
+          auto dequantize = [&](std::vector<double> &x, Value scale) {
+            const std::vector<double> &s = values[scale].buffer.data;
+            int64_t heads = variant.kvHeads;
+            int64_t dim = int64_t(x.size()) / std::max<int64_t>(
+                                                  1, request.kvLen * heads);
+            for (size_t i = 0; i < x.size(); ++i)
+              x[i] *= s.size() == 1 ? s[0] : s[(i / dim) % heads];
+          };
+          dequantize(request.k, attention.getKeyScale());
+          dequantize(request.v, attention.getValueScale());
+        }
         if (attention.getQuerySegments()) {
           const auto &qs = values[attention.getQuerySegments()].buffer.data;
           const auto &ks = values[attention.getKeySegments()].buffer.data;
@@ -405,11 +437,15 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
   if (reference.getNumArguments() != program.inputs.size())
     return Status::error(ErrorCode::Internal, "program and function differ");
   // Which arguments are document segments.
-  llvm::DenseSet<Value> querySegments, keySegments;
+  llvm::DenseSet<Value> querySegments, keySegments, scales;
   reference.walk([&](attn::AttentionOp op) {
     if (op.getQuerySegments()) {
       querySegments.insert(op.getQuerySegments());
       keySegments.insert(op.getKeySegments());
+    }
+    if (op.getKeyScale()) {
+      scales.insert(op.getKeyScale());
+      scales.insert(op.getValueScale());
     }
   });
   Binding binding;
@@ -419,7 +455,8 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
   for (auto [arg, id] : llvm::zip(reference.getArguments(), program.inputs)) {
     std::vector<uint8_t> bytes;
     fillInput(id, host[arg], bytes, binding.bufferSizes[id],
-              querySegments.contains(arg), keySegments.contains(arg));
+              querySegments.contains(arg), keySegments.contains(arg),
+              scales.contains(arg));
     if (Status s = upload(bytes, binding.values[id]); !s.ok())
       return s;
   }

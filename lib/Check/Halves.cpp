@@ -48,4 +48,51 @@ float fromF16(uint16_t half) {
   return (half & 0x8000) ? -value : value;
 }
 
+namespace {
+/// A float with `E` exponent bits (bias 2^(E-1) - 1) and `M` mantissa bits,
+/// rounded to nearest even and saturated to `maxCode` (the largest finite
+/// magnitude's bits).
+uint8_t toMinifloat(float value, int E, int M, uint8_t maxCode) {
+  uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  float a = std::fabs(value);
+  if (std::isnan(value))
+    return uint8_t(sign | 0x7f);
+  int bias = (1 << (E - 1)) - 1;
+  int exponent;
+  float mantissa = std::frexp(a, &exponent); // a = m * 2^e, m in [0.5, 1)
+  int biased = exponent - 1 + bias;
+  int code;
+  if (a == 0.0f) {
+    code = 0;
+  } else if (biased <= 0) {
+    // Subnormal: a multiple of 2^(1 - bias - M); rounding up to the
+    // smallest normal gives its code.
+    code = int(std::nearbyint(std::ldexp(a, bias - 1 + M)));
+  } else {
+    int m = int(std::nearbyint((mantissa * 2 - 1) * (1 << M)));
+    code = (biased << M) + m; // m == 2^M carries into the exponent
+  }
+  if (code > maxCode)
+    code = maxCode;
+  return uint8_t(sign | code);
+}
+} // namespace
+
+uint8_t toF8E4M3(float value) { return toMinifloat(value, 4, 3, 0x7e); }
+float fromF8E4M3(uint8_t bits) {
+  int exponent = (bits >> 3) & 0xf, mantissa = bits & 0x7;
+  float value = exponent == 0xf && mantissa == 0x7 ? NAN
+                : exponent == 0 ? std::ldexp(float(mantissa), -9)
+                                : std::ldexp(float(mantissa + 8), exponent - 10);
+  return (bits & 0x80) ? -value : value;
+}
+uint8_t toF8E5M2(float value) { return toMinifloat(value, 5, 2, 0x7b); }
+float fromF8E5M2(uint8_t bits) {
+  int exponent = (bits >> 2) & 0x1f, mantissa = bits & 0x3;
+  float value = exponent == 0x1f ? (mantissa ? NAN : INFINITY)
+                : exponent == 0 ? std::ldexp(float(mantissa), -16)
+                                : std::ldexp(float(mantissa + 4), exponent - 17);
+  return (bits & 0x80) ? -value : value;
+}
+
 } // namespace attnc

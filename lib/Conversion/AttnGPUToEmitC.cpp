@@ -34,6 +34,10 @@ std::string cppElementType(Type type) {
     return "attnc::bf16";
   if (type.isF16())
     return "attnc::f16";
+  if (isa<Float8E4M3FNType>(type))
+    return "attnc::f8e4m3";
+  if (isa<Float8E5M2Type>(type))
+    return "attnc::f8e5m2";
   if (type.isF32())
     return "float";
   if (type.isInteger(32))
@@ -97,6 +101,7 @@ private:
     os << "struct " << name << "_config {\n";
     os << "  using Elem = " << cppElementType(q.getElementType()) << ";\n";
     os << "  using Out = " << cppElementType(out.getElementType()) << ";\n";
+    os << "  using KVElem = " << cppElementType(kv.getElementType()) << ";\n";
     member("int", "kHeadDimQK", q.getHeadDim());
     member("int", "kHeadDimV", out.getHeadDim());
     member("int", "kNumQHeads", q.getNumHeads());
@@ -132,6 +137,13 @@ private:
     flag("kScoreMod", !kernel.getScoreMod().empty());
     flag("kMaskMod", !kernel.getMaskMod().empty());
     flag("kSegments", kernel.getSegments());
+    // An fp8 cache's scales: one per tensor, or one per KV head.
+    auto perHead = [](std::optional<Type> scale) {
+      return scale && cast<MemRefType>(*scale).getDimSize(0) > 1;
+    };
+    flag("kKVScales", kernel.getKeyScale().has_value());
+    flag("kKScalePerHead", perHead(kernel.getKeyScale()));
+    flag("kVScalePerHead", perHead(kernel.getValueScale()));
     flag("kHasLse", kernel.getHasLse());
     flag("kQInRegs", plan.getQueryInRegisters());
     os << "  static __device__ __forceinline__ float scoreMod(float s, int b, "

@@ -20,6 +20,11 @@ UnitAttr unitIf(OpBuilder &b, bool set) {
   return set ? b.getUnitAttr() : UnitAttr();
 }
 
+/// The type of an optional operand, or no attribute.
+TypeAttr typeIf(Value value) {
+  return value ? TypeAttr::get(value.getType()) : TypeAttr();
+}
+
 /// Modifiers, then the masks on the tiles the mask analysis says need them.
 void buildModifyScores(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
                        Value tile) {
@@ -212,6 +217,7 @@ struct AttnLowerToGPUPass
         op.getWindowAttr(), op.getSinksAttr(),
         b.getF32FloatAttr(op.getEffectiveScale()), softcap, op.getAlibiAttr(),
         unitIf(b, op.getQuerySegments() != nullptr),
+        typeIf(op.getKeyScale()), typeIf(op.getValueScale()),
         b.getTypeArrayAttr(captureTypes));
     symbols.insert(kernel);
     kernel.getScoreMod().takeBody(op.getScoreMod());

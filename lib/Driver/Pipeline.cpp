@@ -119,6 +119,10 @@ FailureOr<DType> dtypeOf(Type type, Location loc) {
     return DType::I32;
   if (type.isInteger(64))
     return DType::I64;
+  if (isa<Float8E4M3FNType>(type))
+    return DType::F8E4M3;
+  if (isa<Float8E5M2Type>(type))
+    return DType::F8E5M2;
   return emitError(loc) << "no GPU buffers of type " << type << " yet";
 }
 
@@ -234,6 +238,7 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
       }
       spec.hasLse = attention.getHasLse();
       spec.segments = attention.getSegments();
+      spec.kvScales = attention.getKeyScale().has_value();
       spec.splitResults = spec.kvSplits > 1;
     } else {
       spec.kind = LaunchSpec::Kind::Merge;

@@ -46,22 +46,31 @@ int64_t scoreWork(AttentionOp op) {
          bool(op.getQuerySegments());
 }
 
-/// Names the first feature of `op` that the GPU pipeline cannot compile,
-/// or returns an empty string.
-std::string unsupportedFeature(AttentionOp op) {
+bool isFp8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
+
+/// Bytes of one stored key or value element.
+int64_t kvElementBytes(AttentionOp op) {
+  return op.getKVElementType().getIntOrFloatBitWidth() / 8;
+}
+
+/// Names the first feature of `op` that the GPU pipeline cannot compile
+/// for `arch`, or returns an empty string.
+std::string unsupportedFeature(AttentionOp op, StringRef arch) {
   if (op.isLatent())
     return "multi-head latent attention (!attn.latent_kv)";
   auto key = cast<KVType>(op.getKey().getType());
   Type element = key.getElementType();
-  if (!element.isBF16() && !element.isF16())
-    return "a " + [&] {
-      std::string s;
-      llvm::raw_string_ostream os(s);
-      os << element;
-      return s;
-    }() + " key/value cache (bf16 and f16 only)";
-  if (op.getQuery().getType().getElementType() != element)
+  Type query = op.getQuery().getType().getElementType();
+  if (!query.isBF16() && !query.isF16())
+    return "queries of another element type than bf16 or f16";
+  if (isFp8(element)) {
+    // cvt from fp8 pairs, which the widening takes, came with sm_89.
+    if (arch != "sm_89" && arch != "sm_90a")
+      return "an fp8 key/value cache on " + arch.str() +
+             " (fp8 conversions need sm_89 or newer)";
+  } else if (query != element) {
     return "queries of another element type than the keys";
+  }
   if (std::string dims = unsupportedHeadDims(op); !dims.empty())
     return dims;
   if (op.getQuerySegments() && key.getLayout() == TokenLayout::Paged)
@@ -87,7 +96,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       return signalPassFailure();
     module->setAttr(attn_gpu::AttnGPUDialect::kTargetAnnotation, target);
     WalkResult result = module.walk([&](AttentionOp op) {
-      std::string feature = unsupportedFeature(op);
+      std::string feature = unsupportedFeature(op, arch);
       if (!feature.empty()) {
         op.emitOpError("cannot be compiled for the GPU yet: ") << feature;
         return WalkResult::interrupt();
@@ -159,7 +168,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     };
     PlanAttr deeper = plan(3);
     if (!heavy && deeper.getSharedMemoryBytes(op.getQKHeadDim(),
-                                              op.getVHeadDim()) <= smem)
+                                              op.getVHeadDim(),
+                                              kvElementBytes(op)) <= smem)
       return deeper;
     return plan(2);
   }
@@ -167,8 +177,9 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   FailureOr<PlanAttr> choosePlan(AttentionOp op) {
     MLIRContext *ctx = &getContext();
     int64_t qkDim = op.getQKHeadDim(), vDim = op.getVHeadDim();
+    int64_t kvBytes = kvElementBytes(op);
     auto fits = [&](PlanAttr plan) {
-      return plan.getSharedMemoryBytes(qkDim, vDim) <= smem;
+      return plan.getSharedMemoryBytes(qkDim, vDim, kvBytes) <= smem;
     };
     PlanAttr plan;
     if (op.getQuery().getType().getSeqLen() == 1) {
@@ -188,11 +199,15 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
         return PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4, stages,
                              maxSplits, queryInRegisters);
       };
-      int64_t stages = decodeStages > 0 ? decodeStages : 3;
+      // An fp8 stage holds half the bytes: a fourth stage keeps as many
+      // in flight at two CTAs per SM, with the widened tiles beside them.
+      int64_t stages = decodeStages > 0 ? decodeStages : kvBytes < 2 ? 4 : 3;
       while (stages > 2 && !fits(decode(stages)))
         --stages;
       plan = decode(stages);
-    } else if (StringRef(arch) == "sm_90a") {
+    } else if (StringRef(arch) == "sm_90a" && kvBytes == 2) {
+      // The producer's bulk copies land K/V tiles where wgmma reads them:
+      // an fp8 cache, widened in between, takes the mma.sync schedule.
       plan = warpSpecialized(op);
     } else {
       // Past head dim 128 the output accumulators need the registers: half

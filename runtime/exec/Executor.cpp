@@ -240,13 +240,19 @@ Status Executor::launchAttention(const LaunchSpec &launch,
       (p.k ? p.v : p.k) = ptr;
       break;
     case ValueSpec::Kind::Buffer: {
+      // Segment ids, then scales, then captures: the operands' order.
       int index = buffers++;
       if (launch.segments && index < 2) {
         (index == 0 ? p.q_segments : p.kv_segments) =
             static_cast<const i32 *>(ptr);
         break;
       }
-      int capture = index - (launch.segments ? 2 : 0);
+      index -= launch.segments ? 2 : 0;
+      if (launch.kvScales && index < 2) {
+        (index == 0 ? p.k_scale : p.v_scale) = static_cast<const float *>(ptr);
+        break;
+      }
+      int capture = index - (launch.kvScales ? 2 : 0);
       if (capture >= limits::kMaxCaptures)
         return Status::error(ErrorCode::Internal,
                              "more captured buffers than the verifier allows");

@@ -48,6 +48,9 @@ struct LaunchSpec {
   /// 0 for kernels that take no tensor maps.
   int64_t qBoxRows = 0, kvBoxRows = 0;
   bool hasLse = false, segments = false;
+  /// Whether buffers after the segment ids are an fp8 cache's key and
+  /// value scales.
+  bool kvScales = false;
   /// Whether the results are split-KV partial states for a merge.
   bool splitResults = false;
 };

@@ -45,3 +45,21 @@ func.func @prefill_paged1(%q: !attn.q<?x32x128xbf16, ragged>,
       -> !attn.out<?x32x128xbf16, ragged>
   return %out : !attn.out<?x32x128xbf16, ragged>
 }
+
+// -----
+
+// An fp8 cache's element type and its scales reach the kernel's config.
+// CHECK-LABEL: func.func @fp8_decode
+// CHECK: verbatim "struct attention_config {
+// CHECK-SAME: using KVElem = attnc::f8e4m3;
+// CHECK-SAME: static constexpr bool kKVScales = true;
+// CHECK-SAME: static constexpr bool kKScalePerHead = false;
+// CHECK-SAME: static constexpr bool kVScalePerHead = true;
+func.func @fp8_decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xf8E4M3FN>,
+                      %v: !attn.kv<?x8x128xf8E4M3FN>,
+                      %ks: memref<1xf32>, %vs: memref<8xf32>) -> !attn.out<1x32x128xbf16> {
+  %out = attn.attention(%q, %k, %v) kv_scales(%ks, %vs : memref<1xf32>, memref<8xf32>)
+      : !attn.q<1x32x128xbf16>, !attn.kv<?x8x128xf8E4M3FN>, !attn.kv<?x8x128xf8E4M3FN>
+      -> !attn.out<1x32x128xbf16>
+  return %out : !attn.out<1x32x128xbf16>
+}

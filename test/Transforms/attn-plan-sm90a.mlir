@@ -95,3 +95,32 @@ func.func @segments_prefill(%q: !attn.q<?x16x128xbf16, ragged>, %k: !attn.kv<?x1
       -> !attn.out<?x16x128xbf16, ragged>
   return %out : !attn.out<?x16x128xbf16, ragged>
 }
+
+// -----
+
+// An fp8 cache is widened between its bulk copies and the products, so it
+// takes the mma.sync schedules even on sm_90a: decode with four stages (a
+// stage holds half the bytes of a 16-bit one) ...
+// CHECK-LABEL: func.func @fp8_decode
+// CHECK: attn_gpu.plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 4, kv_splits = 16, q_in_regs = true>
+func.func @fp8_decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>>,
+                      %v: !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>>,
+                      %ks: memref<1xf32>, %vs: memref<8xf32>) -> !attn.out<1x32x128xbf16> {
+  %out = attn.attention(%q, %k, %v) kv_scales(%ks, %vs : memref<1xf32>, memref<8xf32>)
+      : !attn.q<1x32x128xbf16>, !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>>,
+        !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>> -> !attn.out<1x32x128xbf16>
+  return %out : !attn.out<1x32x128xbf16>
+}
+
+// -----
+
+// ... and the mma.sync prefill for chunked prefill over the cache.
+// CHECK-LABEL: func.func @fp8_chunked_prefill
+// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 128 x 64, warps = 8 x 1, stages = 2, kv_splits = 1, q_in_regs = true>
+func.func @fp8_chunked_prefill(%q: !attn.q<?x32x128xf16, ragged>, %k: !attn.kv<?x8x128xf8E5M2, paged<16, hnd>>,
+                               %v: !attn.kv<?x8x128xf8E5M2, paged<16, hnd>>) -> !attn.out<?x32x128xf16, ragged> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x32x128xf16, ragged>, !attn.kv<?x8x128xf8E5M2, paged<16, hnd>>,
+        !attn.kv<?x8x128xf8E5M2, paged<16, hnd>> -> !attn.out<?x32x128xf16, ragged>
+  return %out : !attn.out<?x32x128xf16, ragged>
+}

@@ -18,10 +18,9 @@ namespace {
 // is a change here alone.
 //
 // Snippets stay within what the C++ emitter lowers: remainders are signed
-// (`arith.remui` and `arith.divui` on index have no EmitC lowering yet), and
-// `math.tanh` has none either: a tanh cap compiles where attn-canonicalize
-// folds it into a `softcap` attribute, and is refused by name where it
-// cannot (behind a softcap or ALiBi, which apply before score_mod).
+// (`arith.remui` and `arith.divui` on index have no EmitC lowering yet). A
+// tanh cap becomes a `softcap` attribute where attn-canonicalize can raise
+// it, and a `tanhf` call behind a softcap or ALiBi (which apply first).
 //===----------------------------------------------------------------------===//
 
 const char *const kScoreModArgs =
@@ -205,6 +204,8 @@ struct Draw {
   std::vector<std::string> features; // for the summary
   const Snippet *scoreMod = nullptr, *maskMod = nullptr;
   bool segments = false, lse = false;
+  /// Sizes of an fp8 cache's key and value scales (0: none).
+  int kScaleSize = 0, vScaleSize = 0;
 };
 
 std::string formatFloat(double value) {
@@ -307,15 +308,8 @@ void drawSemantics(Random &rng, Draw &d, const GeneratorOptions &options,
   }
   if (alibi)
     d.attrs.push_back("alibi");
-  if (rng.chance(20)) {
+  if (rng.chance(20))
     d.scoreMod = &rng.pick(kScoreMods);
-    if (d.scoreMod->tanh && (softcap || alibi)) {
-      if (options.unsupported)
-        refusals.push_back("score_mod region the C++ emitter cannot express");
-      else
-        d.scoreMod = nullptr;
-    }
-  }
   if (rng.chance(15))
     d.maskMod = &rng.pick(kMaskMods);
   if (rng.chance(10) && (options.unsupported || !d.paged)) {
@@ -331,9 +325,13 @@ void drawElements(Random &rng, Draw &d, const GeneratorOptions &options,
   d.elem = rng.chance(70) ? "bf16" : "f16";
   d.kvElem = d.elem;
   d.outElem = rng.chance(15) ? "f32" : d.elem;
-  if (options.unsupported && rng.chance(4)) {
+  if (rng.chance(12)) {
+    // An fp8 cache, mostly with scales, per tensor or per KV head.
     d.kvElem = rng.chance(50) ? "f8E4M3FN" : "f8E5M2";
-    refusals.push_back("key/value cache (bf16 and f16 only)");
+    if (rng.chance(75)) {
+      d.kScaleSize = rng.chance(50) ? 1 : d.kvHeads;
+      d.vScaleSize = rng.chance(50) ? 1 : d.kvHeads;
+    }
   }
 }
 
@@ -375,6 +373,10 @@ std::string print(const Draw &d, const std::string &name) {
     s << ", %v: " << v;
   if (d.segments)
     s << ", %q_docs: " << qSegType << ", %kv_docs: " << kSegType;
+  std::string kScaleType = "memref<" + std::to_string(d.kScaleSize) + "xf32>";
+  std::string vScaleType = "memref<" + std::to_string(d.vScaleSize) + "xf32>";
+  if (d.kScaleSize)
+    s << ", %k_scale: " << kScaleType << ", %v_scale: " << vScaleType;
   s << regions.functionArgs;
   std::string results = out + (d.lse ? ", " + lse : "");
   s << ")\n    -> (" << results << ") {\n";
@@ -382,6 +384,9 @@ std::string print(const Draw &d, const std::string &name) {
     << (d.latent ? "" : ", %v") << ")";
   if (d.segments)
     s << " segments(%q_docs, %kv_docs : " << qSegType << ", " << kSegType
+      << ")";
+  if (d.kScaleSize)
+    s << " kv_scales(%k_scale, %v_scale : " << kScaleType << ", " << vScaleType
       << ")";
   s << regions.capturesClause;
   if (!d.attrs.empty()) {
@@ -404,6 +409,8 @@ std::string summarize(const Draw &d) {
     << " " << d.elem;
   if (d.kvElem != d.elem)
     s << " kv " << d.kvElem;
+  if (d.kScaleSize)
+    s << " scales " << d.kScaleSize << "/" << d.vScaleSize;
   if (d.outElem != d.elem)
     s << " out " << d.outElem;
   s << (d.raggedQ ? " q ragged" : d.qSeq > 1 ? " q static" : " q dense");
@@ -479,6 +486,7 @@ Variant generateVariant(uint64_t seed, uint64_t index,
     d.vDim = 128;
     d.kvHeads = 1;
     d.segments = false;
+    d.kScaleSize = d.vScaleSize = 0;
     refusals = {"multi-head latent attention"};
   }
   v.decode = d.decode;

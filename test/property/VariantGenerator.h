@@ -39,7 +39,7 @@ struct Variant {
 };
 
 struct GeneratorOptions {
-  /// Allow features the GPU pipeline refuses by name (fp8 and latent caches,
+  /// Allow features the GPU pipeline refuses by name (latent caches,
   /// head dims off the grid, segments with pages).
   bool unsupported = true;
   /// Cap query heads and sequence lengths so that the double-precision

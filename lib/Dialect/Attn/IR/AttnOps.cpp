@@ -75,6 +75,12 @@ int64_t AttentionOp::getStaticKVLen() {
   return cast<LatentKVType>(getKey().getType()).getSeqLen();
 }
 
+Type AttentionOp::getKVElementType() {
+  if (auto kv = dyn_cast<KVType>(getKey().getType()))
+    return kv.getElementType();
+  return cast<LatentKVType>(getKey().getType()).getElementType();
+}
+
 void AttentionOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   setNameFn(getOutput(), "out");
   if (getLse())
@@ -202,6 +208,19 @@ LogicalResult verifySegments(AttentionOp op, Value segments, StringRef role,
   return success();
 }
 
+/// A dequantization scale: one f32 per tensor or one per KV head.
+LogicalResult verifyScale(AttentionOp op, Value scale, StringRef role) {
+  auto type = cast<MemRefType>(scale.getType());
+  int64_t heads = op.getNumKVHeads();
+  if (!type.getElementType().isF32() || type.getRank() != 1 ||
+      !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+      (type.getDimSize(0) != 1 && type.getDimSize(0) != heads))
+    return op.emitOpError()
+           << role << " scale must be memref<1xf32> (per tensor) or memref<"
+           << heads << "xf32> (per KV head), got " << type;
+  return success();
+}
+
 bool isCapturableElementType(Type type) {
   return type.isInteger(32) || type.isInteger(64) || type.isF32();
 }
@@ -276,6 +295,17 @@ LogicalResult AttentionOp::verify() {
     if (failed(verifySegments(*this, getQuerySegments(), "query",
                               query.getLayout())) ||
         failed(verifySegments(*this, getKeySegments(), "key", keyLayout)))
+      return failure();
+  }
+  if (static_cast<bool>(getKeyScale()) != static_cast<bool>(getValueScale()))
+    return emitOpError("key and value scales must be given together");
+  if (getKeyScale()) {
+    if (!isFp8(getKVElementType()))
+      return emitOpError("kv_scales dequantize an fp8 key/value cache; the "
+                         "cache holds ")
+             << getKVElementType();
+    if (failed(verifyScale(*this, getKeyScale(), "key")) ||
+        failed(verifyScale(*this, getValueScale(), "value")))
       return failure();
   }
   if (getCaptures().size() > size_t(limits::kMaxCaptures))

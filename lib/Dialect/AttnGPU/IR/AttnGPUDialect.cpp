@@ -127,7 +127,8 @@ LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const {
+int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim,
+                                       int64_t kvBytes) const {
   if (isWarpSpecialized()) {
     // WarpSpecializedShape<C>::kSmemBytes, which static_asserts agreement:
     // 128-byte swizzled tiles stored as 64-column blocks (a part-filled
@@ -149,11 +150,13 @@ int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim) const {
   }
   // The emitter passes this size to the device as C::kSmemBytes, where
   // Shape<C> static_asserts that its tiles fill exactly this much: the
-  // query tile and `stages` K/V tiles in 16-bit elements during the loop,
-  // then, in the epilogue, each warp column's f32 output tile and row
-  // statistics.
-  int64_t loop =
-      2 * (getBlockM() * qkDim + getStages() * getBlockN() * (qkDim + vDim));
+  // query tile in 16-bit elements and `stages` K/V tiles as the cache
+  // stores them during the loop (with one 16-bit K and V tile that an fp8
+  // cache is widened into), then, in the epilogue, each warp column's f32
+  // output tile and row statistics.
+  int64_t kvTile = getBlockN() * (qkDim + vDim);
+  int64_t loop = 2 * getBlockM() * qkDim + getStages() * kvTile * kvBytes +
+                 (kvBytes < 2 ? 2 * kvTile : 0);
   int64_t epilogue = 4 * getWarpsN() * getBlockM() * (vDim + 3);
   return std::max(loop, epilogue);
 }

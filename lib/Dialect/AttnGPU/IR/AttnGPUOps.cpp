@@ -18,7 +18,9 @@ using namespace mlir::attn_gpu;
 int64_t KernelOp::getSharedMemoryBytes() {
   return getPlan().getSharedMemoryBytes(
       cast<attn::QueryType>(getQuery()).getHeadDim(),
-      cast<attn::OutputType>(getOutput()).getHeadDim());
+      cast<attn::OutputType>(getOutput()).getHeadDim(),
+      cast<attn::KVType>(getKey()).getElementType().getIntOrFloatBitWidth() /
+          8);
 }
 
 int64_t KernelOp::getKVBoxRows() {
@@ -73,6 +75,10 @@ LogicalResult KernelOp::verify() {
     if (getTarget().getArch() != "sm_90a")
       return emitOpError("a warp_specialized plan needs sm_90a, the target is ")
              << getTarget().getArch();
+    if (key.getElementType() != query.getElementType())
+      return emitOpError("a warp_specialized plan reads keys of the queries' "
+                         "element type, got ")
+             << key.getElementType();
   }
   return success();
 }

@@ -36,7 +36,9 @@ namespace attnc {
   X(F16, "f16", 2)                                                             \
   X(F32, "f32", 4)                                                             \
   X(I32, "i32", 4)                                                             \
-  X(I64, "i64", 8)
+  X(I64, "i64", 8)                                                             \
+  X(F8E4M3, "f8E4M3FN", 1) /* fp8 KV caches: 4 exponent bits, no inf */        \
+  X(F8E5M2, "f8E5M2", 1)   /* fp8 KV caches: 5 exponent bits */
 
 // X(enumerator, IR keyword): which visited KV tiles need the per-element
 // mask, as attn-analyze-masks decided.

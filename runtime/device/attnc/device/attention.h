@@ -7,6 +7,10 @@
 // BlockN / WarpsN slice of every KV tile, keeps its own online-softmax state
 // and the warps' states are merged in shared memory at the end.
 //
+// An fp8 cache lands in the pipeline stages at one byte per element; once a
+// tile is in, each thread widens the chunks it copied into one 16-bit K and V
+// tile that the products read (widen.h).
+//
 // Generated kernels drive the CTA through the free functions at the bottom,
 // one per attn_gpu op.
 //
@@ -20,6 +24,7 @@
 #include "attnc/device/mma.h"
 #include "attnc/device/params.h"
 #include "attnc/device/prelude.h"
+#include "attnc/device/widen.h"
 
 namespace attnc {
 
@@ -39,8 +44,12 @@ template <class C> struct Shape {
   static constexpr int kQElems = kBlockM * kD;
   static constexpr int kKElems = kBlockN * kD;
   static constexpr int kVElems = kBlockN * kDV;
+  /// Bytes of a K/V element in the cache, and whether it is widened.
+  static constexpr int kKVBytes = sizeof(typename C::KVElem);
+  static constexpr bool kWiden = kNarrow<typename C::KVElem>;
   static constexpr int kLoopBytes =
-      2 * (kQElems + C::kStages * (kKElems + kVElems));
+      2 * kQElems + C::kStages * (kKElems + kVElems) * kKVBytes +
+      (kWiden ? 2 * (kKElems + kVElems) : 0);
   static constexpr int kEpilogueBytes = 4 * C::kWarpsN * kBlockM * (kDV + 3);
   static_assert((kLoopBytes > kEpilogueBytes ? kLoopBytes : kEpilogueBytes) ==
                     C::kSmemBytes,
@@ -59,13 +68,14 @@ struct AttentionCta
   using S = Shape<C>;
   using Rows = MaskedRows<C, S::kBlockM, S::kBlockN, C::kGroup>;
   using Elem = typename C::Elem;
+  using KVElem = typename C::KVElem;
   using M = Mma<Elem>;
   using Rows::batch, Rows::rowBegin, Rows::rows, Rows::qLen, Rows::kvLen,
       Rows::qToken0, Rows::kvToken0, Rows::pageBegin, Rows::tileBegin,
       Rows::tileEnd, Rows::p, Rows::split, Rows::queryOf, Rows::headOf,
       Rows::tileAt;
 
-  u16 *smem;
+  u8 *smem;
   int kvHead;
   int warp, lane, wm, wn;
   float s[S::kNTiles][4];
@@ -76,7 +86,7 @@ struct AttentionCta
   /// The rows a thread copies of each K/V tile when every thread keeps one
   /// 16-byte chunk column of rows of `Dim` elements.
   template <int Dim> struct CopyRows {
-    static constexpr int kChunks = Dim / 8;
+    static constexpr int kChunks = Dim * S::kKVBytes / 16;
     static constexpr bool kOneColumn = S::kThreads % kChunks == 0;
     static constexpr int kStep = kOneColumn ? S::kThreads / kChunks : 1;
     static constexpr int kCount = (S::kBlockN + kStep - 1) / kStep;
@@ -92,12 +102,31 @@ struct AttentionCta
   int pages[kPagesAhead ? CopyRows<S::kD>::kCount : 1];
   static constexpr int kPageSlots = C::kPageSize > 0 ? C::kPageSize : 1;
 
-  ATTNC_DEVICE u16 *qTile() { return smem; }
+  ATTNC_DEVICE u16 *qTile() { return reinterpret_cast<u16 *>(smem); }
+  /// Pipeline stage `stage` of K and V as the cache stores them.
+  ATTNC_DEVICE u8 *kStage(int stage) {
+    return smem + 2 * S::kQElems + stage * S::kKElems * S::kKVBytes;
+  }
+  ATTNC_DEVICE u8 *vStage(int stage) {
+    return kStage(C::kStages) + stage * S::kVElems * S::kKVBytes;
+  }
+  /// The 16-bit K and V tiles the products read: the stage itself, or the
+  /// one tile an fp8 stage is widened into.
   ATTNC_DEVICE u16 *kTile(int stage) {
-    return smem + S::kQElems + stage * S::kKElems;
+    return reinterpret_cast<u16 *>(S::kWiden ? vStage(C::kStages)
+                                             : kStage(stage));
   }
   ATTNC_DEVICE u16 *vTile(int stage) {
-    return smem + S::kQElems + C::kStages * S::kKElems + stage * S::kVElems;
+    return reinterpret_cast<u16 *>(S::kWiden ? vStage(C::kStages) +
+                                                   2 * S::kKElems
+                                             : vStage(stage));
+  }
+  /// Byte offset of 16-byte chunk `chunk` of row `row` in a stage of rows
+  /// of `Dim` elements: swizzled for the products' ldmatrix, or plain
+  /// where only the copying thread reads it back to widen it.
+  template <int Dim> ATTNC_DEVICE static int stageOffset(int row, int chunk) {
+    return S::kWiden ? row * Dim + chunk * 16
+                     : 2 * swizzle<Dim>(row, chunk * 8);
   }
   /// Row (0 or 1) of this thread's accumulators -> row within the CTA.
   ATTNC_DEVICE int localRow(int half) const {
@@ -107,7 +136,7 @@ struct AttentionCta
   // --- Setup ----------------------------------------------------------------
   /// Returns false for a CTA past the end of its request.
   ATTNC_DEVICE bool begin(const AttnParams &params, void *sharedMem) {
-    smem = static_cast<u16 *>(sharedMem);
+    smem = static_cast<u8 *>(sharedMem);
     kvHead = blockIdx.y / params.num_splits;
     warp = threadIdx.x / 32;
     lane = threadIdx.x % 32;
@@ -145,20 +174,20 @@ struct AttentionCta
 
   /// First element of key/value row `key` of this CTA's KV head.
   template <int Dim>
-  ATTNC_DEVICE const Elem *kvRow(const void *base, i64 pageStride,
+  ATTNC_DEVICE const KVElem *kvRow(const void *base, i64 pageStride,
                                  int key) const {
     if (C::kKVLayout == TokenLayout::Paged)
       return pagedRow<Dim>(base, pageStride,
                            p->page_indices[pageBegin + key / kPageSlots], key);
-    return static_cast<const Elem *>(base) +
+    return static_cast<const KVElem *>(base) +
            (i64(kvToken0 + key) * C::kNumKVHeads + kvHead) * Dim;
   }
 
   /// First element of key/value row `key`, which lies in page `page`.
   template <int Dim>
-  ATTNC_DEVICE const Elem *pagedRow(const void *base, i64 pageStride, int page,
-                                    int key) const {
-    return static_cast<const Elem *>(base) + i64(page) * pageStride +
+  ATTNC_DEVICE const KVElem *pagedRow(const void *base, i64 pageStride,
+                                      int page, int key) const {
+    return static_cast<const KVElem *>(base) + i64(page) * pageStride +
            pagedSlotOffset(C::kPageOrder, kvHead, key % kPageSlots, kPageSlots,
                            C::kNumKVHeads, Dim);
   }
@@ -182,7 +211,7 @@ struct AttentionCta
   /// Copies this thread's column of tile `t` with the pages `readPages`
   /// found.
   template <int Dim>
-  ATTNC_DEVICE void loadPagedColumn(u16 *tile, const void *base, i64 pageStride,
+  ATTNC_DEVICE void loadPagedColumn(u8 *tile, const void *base, i64 pageStride,
                                     int t) {
     using Rows = CopyRows<Dim>;
     int chunk = threadIdx.x % Rows::kChunks;
@@ -194,39 +223,69 @@ struct AttentionCta
         break;
       int key = n * S::kBlockN + row;
       bool valid = key < kvLen;
-      const Elem *src =
+      const KVElem *src =
           pagedRow<Dim>(base, pageStride, pages[i], valid ? key : 0);
-      cpAsync16(sharedAddress(tile + swizzle<Dim>(row, chunk * 8)),
-                src + chunk * 8, valid);
+      cpAsync16(sharedAddress(tile + stageOffset<Dim>(row, chunk)),
+                src + chunk * kChunkElems, valid);
     }
   }
 
+  /// Elements of a K/V row in one 16-byte chunk.
+  static constexpr int kChunkElems = 16 / S::kKVBytes;
+
   template <int Dim>
-  ATTNC_DEVICE void loadKVChunk(u16 *tile, const void *base, i64 pageStride,
+  ATTNC_DEVICE void loadKVChunk(u8 *tile, const void *base, i64 pageStride,
                                 int n, int row, int chunk) {
     int key = n * S::kBlockN + row;
     bool valid = key < kvLen;
-    const Elem *src = kvRow<Dim>(base, pageStride, valid ? key : 0);
-    cpAsync16(sharedAddress(tile + swizzle<Dim>(row, chunk * 8)),
-              src + chunk * 8, valid);
+    const KVElem *src = kvRow<Dim>(base, pageStride, valid ? key : 0);
+    cpAsync16(sharedAddress(tile + stageOffset<Dim>(row, chunk)),
+              src + chunk * kChunkElems, valid);
   }
 
-  template <int Dim>
-  ATTNC_DEVICE void loadKVTile(u16 *tile, const void *base, i64 pageStride,
-                               int n) {
+  /// Calls `f(row, chunk)` for each 16-byte chunk of a K/V tile of rows of
+  /// `Dim` elements that this thread copies (and, for an fp8 cache, widens).
+  template <int Dim, typename F> ATTNC_DEVICE static void forEachChunk(F f) {
     using Rows = CopyRows<Dim>;
     constexpr int chunks = Rows::kChunks;
     if constexpr (Rows::kOneColumn) {
       // Every thread keeps one chunk column and steps over whole rows.
       int chunk = threadIdx.x % chunks;
       for (int row = threadIdx.x / chunks; row < S::kBlockN; row += Rows::kStep)
-        loadKVChunk<Dim>(tile, base, pageStride, n, row, chunk);
+        f(row, chunk);
     } else {
       // Rows of 10, 12, 14, ... chunks do not divide the CTA: walk the tile's
       // chunks in order, so a pass ends within a row.
       for (int idx = threadIdx.x; idx < S::kBlockN * chunks; idx += S::kThreads)
-        loadKVChunk<Dim>(tile, base, pageStride, n, idx / chunks, idx % chunks);
+        f(idx / chunks, idx % chunks);
     }
+  }
+
+  template <int Dim>
+  ATTNC_DEVICE void loadKVTile(u8 *tile, const void *base, i64 pageStride,
+                               int n) {
+    forEachChunk<Dim>([&](int row, int chunk) {
+      loadKVChunk<Dim>(tile, base, pageStride, n, row, chunk);
+    });
+  }
+
+  /// Widens the fp8 chunks this thread copied of a stage into the 16-bit
+  /// tile. Chunk c of a row becomes 16-bit chunks 2c and 2c + 1, stored in
+  /// an order that keeps each quarter-warp's stores on distinct banks.
+  template <int Dim>
+  ATTNC_DEVICE void widenTile(const u8 *stage, u16 *tile) {
+    forEachChunk<Dim>([&](int row, int chunk) {
+      uint4 in = *reinterpret_cast<const uint4 *>(stage +
+                                                  stageOffset<Dim>(row, chunk));
+      uint4 out[2];
+      widenChunk<KVElem, Elem>(in, out);
+      bool oddFirst = (chunk >> 2) & 1;
+      int first = 2 * chunk + oddFirst, second = 2 * chunk + !oddFirst;
+      *reinterpret_cast<uint4 *>(tile + swizzle<Dim>(row, first * 8)) =
+          oddFirst ? out[1] : out[0];
+      *reinterpret_cast<uint4 *>(tile + swizzle<Dim>(row, second * 8)) =
+          oddFirst ? out[0] : out[1];
+    });
   }
 
   /// Issues the loads of visible tile number `t` (if it exists) into its
@@ -237,24 +296,32 @@ struct AttentionCta
       if constexpr (kPagesAhead) {
         if (pagesTile != t)
           readPages(t);
-        loadPagedColumn<S::kD>(kTile(stage), p->k, p->k_page_stride, t);
-        loadPagedColumn<S::kDV>(vTile(stage), p->v, p->v_page_stride, t);
+        loadPagedColumn<S::kD>(kStage(stage), p->k, p->k_page_stride, t);
+        loadPagedColumn<S::kDV>(vStage(stage), p->v, p->v_page_stride, t);
         if (t + 1 < tileEnd)
           readPages(t + 1);
       } else {
         int n = tileAt(t);
-        loadKVTile<S::kD>(kTile(stage), p->k, p->k_page_stride, n);
-        loadKVTile<S::kDV>(vTile(stage), p->v, p->v_page_stride, n);
+        loadKVTile<S::kD>(kStage(stage), p->k, p->k_page_stride, n);
+        loadKVTile<S::kDV>(vStage(stage), p->v, p->v_page_stride, n);
       }
     }
     cpAsyncCommit();
   }
 
   /// Waits until tile `t` has landed and every warp is done with the stage
-  /// the next prefetch overwrites.
+  /// the next prefetch overwrites (and, for an fp8 cache, with the 16-bit
+  /// tiles, which it then widens tile `t` into: a thread reads back only
+  /// the chunks it copied, so they need no barrier before).
   ATTNC_DEVICE void waitTile(int t) {
     cpAsyncWait<C::kStages - 2>();
     __syncthreads();
+    if constexpr (S::kWiden) {
+      int stage = (t - tileBegin) % C::kStages;
+      widenTile<S::kD>(kStage(stage), kTile(stage));
+      widenTile<S::kDV>(vStage(stage), vTile(stage));
+      __syncthreads();
+    }
     if (C::kQInRegs && t == tileBegin)
       for (int kk = 0; kk < S::kD / 16; ++kk)
         loadQueryFragment(qFrag[kk], kk);
@@ -387,7 +454,9 @@ struct AttentionCta
       for (int w = 0; w < C::kWarpsN; ++w)
         sum += sums[w * S::kBlockM + row] *
                fastExp2(maxes[w * S::kBlockM + row] - base);
-      float factor = sum > 0.0f ? fastExp2(rowMax[half] - base) / sum : 0.0f;
+      float factor =
+          sum > 0.0f ? fastExp2(rowMax[half] - base) / sum * this->valueScale()
+                     : 0.0f;
       if (wn == 0 && lane % 4 == 0)
         lses[row] = sum > 0.0f ? (base + fastLog2(sum)) * kLn2 : negInf();
       for (int dt = 0; dt < S::kDTiles; ++dt)

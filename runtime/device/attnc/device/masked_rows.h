@@ -37,6 +37,8 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
   int batch, head0, split, rowBegin, rows;
   int qLen, kvLen, qToken0, kvToken0, pageBegin;
   int firstPos, lastPos; // positions of the CTA's first and last query
+  // An fp8 cache's dequantization scales for the CTA's KV head.
+  float kScale = 1.0f, vScale = 1.0f;
   int sinkTiles, mainBegin, mainEnd, tileBegin, tileEnd;
 
   ATTNC_DEVICE int queryOf(int row) const { return row / RowsPerToken; }
@@ -77,6 +79,11 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     } else {
       kvToken0 = batch * params.kv_len;
       kvLen = params.kv_len;
+    }
+    if (C::kKVScales) {
+      int kvHead = firstHead / (C::kNumQHeads / C::kNumKVHeads);
+      kScale = params.k_scale[C::kKScalePerHead ? kvHead : 0];
+      vScale = params.v_scale[C::kVScalePerHead ? kvHead : 0];
     }
     firstPos = queryOf(rowBegin) + kvLen - qLen;
     lastPos = queryOf(rowBegin + rows - 1) + kvLen - qLen;
@@ -180,11 +187,18 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     return Partial && !visible<Segments>(row, key) ? negInf() : x;
   }
 
+  /// The factor of the raw products: an fp8 cache's key scale.
+  ATTNC_DEVICE float keyScale() const { return C::kKVScales ? kScale : 1.0f; }
+  /// The factor of the normalized output: an fp8 cache's value scale.
+  ATTNC_DEVICE float valueScale() const {
+    return C::kKVScales ? vScale : 1.0f;
+  }
+
   /// The base-2 logit of a raw product Q.K for (`row`, `key`): scale,
   /// soft-cap, ALiBi and score_mod, then, on a partial tile, the mask.
   template <bool Partial, bool Segments = C::kSegments>
   ATTNC_DEVICE float logit(float raw, int row, int key, float slope) const {
-    float x = raw;
+    float x = raw * keyScale();
     if (kMods) {
       x *= C::kScale;
       if (C::kSoftcap > 0.0f)

@@ -38,6 +38,9 @@ struct AttnParams {
   const i32 *last_page_len;
   i64 k_page_stride;
   i64 v_page_stride;
+  // Dequantization scales of an fp8 cache: one f32, or one per KV head.
+  const float *k_scale;
+  const float *v_scale;
   // Document ids per token for `segments`.
   const i32 *q_segments;
   const i32 *kv_segments;

@@ -47,6 +47,13 @@ struct bf16 {
 struct f16 {
   u16 bits;
 };
+// fp8 storage of KV caches, widened to the queries' 16-bit type on load.
+struct f8e4m3 {
+  u8 bits;
+};
+struct f8e5m2 {
+  u8 bits;
+};
 
 static_assert(sizeof(i64) == 8 && sizeof(u32) == 4 && sizeof(u16) == 2,
               "attnc's fixed-width types have the wrong size");

@@ -302,7 +302,7 @@ func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?
 // Segment ids come in pairs (generic form).
 func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>, %s: memref<?x?xi32>) {
   // expected-error @+1 {{'attn.attention' op query and key segment ids must be given together}}
-  %out = "attn.attention"(%q, %k, %v, %s) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}> ({}, {}) : (!attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, memref<?x?xi32>) -> !attn.out<?x8x64xbf16>
+  %out = "attn.attention"(%q, %k, %v, %s) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>}> ({}, {}) : (!attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, memref<?x?xi32>) -> !attn.out<?x8x64xbf16>
   return
 }
 
@@ -815,5 +815,47 @@ func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?
   // expected-error @+1 {{'attn.attention' op captures at most 8 buffers, got 9}}
   %out = attn.attention(%q, %k, %v) captures(%t, %t, %t, %t, %t, %t, %t, %t, %t : memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>, memref<8xf32>)
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
+  return
+}
+
+// -----
+
+// Scales dequantize fp8 caches only.
+func.func @f(%q: !attn.q<1x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>,
+             %ks: memref<1xf32>, %vs: memref<1xf32>) {
+  // expected-error @below {{kv_scales dequantize an fp8 key/value cache; the cache holds 'bf16'}}
+  %out = attn.attention(%q, %k, %v) kv_scales(%ks, %vs : memref<1xf32>, memref<1xf32>)
+      : !attn.q<1x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<1x8x64xbf16>
+  return
+}
+
+// -----
+
+// A scale is one f32 per tensor or one per KV head.
+func.func @f(%q: !attn.q<1x8x64xbf16>, %k: !attn.kv<?x2x64xf8E4M3FN>, %v: !attn.kv<?x2x64xf8E4M3FN>,
+             %ks: memref<4xf32>, %vs: memref<1xf32>) {
+  // expected-error @below {{key scale must be memref<1xf32> (per tensor) or memref<2xf32> (per KV head), got 'memref<4xf32>'}}
+  %out = attn.attention(%q, %k, %v) kv_scales(%ks, %vs : memref<4xf32>, memref<1xf32>)
+      : !attn.q<1x8x64xbf16>, !attn.kv<?x2x64xf8E4M3FN>, !attn.kv<?x2x64xf8E4M3FN> -> !attn.out<1x8x64xbf16>
+  return
+}
+
+// -----
+
+// Scales are f32 with a static size.
+func.func @f(%q: !attn.q<1x8x64xbf16>, %k: !attn.kv<?x2x64xf8E4M3FN>, %v: !attn.kv<?x2x64xf8E4M3FN>,
+             %ks: memref<1xf32>, %vs: memref<?xf16>) {
+  // expected-error @below {{value scale must be memref<1xf32> (per tensor) or memref<2xf32> (per KV head), got 'memref<?xf16>'}}
+  %out = attn.attention(%q, %k, %v) kv_scales(%ks, %vs : memref<1xf32>, memref<?xf16>)
+      : !attn.q<1x8x64xbf16>, !attn.kv<?x2x64xf8E4M3FN>, !attn.kv<?x2x64xf8E4M3FN> -> !attn.out<1x8x64xbf16>
+  return
+}
+
+// -----
+
+// Scales come in pairs (generic form).
+func.func @f(%q: !attn.q<1x8x64xbf16>, %k: !attn.kv<?x8x64xf8E4M3FN>, %v: !attn.kv<?x8x64xf8E4M3FN>, %s: memref<1xf32>) {
+  // expected-error @+1 {{'attn.attention' op key and value scales must be given together}}
+  %out = "attn.attention"(%q, %k, %v, %s) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 0>}> ({}, {}) : (!attn.q<1x8x64xbf16>, !attn.kv<?x8x64xf8E4M3FN>, !attn.kv<?x8x64xf8E4M3FN>, memref<1xf32>) -> !attn.out<1x8x64xbf16>
   return
 }

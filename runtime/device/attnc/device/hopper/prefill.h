@@ -54,6 +54,9 @@ namespace attnc {
 template <class C> struct WarpSpecializedShape {
   static_assert(C::kWarpsN == 1 && C::kWarpsM % 4 == 0 && C::kWarpsM >= 8,
                 "a producer warpgroup and at least one consumer warpgroup");
+  static_assert(sizeof(typename C::KVElem) == sizeof(typename C::Elem) &&
+                    !C::kKVScales,
+                "wgmma reads K/V tiles as loaded: fp8 caches take mma.sync");
   static constexpr int kD = C::kHeadDimQK;
   static constexpr int kDV = C::kHeadDimV;
   static constexpr int kConsumers = C::kWarpsM / 4 - 1;
