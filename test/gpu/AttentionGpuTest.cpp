@@ -28,6 +28,10 @@ struct Case {
   bool capture = false;
   RunShape shape;
   int vDim = 0; // the value head dim where it differs from `dim`
+  /// An fp8 cache ("f8E4M3FN", "f8E5M2"; empty: `elem`) and the sizes of
+  /// its key and value scales (0: none, 1: per tensor, kvHeads: per head).
+  std::string kvElem = "";
+  int kScales = 0, vScales = 0;
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -37,21 +41,28 @@ std::string variantText(const Case &c) {
   std::string qLayout = c.raggedQ ? ", ragged" : "";
   std::string kvLayout = c.kv.empty() ? "" : ", " + c.kv;
   int vDim = c.vDim ? c.vDim : c.dim;
+  std::string kvElem = c.kvElem.empty() ? c.elem : c.kvElem;
+  std::string kScale = "memref<" + std::to_string(c.kScales) + "xf32>";
+  std::string vScale = "memref<" + std::to_string(c.vScales) + "xf32>";
   std::ostringstream q, kv, v, out, lse;
   q << "!attn.q<" << seq << "x" << c.qHeads << "x" << c.dim << "x" << c.elem
     << qLayout << ">";
-  kv << "!attn.kv<?x" << c.kvHeads << "x" << c.dim << "x" << c.elem << kvLayout
-     << ">";
-  v << "!attn.kv<?x" << c.kvHeads << "x" << vDim << "x" << c.elem << kvLayout
+  kv << "!attn.kv<?x" << c.kvHeads << "x" << c.dim << "x" << kvElem
+     << kvLayout << ">";
+  v << "!attn.kv<?x" << c.kvHeads << "x" << vDim << "x" << kvElem << kvLayout
     << ">";
   out << "!attn.out<" << seq << "x" << c.qHeads << "x" << vDim << "x" << c.elem
       << qLayout << ">";
   lse << "!attn.lse<" << seq << "x" << c.qHeads << qLayout << ">";
   std::ostringstream s;
   s << "func.func @" << c.name << "(%q: " << q.str() << ", %k: " << kv.str()
-    << ", %v: " << v.str() << (c.capture ? ", %doc: memref<?x?xi32>" : "")
-    << ") -> (" << out.str() << ", " << lse.str() << ") {\n"
+    << ", %v: " << v.str()
+    << (c.kScales ? ", %ks: " + kScale + ", %vs: " + vScale : "")
+    << (c.capture ? ", %doc: memref<?x?xi32>" : "") << ") -> (" << out.str()
+    << ", " << lse.str() << ") {\n"
     << "  %out, %lse = attn.attention(%q, %k, %v)"
+    << (c.kScales ? " kv_scales(%ks, %vs : " + kScale + ", " + vScale + ")"
+                  : "")
     << (c.capture ? " captures(%doc : memref<?x?xi32>)" : "")
     << (c.attrs.empty() ? "" : " {" + c.attrs + "}") << "\n      : " << q.str()
     << ", " << kv.str() << ", " << v.str() << "\n      -> " << out.str() << ", "
@@ -281,6 +292,43 @@ std::vector<Case> cases() {
        "", "", false, shapeOf(4, 1, 700, 3)});
   add({"decode_sixteen_splits_short", 32, 8, 128, "bf16", true, false,
        "paged<16, nhd>", "", "", false, shapeOf(4, 1, 90, 16)});
+  // fp8 caches, widened on load: both formats, scales per tensor and per
+  // KV head (drawn apart in [0.25, 2), so a swapped or misplaced scale
+  // shows), decode with splits, paged orders and chunked prefill. The
+  // reference decodes the same bytes exactly and dequantizes in double, so
+  // the bound is the 16-bit one: widening is exact, and the scales enter
+  // in f32 (a relative error of 2^-24 per score and output).
+  auto fp8 = [](Case c, const char *kvElem, int kScales, int vScales) {
+    c.kvElem = kvElem;
+    c.kScales = kScales;
+    c.vScales = vScales;
+    return c;
+  };
+  add(fp8({"fp8_e4m3_gqa4_paged16_decode", 32, 8, 128, "bf16", true, false,
+           "paged<16, nhd>", "", "", false, shapeOf(5, 1, 1500)},
+          "f8E4M3FN", 1, 8));
+  add(fp8({"fp8_e5m2_mha_dense_decode_f16", 8, 8, 128, "f16", true, false, "",
+           "", "", false, shapeOf(3, 1, 700)},
+          "f8E5M2", 8, 1));
+  add(fp8({"fp8_e4m3_mqa_paged64_hnd_decode_split", 16, 1, 128, "bf16", true,
+           false, "paged<64, hnd>", "", "", false, shapeOf(2, 1, 3000, 5)},
+          "f8E4M3FN", 1, 1));
+  add(fp8({"fp8_e4m3_gqa7_paged1_decode_d64", 28, 4, 64, "bf16", true, false,
+           "paged<1, nhd>", "", "", false, shapeOf(3, 1, 333)},
+          "f8E4M3FN", 4, 4));
+  add(fp8({"fp8_e5m2_gqa2_ragged_decode_d256", 8, 4, 256, "bf16", true, false,
+           "ragged", "", "", false, shapeOf(2, 1, 900)},
+          "f8E5M2", 4, 1));
+  add(fp8({"fp8_e4m3_window_sinks_decode", 16, 4, 128, "bf16", true, false,
+           "paged<16, nhd>", "window = #attn.window<300, 0>, sinks = 4", "",
+           false, shapeOf(3, 1, 1000)},
+          "f8E4M3FN", 1, 4));
+  add(fp8({"fp8_e4m3_causal_chunked_prefill_paged16", 32, 8, 128, "bf16", false,
+           true, "paged<16, hnd>", "causal", "", false, shapeOf(2, 130, 520)},
+          "f8E4M3FN", 8, 8));
+  add(fp8({"fp8_e5m2_prefill_ragged_d64_noscales_f16", 8, 2, 64, "f16", false,
+           true, "ragged", "causal", "", false, shapeOf(2, 150, 150)},
+          "f8E5M2", 0, 0));
   return all;
 }
 
