@@ -14,6 +14,9 @@
 //   for (layer : layers)
 //     kernel->run(*plan, {q, k, v}, {out}, stream);
 //
+// Inputs are q, k, v, then (fp8 caches) k_scale and v_scale, then the
+// buffers the regions capture.
+//
 // Every failure is a value (Status / StatusOr), never an abort. `run` neither
 // allocates nor synchronizes, so it may be captured in a CUDA graph.
 //
@@ -42,6 +45,14 @@ struct VariantSpec {
   int64_t queryHeads = 0, kvHeads = 0, headDim = 0;
   /// Queries, keys, values and outputs: BF16 or F16.
   DType dtype = DType::BF16;
+  /// Keys and values stored in another type than `dtype`: an fp8 cache
+  /// (F8E4M3 or F8E5M2), widened exactly to `dtype` on load.
+  std::optional<DType> kvDtype;
+  /// An fp8 cache's dequantization scales (the cache holds k / k_scale and
+  /// v / v_scale): inputs after k and v, f32 device arrays of one element
+  /// or one per KV head, read at run time.
+  enum class KVScales { None, PerTensor, PerHead };
+  KVScales kvScales = KVScales::None;
   /// Dense or ragged; dense queries of `queriesPerRequest` (0: any) tokens.
   TokenLayout queryLayout = TokenLayout::Dense;
   int64_t queriesPerRequest = 0;

@@ -31,8 +31,9 @@
 extern "C" {
 #endif
 
-/* 3: destroy functions return a status; attnc_role_name. */
-#define ATTNC_C_API_VERSION 4
+/* 3: destroy functions return a status; attnc_role_name. 5: fp8 caches
+ * (ATTNC_F8E4M3, ATTNC_F8E5M2, kv_dtype and kv_scales in the spec). */
+#define ATTNC_C_API_VERSION 5
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -54,7 +55,9 @@ typedef enum attnc_dtype {
   ATTNC_F16 = 1,
   ATTNC_F32 = 2,
   ATTNC_I32 = 3,
-  ATTNC_I64 = 4
+  ATTNC_I64 = 4,
+  ATTNC_F8E4M3 = 5, /* fp8 KV caches */
+  ATTNC_F8E5M2 = 6
 } attnc_dtype;
 typedef enum attnc_layout {
   ATTNC_DENSE = 0,
@@ -105,6 +108,12 @@ typedef struct attnc_variant_spec {
    * alone: anything but one whole memref type is refused. */
   const char *const *capture_types;
   int num_captures;
+  /* Keys and values: -1 for `dtype`, or an fp8 cache (ATTNC_F8E4M3,
+   * ATTNC_F8E5M2) widened to `dtype` on load. */
+  int kv_dtype;
+  /* An fp8 cache's scales, inputs after k and v (f32 device arrays):
+   * 0 none, 1 one per tensor, 2 one per KV head. */
+  int kv_scales;
 } attnc_variant_spec;
 
 typedef struct attnc_tensor_spec {

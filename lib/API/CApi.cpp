@@ -31,6 +31,8 @@ ATTNC_SAME(ATTNC_F16, attnc::DType::F16)
 ATTNC_SAME(ATTNC_F32, attnc::DType::F32)
 ATTNC_SAME(ATTNC_I32, attnc::DType::I32)
 ATTNC_SAME(ATTNC_I64, attnc::DType::I64)
+ATTNC_SAME(ATTNC_F8E4M3, attnc::DType::F8E4M3)
+ATTNC_SAME(ATTNC_F8E5M2, attnc::DType::F8E5M2)
 ATTNC_SAME(ATTNC_DENSE, attnc::TokenLayout::Dense)
 ATTNC_SAME(ATTNC_RAGGED, attnc::TokenLayout::Ragged)
 ATTNC_SAME(ATTNC_PAGED, attnc::TokenLayout::Paged)
@@ -192,6 +194,13 @@ attnc_status specFromC(const attnc_variant_spec &c, attnc::VariantSpec &spec) {
   spec.kvLayout = attnc::TokenLayout(enumBits(c.kv_layout));
   spec.pageSize = c.page_size;
   spec.pageOrder = attnc::PageOrder(enumBits(c.page_order));
+  if (c.kv_dtype != -1)
+    spec.kvDtype = attnc::DType(c.kv_dtype);
+  if (c.kv_scales < 0 || c.kv_scales > 2)
+    return invalid("kv_scales must be 0 (none), 1 (per tensor) or 2 (per KV "
+                   "head), got " +
+                   std::to_string(c.kv_scales));
+  spec.kvScales = attnc::VariantSpec::KVScales(c.kv_scales);
   for (auto [name, value] : {std::pair<const char *, int>{"causal", c.causal},
                              {"alibi", c.alibi},
                              {"return_lse", c.return_lse}})
@@ -287,6 +296,8 @@ void attnc_variant_spec_init(attnc_variant_spec *spec) {
   spec->page_size = 16;
   spec->page_order = ATTNC_NHD;
   spec->window_left = spec->window_right = -1;
+  spec->kv_dtype = -1;
+  spec->kv_scales = 0;
 }
 
 attnc_status attnc_variant_from_mlir(const char *text, attnc_variant *out) {

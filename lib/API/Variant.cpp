@@ -47,6 +47,10 @@ Status invalid(const std::string &message) {
 Status checkSpec(const VariantSpec &s) {
   if (!*keyword(s.dtype))
     return invalid("unknown dtype " + std::to_string(int(s.dtype)));
+  if (s.kvDtype && !*keyword(*s.kvDtype))
+    return invalid("unknown KV dtype " + std::to_string(int(*s.kvDtype)));
+  if (int(s.kvScales) < 0 || s.kvScales > VariantSpec::KVScales::PerHead)
+    return invalid("unknown KV scales " + std::to_string(int(s.kvScales)));
   if (!*keyword(s.queryLayout))
     return invalid("unknown query layout " +
                    std::to_string(int(s.queryLayout)));
@@ -197,8 +201,16 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
                         layoutSuffix(s.queryLayout) + ">";
   std::string kvLayout = layoutSuffix(s.kvLayout, s.pageSize, s.pageOrder);
   std::string kvType = "!attn.kv<?x" + std::to_string(s.kvHeads) + "x" +
-                       std::to_string(s.headDim) + "x" + keyword(s.dtype) +
-                       kvLayout + ">";
+                       std::to_string(s.headDim) + "x" +
+                       keyword(s.kvDtype.value_or(s.dtype)) + kvLayout + ">";
+  // The verifier says what scales need (an fp8 cache) and may be.
+  std::string scaleType =
+      s.kvScales == VariantSpec::KVScales::None ? ""
+      : "memref<" +
+            std::to_string(s.kvScales == VariantSpec::KVScales::PerHead
+                               ? s.kvHeads
+                               : 1) +
+            "xf32>";
 
   std::vector<std::string> attrs;
   if (s.causal)
@@ -223,6 +235,10 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
     captureNames.push_back("%attnc_capture" + std::to_string(i));
   std::vector<std::string> args = {"%attnc_q: " + qType, "%attnc_k: " + kvType,
                                    "%attnc_v: " + kvType};
+  if (!scaleType.empty()) {
+    args.push_back("%attnc_k_scale: " + scaleType);
+    args.push_back("%attnc_v_scale: " + scaleType);
+  }
   for (size_t i = 0; i < captureTypes.size(); ++i)
     args.push_back(captureNames[i] + ": " + captureTypes[i]);
   std::string results = s.returnLse ? outType + ", " + lseType : outType;
@@ -232,6 +248,9 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
   os << "func.func @" << s.name << "(" << joined(args) << ") -> (" << results
      << ") {\n";
   os << "  " << values << " = attn.attention(%attnc_q, %attnc_k, %attnc_v)";
+  if (!scaleType.empty())
+    os << " kv_scales(%attnc_k_scale, %attnc_v_scale : " << scaleType << ", "
+       << scaleType << ")";
   if (!captureNames.empty())
     os << " captures(" << joined(captureNames) << " : " << joined(captureTypes)
        << ")";

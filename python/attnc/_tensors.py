@@ -3,9 +3,13 @@ and device (PyTorch tensors), so that the checks need no torch import."""
 
 # Element types of q, k, v and out (the attn dialect's query types).
 ELEMENT_TYPES = ("bfloat16", "float16")
+# fp8 KV caches, widened to the queries' type on load.
+FP8_TYPES = ("float8_e4m3fn", "float8_e5m2")
+KV_TYPES = ELEMENT_TYPES + FP8_TYPES
 # torch's dtype names beside the library's (attnc_dtype_name's) names.
 IR_NAMES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32",
-            "int32": "i32", "int64": "i64"}
+            "int32": "i32", "int64": "i64", "float8_e4m3fn": "f8E4M3FN",
+            "float8_e5m2": "f8E5M2"}
 TORCH_NAMES = {ir: torch for torch, ir in IR_NAMES.items()}
 
 

@@ -3,8 +3,8 @@
 from collections import OrderedDict
 
 from ._capi import LIMITS
-from ._tensors import ELEMENT_TYPES, IR_NAMES, check_tensor, \
-    current_stream, dtype_name, require
+from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, KV_TYPES, \
+    check_tensor, current_stream, dtype_name, require
 from ._values import INT32, as_float32, as_flag, as_int, as_sequence, \
     as_text
 from .kernel import Kernel, Variant
@@ -85,6 +85,51 @@ def modifier_fields(causal, window, sinks, softcap, scale, alibi,
                 return_lse=as_flag("return_lse", return_lse))
 
 
+def scale_tensor(name, scale, kv_heads, device):
+    """An fp8 cache's dequantization scale as attnc reads it: a float32
+    CUDA tensor of one element or one per KV head. A Python float becomes
+    such a tensor here, an allocation per call: pass tensors where a call
+    is captured in a CUDA graph."""
+    if not hasattr(scale, "data_ptr"):
+        value = as_float32(name, scale)
+        import torch
+        return torch.full((1,), value, dtype=torch.float32, device=device)
+    check_tensor(name, scale, (0, 1), ("float32",))
+    if scale_count(scale) not in (1, kv_heads):
+        raise ValueError(f"{name} must hold 1 (per tensor) or {kv_heads} "
+                         f"(per KV head) values, got {scale_count(scale)}")
+    return scale
+
+
+def scale_count(scale):
+    """Values in a scale tensor of rank 0 or 1."""
+    return scale.shape[0] if len(scale.shape) else 1
+
+
+def kv_scale_fields(kv_dtype, k_scale, v_scale, kv_heads, device):
+    """The spec fields of a cache's element type and scales, and the scale
+    tensors to pass after k and v. Scales dequantize fp8 caches only; both
+    or neither (then both are 1). When one is per tensor and the other per
+    head, the per-tensor one is repeated per head (a copy)."""
+    if kv_dtype not in FP8_TYPES:
+        require(k_scale is None and v_scale is None,
+                f"k_scale and v_scale dequantize fp8 caches; the cache is "
+                f"{kv_dtype}")
+        return {}, []
+    fields = dict(kv_dtype=IR_NAMES[kv_dtype])
+    if k_scale is None and v_scale is None:
+        return fields, []
+    require(k_scale is not None and v_scale is not None,
+            "give k_scale and v_scale together (None for both means 1)")
+    scales = [scale_tensor("k_scale", k_scale, kv_heads, device),
+              scale_tensor("v_scale", v_scale, kv_heads, device)]
+    if scale_count(scales[0]) != scale_count(scales[1]):
+        scales = [s.reshape(-1).expand(kv_heads).contiguous()
+                  for s in scales]
+    fields["kv_scales"] = "tensor" if scale_count(scales[0]) == 1 else "head"
+    return fields, scales
+
+
 def host_ints(indptr):
     return [int(x) for x in indptr.tolist()]
 
@@ -103,7 +148,8 @@ def _check_indptr(name, values, rows_name, rows):
 def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
               scale=None, alibi=False, score_mod=None, mask_mod=None,
               captures=(), return_lse=False, q_indptr=None, kv_indptr=None,
-              max_q_len=None, max_kv_len=None, out=None):
+              max_q_len=None, max_kv_len=None, out=None, k_scale=None,
+              v_scale=None):
     """Attention of q over (k, v), FlashAttention's conventions.
 
     Dense: q [batch, q_len, heads, dim], k and v [batch, kv_len, kv_heads,
@@ -116,7 +162,10 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     index, %qi: index, %kvi: index, %q_len: index, %kv_len: index,
     <captures>)` (mask_mod without %score, yielding i1), reading `captures`
     (int32 or float32 tensors); the query's position in the sequence is
-    qi + kv_len - q_len (docs/regions.md). Returns out, or (out, lse) with
+    qi + kv_len - q_len (docs/regions.md). k and v may be an fp8 cache
+    (float8_e4m3fn or float8_e5m2) holding k / k_scale and v / v_scale:
+    the scales are floats or float32 tensors of 1 or kv_heads values (None:
+    1). Returns out, or (out, lse) with
     lse [.., heads] in float32, natural log. Ragged index pointers are read
     on the host and checked against q and k unless max_q_len and max_kv_len
     are given: then they are trusted, and those must be the true maxima.
@@ -124,11 +173,14 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     ragged = q_indptr is not None or kv_indptr is not None
     rank = 3 if ragged else 4
     check_tensor("q", q, rank, ELEMENT_TYPES)
-    check_tensor("k", k, rank, ELEMENT_TYPES)
-    check_tensor("v", v, rank, ELEMENT_TYPES)
+    check_tensor("k", k, rank, KV_TYPES)
+    check_tensor("v", v, rank, KV_TYPES)
     dtype = dtype_name(q)
-    require(dtype_name(k) == dtype and dtype_name(v) == dtype,
-            "q, k and v must have the same dtype", TypeError)
+    kv_dtype = dtype_name(k)
+    if dtype_name(v) != kv_dtype or (kv_dtype != dtype and
+                                     kv_dtype not in FP8_TYPES):
+        raise TypeError(f"k and v must have q's dtype ({dtype}) or be one "
+                        f"fp8 cache, got {kv_dtype} and {dtype_name(v)}")
     # Head counts and their group are the verifier's to check (a zero
     # included); only what the spec cannot say is checked here.
     heads, dim = q.shape[-2], q.shape[-1]
@@ -179,8 +231,10 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     # the keys instead of tiling queries.
     decode = not ragged and q_len == 1
     layout = "ragged" if ragged else "dense"
+    kv_fields, scales = kv_scale_fields(kv_dtype, k_scale, v_scale,
+                                        kv_heads, q.device)
     spec = dict(query_heads=heads, kv_heads=kv_heads, head_dim=dim,
-                dtype=IR_NAMES[dtype], query_layout=layout,
+                dtype=IR_NAMES[dtype], query_layout=layout, **kv_fields,
                 queries_per_request=1 if decode else 0, kv_layout=layout,
                 score_mod=score_mod, mask_mod=mask_mod,
                 capture_types=tuple(capture_types),
@@ -209,8 +263,11 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
                      max_query_len=q_len, max_kv_len=kv_len,
                      query_tokens=tokens)
     kernel.run(plan, [q.data_ptr(), k.data_ptr(), v.data_ptr()] +
+               [s.data_ptr() for s in scales] +
                [c.data_ptr() for c in captures], outputs,
-               current_stream(q), [list(c.shape) for c in captures])
+               current_stream(q),
+               [list(s.shape) for s in scales] +
+               [list(c.shape) for c in captures])
     return (out, lse) if return_lse else out
 
 

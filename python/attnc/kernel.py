@@ -11,8 +11,10 @@ from ._values import (INT32, INT64, UINT64, as_flag, as_float32, as_int,
 
 _SPEC_TYPES = dict(_capi.VariantSpec._fields_)
 # Fields whose int is an enumerator, given by the library's name for it.
-_ENUMS = {"dtype": _capi.DTYPES, "query_layout": _capi.LAYOUTS,
-          "kv_layout": _capi.LAYOUTS, "page_order": _capi.PAGE_ORDERS}
+_ENUMS = {"dtype": _capi.DTYPES, "kv_dtype": _capi.DTYPES,
+          "query_layout": _capi.LAYOUTS, "kv_layout": _capi.LAYOUTS,
+          "page_order": _capi.PAGE_ORDERS,
+          "kv_scales": {"none": 0, "tensor": 1, "head": 2}}
 _FLAGS = ("causal", "alibi", "return_lse")
 # num_captures follows from capture_types.
 SPEC_FIELDS = tuple(name for name in _SPEC_TYPES if name != "num_captures")
@@ -33,6 +35,8 @@ def _spec_value(name, value):
     """The C value of one attnc_variant_spec field, checked against the
     field's C type; the library judges what it means."""
     ctype = _SPEC_TYPES[name]
+    if name == "kv_dtype" and value is None:
+        return -1  # the queries' dtype
     if name in _ENUMS:
         return _enum(name, value, _ENUMS[name])
     if name in _FLAGS:

@@ -4,10 +4,11 @@ for every layer with no allocation and no host-device synchronization, so
 that run can be captured in a CUDA graph."""
 
 from ._capi import PAGE_ORDERS
-from ._tensors import ELEMENT_TYPES, IR_NAMES, check_tensor, \
+from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, check_tensor, \
     current_stream, require
 from ._values import as_int
-from .functional import host_ints, kernel_for, modifier_fields
+from .functional import host_ints, kernel_for, modifier_fields, \
+    scale_count, scale_tensor
 from .kernel import Variant
 
 
@@ -20,12 +21,18 @@ class PagedAttention:
     holding kv_last_page_len[b] tokens. Decode (qo_indptr None at plan) takes
     q [batch, heads, dim]; prefill and chunked prefill take ragged q
     [tokens, heads, dim] with qo_indptr, bottom-right aligned (causal).
+
+    kv_dtype float8_e4m3fn or float8_e5m2 makes the caches fp8, holding
+    k / k_scale and v / v_scale; run takes the scales as float32 tensors of
+    one value (kv_scales="tensor", the default) or one per KV head
+    (kv_scales="head"), or as floats (an allocation per call), or None for
+    1.
     """
 
     def __init__(self, num_qo_heads, num_kv_heads, head_dim, page_size,
                  kv_layout="NHD", dtype="bfloat16", causal=False,
                  window=None, sinks=0, softcap=None, scale=None,
-                 return_lse=False):
+                 return_lse=False, kv_dtype=None, kv_scales=None):
         require(isinstance(kv_layout, str) and
                 kv_layout.lower() in PAGE_ORDERS and kv_layout.isupper(),
                 f"kv_layout must be "
@@ -34,12 +41,23 @@ class PagedAttention:
         dtype = str(dtype).replace("torch.", "")
         require(dtype in ELEMENT_TYPES,
                 f"dtype must be bfloat16 or float16, got {dtype}", TypeError)
+        kv_dtype = dtype if kv_dtype is None else str(kv_dtype).replace(
+            "torch.", "")
+        require(kv_dtype == dtype or kv_dtype in FP8_TYPES,
+                f"kv_dtype must be {dtype} or an fp8 type "
+                f"({' or '.join(FP8_TYPES)}), got {kv_dtype}", TypeError)
+        fp8 = kv_dtype in FP8_TYPES
+        require(kv_scales in ((None, "tensor", "head") if fp8 else (None,)),
+                f"kv_scales must be None, 'tensor' or 'head' for an fp8 "
+                f"cache and None otherwise, got {kv_scales!r}")
+        kv_fields = (dict(kv_dtype=IR_NAMES[kv_dtype],
+                          kv_scales=kv_scales or "tensor") if fp8 else {})
         self._spec = dict(
             query_heads=as_int("num_qo_heads", num_qo_heads),
             kv_heads=as_int("num_kv_heads", num_kv_heads),
             head_dim=as_int("head_dim", head_dim), dtype=IR_NAMES[dtype],
             kv_layout="paged", page_size=as_int("page_size", page_size),
-            page_order=kv_layout.lower(),
+            page_order=kv_layout.lower(), **kv_fields,
             **modifier_fields(causal, window, sinks, softcap, scale, False,
                               return_lse))
         # Verified now, so that a configuration the attn dialect refuses
@@ -48,6 +66,7 @@ class PagedAttention:
         self.num_qo_heads, self.num_kv_heads = num_qo_heads, num_kv_heads
         self.head_dim, self.page_size = head_dim, page_size
         self.kv_layout, self.dtype = kv_layout, dtype
+        self.kv_dtype, self._fp8 = kv_dtype, fp8
         self.return_lse = bool(return_lse)
         self._plan = None  # the kernel's Plan, once plan() has run
 
@@ -110,6 +129,12 @@ class PagedAttention:
         self._last = on_device(kv_last_page_len)
         self._qo = None if decode else on_device(qo_indptr)
         self._tokens = tokens
+        # Scales of 1 for a run given none, made here so that run stays
+        # free of allocation.
+        self._unit_scales = (torch.ones(1, dtype=torch.float32,
+                                        device=device).expand(
+                                            self._scale_count()).contiguous()
+                             if self._fp8 else None)
         self._plan = self._kernel.plan(
             batch, q_len, max(kv_lens), tokens,
             q_indptr=self._qo.data_ptr() if self._qo is not None else 0,
@@ -118,9 +143,34 @@ class PagedAttention:
             last_page_len=self._last.data_ptr())
         return self
 
-    def run(self, q, k_cache, v_cache, out=None, lse=None):
+    def _scale_count(self):
+        return (self.num_kv_heads if self._spec.get("kv_scales") == "head"
+                else 1)
+
+    def _scales(self, k_scale, v_scale, device):
+        """The scale tensors run passes after the caches."""
+        if not self._fp8:
+            require(k_scale is None and v_scale is None,
+                    f"k_scale and v_scale dequantize fp8 caches; this "
+                    f"wrapper's cache is {self.kv_dtype}")
+            return []
+        count = self._scale_count()
+        scales = []
+        for name, scale in (("k_scale", k_scale), ("v_scale", v_scale)):
+            scale = (self._unit_scales if scale is None else
+                     scale_tensor(name, scale, self.num_kv_heads, device))
+            if scale_count(scale) != count:
+                raise ValueError(f"{name} must hold {count} value(s) "
+                                 f"(kv_scales={self._spec['kv_scales']!r}),"
+                                 f" got {scale_count(scale)}")
+            scales.append(scale)
+        return scales
+
+    def run(self, q, k_cache, v_cache, out=None, lse=None, k_scale=None,
+            v_scale=None):
         """Runs on the current stream. Pass `out` (and `lse`) to keep run
-        free of allocation, e.g. under CUDA-graph capture."""
+        free of allocation, e.g. under CUDA-graph capture; fp8 scales are
+        then tensors (or None)."""
         require(self._plan is not None, "call plan() before run()",
                 RuntimeError)
         check_tensor("q", q, 3, (self.dtype,))
@@ -133,7 +183,7 @@ class PagedAttention:
                 if self.kv_layout == "NHD"
                 else (self.num_kv_heads, self.page_size))
         for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
-            check_tensor(name, cache, 4, (self.dtype,))
+            check_tensor(name, cache, 4, (self.kv_dtype,))
             if tuple(cache.shape[1:]) != page + (self.head_dim,):
                 raise ValueError(f"{name} must be [pages, {page[0]}, "
                                  f"{page[1]}, {self.head_dim}] "
@@ -160,8 +210,10 @@ class PagedAttention:
         else:
             require(lse is None, "lse given, but the wrapper was made "
                     "without return_lse")
+        scales = self._scales(k_scale, v_scale, q.device)
         self._kernel.run(self._plan,
                          [q.data_ptr(), k_cache.data_ptr(),
-                          v_cache.data_ptr()],
+                          v_cache.data_ptr()] +
+                         [s.data_ptr() for s in scales],
                          outputs, current_stream(q))
         return (out, lse) if self.return_lse else out

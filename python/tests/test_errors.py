@@ -110,7 +110,10 @@ def test_former_crashes_are_exceptions(body, expected):
     (dict(query_heads=True), TypeError, "query_heads must be an int, got "
      "bool"),
     (dict(dtype="float32"), ValueError,
-     "dtype must be one of bf16, f16, f32, i32, i64, got 'float32'"),
+     "dtype must be one of bf16, f16, f32, i32, i64, f8E4M3FN, f8E5M2, got "
+     "'float32'"),
+    (dict(kv_scales="row"), ValueError, "kv_scales must be one of none, "
+     "tensor, head"),
     (dict(page_order="ndh"), ValueError, "page_order must be one of nhd, hnd"),
     (dict(scale=1e300), ValueError, "scale 1e\\+300 does not fit a float32"),
     (dict(scale="1"), TypeError, "scale must be a number, got str"),
@@ -223,7 +226,38 @@ def ragged(q_values, kv_values, **change):
      ValueError, "k's head dim 32 differs from q's 64"),
     (dense(k=FakeTensor((2, 16, 2, 64), dtype="torch.float16"),
            v=FakeTensor((2, 16, 2, 64), dtype="torch.float16")),
-     TypeError, "same dtype"),
+     TypeError, "k and v must have q's dtype \\(bfloat16\\) or be one fp8 "
+     "cache, got float16 and float16"),
+    (dense(k=FakeTensor((2, 16, 2, 64), dtype="torch.float8_e4m3fn")),
+     TypeError, "got float8_e4m3fn and bfloat16"),
+    # An fp8 cache's scales.
+    (dense(k_scale=FakeTensor((1,), "torch.float32"),
+           v_scale=FakeTensor((1,), "torch.float32")), ValueError,
+     "k_scale and v_scale dequantize fp8 caches; the cache is bfloat16"),
+    (dense(k=FakeTensor((2, 16, 2, 64), dtype="torch.float8_e5m2"),
+           v=FakeTensor((2, 16, 2, 64), dtype="torch.float8_e5m2"),
+           k_scale=FakeTensor((1,), "torch.float32")), ValueError,
+     "give k_scale and v_scale together"),
+    (dense(k=FakeTensor((2, 16, 2, 64), dtype="torch.float8_e4m3fn"),
+           v=FakeTensor((2, 16, 2, 64), dtype="torch.float8_e4m3fn"),
+           k_scale=FakeTensor((3,), "torch.float32"),
+           v_scale=FakeTensor((1,), "torch.float32")), ValueError,
+     "k_scale must hold 1 \\(per tensor\\) or 2 \\(per KV head\\) values, "
+     "got 3"),
+    (dense(k=FakeTensor((2, 16, 2, 64), dtype="torch.float8_e4m3fn"),
+           v=FakeTensor((2, 16, 2, 64), dtype="torch.float8_e4m3fn"),
+           k_scale=FakeTensor((1,), "torch.float32"),
+           v_scale=FakeTensor((2,), "torch.float64")), TypeError,
+     "v_scale must be float32, got float64"),
+    (dense(k=FakeTensor((2, 16, 2, 64), dtype="torch.float8_e4m3fn"),
+           v=FakeTensor((2, 16, 2, 64), dtype="torch.float8_e4m3fn"),
+           k_scale=FakeTensor((1,), "torch.float32", device="cpu"),
+           v_scale=FakeTensor((1,), "torch.float32")), ValueError,
+     "k_scale must be on a CUDA device"),
+    (dense(k=FakeTensor((2, 16, 2, 64), dtype="torch.float8_e4m3fn"),
+           v=FakeTensor((2, 16, 2, 64), dtype="torch.float8_e4m3fn"),
+           k_scale="1", v_scale=1.0), TypeError,
+     "k_scale must be a number, got str"),
     (dense(v=FakeTensor((2, 16, 2, 64), device="cpu")), ValueError,
      "v must be on a CUDA device"),
     (dense(k=FakeTensor((2, 16, 2, 64), contiguous=False)), ValueError,
@@ -313,6 +347,12 @@ def paged(**change):
      "non-negative"),
     (paged(causal=5), ValueError, "causal must be a bool"),
     (paged(sinks=-1), InvalidArgumentError, "sinks must be in \\[0, "),
+    (paged(kv_dtype="float32"), TypeError, "kv_dtype must be bfloat16 or an "
+     "fp8 type \\(float8_e4m3fn or float8_e5m2\\), got float32"),
+    (paged(kv_dtype="float8_e5m2", kv_scales="row"), ValueError,
+     "kv_scales must be None, 'tensor' or 'head' for an fp8 cache"),
+    (paged(kv_scales="tensor"), ValueError, "and None otherwise, got "
+     "'tensor'"),
 ])
 def test_paged_wrapper_checks_its_configuration(args, error, words):
     with pytest.raises(error, match=words):

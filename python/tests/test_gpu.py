@@ -183,3 +183,63 @@ def test_score_mod_with_a_captured_table():
     assert relative_error(out, ref.transpose(1, 2)) < 1e-2
     plain = sdpa(q, k, v, causal=False)
     assert relative_error(out, plain) > 5e-2  # the bias mattered
+
+
+def fp8_cache(shape, dtype):
+    """Random values spread over several binades, stored in an fp8 type."""
+    x = torch.randn(shape, device="cuda") * 3
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("fp8", [torch.float8_e4m3fn, torch.float8_e5m2])
+@pytest.mark.parametrize("per_head", [False, True])
+def test_fp8_decode_matches_sdpa_over_the_dequantized_cache(fp8, per_head):
+    # The reference widens the same fp8 bytes exactly (to float64) and
+    # applies the scales in double: attnc's only differences are its usual
+    # 16-bit rounding of probabilities and f32 scales, so the bf16 bound
+    # holds.
+    torch.manual_seed(11)
+    batch, kv_len, heads, kv_heads, dim = 3, 777, 32, 8, 128
+    q = torch.randn(batch, 1, heads, dim, device="cuda", dtype=torch.bfloat16)
+    k = fp8_cache((batch, kv_len, kv_heads, dim), fp8)
+    v = fp8_cache((batch, kv_len, kv_heads, dim), fp8)
+    count = kv_heads if per_head else 1
+    k_scale = torch.rand(count, device="cuda") + 0.25
+    v_scale = torch.rand(count, device="cuda") + 0.25
+    out = attnc.attention(q, k, v, k_scale=k_scale, v_scale=v_scale,
+                          out=poisoned(q))
+    shape = (kv_heads, 1) if per_head else (1,)
+    ref = sdpa(q, k.double() * k_scale.double().reshape(shape),
+               v.double() * v_scale.double().reshape(shape), causal=False)
+    assert relative_error(out, ref) < 1e-2
+
+
+def test_fp8_paged_decode_with_float_scales_matches_sdpa():
+    torch.manual_seed(5)
+    page_size, heads, kv_heads, dim = 16, 16, 2, 128
+    kv_lens = [40, 513, 1]
+    pages_per = [(n + page_size - 1) // page_size for n in kv_lens]
+    total = sum(pages_per) + 3
+    order = torch.randperm(total)[:sum(pages_per)].to(torch.int32)
+    indptr = torch.tensor([0] + list(torch.tensor(pages_per).cumsum(0)),
+                          dtype=torch.int32)
+    last = torch.tensor([n - (p - 1) * page_size
+                         for n, p in zip(kv_lens, pages_per)],
+                        dtype=torch.int32)
+    shape = (total, page_size, kv_heads, dim)
+    k_cache = fp8_cache(shape, torch.float8_e4m3fn)
+    v_cache = fp8_cache(shape, torch.float8_e4m3fn)
+    q = torch.randn(len(kv_lens), heads, dim, device="cuda",
+                    dtype=torch.bfloat16)
+    wrapper = attnc.PagedAttention(heads, kv_heads, dim, page_size,
+                                   kv_dtype=torch.float8_e4m3fn)
+    wrapper.plan(indptr.cuda(), order.cuda(), last.cuda())
+    out = wrapper.run(q, k_cache, v_cache, out=poisoned(q), k_scale=0.5,
+                      v_scale=1.75)
+    for b in range(len(kv_lens)):
+        pages = order[indptr[b]:indptr[b + 1]].long().cuda()
+        k = k_cache[pages].reshape(-1, kv_heads, dim)[:kv_lens[b]]
+        v = v_cache[pages].reshape(-1, kv_heads, dim)[:kv_lens[b]]
+        ref = sdpa(q[None, b:b + 1], k[None].double() * 0.5,
+                   v[None].double() * 1.75, causal=False)[0, 0]
+        assert relative_error(out[b], ref) < 1e-2, f"request {b}"

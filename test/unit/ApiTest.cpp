@@ -275,6 +275,38 @@ TEST(Api, SpecFieldsTheIrCannotSpellAreChecked) {
   spec = gqaCausal();
   spec.captureTypes = {"memref<4xf32>"};
   EXPECT_TRUE(contains(specError(spec), "need a score_mod or mask_mod"));
+  spec = gqaCausal();
+  spec.kvDtype = static_cast<DType>(12);
+  EXPECT_EQ(specError(spec), "unknown KV dtype 12");
+  spec = gqaCausal();
+  spec.kvScales = static_cast<VariantSpec::KVScales>(3);
+  EXPECT_EQ(specError(spec), "unknown KV scales 3");
+}
+
+// An fp8 cache with scales per KV head: two f32 inputs after k and v,
+// one value per KV head each, and a kernel for sm_89 and newer.
+TEST(Api, Fp8CacheTakesItsScalesAfterKeysAndValues) {
+  VariantSpec spec = gqaCausal();
+  spec.kvDtype = DType::F8E4M3;
+  spec.kvScales = VariantSpec::KVScales::PerHead;
+  StatusOr<Variant> variant = Variant::fromSpec(spec);
+  ASSERT_TRUE(variant.ok()) << variant.status().toString();
+  EXPECT_TRUE(contains(variant->mlir(), "kv_scales("));
+  StatusOr<Kernel> kernel = Kernel::compile(*variant, {"sm_90a", 132, "-"});
+  ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
+  ASSERT_EQ(kernel->inputs().size(), 5u);
+  EXPECT_EQ(kernel->inputs()[1].dtype, DType::F8E4M3);
+  for (int i : {3, 4}) {
+    EXPECT_EQ(kernel->inputs()[i].role, TensorSpec::Role::Buffer);
+    EXPECT_EQ(kernel->inputs()[i].dtype, DType::F32);
+  }
+  StatusOr<Kernel> ampere = Kernel::compile(*variant, {"sm_80", 108, "-"});
+  ASSERT_FALSE(ampere.ok());
+  EXPECT_TRUE(contains(ampere.status().message(),
+                       "fp8 conversions need sm_89 or newer"));
+  // Scales without an fp8 cache are the verifier's to refuse.
+  spec.kvDtype.reset();
+  EXPECT_TRUE(contains(specError(spec), "kv_scales dequantize an fp8"));
 }
 
 TEST(Api, SpecValuesAreTheVerifiers) {

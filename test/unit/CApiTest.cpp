@@ -324,6 +324,13 @@ TEST(CApi, SpecEncodingIsChecked) {
        "alibi must be 0 or 1, got -1"},
       {"return_lse 7", [](attnc_variant_spec &s) { s.return_lse = 7; },
        "return_lse must be 0 or 1, got 7"},
+      {"kv_scales 3", [](attnc_variant_spec &s) { s.kv_scales = 3; },
+       "kv_scales must be 0 (none), 1 (per tensor) or 2 (per KV head), got 3"},
+      {"kv_dtype 40", [](attnc_variant_spec &s) { s.kv_dtype = 40; },
+       "unknown KV dtype 40"},
+      {"scales of a bf16 cache",
+       [](attnc_variant_spec &s) { s.kv_scales = 1; },
+       "kv_scales dequantize an fp8 key/value cache"},
       {"half a window",
        [](attnc_variant_spec &s) {
          s.window_left = -1;
