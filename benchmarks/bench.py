@@ -150,7 +150,7 @@ class PagedCache:
                 total, generator=torch.Generator().manual_seed(2))
             self.indices = order.to(torch.int32)
             index = order.to(DEV)
-            self.k = torch.empty(shape, device=DEV, dtype=BF16)
+            self.k = torch.empty(shape, device=DEV, dtype=k.dtype)
             self.v = torch.empty_like(self.k)
             self.k[index] = k.reshape(shape)
             self.v[index] = v.reshape(shape)
@@ -165,10 +165,48 @@ def _window(w):
     return None if w.window is None else (w.window, 0)
 
 
+# An fp8 row's scales: powers of two, so that the bf16 values the peers
+# read (fp8 value x scale) are exactly the ones attnc dequantizes.
+FP8_SCALES = (0.5, 0.25)
+
+
+def fp8_inputs(ctx):
+    """An fp8 row: attnc's cache (k / k_scale and v / v_scale in fp8) and
+    scale tensors; ctx.k and ctx.v become the dequantized bf16 values the
+    peers (and the reference) read."""
+    w = ctx.w
+    dtype = getattr(torch, w.kv_dtype)
+    scales = [torch.tensor([s], dtype=torch.float32, device=DEV)
+              for s in FP8_SCALES]
+    k8 = (ctx.k.float() / FP8_SCALES[0]).to(dtype)
+    v8 = (ctx.v.float() / FP8_SCALES[1]).to(dtype)
+    ctx.k = (k8.float() * FP8_SCALES[0]).to(BF16)
+    ctx.v = (v8.float() * FP8_SCALES[1]).to(BF16)
+    ctx.notes.append(f"attnc reads a {w.kv_dtype} cache with scales "
+                     f"{FP8_SCALES[0]} and {FP8_SCALES[1]} (the bytes counted"
+                     f" are fp8); the peers read its values in bf16")
+    return k8, v8, scales
+
+
 def attnc_runner(ctx):
     w, q, k, v = ctx.w, ctx.q, ctx.k, ctx.v
     mods = dict(causal=w.causal, window=_window(w), softcap=w.softcap,
                 alibi=w.alibi)
+    if w.kv_dtype:
+        k8, v8, (k_scale, v_scale) = ctx.fp8
+        if w.paged:
+            cache = PagedCache(w, k8, v8, shuffle=True)
+            wrapper = attnc.PagedAttention(w.heads, w.kv_heads, w.dim,
+                                           cache.page, kv_dtype=w.kv_dtype)
+            wrapper.plan(cache.indptr, cache.indices, cache.last)
+            q3 = q.reshape(w.batch, w.heads, w.dim)
+            out = torch.empty_like(q3)
+            return (lambda: wrapper.run(q3, cache.k, cache.v, out=out,
+                                        k_scale=k_scale, v_scale=v_scale),
+                    out.reshape(q.shape))
+        out = torch.empty_like(q)
+        return (lambda: attnc.attention(q, k8, v8, out=out, k_scale=k_scale,
+                                        v_scale=v_scale, **mods)), out
     if w.ragged_layout:
         q2, k2, v2, q_ptr, kv_ptr, max_q, max_kv = ctx.ragged()
         out = torch.empty_like(q2)
@@ -497,8 +535,10 @@ def measure(w, iters, with_flex, fi, broken):
     minutes)."""
     q, k, v = make_inputs(w)
     ctx = Context(w, q, k, v, fi)
+    if w.kv_dtype:
+        ctx.fp8 = fp8_inputs(ctx)
     if w.decode or w.paged:
-        ctx.paged = PagedCache(w, k, v, shuffle=w.paged)
+        ctx.paged = PagedCache(w, ctx.k, ctx.v, shuffle=w.paged)
     row = {"name": w.name, "what": w.what, "decode": w.decode}
     ours_out = None
     timers = {}  # implementation -> its call, timed once all have run
@@ -738,6 +778,11 @@ def main():
     lines = write_results(args.out, rows, meta, skipped)
 
     by_name = {r["name"]: r for r in rows}
+    for bf16, fp8 in (("D1", "D1f8"), ("D2", "D2f8"), ("D4", "D4f8")):
+        if (by_name.get(bf16, {}).get("attnc") and
+                by_name.get(fp8, {}).get("attnc")):
+            ratio = by_name[bf16]["attnc"] / by_name[fp8]["attnc"]
+            print(f"{fp8} (fp8) runs {ratio:.2f}x as fast as {bf16} (bf16)")
     for paged in ("D4", "D8", "D9"):  # D1's shapes through pages
         if (by_name.get("D1", {}).get("attnc") and
                 by_name.get(paged, {}).get("attnc")):

@@ -35,12 +35,14 @@ class Workload:
     documents (batch 1, q_len == kv_len == sum(docs)), masked within each
     document. `ragged`: attnc and FlashInfer see the requests through
     index pointers over [tokens, heads, dim] (the dense peers see the
-    equal-length batch)."""
+    equal-length batch). `kv_dtype` "float8_e4m3fn" or "float8_e5m2": attnc
+    reads an fp8 cache (one byte per element), its peers the same values
+    dequantized to bf16."""
 
     def __init__(self, name, what, batch, heads, kv_heads, dim, q_len,
                  kv_len, causal=False, window=None, paged=False,
                  softcap=None, alibi=False, docs=None, ragged=False,
-                 page=16):
+                 page=16, kv_dtype=None):
         self.name, self.what = name, what
         self.batch, self.heads, self.kv_heads, self.dim = (batch, heads,
                                                            kv_heads, dim)
@@ -49,6 +51,7 @@ class Workload:
         self.softcap, self.alibi = softcap, alibi
         self.docs, self.ragged = docs, ragged
         self.page = page  # tokens per page of a paged (or decode) cache
+        self.kv_dtype = kv_dtype
         if docs is not None:
             assert batch == 1 and q_len == kv_len == sum(docs)
 
@@ -91,7 +94,10 @@ class Workload:
         return 4 * self.batch * self.heads * self.dim * self.visible_pairs()
 
     def kv_bytes(self):
-        return 2 * self.batch * self.kv_len * self.kv_heads * self.dim * 2
+        """Bytes of K and V attnc reads (fp8: one per element)."""
+        element = 1 if self.kv_dtype else 2
+        return (2 * self.batch * self.kv_len * self.kv_heads * self.dim *
+                element)
 
 
 P6_DOCS = document_lengths(16384, 8, seed=6)
@@ -130,4 +136,12 @@ WORKLOADS = [
              128, 1, 4096, paged=True, page=64),
     Workload("D10", "decode 32/8 d64, 64 x 4096", 64, 32, 8, 64, 1, 4096),
     Workload("D11", "decode 16/4 d256, 64 x 4096", 64, 16, 4, 256, 1, 4096),
+    # fp8 twins of D1, D2 and D4 (issue 13): attnc over an e4m3 cache with
+    # per-tensor scales, the peers over the same values in bf16.
+    Workload("D1f8", "D1 over an fp8 (e4m3) cache", 64, 32, 8, 128, 1, 4096,
+             kv_dtype="float8_e4m3fn"),
+    Workload("D2f8", "D2 over an fp8 (e4m3) cache", 8, 32, 8, 128, 1, 32768,
+             kv_dtype="float8_e4m3fn"),
+    Workload("D4f8", "D4 over an fp8 (e4m3) cache, page 16, shuffled", 64,
+             32, 8, 128, 1, 4096, paged=True, kv_dtype="float8_e4m3fn"),
 ]

@@ -83,13 +83,33 @@ struct AttentionCta
   float rowMax[2], rowSum[2], slope[2];
   u32 qFrag[C::kQInRegs ? S::kD / 16 : 1][4];
 
-  /// The rows a thread copies of each K/V tile when every thread keeps one
-  /// 16-byte chunk column of rows of `Dim` elements.
+  /// Decode CTAs (a row of warps, each taking its own slice of every KV
+  /// tile) copy, widen and read K/V slice by slice: each warp copies the
+  /// rows it alone reads, so the K/V loop synchronizes warps, not the CTA,
+  /// and a warp that waits on memory holds no other warp back.
+  static constexpr bool kWarpSlices = C::kWarpsM == 1 && C::kWarpsN > 1;
+  /// Threads that copy a K/V slice, and its rows: a warp's keys, or the
+  /// CTA's whole tile.
+  static constexpr int kCopyThreads = kWarpSlices ? 32 : S::kThreads;
+  static constexpr int kCopyRows = kWarpSlices ? S::kWarpCols : S::kBlockN;
+  ATTNC_DEVICE int copyThread() const {
+    return kWarpSlices ? lane : int(threadIdx.x);
+  }
+  ATTNC_DEVICE int copyRow0() const { return kWarpSlices ? wn * kCopyRows : 0; }
+  ATTNC_DEVICE void syncCopies() {
+    if (kWarpSlices)
+      __syncwarp();
+    else
+      __syncthreads();
+  }
+
+  /// The rows a thread copies of its K/V slice when every copying thread
+  /// keeps one 16-byte chunk column of rows of `Dim` elements.
   template <int Dim> struct CopyRows {
     static constexpr int kChunks = Dim * S::kKVBytes / 16;
-    static constexpr bool kOneColumn = S::kThreads % kChunks == 0;
-    static constexpr int kStep = kOneColumn ? S::kThreads / kChunks : 1;
-    static constexpr int kCount = (S::kBlockN + kStep - 1) / kStep;
+    static constexpr bool kOneColumn = kCopyThreads % kChunks == 0;
+    static constexpr int kStep = kOneColumn ? kCopyThreads / kChunks : 1;
+    static constexpr int kCount = (kCopyRows + kStep - 1) / kStep;
   };
   /// Paged K and V rows are found through the page table, a global load
   /// each. A thread reads the pages of its rows of the next tile while this
@@ -200,8 +220,8 @@ struct AttentionCta
     int n = tileAt(t);
 #pragma unroll
     for (int i = 0; i < Rows::kCount; ++i) {
-      int key =
-          n * S::kBlockN + int(threadIdx.x) / Rows::kChunks + i * Rows::kStep;
+      int key = n * S::kBlockN + copyRow0() + copyThread() / Rows::kChunks +
+                i * Rows::kStep;
       pages[i] =
           p->page_indices[pageBegin + (key < kvLen ? key : 0) / kPageSlots];
     }
@@ -214,13 +234,14 @@ struct AttentionCta
   ATTNC_DEVICE void loadPagedColumn(u8 *tile, const void *base, i64 pageStride,
                                     int t) {
     using Rows = CopyRows<Dim>;
-    int chunk = threadIdx.x % Rows::kChunks;
+    int chunk = copyThread() % Rows::kChunks;
     int n = tileAt(t);
 #pragma unroll
     for (int i = 0; i < Rows::kCount; ++i) {
-      int row = int(threadIdx.x) / Rows::kChunks + i * Rows::kStep;
-      if (row >= S::kBlockN)
+      int slot = copyThread() / Rows::kChunks + i * Rows::kStep;
+      if (slot >= kCopyRows)
         break;
+      int row = copyRow0() + slot;
       int key = n * S::kBlockN + row;
       bool valid = key < kvLen;
       const KVElem *src =
@@ -245,19 +266,20 @@ struct AttentionCta
 
   /// Calls `f(row, chunk)` for each 16-byte chunk of a K/V tile of rows of
   /// `Dim` elements that this thread copies (and, for an fp8 cache, widens).
-  template <int Dim, typename F> ATTNC_DEVICE static void forEachChunk(F f) {
+  template <int Dim, typename F> ATTNC_DEVICE void forEachChunk(F f) const {
     using Rows = CopyRows<Dim>;
     constexpr int chunks = Rows::kChunks;
+    int row0 = copyRow0(), thread = copyThread();
     if constexpr (Rows::kOneColumn) {
       // Every thread keeps one chunk column and steps over whole rows.
-      int chunk = threadIdx.x % chunks;
-      for (int row = threadIdx.x / chunks; row < S::kBlockN; row += Rows::kStep)
-        f(row, chunk);
+      int chunk = thread % chunks;
+      for (int row = thread / chunks; row < kCopyRows; row += Rows::kStep)
+        f(row0 + row, chunk);
     } else {
-      // Rows of 10, 12, 14, ... chunks do not divide the CTA: walk the tile's
-      // chunks in order, so a pass ends within a row.
-      for (int idx = threadIdx.x; idx < S::kBlockN * chunks; idx += S::kThreads)
-        f(idx / chunks, idx % chunks);
+      // Rows of 10, 12, 14, ... chunks do not divide the copying threads:
+      // walk the slice's chunks in order, so a pass ends within a row.
+      for (int idx = thread; idx < kCopyRows * chunks; idx += kCopyThreads)
+        f(row0 + idx / chunks, idx % chunks);
     }
   }
 
@@ -279,12 +301,12 @@ struct AttentionCta
                                                   stageOffset<Dim>(row, chunk));
       uint4 out[2];
       widenChunk<KVElem, Elem>(in, out);
-      bool oddFirst = (chunk >> 2) & 1;
-      int first = 2 * chunk + oddFirst, second = 2 * chunk + !oddFirst;
-      *reinterpret_cast<uint4 *>(tile + swizzle<Dim>(row, first * 8)) =
-          oddFirst ? out[1] : out[0];
-      *reinterpret_cast<uint4 *>(tile + swizzle<Dim>(row, second * 8)) =
-          oddFirst ? out[0] : out[1];
+      // The halves' addresses are swapped, not their values (registers).
+      int odd = (chunk >> 2) & 1;
+      u16 *lo = tile + swizzle<Dim>(row, (2 * chunk + odd) * 8);
+      u16 *hi = tile + swizzle<Dim>(row, (2 * chunk + 1 - odd) * 8);
+      *reinterpret_cast<uint4 *>(odd ? hi : lo) = out[0];
+      *reinterpret_cast<uint4 *>(odd ? lo : hi) = out[1];
     });
   }
 
@@ -309,18 +331,23 @@ struct AttentionCta
     cpAsyncCommit();
   }
 
-  /// Waits until tile `t` has landed and every warp is done with the stage
-  /// the next prefetch overwrites (and, for an fp8 cache, with the 16-bit
-  /// tiles, which it then widens tile `t` into: a thread reads back only
-  /// the chunks it copied, so they need no barrier before).
+  /// Waits until tile `t` has landed and every thread that reads this
+  /// thread's slice is done with the stage the next prefetch overwrites
+  /// (and, for an fp8 cache, with the 16-bit tiles, which it then widens
+  /// tile `t` into: a thread reads back only the chunks it copied, so they
+  /// need no barrier before).
   ATTNC_DEVICE void waitTile(int t) {
     cpAsyncWait<C::kStages - 2>();
-    __syncthreads();
+    // The first tile waits for the whole CTA: the query tile is shared.
+    if (t == tileBegin)
+      __syncthreads();
+    else
+      syncCopies();
     if constexpr (S::kWiden) {
       int stage = (t - tileBegin) % C::kStages;
       widenTile<S::kD>(kStage(stage), kTile(stage));
       widenTile<S::kDV>(vStage(stage), vTile(stage));
-      __syncthreads();
+      syncCopies();
     }
     if (C::kQInRegs && t == tileBegin)
       for (int kk = 0; kk < S::kD / 16; ++kk)
