@@ -8,8 +8,8 @@
 // and the warps' states are merged in shared memory at the end.
 //
 // An fp8 cache lands in the pipeline stages at one byte per element; once a
-// tile is in, each thread widens the chunks it copied into one 16-bit K and V
-// tile that the products read (widen.h).
+// tile is in, each thread widens the chunks it copied into one f16 K and V
+// tile that the products read, in f16 (widen.h).
 //
 // Generated kernels drive the CTA through the free functions at the bottom,
 // one per attn_gpu op.
@@ -69,7 +69,12 @@ struct AttentionCta
   using Rows = MaskedRows<C, S::kBlockM, S::kBlockN, C::kGroup>;
   using Elem = typename C::Elem;
   using KVElem = typename C::KVElem;
-  using M = Mma<Elem>;
+  /// The products' operand type (f16 over an fp8 cache).
+  using ProductElem = typename ProductType<Elem, KVElem>::type;
+  using M = Mma<ProductElem>;
+  /// bf16 queries meeting an fp8 cache are scaled into f16 per warp.
+  static constexpr bool kQueryToF16 = !kSame<Elem, ProductElem>;
+  float queryScale = 1.0f; // the power of two the query fragments carry
   using Rows::batch, Rows::rowBegin, Rows::rows, Rows::qLen, Rows::kvLen,
       Rows::qToken0, Rows::kvToken0, Rows::pageBegin, Rows::tileBegin,
       Rows::tileEnd, Rows::p, Rows::split, Rows::queryOf, Rows::headOf,
@@ -114,10 +119,13 @@ struct AttentionCta
   /// Paged K and V rows are found through the page table, a global load
   /// each. A thread reads the pages of its rows of the next tile while this
   /// one's copies are issued, so that no copy waits for its page index
-  /// (pages of 1 slot: 0.77x of contiguous speed when each did).
+  /// (pages of 1 slot: 0.77x of contiguous speed when each did). Rows of
+  /// 256 elements (16 of them per thread) leave no registers for the pages
+  /// beside their output accumulators (spills at head dim 256).
   static constexpr bool kPagesAhead = C::kKVLayout == TokenLayout::Paged &&
                                       S::kD == S::kDV &&
-                                      CopyRows<S::kD>::kOneColumn;
+                                      CopyRows<S::kD>::kOneColumn &&
+                                      CopyRows<S::kD>::kCount <= 8;
   int pagesTile = -1; // the visible tile whose pages `pages` holds
   int pages[kPagesAhead ? CopyRows<S::kD>::kCount : 1];
   static constexpr int kPageSlots = C::kPageSize > 0 ? C::kPageSize : 1;
@@ -297,16 +305,17 @@ struct AttentionCta
   template <int Dim>
   ATTNC_DEVICE void widenTile(const u8 *stage, u16 *tile) {
     forEachChunk<Dim>([&](int row, int chunk) {
-      uint4 in = *reinterpret_cast<const uint4 *>(stage +
-                                                  stageOffset<Dim>(row, chunk));
+      uint4 in = loadShared16(sharedAddress(stage) +
+                              stageOffset<Dim>(row, chunk));
       uint4 out[2];
-      widenChunk<KVElem, Elem>(in, out);
+      widenChunk<KVElem>(in, out);
       // The halves' addresses are swapped, not their values (registers).
       int odd = (chunk >> 2) & 1;
-      u16 *lo = tile + swizzle<Dim>(row, (2 * chunk + odd) * 8);
-      u16 *hi = tile + swizzle<Dim>(row, (2 * chunk + 1 - odd) * 8);
-      *reinterpret_cast<uint4 *>(odd ? hi : lo) = out[0];
-      *reinterpret_cast<uint4 *>(odd ? lo : hi) = out[1];
+      u32 lo = sharedAddress(tile + swizzle<Dim>(row, (2 * chunk + odd) * 8));
+      u32 hi =
+          sharedAddress(tile + swizzle<Dim>(row, (2 * chunk + 1 - odd) * 8));
+      storeShared16(odd ? hi : lo, out[0]);
+      storeShared16(odd ? lo : hi, out[1]);
     });
   }
 
@@ -349,15 +358,46 @@ struct AttentionCta
       widenTile<S::kDV>(vStage(stage), vTile(stage));
       syncCopies();
     }
-    if (C::kQInRegs && t == tileBegin)
-      for (int kk = 0; kk < S::kD / 16; ++kk)
-        loadQueryFragment(qFrag[kk], kk);
+    if (t == tileBegin) {
+      if constexpr (kQueryToF16)
+        scaleQueryIntoF16();
+      if (C::kQInRegs)
+        for (int kk = 0; kk < S::kD / 16; ++kk)
+          loadQueryFragment(qFrag[kk], kk);
+    }
   }
 
-  ATTNC_DEVICE void loadQueryFragment(u32 (&a)[4], int kk) {
+  /// Chooses the power of two that brings the warp's queries (its 16 rows)
+  /// into f16's range and folds its inverse into the score scale.
+  ATTNC_DEVICE void scaleQueryIntoF16() {
+    float largest = 0.0f;
+    for (int kk = 0; kk < S::kD / 16; ++kk) {
+      u32 a[4];
+      loadQueryBits(a, kk);
+      for (int i = 0; i < 4; ++i)
+        largest = fmaxf(largest, bf16x2AbsMax(a[i]));
+    }
+    for (int offset = 16; offset > 0; offset /= 2)
+      largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, offset));
+    int e = f16RangeExponent(largest);
+    queryScale = powerOfTwo(-e);
+    this->kScale *= powerOfTwo(e);
+  }
+
+  /// The A fragment of query columns [16 kk, 16 kk + 16) as stored.
+  ATTNC_DEVICE void loadQueryBits(u32 (&a)[4], int kk) {
     int row = wm * 16 + (lane % 16);
     int col = kk * 16 + (lane / 16) * 8;
     ldmatrixX4(a, sharedAddress(qTile() + swizzle<S::kD>(row, col)));
+  }
+
+  /// The A fragment of query columns [16 kk, 16 kk + 16) in the products'
+  /// type.
+  ATTNC_DEVICE void loadQueryFragment(u32 (&a)[4], int kk) {
+    loadQueryBits(a, kk);
+    if constexpr (kQueryToF16)
+      for (int i = 0; i < 4; ++i)
+        a[i] = bf16x2ToF16x2(a[i], queryScale);
   }
 
   // --- Products -------------------------------------------------------------

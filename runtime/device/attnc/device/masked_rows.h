@@ -37,7 +37,8 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
   int batch, head0, split, rowBegin, rows;
   int qLen, kvLen, qToken0, kvToken0, pageBegin;
   int firstPos, lastPos; // positions of the CTA's first and last query
-  // An fp8 cache's dequantization scales for the CTA's KV head.
+  // An fp8 cache's dequantization scales for the CTA's KV head (the key
+  // scale times the power of two of its f16 queries).
   float kScale = 1.0f, vScale = 1.0f;
   int sinkTiles, mainBegin, mainEnd, tileBegin, tileEnd;
 
@@ -187,8 +188,11 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     return Partial && !visible<Segments>(row, key) ? negInf() : x;
   }
 
-  /// The factor of the raw products: an fp8 cache's key scale.
-  ATTNC_DEVICE float keyScale() const { return C::kKVScales ? kScale : 1.0f; }
+  /// The factor of the raw products: an fp8 cache's key scale, times the
+  /// power of two its products' f16 queries carry (widen.h).
+  static constexpr bool kKeyScale =
+      C::kKVScales || sizeof(typename C::KVElem) == 1;
+  ATTNC_DEVICE float keyScale() const { return kKeyScale ? kScale : 1.0f; }
   /// The factor of the normalized output: an fp8 cache's value scale.
   ATTNC_DEVICE float valueScale() const {
     return C::kKVScales ? vScale : 1.0f;

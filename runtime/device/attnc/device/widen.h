@@ -1,12 +1,16 @@
-//===- widen.h - fp8 KV elements to the queries' 16-bit type --------------===//
+//===- widen.h - fp8 KV elements and the queries they meet, in f16 --------===//
 //
 // An fp8 cache is read at one byte per element and widened in shared memory
 // before the products, which take 16-bit operands. Every e4m3 and e5m2 value
 // (NaN and infinities included) is exactly an f16, and sm_89's cvt turns two
-// of them into an f16 pair; for bf16 queries each pair goes on through f32,
-// which is exact too. The dequantization scales are not applied here: the
-// kernel folds the key scale into the score scale and the value scale into
-// the output's normalization.
+// of them into an f16 pair in one instruction, so the products over an fp8
+// cache run in f16 whatever the queries' type: bf16 queries are scaled by a
+// power of two into f16's range once per warp (exact for every element
+// within a factor 2^28 of the warp's largest; smaller ones round as f16
+// subnormals), and the power is folded into the score scale. Probabilities are then f16 too (three more mantissa bits
+// than bf16). The dequantization scales are not applied here: the kernel
+// folds the key scale into the score scale and the value scale into the
+// output's normalization.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_DEVICE_WIDEN_H
@@ -21,6 +25,16 @@ template <typename T> constexpr bool kNarrow = sizeof(T) == 1;
 
 template <typename A, typename B> constexpr bool kSame = false;
 template <typename A> constexpr bool kSame<A, A> = true;
+
+/// The 16-bit type the products take: the queries' own, or f16 over an fp8
+/// cache.
+template <typename Query, typename KV, bool Narrow = kNarrow<KV>>
+struct ProductType {
+  using type = Query;
+};
+template <typename Query, typename KV> struct ProductType<Query, KV, true> {
+  using type = f16;
+};
 
 /// Four fp8 values (one u32, first element in the low byte) to two f16
 /// pairs, the first pair's first element in its low half.
@@ -39,32 +53,60 @@ template <> ATTNC_DEVICE void f8x4ToF16<f8e5m2>(u32 in, u32 (&out)[2]) {
       : "r"(in));
 }
 
-/// An f16 pair to a bf16 pair (exact for values that came from fp8).
-ATTNC_DEVICE u32 f16x2ToBf16x2(u32 in) {
+/// Sixteen fp8 values (a 16-byte chunk) to sixteen f16 values (two chunks),
+/// in order.
+template <typename From>
+ATTNC_DEVICE void widenChunk(const uint4 &in, uint4 (&out)[2]) {
+  u32 wide[8];
+  f8x4ToF16<From>(in.x, reinterpret_cast<u32(&)[2]>(wide[0]));
+  f8x4ToF16<From>(in.y, reinterpret_cast<u32(&)[2]>(wide[2]));
+  f8x4ToF16<From>(in.z, reinterpret_cast<u32(&)[2]>(wide[4]));
+  f8x4ToF16<From>(in.w, reinterpret_cast<u32(&)[2]>(wide[6]));
+  out[0] = make_uint4(wide[0], wide[1], wide[2], wide[3]);
+  out[1] = make_uint4(wide[4], wide[5], wide[6], wide[7]);
+}
+
+/// The larger magnitude of a bf16 pair, as a float.
+ATTNC_DEVICE float bf16x2AbsMax(u32 pair) {
+  return fmaxf(fabsf(__uint_as_float(pair << 16)),
+               fabsf(__uint_as_float(pair & 0xffff0000u)));
+}
+
+/// A bf16 pair times `scale` (a power of two) as an f16 pair.
+ATTNC_DEVICE u32 bf16x2ToF16x2(u32 pair, float scale) {
   u32 out;
-  asm("{ .reg .b16 lo, hi; .reg .f32 flo, fhi; mov.b32 {lo, hi}, %1;\n"
-      "  cvt.f32.f16 flo, lo; cvt.f32.f16 fhi, hi;\n"
-      "  cvt.rn.bf16x2.f32 %0, fhi, flo; }"
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;"
       : "=r"(out)
-      : "r"(in));
+      : "f"(__uint_as_float(pair & 0xffff0000u) * scale),
+        "f"(__uint_as_float(pair << 16) * scale));
   return out;
 }
 
-/// Sixteen fp8 values (a 16-byte chunk) to sixteen 16-bit values (two
-/// chunks), in order.
-template <typename From, typename To>
-ATTNC_DEVICE void widenChunk(const uint4 &in, uint4 (&out)[2]) {
-  u32 words[4] = {in.x, in.y, in.z, in.w};
-  u32 wide[8];
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    u32 pair[2];
-    f8x4ToF16<From>(words[w], pair);
-    for (int h = 0; h < 2; ++h)
-      wide[2 * w + h] = kSame<To, bf16> ? f16x2ToBf16x2(pair[h]) : pair[h];
-  }
-  out[0] = make_uint4(wide[0], wide[1], wide[2], wide[3]);
-  out[1] = make_uint4(wide[4], wide[5], wide[6], wide[7]);
+/// The power of two e such that `largest` * 2^-e lies in [2^14, 2^15), well
+/// inside f16's range (at least -126, so that 2^-e is a float).
+ATTNC_DEVICE int f16RangeExponent(float largest) {
+  if (!(largest > 0.0f) || largest > 3.0e38f)
+    return 0; // zeros, NaN and infinities keep their scale
+  int exponent = int((__float_as_uint(largest) >> 23) & 0xff) - 127;
+  int e = exponent - 14;
+  return e < -126 ? -126 : e;
+}
+
+/// 2^e as a float, exactly (-126 <= e <= 127).
+ATTNC_DEVICE float powerOfTwo(int e) { return __uint_as_float(u32(127 + e) << 23); }
+
+/// Stores 16 bytes at a shared-memory address (one 128-bit store).
+ATTNC_DEVICE void storeShared16(u32 addr, const uint4 &v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr),
+               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+}
+/// Loads 16 bytes from a shared-memory address.
+ATTNC_DEVICE uint4 loadShared16(u32 addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr));
+  return v;
 }
 
 } // namespace attnc
