@@ -191,7 +191,7 @@ def fp8_inputs(ctx):
 def attnc_runner(ctx):
     w, q, k, v = ctx.w, ctx.q, ctx.k, ctx.v
     mods = dict(causal=w.causal, window=_window(w), softcap=w.softcap,
-                alibi=w.alibi)
+                alibi=w.alibi, sinks=w.sinks)
     if w.kv_dtype:
         k8, v8, (k_scale, v_scale) = ctx.fp8
         if w.paged:
@@ -283,7 +283,7 @@ def visible_mask(ctx):
         if w.causal:
             mask &= cols <= rows
         if w.window is not None:
-            mask &= cols >= rows - w.window
+            mask &= (cols >= rows - w.window) | (cols < w.sinks)
         if w.docs is not None:
             ids = document_ids(ctx)
             mask &= ids[:, None] == ids[None, :]
@@ -406,7 +406,8 @@ def flex_runner(ctx):
         return kvi <= qi + offset
 
     def window_fn(b, h, qi, kvi):
-        return (kvi <= qi + offset) & (kvi >= qi + offset - window)
+        return (kvi <= qi + offset) & ((kvi >= qi + offset - window) |
+                                       (kvi < w.sinks))
 
     mask_fn = None
     if w.docs is not None:
@@ -480,6 +481,8 @@ def flashinfer_prefill_runner(ctx):
 
 def flashinfer_decode_runner(ctx, tensor_cores):
     w, cache = ctx.w, ctx.paged
+    if w.sinks:
+        raise Skip("FlashInfer's decode keeps no sink tokens")
     q3 = ctx.q.reshape(w.batch, w.heads, w.dim)
     fn = flashinfer_peer.paged_decode(
         ctx.fi, q3, cache.k, cache.v, cache.indptr, cache.indices,

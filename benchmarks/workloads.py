@@ -42,7 +42,7 @@ class Workload:
     def __init__(self, name, what, batch, heads, kv_heads, dim, q_len,
                  kv_len, causal=False, window=None, paged=False,
                  softcap=None, alibi=False, docs=None, ragged=False,
-                 page=16, kv_dtype=None):
+                 page=16, kv_dtype=None, sinks=0):
         self.name, self.what = name, what
         self.batch, self.heads, self.kv_heads, self.dim = (batch, heads,
                                                            kv_heads, dim)
@@ -52,6 +52,7 @@ class Workload:
         self.docs, self.ragged = docs, ragged
         self.page = page  # tokens per page of a paged (or decode) cache
         self.kv_dtype = kv_dtype
+        self.sinks = sinks  # keys kept visible left of a window
         if docs is not None:
             assert batch == 1 and q_len == kv_len == sum(docs)
 
@@ -80,7 +81,7 @@ class Workload:
         for i in range(q_len):
             hi = i + offset  # last visible key
             lo = 0 if self.window is None else max(0, hi - self.window)
-            total += hi - lo + 1
+            total += hi - lo + 1 + min(self.sinks, lo)
         return total
 
     def visible_pairs(self):
@@ -94,10 +95,11 @@ class Workload:
         return 4 * self.batch * self.heads * self.dim * self.visible_pairs()
 
     def kv_bytes(self):
-        """Bytes of K and V attnc reads (fp8: one per element)."""
+        """Bytes of the keys and values a decode step must read: the
+        visible ones (fp8: one byte per element)."""
         element = 1 if self.kv_dtype else 2
-        return (2 * self.batch * self.kv_len * self.kv_heads * self.dim *
-                element)
+        keys = self._pairs(1, self.kv_len) if self.decode else self.kv_len
+        return 2 * self.batch * keys * self.kv_heads * self.dim * element
 
 
 P6_DOCS = document_lengths(16384, 8, seed=6)
@@ -136,6 +138,8 @@ WORKLOADS = [
              128, 1, 4096, paged=True, page=64),
     Workload("D10", "decode 32/8 d64, 64 x 4096", 64, 32, 8, 64, 1, 4096),
     Workload("D11", "decode 16/4 d256, 64 x 4096", 64, 16, 4, 256, 1, 4096),
+    Workload("D12", "decode 32/8 d128, 16 x 32768, window 4096 + 4 sinks",
+             16, 32, 8, 128, 1, 32768, window=4096, sinks=4),
     # fp8 twins of D1, D2 and D4 (issue 13): attnc over an e4m3 cache with
     # per-tensor scales, the peers over the same values in bf16.
     Workload("D1f8", "D1 over an fp8 (e4m3) cache", 64, 32, 8, 128, 1, 4096,
