@@ -135,6 +135,19 @@ std::string generateVariant(const uint8_t *data, size_t size) {
     args += ", %qs: " + type + ", %ks: " + keyType;
     segments = " segments(%qs, %ks : " + type + ", " + keyType + ")";
   }
+  // Dequantization scales: mostly with an fp8 cache and of a valid size,
+  // now and then on a 16-bit cache, of the wrong size or element type.
+  std::string scales;
+  if (c.chance(kvElem.rfind("f8", 0) == 0 ? 60 : 4)) {
+    auto scaleType = [&] {
+      return c.usual(90) ? "memref<" + str(c.chance(50) ? 1 : kvHeads) + "xf32>"
+                         : c.pick({"memref<?xf32>", "memref<3xf16>",
+                                   "memref<1x1xf32>", "memref<0xf32>"});
+    };
+    std::string kType = scaleType(), vType = scaleType();
+    args += ", %kscale: " + kType + ", %vscale: " + vType;
+    scales = " kv_scales(%kscale, %vscale : " + kType + ", " + vType + ")";
+  }
   std::vector<Capture> captures;
   std::string captureNames, captureTypes;
   int numCaptures = c.chance(25) ? 1 + c.below(c.chance(5) ? 9 : 3) : 0;
@@ -203,7 +216,8 @@ std::string generateVariant(const uint8_t *data, size_t size) {
   for (int i = 0; i < states; ++i) {
     std::string o = "%o" + str(i), l = "%l" + str(i);
     body += "  " + o + (withLse ? ", " + l : "") + " = attn.attention(%q, " +
-            k + (latent ? "" : ", " + vName) + ")" + segments + captured +
+            k + (latent ? "" : ", " + vName) + ")" + segments + scales +
+            captured +
             attributes(c) + "\n      : " + q + ", " + keyType +
             (latent ? "" : ", " + valueType) + "\n      -> " + partial +
             (withLse ? ", " + lse : "") + "\n" + regions;
