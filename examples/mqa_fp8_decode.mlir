@@ -1,7 +1,7 @@
 // Multi-query decode over an fp8 (e4m3) KV cache in HND page order: every
 // query head reads the single KV head. The cache holds k / k_scale and
 // v / v_scale; the scales are read at run time (one f32 each here, per
-// tensor), and the keys and values widen exactly to bf16 on load.
+// tensor), and the keys and values widen exactly to f16 on load.
 func.func @mqa_fp8_decode(
     %q: !attn.q<1x16x128xbf16>,
     %k: !attn.kv<?x1x128xf8E4M3FN, paged<64, hnd>>,

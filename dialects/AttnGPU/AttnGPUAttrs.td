@@ -37,6 +37,9 @@ def AttnGPU_TargetAttr : AttnGPU_Attr<"Target", "target"> {
     /// The architectures attnc plans and compiles for.
     static ::llvm::ArrayRef<::llvm::StringLiteral> getSupportedArchs();
     static bool isSupportedArch(::llvm::StringRef arch);
+    /// Whether `arch` converts fp8 pairs to f16 in one instruction (sm_89
+    /// and newer), which the widening of an fp8 KV cache takes.
+    static bool hasFp8Conversions(::llvm::StringRef arch);
   }];
 }
 

@@ -43,15 +43,14 @@ namespace attnc {
 struct VariantSpec {
   std::string name = "attention";
   int64_t queryHeads = 0, kvHeads = 0, headDim = 0;
-  /// Queries, keys, values and outputs: BF16 or F16.
+  /// Queries and outputs, and keys and values unless `kvDtype` says
+  /// otherwise: BF16 or F16.
   DType dtype = DType::BF16;
-  /// Keys and values stored in another type than `dtype`: an fp8 cache
-  /// (F8E4M3 or F8E5M2), widened exactly to `dtype` on load.
+  /// Keys and values stored in fp8 (F8E4M3 or F8E5M2), dequantized on load.
   std::optional<DType> kvDtype;
   /// An fp8 cache's dequantization scales (the cache holds k / k_scale and
   /// v / v_scale): inputs after k and v, f32 device arrays of one element
-  /// or one per KV head, read at run time.
-  enum class KVScales { None, PerTensor, PerHead };
+  /// (PerTensor) or one per KV head (PerHead), read at run time.
   KVScales kvScales = KVScales::None;
   /// Dense or ragged; dense queries of `queriesPerRequest` (0: any) tokens.
   TokenLayout queryLayout = TokenLayout::Dense;

@@ -65,6 +65,12 @@ typedef enum attnc_layout {
   ATTNC_PAGED = 2
 } attnc_layout;
 typedef enum attnc_page_order { ATTNC_NHD = 0, ATTNC_HND = 1 } attnc_page_order;
+/* An fp8 cache's dequantization scales, for K and for V each. */
+typedef enum attnc_kv_scales {
+  ATTNC_KV_SCALES_NONE = 0,
+  ATTNC_KV_SCALES_PER_TENSOR = 1, /* one f32 */
+  ATTNC_KV_SCALES_PER_HEAD = 2    /* one f32 per KV head */
+} attnc_kv_scales;
 typedef enum attnc_role {
   ATTNC_ROLE_QUERY = 0,
   ATTNC_ROLE_KV = 1,
@@ -109,11 +115,10 @@ typedef struct attnc_variant_spec {
   const char *const *capture_types;
   int num_captures;
   /* Keys and values: -1 for `dtype`, or an fp8 cache (ATTNC_F8E4M3,
-   * ATTNC_F8E5M2) widened to `dtype` on load. */
+   * ATTNC_F8E5M2) dequantized on load. */
   int kv_dtype;
-  /* An fp8 cache's scales, inputs after k and v (f32 device arrays):
-   * 0 none, 1 one per tensor, 2 one per KV head. */
-  int kv_scales;
+  /* An fp8 cache's scales, inputs after k and v (f32 device arrays). */
+  attnc_kv_scales kv_scales;
 } attnc_variant_spec;
 
 typedef struct attnc_tensor_spec {
@@ -157,7 +162,8 @@ const char *attnc_last_error(void);
 const char *attnc_dtype_name(int dtype);
 const char *attnc_layout_name(int layout);
 const char *attnc_page_order_name(int order);
-const char *attnc_role_name(int role); /* "query", "kv", "output", ... */
+const char *attnc_role_name(int role);        /* "query", "kv", "output", ... */
+const char *attnc_kv_scales_name(int scales); /* "none", "tensor", "head" */
 const attnc_limits *attnc_get_limits(void);
 const char *attnc_status_name(attnc_status status);
 int attnc_api_version(void);

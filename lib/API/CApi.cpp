@@ -38,6 +38,9 @@ ATTNC_SAME(ATTNC_RAGGED, attnc::TokenLayout::Ragged)
 ATTNC_SAME(ATTNC_PAGED, attnc::TokenLayout::Paged)
 ATTNC_SAME(ATTNC_NHD, attnc::PageOrder::NHD)
 ATTNC_SAME(ATTNC_HND, attnc::PageOrder::HND)
+ATTNC_SAME(ATTNC_KV_SCALES_NONE, attnc::KVScales::None)
+ATTNC_SAME(ATTNC_KV_SCALES_PER_TENSOR, attnc::KVScales::PerTensor)
+ATTNC_SAME(ATTNC_KV_SCALES_PER_HEAD, attnc::KVScales::PerHead)
 ATTNC_SAME(ATTNC_ROLE_QUERY, attnc::TensorSpec::Role::Query)
 ATTNC_SAME(ATTNC_ROLE_KV, attnc::TensorSpec::Role::KV)
 ATTNC_SAME(ATTNC_ROLE_OUTPUT, attnc::TensorSpec::Role::Output)
@@ -196,11 +199,7 @@ attnc_status specFromC(const attnc_variant_spec &c, attnc::VariantSpec &spec) {
   spec.pageOrder = attnc::PageOrder(enumBits(c.page_order));
   if (c.kv_dtype != -1)
     spec.kvDtype = attnc::DType(c.kv_dtype);
-  if (c.kv_scales < 0 || c.kv_scales > 2)
-    return invalid("kv_scales must be 0 (none), 1 (per tensor) or 2 (per KV "
-                   "head), got " +
-                   std::to_string(c.kv_scales));
-  spec.kvScales = attnc::VariantSpec::KVScales(c.kv_scales);
+  spec.kvScales = attnc::KVScales(enumBits(c.kv_scales));
   for (auto [name, value] : {std::pair<const char *, int>{"causal", c.causal},
                              {"alibi", c.alibi},
                              {"return_lse", c.return_lse}})
@@ -271,6 +270,9 @@ const char *attnc_layout_name(int layout) {
 const char *attnc_page_order_name(int order) {
   return attnc::keyword(attnc::PageOrder(order));
 }
+const char *attnc_kv_scales_name(int scales) {
+  return attnc::keyword(attnc::KVScales(scales));
+}
 const char *attnc_role_name(int role) {
   int count = int(sizeof(kRoleNames) / sizeof(*kRoleNames));
   return role >= 0 && role < count ? kRoleNames[role] : "";
@@ -297,7 +299,7 @@ void attnc_variant_spec_init(attnc_variant_spec *spec) {
   spec->page_order = ATTNC_NHD;
   spec->window_left = spec->window_right = -1;
   spec->kv_dtype = -1;
-  spec->kv_scales = 0;
+  spec->kv_scales = ATTNC_KV_SCALES_NONE;
 }
 
 attnc_status attnc_variant_from_mlir(const char *text, attnc_variant *out) {

@@ -49,7 +49,7 @@ Status checkSpec(const VariantSpec &s) {
     return invalid("unknown dtype " + std::to_string(int(s.dtype)));
   if (s.kvDtype && !*keyword(*s.kvDtype))
     return invalid("unknown KV dtype " + std::to_string(int(*s.kvDtype)));
-  if (int(s.kvScales) < 0 || s.kvScales > VariantSpec::KVScales::PerHead)
+  if (!*keyword(s.kvScales))
     return invalid("unknown KV scales " + std::to_string(int(s.kvScales)));
   if (!*keyword(s.queryLayout))
     return invalid("unknown query layout " +
@@ -205,12 +205,12 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
                        keyword(s.kvDtype.value_or(s.dtype)) + kvLayout + ">";
   // The verifier says what scales need (an fp8 cache) and may be.
   std::string scaleType =
-      s.kvScales == VariantSpec::KVScales::None ? ""
-      : "memref<" +
-            std::to_string(s.kvScales == VariantSpec::KVScales::PerHead
-                               ? s.kvHeads
-                               : 1) +
-            "xf32>";
+      s.kvScales == KVScales::None
+          ? ""
+          : "memref<" +
+                std::to_string(s.kvScales == KVScales::PerHead ? s.kvHeads
+                                                               : 1) +
+                "xf32>";
 
   std::vector<std::string> attrs;
   if (s.causal)

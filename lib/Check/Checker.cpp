@@ -118,7 +118,7 @@ private:
   Status upload(const std::vector<uint8_t> &bytes, cuda::CUdeviceptr &ptr);
   void fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
                  std::vector<int64_t> &sizes, bool querySegments,
-                 bool keySegments, bool scale);
+                 bool keySegments, bool isScale);
   Status evaluateReference(func::FuncOp func,
                            llvm::DenseMap<Value, HostValue> &values);
 
@@ -213,7 +213,7 @@ Status Run::planLengths() {
 
 void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
                     std::vector<int64_t> &sizes, bool querySegments,
-                    bool keySegments, bool scale) {
+                    bool keySegments, bool isScale) {
   const ValueSpec &spec = program.values[id];
   std::normal_distribution<double> normal(0.0, 1.0);
   // Dequantization scales differ per head, so that using the wrong one shows.
@@ -261,7 +261,7 @@ void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
         v = double(pos / 37);
       } else if (spec.dtype == DType::I32) {
         v = double((i % sizes.back()) / 37); // document ids along a row
-      } else if (scale) {
+      } else if (isScale) {
         v = rounded(scales(rng));
       } else {
         v = rounded(normal(rng));
@@ -378,16 +378,15 @@ Status Run::evaluateReference(func::FuncOp func,
         request.v = values[attention.getValue()].requests[b];
         if (attention.getKeyScale()) {
           // The reference attends over the dequantized cache.
-          auto dequantize = [&](std::vector<double> &x, Value scale) {
+          // x is [kvLen][kvHeads][dim]; a scale per tensor or per head.
+          auto dequantize = [&](std::vector<double> &x, Value scale,
+                                int64_t dim) {
             const std::vector<double> &s = values[scale].buffer.data;
-            int64_t heads = variant.kvHeads;
-            int64_t dim = int64_t(x.size()) / std::max<int64_t>(
-                                                  1, request.kvLen * heads);
             for (size_t i = 0; i < x.size(); ++i)
-              x[i] *= s.size() == 1 ? s[0] : s[(i / dim) % heads];
+              x[i] *= s.size() == 1 ? s[0] : s[(i / dim) % variant.kvHeads];
           };
-          dequantize(request.k, attention.getKeyScale());
-          dequantize(request.v, attention.getValueScale());
+          dequantize(request.k, attention.getKeyScale(), variant.qkDim);
+          dequantize(request.v, attention.getValueScale(), variant.vDim);
         }
         if (attention.getQuerySegments()) {
           const auto &qs = values[attention.getQuerySegments()].buffer.data;

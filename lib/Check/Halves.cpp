@@ -57,6 +57,8 @@ uint8_t toMinifloat(float value, int E, int M, uint8_t maxCode) {
   float a = std::fabs(value);
   if (std::isnan(value))
     return uint8_t(sign | 0x7f);
+  if (std::isinf(value))
+    return uint8_t(sign | maxCode);
   int bias = (1 << (E - 1)) - 1;
   int exponent;
   float mantissa = std::frexp(a, &exponent); // a = m * 2^e, m in [0.5, 1)
@@ -82,16 +84,18 @@ uint8_t toF8E4M3(float value) { return toMinifloat(value, 4, 3, 0x7e); }
 float fromF8E4M3(uint8_t bits) {
   int exponent = (bits >> 3) & 0xf, mantissa = bits & 0x7;
   float value = exponent == 0xf && mantissa == 0x7 ? NAN
-                : exponent == 0 ? std::ldexp(float(mantissa), -9)
-                                : std::ldexp(float(mantissa + 8), exponent - 10);
+                : exponent == 0
+                    ? std::ldexp(float(mantissa), -9)
+                    : std::ldexp(float(mantissa + 8), exponent - 10);
   return (bits & 0x80) ? -value : value;
 }
 uint8_t toF8E5M2(float value) { return toMinifloat(value, 5, 2, 0x7b); }
 float fromF8E5M2(uint8_t bits) {
   int exponent = (bits >> 2) & 0x1f, mantissa = bits & 0x3;
   float value = exponent == 0x1f ? (mantissa ? NAN : INFINITY)
-                : exponent == 0 ? std::ldexp(float(mantissa), -16)
-                                : std::ldexp(float(mantissa + 4), exponent - 17);
+                : exponent == 0
+                    ? std::ldexp(float(mantissa), -16)
+                    : std::ldexp(float(mantissa + 4), exponent - 17);
   return (bits & 0x80) ? -value : value;
 }
 

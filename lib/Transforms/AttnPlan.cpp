@@ -46,11 +46,9 @@ int64_t scoreWork(AttentionOp op) {
          bool(op.getQuerySegments());
 }
 
-bool isFp8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
-
 /// Bytes of one stored key or value element.
 int64_t kvElementBytes(AttentionOp op) {
-  return op.getKVElementType().getIntOrFloatBitWidth() / 8;
+  return elementBytes(op.getKVElementType());
 }
 
 /// Names the first feature of `op` that the GPU pipeline cannot compile
@@ -64,8 +62,7 @@ std::string unsupportedFeature(AttentionOp op, StringRef arch) {
   if (!query.isBF16() && !query.isF16())
     return "queries of another element type than bf16 or f16";
   if (isFp8(element)) {
-    // cvt from fp8 pairs, which the widening takes, came with sm_89.
-    if (arch != "sm_89" && arch != "sm_90a")
+    if (!attn_gpu::TargetAttr::hasFp8Conversions(arch))
       return "an fp8 key/value cache on " + arch.str() +
              " (fp8 conversions need sm_89 or newer)";
   } else if (query != element) {
@@ -167,9 +164,9 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                            /*queryInRegisters=*/false);
     };
     PlanAttr deeper = plan(3);
-    if (!heavy && deeper.getSharedMemoryBytes(op.getQKHeadDim(),
-                                              op.getVHeadDim(),
-                                              kvElementBytes(op)) <= smem)
+    if (!heavy &&
+        deeper.getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim(),
+                                    kvElementBytes(op)) <= smem)
       return deeper;
     return plan(2);
   }

@@ -90,6 +90,7 @@ def _declare(lib):
         "attnc_layout_name": (c_char_p, [c_int]),
         "attnc_page_order_name": (c_char_p, [c_int]),
         "attnc_role_name": (c_char_p, [c_int]),
+        "attnc_kv_scales_name": (c_char_p, [c_int]),
         "attnc_get_limits": (P(Limits), []),
         "attnc_variant_spec_init": (None, [P(VariantSpec)]),
         "attnc_variant_from_mlir": (c_int, [c_char_p, P(c_void_p)]),
@@ -137,6 +138,7 @@ DTYPES = _names(lib.attnc_dtype_name)            # {"bf16": ..., "f16": ...}
 LAYOUTS = _names(lib.attnc_layout_name)          # {"dense": ..., ...}
 PAGE_ORDERS = _names(lib.attnc_page_order_name)  # {"nhd": ..., "hnd": ...}
 ROLES = _names(lib.attnc_role_name)              # {"query": ..., ...}
+KV_SCALES = _names(lib.attnc_kv_scales_name)     # {"none": ..., ...}
 _limits = lib.attnc_get_limits().contents
 LIMITS = {name: getattr(_limits, name) for name, _ in Limits._fields_}
 

@@ -3,7 +3,7 @@ and device (PyTorch tensors), so that the checks need no torch import."""
 
 # Element types of q, k, v and out (the attn dialect's query types).
 ELEMENT_TYPES = ("bfloat16", "float16")
-# fp8 KV caches, widened to the queries' type on load.
+# fp8 KV caches, dequantized on load.
 FP8_TYPES = ("float8_e4m3fn", "float8_e5m2")
 KV_TYPES = ELEMENT_TYPES + FP8_TYPES
 # torch's dtype names beside the library's (attnc_dtype_name's) names.

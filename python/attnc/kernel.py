@@ -13,8 +13,7 @@ _SPEC_TYPES = dict(_capi.VariantSpec._fields_)
 # Fields whose int is an enumerator, given by the library's name for it.
 _ENUMS = {"dtype": _capi.DTYPES, "kv_dtype": _capi.DTYPES,
           "query_layout": _capi.LAYOUTS, "kv_layout": _capi.LAYOUTS,
-          "page_order": _capi.PAGE_ORDERS,
-          "kv_scales": {"none": 0, "tensor": 1, "head": 2}}
+          "page_order": _capi.PAGE_ORDERS, "kv_scales": _capi.KV_SCALES}
 _FLAGS = ("causal", "alibi", "return_lse")
 # num_captures follows from capture_types.
 SPEC_FIELDS = tuple(name for name in _SPEC_TYPES if name != "num_captures")

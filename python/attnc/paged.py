@@ -23,10 +23,10 @@ class PagedAttention:
     [tokens, heads, dim] with qo_indptr, bottom-right aligned (causal).
 
     kv_dtype float8_e4m3fn or float8_e5m2 makes the caches fp8, holding
-    k / k_scale and v / v_scale; run takes the scales as float32 tensors of
-    one value (kv_scales="tensor", the default) or one per KV head
-    (kv_scales="head"), or as floats (an allocation per call), or None for
-    1.
+    k / k_scale and v / v_scale; run takes both scales or neither (then
+    both are 1): float32 tensors of one value (kv_scales="tensor", the
+    default) or one per KV head (kv_scales="head"); with "tensor", floats
+    too (an allocation per call).
     """
 
     def __init__(self, num_qo_heads, num_kv_heads, head_dim, page_size,
@@ -154,6 +154,8 @@ class PagedAttention:
                     f"k_scale and v_scale dequantize fp8 caches; this "
                     f"wrapper's cache is {self.kv_dtype}")
             return []
+        require((k_scale is None) == (v_scale is None),
+                "give k_scale and v_scale together (None for both means 1)")
         count = self._scale_count()
         scales = []
         for name, scale in (("k_scale", k_scale), ("v_scale", v_scale)):

@@ -217,8 +217,7 @@ std::string generateVariant(const uint8_t *data, size_t size) {
     std::string o = "%o" + str(i), l = "%l" + str(i);
     body += "  " + o + (withLse ? ", " + l : "") + " = attn.attention(%q, " +
             k + (latent ? "" : ", " + vName) + ")" + segments + scales +
-            captured +
-            attributes(c) + "\n      : " + q + ", " + keyType +
+            captured + attributes(c) + "\n      : " + q + ", " + keyType +
             (latent ? "" : ", " + valueType) + "\n      -> " + partial +
             (withLse ? ", " + lse : "") + "\n" + regions;
   }

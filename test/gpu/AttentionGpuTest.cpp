@@ -47,8 +47,8 @@ std::string variantText(const Case &c) {
   std::ostringstream q, kv, v, out, lse;
   q << "!attn.q<" << seq << "x" << c.qHeads << "x" << c.dim << "x" << c.elem
     << qLayout << ">";
-  kv << "!attn.kv<?x" << c.kvHeads << "x" << c.dim << "x" << kvElem
-     << kvLayout << ">";
+  kv << "!attn.kv<?x" << c.kvHeads << "x" << c.dim << "x" << kvElem << kvLayout
+     << ">";
   v << "!attn.kv<?x" << c.kvHeads << "x" << vDim << "x" << kvElem << kvLayout
     << ">";
   out << "!attn.out<" << seq << "x" << c.qHeads << "x" << vDim << "x" << c.elem

@@ -43,7 +43,6 @@ struct Snippet {
   const char *name;
   const Capture *capture; // null when the region reads no buffer
   const char *body;       // ends with attn.yield; may use `{heads}`
-  bool tanh = false;      // uses math.tanh
 };
 
 const Snippet kScoreMods[] = {
@@ -62,8 +61,7 @@ const Snippet kScoreMods[] = {
      "    %x = arith.divf %score, %cap : f32\n"
      "    %t = math.tanh %x : f32\n"
      "    %r = arith.mulf %t, %cap : f32\n"
-     "    attn.yield %r : f32\n",
-     /*tanh=*/true},
+     "    attn.yield %r : f32\n"},
     {"distance_penalty", nullptr,
      "    %c31 = arith.constant 31 : index\n"
      "    %far = arith.cmpi ugt, %qi, %kvi : index\n"
@@ -320,8 +318,7 @@ void drawSemantics(Random &rng, Draw &d, const GeneratorOptions &options,
   d.lse = rng.chance(50);
 }
 
-void drawElements(Random &rng, Draw &d, const GeneratorOptions &options,
-                  std::vector<std::string> &refusals) {
+void drawElements(Random &rng, Draw &d) {
   d.elem = rng.chance(70) ? "bf16" : "f16";
   d.kvElem = d.elem;
   d.outElem = rng.chance(15) ? "f32" : d.elem;
@@ -477,7 +474,7 @@ Variant generateVariant(uint64_t seed, uint64_t index,
   drawLayouts(rng, d);
   drawDims(rng, d, options, refusals);
   drawSemantics(rng, d, options, refusals);
-  drawElements(rng, d, options, refusals);
+  drawElements(rng, d);
   if (options.unsupported && rng.chance(3)) {
     // A latent (MLA) cache: one KV head, V the latent part of K.
     d.latent = true;

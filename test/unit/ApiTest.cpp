@@ -279,7 +279,7 @@ TEST(Api, SpecFieldsTheIrCannotSpellAreChecked) {
   spec.kvDtype = static_cast<DType>(12);
   EXPECT_EQ(specError(spec), "unknown KV dtype 12");
   spec = gqaCausal();
-  spec.kvScales = static_cast<VariantSpec::KVScales>(3);
+  spec.kvScales = static_cast<KVScales>(3);
   EXPECT_EQ(specError(spec), "unknown KV scales 3");
 }
 
@@ -288,7 +288,7 @@ TEST(Api, SpecFieldsTheIrCannotSpellAreChecked) {
 TEST(Api, Fp8CacheTakesItsScalesAfterKeysAndValues) {
   VariantSpec spec = gqaCausal();
   spec.kvDtype = DType::F8E4M3;
-  spec.kvScales = VariantSpec::KVScales::PerHead;
+  spec.kvScales = KVScales::PerHead;
   StatusOr<Variant> variant = Variant::fromSpec(spec);
   ASSERT_TRUE(variant.ok()) << variant.status().toString();
   EXPECT_TRUE(contains(variant->mlir(), "kv_scales("));

@@ -38,4 +38,23 @@ using ::attnc::TokenLayout;
 #define GET_OP_CLASSES
 #include "attnc/Dialect/Attn/AttnOps.h.inc"
 
+namespace mlir::attn {
+/// Whether `type` is an fp8 element type of KV caches.
+inline bool isFp8(Type type) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(type);
+}
+/// Whether `type` is a dequantization scale of an fp8 cache with `kvHeads`
+/// KV heads: memref<1xf32> (per tensor) or memref<kvHeads x f32> (per head).
+inline bool isKVScaleType(Type type, int64_t kvHeads) {
+  auto memref = dyn_cast<MemRefType>(type);
+  return memref && memref.getElementType().isF32() && memref.getRank() == 1 &&
+         memref.hasStaticShape() && memref.getLayout().isIdentity() &&
+         (memref.getDimSize(0) == 1 || memref.getDimSize(0) == kvHeads);
+}
+/// Bytes of one stored element of `type` (a key/value element type).
+inline int64_t elementBytes(Type type) {
+  return type.getIntOrFloatBitWidth() / 8;
+}
+} // namespace mlir::attn
+
 #endif // ATTNC_DIALECT_ATTN_ATTNDIALECT_H

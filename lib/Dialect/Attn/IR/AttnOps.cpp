@@ -131,10 +131,8 @@ template <typename Op> SmallVector<StringRef> declaredAttributes() {
   return names;
 }
 
-bool isFp8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
-
 /// Queries and keys meet in one matrix product: they share an element type,
-/// except that an fp8 cache is widened to the queries' type on load.
+/// except that an fp8 cache is dequantized on load.
 LogicalResult verifyElementTypes(AttentionOp op, Type queryType, Type keyType) {
   if (keyType != queryType && !isFp8(keyType))
     return op.emitOpError("key element type (")
@@ -210,14 +208,11 @@ LogicalResult verifySegments(AttentionOp op, Value segments, StringRef role,
 
 /// A dequantization scale: one f32 per tensor or one per KV head.
 LogicalResult verifyScale(AttentionOp op, Value scale, StringRef role) {
-  auto type = cast<MemRefType>(scale.getType());
   int64_t heads = op.getNumKVHeads();
-  if (!type.getElementType().isF32() || type.getRank() != 1 ||
-      !type.hasStaticShape() || !type.getLayout().isIdentity() ||
-      (type.getDimSize(0) != 1 && type.getDimSize(0) != heads))
+  if (!isKVScaleType(scale.getType(), heads))
     return op.emitOpError()
            << role << " scale must be memref<1xf32> (per tensor) or memref<"
-           << heads << "xf32> (per KV head), got " << type;
+           << heads << "xf32> (per KV head), got " << scale.getType();
   return success();
 }
 

@@ -4,6 +4,7 @@
 #include "attnc/device/hopper/wgmma.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -40,6 +41,13 @@ ArrayRef<llvm::StringLiteral> TargetAttr::getSupportedArchs() {
 
 bool TargetAttr::isSupportedArch(StringRef arch) {
   return llvm::is_contained(kSupportedArchs, arch);
+}
+
+bool TargetAttr::hasFp8Conversions(StringRef arch) {
+  unsigned version = 0;
+  return arch.consume_front("sm_") &&
+         !arch.take_while(llvm::isDigit).getAsInteger(10, version) &&
+         version >= 89;
 }
 
 LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,

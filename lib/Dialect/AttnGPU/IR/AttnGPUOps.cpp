@@ -19,8 +19,7 @@ int64_t KernelOp::getSharedMemoryBytes() {
   return getPlan().getSharedMemoryBytes(
       cast<attn::QueryType>(getQuery()).getHeadDim(),
       cast<attn::OutputType>(getOutput()).getHeadDim(),
-      cast<attn::KVType>(getKey()).getElementType().getIntOrFloatBitWidth() /
-          8);
+      attn::elementBytes(cast<attn::KVType>(getKey()).getElementType()));
 }
 
 int64_t KernelOp::getKVBoxRows() {
@@ -54,6 +53,20 @@ LogicalResult KernelOp::verify() {
       return emitOpError("head dims must be multiples of ")
              << attnc::limits::kKernelHeadDimStep << " up to "
              << attnc::limits::kMaxKernelHeadDim << ", got " << dim;
+  // An fp8 cache's scales, as attn.attention's verifier admits them.
+  if (getKeyScale().has_value() != getValueScale().has_value())
+    return emitOpError("key and value scales must be given together");
+  for (std::optional<Type> scale : {getKeyScale(), getValueScale()})
+    if (scale && !attn::isKVScaleType(*scale, key.getNumHeads()))
+      return emitOpError("scales must be memref<1xf32> or memref<")
+             << key.getNumHeads() << "xf32>, got " << *scale;
+  if (attn::isFp8(key.getElementType()) &&
+      !TargetAttr::hasFp8Conversions(getTarget().getArch()))
+    return emitOpError("an fp8 key/value cache needs sm_89 or newer, the "
+                       "target is ")
+           << getTarget().getArch();
+  if (getKeyScale() && !attn::isFp8(key.getElementType()))
+    return emitOpError("scales dequantize an fp8 key/value cache");
   PlanAttr plan = getPlan();
   // The warp-specialized plan's shape is checked by PlanAttr::verify.
   bool mmaSync = !plan.isWarpSpecialized();

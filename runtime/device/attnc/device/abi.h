@@ -47,6 +47,13 @@ namespace attnc {
   X(Edges, "edges")   /* tiles crossing a closed-form bound */                 \
   X(Always, "always") /* mask_mod or segments: no closed form */
 
+// X(enumerator, keyword): how many dequantization scales an fp8 KV cache
+// has, each for K and for V (the APIs' spelling of kv_scales' memref size).
+#define ATTNC_KV_SCALES(X)                                                     \
+  X(None, "none")        /* a 16-bit cache, or an fp8 one read as stored */    \
+  X(PerTensor, "tensor") /* memref<1xf32> */                                   \
+  X(PerHead, "head")     /* memref<KV_HEADS x f32> */
+
 #define ATTNC_ENUMERATOR(name, ...) name,
 /// How the tokens of a batch of requests are stored.
 enum class TokenLayout : i32 { ATTNC_TOKEN_LAYOUTS(ATTNC_ENUMERATOR) };
@@ -55,6 +62,8 @@ enum class PageOrder : i32 { ATTNC_PAGE_ORDERS(ATTNC_ENUMERATOR) };
 /// Element types of the tensors and buffers a kernel reads or writes.
 enum class DType : i32 { ATTNC_DTYPES(ATTNC_ENUMERATOR) };
 enum class PartialTiles : i32 { ATTNC_PARTIAL_TILES(ATTNC_ENUMERATOR) };
+/// Dequantization scales of an fp8 KV cache.
+enum class KVScales : i32 { ATTNC_KV_SCALES(ATTNC_ENUMERATOR) };
 #undef ATTNC_ENUMERATOR
 
 /// Limits of what a kernel holds. Positions, lengths and row indices are
@@ -99,6 +108,7 @@ constexpr const char *kPageOrderKeywords[] = {ATTNC_PAGE_ORDERS(ATTNC_KEYWORD)};
 constexpr const char *kDTypeKeywords[] = {ATTNC_DTYPES(ATTNC_KEYWORD)};
 constexpr const char *kPartialTilesKeywords[] = {
     ATTNC_PARTIAL_TILES(ATTNC_KEYWORD)};
+constexpr const char *kKVScalesKeywords[] = {ATTNC_KV_SCALES(ATTNC_KEYWORD)};
 #undef ATTNC_KEYWORD
 #define ATTNC_LAYOUT_SPELLING(name, ...) "attnc::TokenLayout::" #name,
 constexpr const char *kTokenLayoutSpellings[] = {
@@ -157,6 +167,9 @@ inline const char *keyword(DType v) {
 }
 inline const char *keyword(PartialTiles v) {
   return detail::nameAt(kPartialTilesKeywords, int(v));
+}
+inline const char *keyword(KVScales v) {
+  return detail::nameAt(kKVScalesKeywords, int(v));
 }
 
 /// The qualified C++ enumerator ("attnc::TokenLayout::Paged") that the

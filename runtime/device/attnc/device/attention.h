@@ -119,13 +119,12 @@ struct AttentionCta
   /// Paged K and V rows are found through the page table, a global load
   /// each. A thread reads the pages of its rows of the next tile while this
   /// one's copies are issued, so that no copy waits for its page index
-  /// (pages of 1 slot: 0.77x of contiguous speed when each did). Rows of
-  /// 256 elements (16 of them per thread) leave no registers for the pages
-  /// beside their output accumulators (spills at head dim 256).
-  static constexpr bool kPagesAhead = C::kKVLayout == TokenLayout::Paged &&
-                                      S::kD == S::kDV &&
-                                      CopyRows<S::kD>::kOneColumn &&
-                                      CopyRows<S::kD>::kCount <= 8;
+  /// (pages of 1 slot: 0.77x of contiguous speed when each did). More than
+  /// 8 rows per thread (16 at head dim 256) leave no registers for their
+  /// pages beside the output accumulators (spills).
+  static constexpr bool kPagesAhead =
+      C::kKVLayout == TokenLayout::Paged && S::kD == S::kDV &&
+      CopyRows<S::kD>::kOneColumn && CopyRows<S::kD>::kCount <= 8;
   int pagesTile = -1; // the visible tile whose pages `pages` holds
   int pages[kPagesAhead ? CopyRows<S::kD>::kCount : 1];
   static constexpr int kPageSlots = C::kPageSize > 0 ? C::kPageSize : 1;
@@ -145,9 +144,8 @@ struct AttentionCta
                                              : kStage(stage));
   }
   ATTNC_DEVICE u16 *vTile(int stage) {
-    return reinterpret_cast<u16 *>(S::kWiden ? vStage(C::kStages) +
-                                                   2 * S::kKElems
-                                             : vStage(stage));
+    return reinterpret_cast<u16 *>(
+        S::kWiden ? vStage(C::kStages) + 2 * S::kKElems : vStage(stage));
   }
   /// Byte offset of 16-byte chunk `chunk` of row `row` in a stage of rows
   /// of `Dim` elements: swizzled for the products' ldmatrix, or plain
@@ -203,7 +201,7 @@ struct AttentionCta
   /// First element of key/value row `key` of this CTA's KV head.
   template <int Dim>
   ATTNC_DEVICE const KVElem *kvRow(const void *base, i64 pageStride,
-                                 int key) const {
+                                   int key) const {
     if (C::kKVLayout == TokenLayout::Paged)
       return pagedRow<Dim>(base, pageStride,
                            p->page_indices[pageBegin + key / kPageSlots], key);
@@ -302,11 +300,10 @@ struct AttentionCta
   /// Widens the fp8 chunks this thread copied of a stage into the 16-bit
   /// tile. Chunk c of a row becomes 16-bit chunks 2c and 2c + 1, stored in
   /// an order that keeps each quarter-warp's stores on distinct banks.
-  template <int Dim>
-  ATTNC_DEVICE void widenTile(const u8 *stage, u16 *tile) {
+  template <int Dim> ATTNC_DEVICE void widenTile(const u8 *stage, u16 *tile) {
     forEachChunk<Dim>([&](int row, int chunk) {
-      uint4 in = loadShared16(sharedAddress(stage) +
-                              stageOffset<Dim>(row, chunk));
+      uint4 in =
+          loadShared16(sharedAddress(stage) + stageOffset<Dim>(row, chunk));
       uint4 out[2];
       widenChunk<KVElem>(in, out);
       // The halves' addresses are swapped, not their values (registers).

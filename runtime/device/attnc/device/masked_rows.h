@@ -18,6 +18,7 @@
 #include "attnc/device/math.h"
 #include "attnc/device/params.h"
 #include "attnc/device/prelude.h"
+#include "attnc/device/widen.h"
 
 namespace attnc {
 
@@ -190,13 +191,10 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
 
   /// The factor of the raw products: an fp8 cache's key scale, times the
   /// power of two its products' f16 queries carry (widen.h).
-  static constexpr bool kKeyScale =
-      C::kKVScales || sizeof(typename C::KVElem) == 1;
+  static constexpr bool kKeyScale = C::kKVScales || kNarrow<typename C::KVElem>;
   ATTNC_DEVICE float keyScale() const { return kKeyScale ? kScale : 1.0f; }
   /// The factor of the normalized output: an fp8 cache's value scale.
-  ATTNC_DEVICE float valueScale() const {
-    return C::kKVScales ? vScale : 1.0f;
-  }
+  ATTNC_DEVICE float valueScale() const { return C::kKVScales ? vScale : 1.0f; }
 
   /// The base-2 logit of a raw product Q.K for (`row`, `key`): scale,
   /// soft-cap, ALiBi and score_mod, then, on a partial tile, the mask.

@@ -47,7 +47,7 @@ struct bf16 {
 struct f16 {
   u16 bits;
 };
-// fp8 storage of KV caches, widened to the queries' 16-bit type on load.
+// fp8 storage of KV caches, widened to f16 on load (widen.h).
 struct f8e4m3 {
   u8 bits;
 };

@@ -7,10 +7,10 @@
 // cache run in f16 whatever the queries' type: bf16 queries are scaled by a
 // power of two into f16's range once per warp (exact for every element
 // within a factor 2^28 of the warp's largest; smaller ones round as f16
-// subnormals), and the power is folded into the score scale. Probabilities are then f16 too (three more mantissa bits
-// than bf16). The dequantization scales are not applied here: the kernel
-// folds the key scale into the score scale and the value scale into the
-// output's normalization.
+// subnormals), and the power is folded into the score scale. Probabilities are
+// then f16 too (three more mantissa bits than bf16). The dequantization scales
+// are not applied here: the kernel folds the key scale into the score scale and
+// the value scale into the output's normalization.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_DEVICE_WIDEN_H
@@ -93,12 +93,14 @@ ATTNC_DEVICE int f16RangeExponent(float largest) {
 }
 
 /// 2^e as a float, exactly (-126 <= e <= 127).
-ATTNC_DEVICE float powerOfTwo(int e) { return __uint_as_float(u32(127 + e) << 23); }
+ATTNC_DEVICE float powerOfTwo(int e) {
+  return __uint_as_float(u32(127 + e) << 23);
+}
 
 /// Stores 16 bytes at a shared-memory address (one 128-bit store).
 ATTNC_DEVICE void storeShared16(u32 addr, const uint4 &v) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr),
-               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w));
 }
 /// Loads 16 bytes from a shared-memory address.
 ATTNC_DEVICE uint4 loadShared16(u32 addr) {

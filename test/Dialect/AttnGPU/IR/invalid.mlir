@@ -209,3 +209,31 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
   // expected-error @+1 {{'attn_gpu.wait_scores' op attribute 'pending' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 0 whose maximum value is 1}}
   attn_gpu.wait_scores pending = 2
 }
+
+// -----
+
+// An fp8 cache's scales come in pairs.
+// expected-error @below {{key and value scales must be given together}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 4, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x8x64xbf16> key = !attn.kv<?x2x64xf8E4M3FN> value = !attn.kv<?x2x64xf8E4M3FN> output = !attn.out<1x8x64xbf16> captures = [] attributes {key_scale = memref<1xf32>, scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// A scale is one f32 per tensor or per KV head.
+// expected-error @below {{scales must be memref<1xf32> or memref<2xf32>, got 'f32'}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 4, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x8x64xbf16> key = !attn.kv<?x2x64xf8E4M3FN> value = !attn.kv<?x2x64xf8E4M3FN> output = !attn.out<1x8x64xbf16> captures = [] attributes {key_scale = f32, value_scale = memref<1xf32>, scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// sm_80 has no conversions of fp8 pairs.
+// expected-error @below {{an fp8 key/value cache needs sm_89 or newer, the target is sm_80}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_80", sms = 132, smem = 232448> plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 4, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x8x64xbf16> key = !attn.kv<?x2x64xf8E5M2> value = !attn.kv<?x2x64xf8E5M2> output = !attn.out<1x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// Scales dequantize fp8 caches only.
+// expected-error @below {{scales dequantize an fp8 key/value cache}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 4, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x8x64xbf16> key = !attn.kv<?x2x64xbf16> value = !attn.kv<?x2x64xbf16> output = !attn.out<1x8x64xbf16> captures = [] attributes {key_scale = memref<1xf32>, value_scale = memref<1xf32>, scale = 1.250000e-01 : f32} {
+}
