@@ -159,12 +159,14 @@ int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim,
   // The emitter passes this size to the device as C::kSmemBytes, where
   // Shape<C> static_asserts that its tiles fill exactly this much: the
   // query tile in 16-bit elements and `stages` K/V tiles as the cache
-  // stores them during the loop (with one 16-bit K and V tile that an fp8
-  // cache is widened into), then, in the epilogue, each warp column's f32
-  // output tile and row statistics.
+  // stores them during the loop (with the 16-bit V tile, and K tile unless
+  // its keys widen in registers, that an fp8 cache is widened into), then,
+  // in the epilogue, each warp column's f32 output tile and row statistics.
   int64_t kvTile = getBlockN() * (qkDim + vDim);
+  int64_t widened =
+      getBlockN() * ((limits::fp8KeysInRegisters(qkDim) ? 0 : qkDim) + vDim);
   int64_t loop = 2 * getBlockM() * qkDim + getStages() * kvTile * kvBytes +
-                 (kvBytes < 2 ? 2 * kvTile : 0);
+                 (kvBytes < 2 ? 2 * widened : 0);
   int64_t epilogue = 4 * getWarpsN() * getBlockM() * (vDim + 3);
   return std::max(loop, epilogue);
 }

@@ -82,6 +82,10 @@ constexpr i64 kMaxHeadDim = 1024;
 /// 256 columns are the most its registers hold.
 constexpr i64 kKernelHeadDimStep = 16;
 constexpr i64 kMaxKernelHeadDim = 256;
+/// Query/key head dims whose fp8 keys the mma.sync kernels widen in
+/// registers, straight from their swizzled stage (rows of whole pairs of
+/// 16-byte chunks); other fp8 keys are widened through shared memory.
+constexpr bool fp8KeysInRegisters(i64 qkDim) { return qkDim % 32 == 0; }
 constexpr i64 kMinPageSize = 1;
 constexpr i64 kMaxPageSize = 256;
 /// Attention states one merge kernel combines (MergeParams' arrays).

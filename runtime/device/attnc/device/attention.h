@@ -47,9 +47,14 @@ template <class C> struct Shape {
   /// Bytes of a K/V element in the cache, and whether it is widened.
   static constexpr int kKVBytes = sizeof(typename C::KVElem);
   static constexpr bool kWiden = kNarrow<typename C::KVElem>;
+  /// fp8 keys widened in registers from their stage (no 16-bit K tile).
+  static constexpr bool kKeysInRegisters =
+      kWiden && limits::fp8KeysInRegisters(kD);
+  static constexpr int kWidenedElems =
+      kWiden ? (kKeysInRegisters ? 0 : kKElems) + kVElems : 0;
   static constexpr int kLoopBytes =
       2 * kQElems + C::kStages * (kKElems + kVElems) * kKVBytes +
-      (kWiden ? 2 * (kKElems + kVElems) : 0);
+      2 * kWidenedElems;
   static constexpr int kEpilogueBytes = 4 * C::kWarpsN * kBlockM * (kDV + 3);
   static_assert((kLoopBytes > kEpilogueBytes ? kLoopBytes : kEpilogueBytes) ==
                     C::kSmemBytes,
@@ -145,14 +150,21 @@ struct AttentionCta
   }
   ATTNC_DEVICE u16 *vTile(int stage) {
     return reinterpret_cast<u16 *>(
-        S::kWiden ? vStage(C::kStages) + 2 * S::kKElems : vStage(stage));
+        S::kWiden
+            ? vStage(C::kStages) + (S::kKeysInRegisters ? 0 : 2 * S::kKElems)
+            : vStage(stage));
   }
   /// Byte offset of 16-byte chunk `chunk` of row `row` in a stage of rows
-  /// of `Dim` elements: swizzled for the products' ldmatrix, or plain
+  /// of `Dim` elements: swizzled for the products' ldmatrix and for the
+  /// fragment loads of fp8 keys (rows of an even number of chunks), plain
   /// where only the copying thread reads it back to widen it.
   template <int Dim> ATTNC_DEVICE static int stageOffset(int row, int chunk) {
-    return S::kWiden ? row * Dim + chunk * 16
-                     : 2 * swizzle<Dim>(row, chunk * 8);
+    if constexpr (!S::kWiden)
+      return 2 * swizzle<Dim>(row, chunk * 8);
+    else if constexpr (limits::fp8KeysInRegisters(Dim))
+      return 2 * swizzle<Dim / 2>(row, chunk * 8);
+    else
+      return row * Dim + chunk * 16;
   }
   /// Row (0 or 1) of this thread's accumulators -> row within the CTA.
   ATTNC_DEVICE int localRow(int half) const {
@@ -351,7 +363,8 @@ struct AttentionCta
       syncCopies();
     if constexpr (S::kWiden) {
       int stage = (t - tileBegin) % C::kStages;
-      widenTile<S::kD>(kStage(stage), kTile(stage));
+      if constexpr (!S::kKeysInRegisters)
+        widenTile<S::kD>(kStage(stage), kTile(stage));
       widenTile<S::kDV>(vStage(stage), vTile(stage));
       syncCopies();
     }
@@ -383,9 +396,23 @@ struct AttentionCta
 
   /// The A fragment of query columns [16 kk, 16 kk + 16) as stored.
   ATTNC_DEVICE void loadQueryBits(u32 (&a)[4], int kk) {
-    int row = wm * 16 + (lane % 16);
-    int col = kk * 16 + (lane / 16) * 8;
-    ldmatrixX4(a, sharedAddress(qTile() + swizzle<S::kD>(row, col)));
+    if constexpr (S::kKeysInRegisters) {
+      // The keys' fragments hold dims 4t..4t+3 of each 16 (keyFragment):
+      // the queries' k order is permuted alike, a0/a2 and a1/a3 each one
+      // 8-byte load of rows g and g + 8.
+      int col = kk * 16 + (lane % 4) * 4;
+      for (int half = 0; half < 2; ++half) {
+        int row = wm * 16 + lane / 4 + 8 * half;
+        uint2 pair = *reinterpret_cast<const uint2 *>(qTile() +
+                                                      swizzle<S::kD>(row, col));
+        a[half] = pair.x;
+        a[2 + half] = pair.y;
+      }
+    } else {
+      int row = wm * 16 + (lane % 16);
+      int col = kk * 16 + (lane / 16) * 8;
+      ldmatrixX4(a, sharedAddress(qTile() + swizzle<S::kD>(row, col)));
+    }
   }
 
   /// The A fragment of query columns [16 kk, 16 kk + 16) in the products'
@@ -412,6 +439,16 @@ struct AttentionCta
       } else {
         loadQueryFragment(a, kk);
       }
+      if constexpr (S::kKeysInRegisters) {
+        const u8 *stage = kStage((t - tileBegin) % C::kStages);
+#pragma unroll
+        for (int nt = 0; nt < S::kNTiles; ++nt) {
+          u32 b[2];
+          keyFragment(b, stage, wn * S::kWarpCols + nt * 8 + lane / 4, kk);
+          M::run(s[nt], a, b[0], b[1]);
+        }
+        continue;
+      }
 #pragma unroll
       for (int np = 0; np < S::kNTiles / 2; ++np) {
         int row = wn * S::kWarpCols + np * 16 + (lane / 16) * 8 + lane % 8;
@@ -422,6 +459,16 @@ struct AttentionCta
         M::run(s[2 * np + 1], a, b[2], b[3]);
       }
     }
+  }
+
+  /// The B fragment of key `key`, dims [16 kk, 16 kk + 16), widened from
+  /// its fp8 stage: lane t of the key's quad takes dims 4t..4t+3 as its
+  /// k pairs (2t, 2t+1) and (2t+8, 2t+9), the queries' order
+  /// (loadQueryBits), one 4-byte load and two cvt.
+  ATTNC_DEVICE void keyFragment(u32 (&b)[2], const u8 *stage, int key, int kk) {
+    u32 bytes = *reinterpret_cast<const u32 *>(
+        stage + stageOffset<S::kD>(key, kk) + (lane % 4) * 4);
+    f8x4ToF16<KVElem>(bytes, b);
   }
 
   /// Turns raw products into base-2 logits: modifiers, then the mask when
