@@ -7,9 +7,10 @@
 // BlockN / WarpsN slice of every KV tile, keeps its own online-softmax state
 // and the warps' states are merged in shared memory at the end.
 //
-// An fp8 cache lands in the pipeline stages at one byte per element; once a
-// tile is in, each thread widens the chunks it copied into one f16 K and V
-// tile that the products read, in f16 (widen.h).
+// An fp8 cache lands in the pipeline stages at one byte per element, and the
+// products run in f16 (widen.h): keys widen in registers straight from their
+// stage (keyFragment), values through one f16 tile into which each thread
+// widens the chunks it copied.
 //
 // Generated kernels drive the CTA through the free functions at the bottom,
 // one per attn_gpu op.
