@@ -12,6 +12,7 @@ docs/PERFORMANCE.md's results section (Markdown and an SVG plot) under --out.
 
 import argparse
 import datetime
+import itertools
 import json
 import math
 import os
@@ -159,6 +160,17 @@ class PagedCache:
             self.k, self.v = k.view(shape), v.view(shape)
         self.indptr = torch.arange(0, total + 1, pages_per, dtype=torch.int32)
         self.last = torch.full((w.batch,), page, dtype=torch.int32)
+        if w.kv_lens is not None:
+            # A ragged batch: request b's table lists its first pages.
+            used = [(n + page - 1) // page for n in w.kv_lens]
+            self.indices = torch.cat([
+                self.indices[b * pages_per:b * pages_per + n]
+                for b, n in enumerate(used)])
+            self.indptr = torch.tensor([0] + list(itertools.accumulate(used)),
+                                       dtype=torch.int32)
+            self.last = torch.tensor([n - (u - 1) * page
+                                      for n, u in zip(w.kv_lens, used)],
+                                     dtype=torch.int32)
 
 
 def _window(w):
@@ -363,6 +375,8 @@ def sdpa_runner(backend, ctx):
     w = ctx.w
     if w.softcap:
         raise Skip("SDPA has no soft-cap")
+    if w.kv_lens is not None:
+        return sdpa_per_request(backend, ctx)
     qt, kt, vt = (x.transpose(1, 2) for x in (ctx.q, ctx.k, ctx.v))
     mask = None
     if w.alibi:
@@ -380,11 +394,35 @@ def sdpa_runner(backend, ctx):
     return run
 
 
+def sdpa_per_request(backend, ctx):
+    """A ragged decode batch as SDPA takes it: one call per request over
+    its own keys."""
+    w = ctx.w
+    note = "SDPA runs one call per request (it takes no ragged batch)"
+    if note not in ctx.notes:
+        ctx.notes.append(note)
+    views = [tuple(x[b:b + 1, :n].transpose(1, 2) for x in (ctx.k, ctx.v))
+             for b, n in enumerate(w.kv_lens)]
+    qt = ctx.q.transpose(1, 2)
+    out = torch.empty_like(ctx.q)
+
+    def run():
+        with sdpa_kernel([backend]):
+            for b, (kt, vt) in enumerate(views):
+                out[b:b + 1] = F.scaled_dot_product_attention(
+                    qt[b:b + 1], kt, vt,
+                    enable_gqa=w.heads != w.kv_heads).transpose(1, 2)
+        return out
+    return run
+
+
 _flex = None
 
 
 def flex_runner(ctx):
     global _flex
+    if ctx.w.kv_lens is not None:
+        raise Skip("this harness gives FlexAttention no ragged batch")
     from torch.nn.attention.flex_attention import (create_block_mask,
                                                    flex_attention)
     if _flex is None:

@@ -37,12 +37,13 @@ class Workload:
     index pointers over [tokens, heads, dim] (the dense peers see the
     equal-length batch). `kv_dtype` "float8_e4m3fn" or "float8_e5m2": attnc
     reads an fp8 cache (one byte per element), its peers the same values
-    dequantized to bf16."""
+    dequantized to bf16. `kv_lens`: a ragged decode batch, request b over
+    its first kv_lens[b] keys (the tensors are padded to the longest)."""
 
     def __init__(self, name, what, batch, heads, kv_heads, dim, q_len,
                  kv_len, causal=False, window=None, paged=False,
                  softcap=None, alibi=False, docs=None, ragged=False,
-                 page=16, kv_dtype=None, sinks=0):
+                 page=16, kv_dtype=None, sinks=0, kv_lens=None):
         self.name, self.what = name, what
         self.batch, self.heads, self.kv_heads, self.dim = (batch, heads,
                                                            kv_heads, dim)
@@ -53,6 +54,9 @@ class Workload:
         self.page = page  # tokens per page of a paged (or decode) cache
         self.kv_dtype = kv_dtype
         self.sinks = sinks  # keys kept visible left of a window
+        self.kv_lens = kv_lens
+        if kv_lens is not None:
+            assert batch == len(kv_lens) and kv_len == max(kv_lens)
         if docs is not None:
             assert batch == 1 and q_len == kv_len == sum(docs)
 
@@ -70,6 +74,8 @@ class Workload:
         see in the ragged layout: one request per document."""
         if self.docs is not None:
             return list(self.docs), list(self.docs)
+        if self.kv_lens is not None:
+            return [self.q_len] * self.batch, list(self.kv_lens)
         return [self.q_len] * self.batch, [self.kv_len] * self.batch
 
     def _pairs(self, q_len, kv_len):
@@ -98,11 +104,24 @@ class Workload:
         """Bytes of the keys and values a decode step must read: the
         visible ones (fp8: one byte per element)."""
         element = 1 if self.kv_dtype else 2
-        keys = self._pairs(1, self.kv_len) if self.decode else self.kv_len
-        return 2 * self.batch * keys * self.kv_heads * self.dim * element
+        lens = self.request_lengths()[1]
+        keys = sum(self._pairs(1, n) if self.decode else n for n in lens)
+        return 2 * keys * self.kv_heads * self.dim * element
 
 
 P6_DOCS = document_lengths(16384, 8, seed=6)
+
+
+def ragged_lengths(count, longest, seed):
+    """`count` request lengths spread log-uniformly over 1..`longest`, the
+    longest included, fixed by a seeded RNG."""
+    rng = random.Random(seed)
+    lengths = [max(1, int(2 ** rng.uniform(0, longest.bit_length() - 1)))
+               for _ in range(count - 1)]
+    return lengths + [longest]
+
+
+D13_LENS = ragged_lengths(32, 32768, seed=13)
 
 WORKLOADS = [
     Workload("P1", "causal prefill GQA 32/8 d128, 2x8192", 2, 32, 8, 128,
@@ -140,6 +159,9 @@ WORKLOADS = [
     Workload("D11", "decode 16/4 d256, 64 x 4096", 64, 16, 4, 256, 1, 4096),
     Workload("D12", "decode 32/8 d128, 16 x 32768, window 4096 + 4 sinks",
              16, 32, 8, 128, 1, 32768, window=4096, sinks=4),
+    Workload("D13", "ragged decode 32/8 d128, 32 requests of 1 to 32768 "
+             "keys (log-uniform), page 16, shuffled", 32, 32, 8, 128, 1,
+             32768, paged=True, kv_lens=D13_LENS),
     # fp8 twins of D1, D2 and D4 (issue 13): attnc over an e4m3 cache with
     # per-tensor scales, the peers over the same values in bf16.
     Workload("D1f8", "D1 over an fp8 (e4m3) cache", 64, 32, 8, 128, 1, 4096,

@@ -124,9 +124,11 @@ struct Batch {
   /// Elements between consecutive pages of K and V; 0 when pages are
   /// packed (a cache that interleaves K and V per page sets them).
   int64_t kPageStride = 0, vPageStride = 0;
-  /// Rows of ragged keys and values (the last kv_indptr). 0 when unknown:
-  /// a kernel that loads them through tensor maps then reads it from the
-  /// device in `plan` (a synchronous copy).
+  /// Keys of all requests: the rows of ragged keys and values (the last
+  /// kv_indptr), the sum of the paged requests' lengths. 0 when unknown: a
+  /// kernel that loads ragged keys through tensor maps then reads it from
+  /// the device in `plan` (a synchronous copy). Decode splits a ragged
+  /// batch's long requests further when it is given.
   int64_t kvTokens = 0;
 };
 

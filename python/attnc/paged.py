@@ -136,7 +136,7 @@ class PagedAttention:
                                             self._scale_count()).contiguous()
                              if self._fp8 else None)
         self._plan = self._kernel.plan(
-            batch, q_len, max(kv_lens), tokens,
+            batch, q_len, max(kv_lens), tokens, kv_tokens=sum(kv_lens),
             q_indptr=self._qo.data_ptr() if self._qo is not None else 0,
             kv_indptr=self._indptr.data_ptr(),
             page_indices=self._indices.data_ptr(),

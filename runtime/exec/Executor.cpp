@@ -135,9 +135,13 @@ int Executor::chooseSplits(const LaunchSpec &launch,
   StatusOr<int64_t> resident =
       module_.residentCtas(launch.kernel, launch.threads, launch.smem);
   int64_t slots = resident.ok() ? *resident : driver_.device().multiprocessors;
-  int64_t keyTiles = (int64_t(layout.kvLen) + launch.blockN - 1) /
-                     std::max<int64_t>(launch.blockN, 1);
-  return int(chooseKVSplits(ctas, slots, keyTiles, launch.kvSplits));
+  int64_t tile = std::max<int64_t>(launch.blockN, 1);
+  int64_t keyTiles = (int64_t(layout.kvLen) + tile - 1) / tile;
+  // Every request's last tile may be partial: at most one more each.
+  int64_t totalKeyTiles =
+      layout.kvTokens > 0 ? layout.kvTokens / tile + layout.batch : 0;
+  return int(chooseKVSplits(ctas, slots, keyTiles, launch.kvSplits,
+                            layout.batch, totalKeyTiles));
 }
 
 size_t Executor::attentionResultBytes(const LaunchSpec &launch, int result,

@@ -17,8 +17,13 @@ namespace attnc {
 /// Splits for `ctasPerSplit` CTAs on a GPU that holds `residentCtas` at
 /// once, when the longest request has `keyTiles` tiles and the plan allows
 /// `maxSplits`: as many as fit one wave, at least 1, at most one per tile.
+/// A ragged batch of `requests` whose tiles add up to `totalKeyTiles` (0:
+/// unknown) is split further where the longest request would otherwise
+/// outlast the rest: until its shares are no longer than what each
+/// resident CTA would do if the work were spread evenly.
 int64_t chooseKVSplits(int64_t ctasPerSplit, int64_t residentCtas,
-                       int64_t keyTiles, int64_t maxSplits);
+                       int64_t keyTiles, int64_t maxSplits,
+                       int64_t requests = 1, int64_t totalKeyTiles = 0);
 
 } // namespace attnc
 

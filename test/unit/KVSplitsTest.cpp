@@ -41,5 +41,17 @@ TEST(KVSplitsTest, BoundedByTilesAndPlan) {
   EXPECT_EQ(chooseKVSplits(0, kResident, 100, 16), 16);
 }
 
+// A ragged batch whose longest request would outlast the rest is split
+// until its shares match the even load (32 requests, one of 512 tiles and
+// the rest 1740 tiles in all, 8 KV heads); an even batch is not.
+TEST(KVSplitsTest, RaggedBatchesSplitTheirLongestRequest) {
+  EXPECT_EQ(chooseKVSplits(32 * 8, kResident, 512, 32), 1);
+  int64_t splits = chooseKVSplits(32 * 8, kResident, 512, 32, 32, 1740);
+  EXPECT_EQ(splits, 10); // 1740 x 8 / 264 = 53 tiles a CTA; 512 / 53
+  EXPECT_EQ(chooseKVSplits(32 * 8, kResident, 512, 32, 32, 32 * 512), 1);
+  EXPECT_EQ(chooseKVSplits(8 * 8, kResident, 512, 32, 8, 8 * 512), 4);
+  EXPECT_EQ(chooseKVSplits(32 * 8, kResident, 512, 4, 32, 1740), 4);
+}
+
 } // namespace
 } // namespace attnc
