@@ -139,9 +139,10 @@ typedef struct attnc_batch {
   int64_t query_tokens;
   uint64_t q_indptr, kv_indptr, page_indices, last_page_len;
   int64_t k_page_stride, v_page_stride;
-  /* Rows of ragged k and v (the last kv_indptr); 0: unknown, and a kernel
-   * that needs it reads it from the device when planning (a synchronous
-   * copy). */
+  /* Keys of all requests: rows of ragged k and v (the last kv_indptr), or
+   * the sum of the paged requests' lengths; 0: unknown, and a kernel that
+   * needs it reads it from the device when planning (a synchronous copy).
+   * Decode splits a ragged batch's long requests further when given. */
   int64_t kv_tokens;
 } attnc_batch;
 

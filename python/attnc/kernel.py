@@ -194,8 +194,9 @@ class Kernel:
              q_indptr=0, kv_indptr=0, page_indices=0, last_page_len=0,
              k_page_stride=0, v_page_stride=0, kv_tokens=0):
         """Index arrays are device addresses of int32 arrays (0: none).
-        `kv_tokens` is the rows of ragged k and v (0: read from kv_indptr
-        on the device, a synchronization)."""
+        `kv_tokens` is the keys of all requests: the rows of ragged k and v,
+        or the sum of paged requests' lengths (0: unknown; ragged kernels
+        that need it read kv_indptr on the device, a synchronization)."""
         values = dict(batch=batch, max_query_len=max_query_len,
                       max_kv_len=max_kv_len, query_tokens=query_tokens,
                       q_indptr=q_indptr, kv_indptr=kv_indptr,
