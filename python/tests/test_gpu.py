@@ -93,20 +93,28 @@ def test_ragged_prefill_matches_sdpa_per_request():
         start += n
 
 
-@pytest.mark.parametrize("kv_layout", ["NHD", "HND"])
-@pytest.mark.parametrize("page_size", [1, 16])
-def test_paged_decode_matches_sdpa(kv_layout, page_size):
-    torch.manual_seed(page_size)
-    batch, heads, kv_heads, dim = 5, 32, 8, 128
-    kv_lens = [1, 17, 300, 64, 1000]
+def page_table(kv_lens, page_size, unused):
+    """A shuffled CSR page table for requests of `kv_lens` keys, with
+    `unused` pages in the cache besides: (pages, kv_indices, kv_indptr,
+    kv_last_page_len), int32 on the host."""
     pages_per = [(n + page_size - 1) // page_size for n in kv_lens]
-    total = sum(pages_per) + 7  # unused pages too
+    total = sum(pages_per) + unused
     order = torch.randperm(total)[:sum(pages_per)].to(torch.int32)
     indptr = torch.tensor([0] + list(torch.tensor(pages_per).cumsum(0)),
                           dtype=torch.int32)
     last = torch.tensor([n - (p - 1) * page_size
                          for n, p in zip(kv_lens, pages_per)],
                         dtype=torch.int32)
+    return total, order, indptr, last
+
+
+@pytest.mark.parametrize("kv_layout", ["NHD", "HND"])
+@pytest.mark.parametrize("page_size", [1, 16])
+def test_paged_decode_matches_sdpa(kv_layout, page_size):
+    torch.manual_seed(page_size)
+    batch, heads, kv_heads, dim = 5, 32, 8, 128
+    kv_lens = [1, 17, 300, 64, 1000]
+    total, order, indptr, last = page_table(kv_lens, page_size, 7)
     shape = ((total, page_size, kv_heads, dim) if kv_layout == "NHD"
              else (total, kv_heads, page_size, dim))
     k_cache = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
@@ -218,14 +226,7 @@ def test_fp8_paged_decode_with_float_scales_matches_sdpa():
     torch.manual_seed(5)
     page_size, heads, kv_heads, dim = 16, 16, 2, 128
     kv_lens = [40, 513, 1]
-    pages_per = [(n + page_size - 1) // page_size for n in kv_lens]
-    total = sum(pages_per) + 3
-    order = torch.randperm(total)[:sum(pages_per)].to(torch.int32)
-    indptr = torch.tensor([0] + list(torch.tensor(pages_per).cumsum(0)),
-                          dtype=torch.int32)
-    last = torch.tensor([n - (p - 1) * page_size
-                         for n, p in zip(kv_lens, pages_per)],
-                        dtype=torch.int32)
+    total, order, indptr, last = page_table(kv_lens, page_size, 3)
     shape = (total, page_size, kv_heads, dim)
     k_cache = fp8_cache(shape, torch.float8_e4m3fn)
     v_cache = fp8_cache(shape, torch.float8_e4m3fn)
