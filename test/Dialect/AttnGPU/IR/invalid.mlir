@@ -237,3 +237,11 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_80", sms = 132, smem = 232448> 
 // expected-error @below {{scales dequantize an fp8 key/value cache}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 4, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x8x64xbf16> key = !attn.kv<?x2x64xbf16> value = !attn.kv<?x2x64xbf16> output = !attn.out<1x8x64xbf16> captures = [] attributes {key_scale = memref<1xf32>, value_scale = memref<1xf32>, scale = 1.250000e-01 : f32} {
 }
+
+// -----
+
+// The warp-specialized schedule's bulk copies land K/V where wgmma reads
+// them: an fp8 cache cannot take it.
+// expected-error @below {{a warp_specialized plan reads keys of the queries' element type, got 'f8E4M3FN'}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x128xbf16> key = !attn.kv<?x2x128xf8E4M3FN> value = !attn.kv<?x2x128xf8E4M3FN> output = !attn.out<?x8x128xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
