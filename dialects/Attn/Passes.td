@@ -208,6 +208,47 @@ def AttnLowerToGPU : Pass<"attn-lower-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def AttnFuseSplitMerge : Pass<"attn-fuse-split-merge", "::mlir::ModuleOp"> {
+  let summary = "Let a split-KV kernel merge its own splits: one launch";
+  let description = [{
+    A launch of a split-KV attention kernel whose partial states feed only
+    the launch of a merge kernel becomes one launch of the attention kernel
+    with `merge_splits`: the CTA that stores a row block's last split merges
+    them (`attn_gpu.merge_splits`), so a decode step pays no second launch
+    and no round trip of its states through a second grid. Its results are
+    the merge's; the partial states become the launch's workspace. Splits
+    that the merge does not read alone (another use of the partial states)
+    are left as they are.
+
+    Before:
+
+    ```mlir
+    %0:2 = attn_gpu.launch @attention(%q, %k, %v) {geometry = #attn_gpu.launch<..., kv_splits = 16>}
+        : (...) -> (!attn.out<1x32x128xf32>, !attn.lse<1x32>)
+    %1:2 = attn_gpu.launch @merge(%0#0, %0#1) {...}
+        : (...) -> (!attn.out<1x32x128xbf16>, !attn.lse<1x32>)
+    attn_gpu.kernel @attention ... output = !attn.out<1x32x128xf32> ... {
+      ...
+      attn_gpu.store_state
+    }
+    attn_gpu.merge_kernel @merge input = f32 output = bf16 v_dim = 128
+    ```
+
+    After:
+
+    ```mlir
+    %0:2 = attn_gpu.launch @attention(%q, %k, %v) {geometry = #attn_gpu.launch<..., kv_splits = 16>}
+        : (...) -> (!attn.out<1x32x128xbf16>, !attn.lse<1x32>)
+    attn_gpu.kernel @attention ... output = !attn.out<1x32x128xbf16> ...
+        attributes {merge_splits, ...} {
+      ...
+      attn_gpu.store_state
+      attn_gpu.merge_splits
+    }
+    ```
+  }];
+}
+
 def AttnGPUToEmitC : Pass<"attn-gpu-to-emitc", "::mlir::ModuleOp"> {
   let summary = "Lower attn_gpu kernels to EmitC for MLIR's C++ printer";
   let description = [{

@@ -21,7 +21,9 @@ def AttnGPU_KernelOp : AttnGPU_Op<"kernel", [
     share of its visible KV tiles. The variant's description (types, masks,
     modifiers) and the `score_mod` / `mask_mod` regions come from the
     `attn.attention` it implements; `plan`, `target` and `masks` say how it
-    is tiled.
+    is tiled. With `merge_splits`, a split-KV kernel merges its own splits
+    (`attn_gpu.merge_splits`): its output is the final one, and its partial
+    states are the launch's workspace.
 
     ```mlir
     attn_gpu.kernel @attention_0 target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
@@ -51,6 +53,7 @@ def AttnGPU_KernelOp : AttnGPU_Op<"kernel", [
     OptionalAttr<F32Attr>:$softcap,
     UnitAttr:$alibi,
     UnitAttr:$segments,
+    UnitAttr:$merge_splits,
     OptionalAttr<TypeAttr>:$key_scale,
     OptionalAttr<TypeAttr>:$value_scale,
     TypeArrayAttr:$capture_types
@@ -349,7 +352,20 @@ def AttnGPU_StoreStateOp : AttnGPU_DeviceOp<"store_state"> {
   let summary = "merge the warps' states, normalize, store output and LSE";
   let description = [{
     Under split-KV the CTA's state goes, in f32, to the partial buffers that
-    a merge kernel reads.
+    a merge kernel (or `merge_splits`) reads. In a kernel that merges its
+    splits, a request whose keys fit one split stores its output directly.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def AttnGPU_MergeSplitsOp : AttnGPU_DeviceOp<"merge_splits"> {
+  let summary = "the CTA that stores a row block's last split merges them all";
+  let description = [{
+    After `store_state` in a kernel with `merge_splits`: the CTA counts its
+    partial state in on its row block's arrival counter; the one that
+    arrives last merges every split's state into the output and LSE and
+    puts the counter back to zero, so that a split-KV step is one launch
+    and the next launch (or a replayed CUDA graph) starts clean.
   }];
   let assemblyFormat = "attr-dict";
 }

@@ -28,6 +28,7 @@ struct Plan::State {
   BatchLayout layout;
   std::vector<int> splits;
   std::map<int, cuda::DeviceBuffer> scratch;
+  std::map<int, cuda::DeviceBuffer> workspaces; // by launch index
 };
 
 namespace {
@@ -201,7 +202,7 @@ StatusOr<Plan> Kernel::plan(const Batch &batch) const {
   plan->layout = layout;
   for (const LaunchSpec &launch : program.launches)
     if (launch.kind == LaunchSpec::Kind::Attention)
-      plan->splits.push_back(executor.chooseSplits(launch, layout));
+      plan->splits.push_back(int(executor.chooseSplits(launch, layout).splits));
   std::set<int> external(program.inputs.begin(), program.inputs.end());
   external.insert(program.outputs.begin(), program.outputs.end());
   for (auto [value, bytes] : executor.resultBytes(layout)) {
@@ -213,6 +214,20 @@ StatusOr<Plan> Kernel::plan(const Batch &batch) const {
       return buffer.status();
     plan->scratch.emplace(value, std::move(*buffer));
   }
+  for (auto [launch, bytes] : executor.workspaceBytes(layout)) {
+    StatusOr<cuda::DeviceBuffer> buffer = cuda::DeviceBuffer::allocate(
+        *state_->driver, std::max<size_t>(bytes, 1));
+    if (!buffer.ok())
+      return buffer.status();
+    // Arrival counters start at zero; the kernels leave them there.
+    if (Status status = state_->driver->fill(buffer->get(), 0, bytes);
+        !status.ok())
+      return status;
+    plan->workspaces.emplace(launch, std::move(*buffer));
+  }
+  if (!plan->workspaces.empty())
+    if (Status status = state_->driver->synchronize(); !status.ok())
+      return status;
   return Plan(std::move(plan));
 }
 
@@ -265,6 +280,8 @@ Status Kernel::run(const Plan &plan, const std::vector<uint64_t> &inputs,
   }
   for (const auto &[value, buffer] : plan.state_->scratch)
     binding.values[value] = buffer.get();
+  for (const auto &[launch, buffer] : plan.state_->workspaces)
+    binding.workspaces[launch] = buffer.get();
   Executor executor(*state_->driver, program, *state_->module);
   return executor.run(plan.state_->layout, binding,
                       static_cast<cuda::CUstream>(stream));

@@ -465,6 +465,9 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
   layout.kvLen =
       *std::max_element(problem.kvLens.begin(), problem.kvLens.end());
   layout.qTokens = problem.qTokens;
+  // The keys of all requests, as a serving engine's plan passes them: a
+  // ragged batch's splits follow them.
+  layout.kvTokens = problem.kvTokens;
   auto uploadInts = [&](const std::vector<int> &ints, cuda::CUdeviceptr &ptr) {
     std::vector<uint8_t> bytes(ints.size() * 4);
     std::memcpy(bytes.data(), ints.data(), bytes.size());

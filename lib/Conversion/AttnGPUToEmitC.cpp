@@ -145,6 +145,7 @@ private:
     flag("kKScalePerHead", perHead(kernel.getKeyScale()));
     flag("kVScalePerHead", perHead(kernel.getValueScale()));
     flag("kHasLse", kernel.getHasLse());
+    flag("kMergeSplits", kernel.getMergeSplits());
     flag("kQInRegs", plan.getQueryInRegisters());
     os << "  static __device__ __forceinline__ float scoreMod(float s, int b, "
           "int h, int i, int j, int qLen, int kvLen, const attnc::AttnParams "
@@ -425,6 +426,10 @@ private:
         })
         .Case([&](gpu::StoreStateOp) {
           call(loc, "attnc::finish", {});
+          return success();
+        })
+        .Case([&](gpu::MergeSplitsOp) {
+          call(loc, "attnc::mergeSplits", {});
           return success();
         })
         .Case([&](arith::ConstantIndexOp constant) {

@@ -216,8 +216,9 @@ struct AttnLowerToGPUPass
         unitIf(b, op.getLse() != nullptr), op.getCausalAttr(),
         op.getWindowAttr(), op.getSinksAttr(),
         b.getF32FloatAttr(op.getEffectiveScale()), softcap, op.getAlibiAttr(),
-        unitIf(b, op.getQuerySegments() != nullptr), typeIf(op.getKeyScale()),
-        typeIf(op.getValueScale()), b.getTypeArrayAttr(captureTypes));
+        unitIf(b, op.getQuerySegments() != nullptr), /*merge_splits=*/nullptr,
+        typeIf(op.getKeyScale()), typeIf(op.getValueScale()),
+        b.getTypeArrayAttr(captureTypes));
     symbols.insert(kernel);
     kernel.getScoreMod().takeBody(op.getScoreMod());
     kernel.getMaskMod().takeBody(op.getMaskMod());

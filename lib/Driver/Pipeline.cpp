@@ -239,7 +239,8 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
       spec.hasLse = attention.getHasLse();
       spec.segments = attention.getSegments();
       spec.kvScales = attention.getKeyScale().has_value();
-      spec.splitResults = spec.kvSplits > 1;
+      spec.mergesSplits = attention.getMergeSplits();
+      spec.splitResults = spec.kvSplits > 1 && !spec.mergesSplits;
     } else {
       spec.kind = LaunchSpec::Kind::Merge;
     }
@@ -289,6 +290,7 @@ LogicalResult lowerVariant(ModuleOp module, const CompileOptions &options,
     pm.addPass(attn::createAttnAnalyzeMasks());
     pm.addPass(attn::createAttnSplitKV());
     pm.addPass(attn::createAttnLowerToGPU());
+    pm.addPass(attn::createAttnFuseSplitMerge());
   }
   if (failed(pm.run(module)))
     return failure();

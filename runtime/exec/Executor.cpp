@@ -125,10 +125,33 @@ Status checkLayout(const Program &program, const BatchLayout &layout) {
   return Status();
 }
 
-int Executor::chooseSplits(const LaunchSpec &launch,
-                           const BatchLayout &layout) const {
-  if (!launch.splitResults)
-    return 1;
+/// Launches whose CTAs split each request's keys.
+static bool splitsKeys(const LaunchSpec &launch) {
+  return launch.splitResults || launch.mergesSplits;
+}
+
+Status Executor::ensureWorkspace(int launch, size_t bytes, Binding &binding) {
+  if (binding.workspaces.count(launch))
+    return Status();
+  StatusOr<cuda::DeviceBuffer> buffer =
+      cuda::DeviceBuffer::allocate(driver_, bytes);
+  if (!buffer.ok())
+    return buffer.status();
+  // The arrival counters start at zero (and the kernel leaves them there);
+  // the fill completes before any stream's launch reads them.
+  if (Status s = driver_.fill(buffer->get(), 0, bytes); !s.ok())
+    return s;
+  if (Status s = driver_.synchronize(); !s.ok())
+    return s;
+  binding.workspaces[launch] = buffer->get();
+  ownedWorkspaces_[launch] = std::move(*buffer);
+  return Status();
+}
+
+KVSplits Executor::chooseSplits(const LaunchSpec &launch,
+                                const BatchLayout &layout) const {
+  if (!splitsKeys(launch))
+    return {};
   int64_t ctas = rowBlocks(launch, layout) * headBlocks(launch) * layout.batch;
   // resolveKernels has measured the occupancy; one CTA per multiprocessor
   // stands in for a kernel it could not load.
@@ -140,8 +163,38 @@ int Executor::chooseSplits(const LaunchSpec &launch,
   // Every request's last tile may be partial: at most one more each.
   int64_t totalKeyTiles =
       layout.kvTokens > 0 ? layout.kvTokens / tile + layout.batch : 0;
-  return int(chooseKVSplits(ctas, slots, keyTiles, launch.kvSplits,
-                            layout.batch, totalKeyTiles));
+  return chooseKVSplits(ctas, slots, keyTiles, launch.kvSplits, layout.batch,
+                        totalKeyTiles, launch.mergesSplits);
+}
+
+Executor::SplitWorkspace Executor::splitWorkspace(const LaunchSpec &launch,
+                                                  const BatchLayout &layout,
+                                                  int splits) const {
+  SplitWorkspace workspace;
+  if (!launch.mergesSplits)
+    return workspace;
+  const ValueSpec &out = program_.values[launch.results[0]];
+  size_t rows = size_t(layout.qTokens) * out.heads;
+  workspace.outs = size_t(splits) * rows * out.dim * sizeof(float);
+  workspace.lses = size_t(splits) * rows * sizeof(float);
+  // A counter per (request, head group, row block): the grid's CTAs of one
+  // split.
+  workspace.counters = size_t(layout.batch) * headBlocks(launch) *
+                       rowBlocks(launch, layout) * sizeof(int32_t);
+  return workspace;
+}
+
+std::map<int, size_t>
+Executor::workspaceBytes(const BatchLayout &layout) const {
+  std::map<int, size_t> bytes;
+  for (int i = 0; i < int(program_.launches.size()); ++i) {
+    const LaunchSpec &launch = program_.launches[i];
+    if (launch.mergesSplits)
+      bytes[i] = splitWorkspace(launch, layout,
+                                int(chooseSplits(launch, layout).splits))
+                     .total();
+  }
+  return bytes;
 }
 
 size_t Executor::attentionResultBytes(const LaunchSpec &launch, int result,
@@ -169,7 +222,7 @@ std::map<int, size_t> Executor::resultBytes(const BatchLayout &layout) const {
       bytes[launch.results[r]] =
           launch.kind == LaunchSpec::Kind::Attention
               ? attentionResultBytes(launch, r, layout,
-                                     chooseSplits(launch, layout))
+                                     int(chooseSplits(launch, layout).splits))
               : mergeResultBytes(launch, r, layout);
   return bytes;
 }
@@ -181,7 +234,7 @@ Status Executor::resolveKernels() {
             launch.kind == LaunchSpec::Kind::Attention ? launch.smem : 0);
         !function.ok())
       return function.status();
-    if (walksWorkOrder(launch) || launch.splitResults)
+    if (walksWorkOrder(launch) || splitsKeys(launch))
       if (StatusOr<int64_t> ctas =
               module_.residentCtas(launch.kernel, launch.threads, launch.smem);
           !ctas.ok())
@@ -209,10 +262,11 @@ Status Executor::run(const BatchLayout &layout, Binding &binding,
     return status;
   binding.values.resize(program_.values.size(), 0);
   binding.bufferSizes.resize(program_.values.size());
-  for (const LaunchSpec &launch : program_.launches) {
+  for (int i = 0; i < int(program_.launches.size()); ++i) {
+    const LaunchSpec &launch = program_.launches[i];
     Status s =
         launch.kind == LaunchSpec::Kind::Attention
-            ? launchAttention(launch, layout, binding, stream, splits, gridCtas)
+            ? launchAttention(i, layout, binding, stream, splits, gridCtas)
             : launchMerge(launch, layout, binding, stream);
     if (!s.ok())
       return s;
@@ -220,10 +274,10 @@ Status Executor::run(const BatchLayout &layout, Binding &binding,
   return Status();
 }
 
-Status Executor::launchAttention(const LaunchSpec &launch,
-                                 const BatchLayout &layout, Binding &binding,
-                                 cuda::CUstream stream, int forcedSplits,
-                                 int64_t gridCtas) {
+Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
+                                 Binding &binding, cuda::CUstream stream,
+                                 int forcedSplits, int64_t gridCtas) {
+  const LaunchSpec &launch = program_.launches[launchIndex];
   AttnParams p;
   std::memset(&p, 0, sizeof(p));
   const ValueSpec *query = nullptr, *key = nullptr, *value = nullptr;
@@ -309,10 +363,13 @@ Status Executor::launchAttention(const LaunchSpec &launch,
   p.q_len = layout.qLen;
   p.kv_len = layout.kvLen;
 
-  int splits = forcedSplits > 0 && launch.splitResults
-                   ? std::min<int>(forcedSplits, int(launch.kvSplits))
-                   : chooseSplits(launch, layout);
+  KVSplits cut =
+      forcedSplits > 0 && splitsKeys(launch)
+          ? KVSplits{std::min<int64_t>(forcedSplits, launch.kvSplits), 0}
+          : chooseSplits(launch, layout);
+  int splits = int(cut.splits);
   p.num_splits = splits;
+  p.split_tiles = i32(cut.tilesPerSplit);
   int outValue = launch.results[0];
   const ValueSpec &out = program_.values[outValue];
   int64_t rows = layout.qTokens * out.heads;
@@ -333,6 +390,17 @@ Status Executor::launchAttention(const LaunchSpec &launch,
   p.partial_out = static_cast<float *>(p.out);
   p.partial_lse = p.lse;
   p.partial_split_stride = rows;
+  if (launch.mergesSplits) {
+    SplitWorkspace workspace = splitWorkspace(launch, layout, splits);
+    if (Status s = ensureWorkspace(launchIndex, workspace.total(), binding);
+        !s.ok())
+      return s;
+    char *base = reinterpret_cast<char *>(binding.workspaces[launchIndex]);
+    p.partial_out = reinterpret_cast<float *>(base);
+    p.partial_lse = reinterpret_cast<float *>(base + workspace.outs);
+    p.split_counters =
+        reinterpret_cast<i32 *>(base + workspace.outs + workspace.lses);
+  }
 
   StatusOr<cuda::CUfunction> function =
       module_.function(launch.kernel, launch.smem);

@@ -12,6 +12,7 @@
 
 #include "attnc/device/hopper/params.h"
 #include "cuda/CudaDriver.h"
+#include "exec/KVSplits.h"
 #include "exec/Program.h"
 
 #include <map>
@@ -47,6 +48,9 @@ struct Binding {
   std::vector<cuda::CUdeviceptr> values;
   /// Sizes of buffer values (segments, captures), dynamic sizes resolved.
   std::vector<std::vector<int64_t>> bufferSizes;
+  /// The workspace of each launch that has one (by launch index): set by
+  /// a plan, or allocated on the first run.
+  std::map<int, cuda::CUdeviceptr> workspaces;
 };
 
 /// A loaded module and its kernels.
@@ -82,13 +86,20 @@ public:
              cuda::CUstream stream = nullptr, int splits = 0,
              int64_t gridCtas = 0);
 
-  /// Splits a launch would use for `layout`.
-  int chooseSplits(const LaunchSpec &launch, const BatchLayout &layout) const;
+  /// How a launch would split `layout`'s keys.
+  KVSplits chooseSplits(const LaunchSpec &launch,
+                        const BatchLayout &layout) const;
 
   /// Bytes of every value the launches produce for `layout` with the splits
   /// they would choose: what a caller binds (outputs) or a plan allocates
   /// once (intermediate states), so that `run` allocates nothing.
   std::map<int, size_t> resultBytes(const BatchLayout &layout) const;
+
+  /// Bytes of the workspace of each launch that needs one for `layout`
+  /// (by launch index): a kernel that merges its own splits keeps their
+  /// partial states and its arrival counters there. The counters must be
+  /// zero before the first launch; the kernel leaves them at zero.
+  std::map<int, size_t> workspaceBytes(const BatchLayout &layout) const;
 
   /// Resolves every kernel (and its shared-memory limit) ahead of `run`.
   Status resolveKernels();
@@ -100,12 +111,21 @@ public:
   Status resolveKVTokens(BatchLayout &layout) const;
 
 private:
-  Status launchAttention(const LaunchSpec &launch, const BatchLayout &layout,
+  Status launchAttention(int launchIndex, const BatchLayout &layout,
                          Binding &binding, cuda::CUstream stream, int splits,
                          int64_t gridCtas);
   Status launchMerge(const LaunchSpec &launch, const BatchLayout &layout,
                      Binding &binding, cuda::CUstream stream);
   Status ensureBuffer(int value, size_t bytes, Binding &binding);
+  Status ensureWorkspace(int launch, size_t bytes, Binding &binding);
+  /// A merging launch's workspace: partial outputs, partial LSEs, then
+  /// the arrival counters, each part's bytes.
+  struct SplitWorkspace {
+    size_t outs = 0, lses = 0, counters = 0;
+    size_t total() const { return outs + lses + counters; }
+  };
+  SplitWorkspace splitWorkspace(const LaunchSpec &launch,
+                                const BatchLayout &layout, int splits) const;
   /// The work items of a warp-specialized launch and their order.
   WorkOrder workOrder(const LaunchSpec &launch, const BatchLayout &layout,
                       int splits, const ValueSpec &key,
@@ -122,6 +142,7 @@ private:
   const Program &program_;
   LoadedModule &module_;
   std::map<int, cuda::DeviceBuffer> owned_;
+  std::map<int, cuda::DeviceBuffer> ownedWorkspaces_; // by launch index
   std::map<int, int> statesOf_; // partial-state value -> splits it holds
 };
 

@@ -53,6 +53,9 @@ struct LaunchSpec {
   bool kvScales = false;
   /// Whether the results are split-KV partial states for a merge.
   bool splitResults = false;
+  /// Whether a split-KV kernel merges its own splits: its results are
+  /// final, its partial states and arrival counters a workspace.
+  bool mergesSplits = false;
 };
 
 struct Program {

@@ -3,15 +3,18 @@
 // MLIR's C++ printer turns the device file into CUDA C++ for NVRTC: the
 // tile library's headers, the configuration struct (the compiler's decisions,
 // the shared-memory size and mask classification among them, in the ABI's
-// enums) and the entry point.
+// enums) and the entry point. The decode kernel merges its own KV splits:
+// there is no merge kernel.
 // CHECK: #include "attnc/device/attention.h"
 // CHECK: struct attention_config {
 // CHECK: using Elem = attnc::bf16;
+// CHECK: using Out = attnc::bf16;
 // CHECK: static constexpr int kSmemBytes = [[SMEM:[0-9]+]];
 // CHECK: static constexpr attnc::TokenLayout kKVLayout = attnc::TokenLayout::Paged;
 // CHECK: static constexpr int kPageSize = 16;
 // CHECK: static constexpr attnc::PageOrder kPageOrder = attnc::PageOrder::NHD;
 // CHECK: static constexpr attnc::PartialTiles kPartialTiles = attnc::PartialTiles::Edges;
+// CHECK: static constexpr bool kMergeSplits = true;
 // CHECK: extern "C" __global__ __launch_bounds__(128, 1) void attention(const attnc::AttnParams [[P:v[0-9]+]]) {
 // CHECK: extern __shared__ __align__(16) char attnc_smem[];
 // CHECK: attnc::AttentionCta<attention_config> [[CTA:v[0-9]+]];
@@ -24,8 +27,8 @@
 // CHECK: attnc::onlineSoftmax([[PTR]]);
 // CHECK: attnc::accumulateValues([[PTR]], [[T]]);
 // CHECK: attnc::finish([[PTR]]);
-// CHECK: extern "C" __global__ __launch_bounds__(128) void merge(const attnc::MergeParams [[M:v[0-9]+]]) {
-// CHECK: attnc::mergeStates<float, attnc::bf16, 128>([[M]]);
+// CHECK-NEXT: attnc::mergeSplits([[PTR]]);
+// CHECK-NOT: mergeStates
 func.func @decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xbf16, paged<16, nhd>>,
                   %v: !attn.kv<?x8x128xbf16, paged<16, nhd>>) -> !attn.out<1x32x128xbf16> {
   %out = attn.attention(%q, %k, %v)

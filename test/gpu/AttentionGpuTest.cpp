@@ -292,6 +292,13 @@ std::vector<Case> cases() {
        "", "", false, shapeOf(4, 1, 700, 3)});
   add({"decode_sixteen_splits_short", 32, 8, 128, "bf16", true, false,
        "paged<16, nhd>", "", "", false, shapeOf(4, 1, 90, 16)});
+  // Ragged batches whose requests take only the splits their keys need,
+  // merged by the split that arrives last (one launch); the second has two
+  // row blocks per request (32 query heads on one KV head).
+  add({"decode_ragged_splits_per_request", 32, 8, 128, "bf16", true, false,
+       "paged<16, nhd>", "", "", false, shapeOf(24, 1, 2000)});
+  add({"decode_mqa32_ragged_two_row_blocks_f16", 32, 1, 128, "f16", true, false,
+       "ragged", "", "", false, shapeOf(5, 1, 3000)});
   // fp8 caches, widened on load: both formats, scales per tensor and per
   // KV head (drawn apart in [0.25, 2), so a swapped or misplaced scale
   // shows), decode with splits, paged orders and chunked prefill. The

@@ -83,6 +83,10 @@ LogicalResult KernelOp::verify() {
     return emitOpError("needs ")
            << getSharedMemoryBytes() << " bytes of shared memory, the target "
            << "allows " << getTarget().getSmem();
+  if (getMergeSplits() && (plan.getKvSplits() < 2 || !mmaSync))
+    return emitOpError("merge_splits needs a split-KV plan of the mma.sync "
+                       "schedules, got ")
+           << plan;
   if (getPlan().isWarpSpecialized()) {
     // wgmma and setmaxnreg exist only in sm_90a; TMA tiles are 16-bit here.
     if (getTarget().getArch() != "sm_90a")

@@ -184,6 +184,10 @@ struct AttentionCta
     if (!this->locate(params, blockIdx.z, kvHead * C::kGroup,
                       blockIdx.y % params.num_splits, blockIdx.x * S::kBlockM))
       return false;
+    // A split past the request's last holds no keys; a kernel that merges
+    // its own splits neither stores nor counts it.
+    if (C::kMergeSplits && split >= this->requestSplits)
+      return false;
     for (int half = 0; half < 2; ++half) {
       rowMax[half] = negInf();
       rowSum[half] = 0.0f;
@@ -580,14 +584,24 @@ struct AttentionCta
     store(shares, lses);
   }
 
+  /// Whether the CTA stores a partial state: one of several splits of its
+  /// request (all of them for a separate merge kernel, which reads every
+  /// split of every request).
+  ATTNC_DEVICE bool storesPartial() const {
+    return C::kMergeSplits ? this->requestSplits > 1 : p->num_splits > 1;
+  }
+  ATTNC_DEVICE i64 outRowOf(int row) const {
+    int r = rowBegin + row;
+    return i64(qToken0 + queryOf(r)) * C::kNumQHeads + headOf(r);
+  }
+
   /// Writes rows of the sum of the warps' shares.
   ATTNC_DEVICE void store(const float *shares, const float *lses) {
-    bool partial = p->num_splits > 1;
+    bool partial = storesPartial();
     constexpr int chunks = S::kDV / 8;
     for (int idx = threadIdx.x; idx < rows * chunks; idx += S::kThreads) {
       int row = idx / chunks, chunk = idx % chunks;
-      int r = rowBegin + row;
-      i64 outRow = i64(qToken0 + queryOf(r)) * C::kNumQHeads + headOf(r);
+      i64 outRow = outRowOf(row);
       float sum[8];
       for (int e = 0; e < 8; ++e)
         sum[e] = 0.0f;
@@ -606,13 +620,85 @@ struct AttentionCta
       }
     }
     for (int row = threadIdx.x; row < rows; row += S::kThreads) {
-      int r = rowBegin + row;
-      i64 outRow = i64(qToken0 + queryOf(r)) * C::kNumQHeads + headOf(r);
+      i64 outRow = outRowOf(row);
       if (partial)
         p->partial_lse[split * p->partial_split_stride + outRow] = lses[row];
       else if (C::kHasLse)
         p->lse[outRow] = lses[row];
     }
+  }
+
+  /// Counts the CTA's partial state in. The CTA that stores its row
+  /// block's last split merges them all into the output, so that a
+  /// split-KV decode step is one launch; it also puts the counter back to
+  /// zero, so that the next launch (or a replayed CUDA graph) starts clean.
+  ATTNC_DEVICE void mergeSplits() {
+    if (!C::kMergeSplits || !storesPartial())
+      return;
+    int *last = reinterpret_cast<int *>(smem);
+    __threadfence(); // this CTA's partial state before its arrival
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int *counter = p->split_counters +
+                     (i64(batch) * C::kNumKVHeads + kvHead) * gridDim.x +
+                     blockIdx.x;
+      *last = atomicAdd(counter, 1) == this->requestSplits - 1;
+      if (*last)
+        atomicExch(counter, 0);
+    }
+    __syncthreads();
+    if (!*last)
+      return;
+    __threadfence(); // the other splits' states after their arrivals
+    // A warp per row: lane i holds split i's LSE, so the weights take one
+    // load and shuffles; then each lane sums its 4-dim slices of the
+    // splits' outputs, whose loads are independent.
+    static_assert(limits::kMaxKVSplits <= 32, "a lane per split");
+    int splits = this->requestSplits;
+    i64 stride = p->partial_split_stride;
+    for (int row = warp; row < rows; row += S::kWarps) {
+      i64 outRow = outRowOf(row);
+      float lse = lane < splits
+                      ? __ldcg(p->partial_lse + lane * stride + outRow) * kLog2E
+                      : negInf();
+      float total = lse;
+      for (int offset = 16; offset > 0; offset /= 2)
+        total = maxf(total, __shfl_xor_sync(0xffffffffu, total, offset));
+      float base = total == negInf() ? 0.0f : total;
+      float part = lane < splits ? fastExp2(lse - base) : 0.0f;
+      float sum = part;
+      for (int offset = 16; offset > 0; offset /= 2)
+        sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+      float weight = sum > 0.0f ? part / sum : 0.0f;
+      for (int d = lane * 4; d < S::kDV; d += 32 * 4) {
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int i = 0; i < splits; ++i) {
+          float w = __shfl_sync(0xffffffffu, weight, i);
+          if (w == 0.0f)
+            continue; // a split whose keys this row does not see
+          float4 o = __ldcg(reinterpret_cast<const float4 *>(
+              p->partial_out + (i * stride + outRow) * S::kDV + d));
+          acc[0] += w * o.x;
+          acc[1] += w * o.y;
+          acc[2] += w * o.z;
+          acc[3] += w * o.w;
+        }
+        storeQuad(static_cast<typename C::Out *>(p->out) + outRow * S::kDV + d,
+                  acc);
+      }
+      if (C::kHasLse && lane == 0)
+        p->lse[outRow] = sum > 0.0f ? (base + fastLog2(sum)) * kLn2 : negInf();
+    }
+  }
+
+  ATTNC_DEVICE static void storeQuad(float *dst, const float *src) {
+    *reinterpret_cast<float4 *>(dst) =
+        make_float4(src[0], src[1], src[2], src[3]);
+  }
+  template <typename T>
+  ATTNC_DEVICE static void storeQuad(T *dst, const float *src) {
+    *reinterpret_cast<uint2 *>(dst) =
+        make_uint2(Mma<T>::pack(src[0], src[1]), Mma<T>::pack(src[2], src[3]));
   }
 
   ATTNC_DEVICE static void storeChunk(float *dst, const float *src) {
@@ -684,6 +770,9 @@ ATTNC_DEVICE void accumulateValues(AttentionCta<C> *cta, int t) {
 }
 template <class C> ATTNC_DEVICE void finish(AttentionCta<C> *cta) {
   cta->finish();
+}
+template <class C> ATTNC_DEVICE void mergeSplits(AttentionCta<C> *cta) {
+  cta->mergeSplits();
 }
 
 } // namespace attnc

@@ -42,6 +42,7 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
   // scale times the power of two of its f16 queries).
   float kScale = 1.0f, vScale = 1.0f;
   int sinkTiles, mainBegin, mainEnd, tileBegin, tileEnd;
+  int requestSplits; // the splits with tiles of this request (at least 1)
 
   ATTNC_DEVICE int queryOf(int row) const { return row / RowsPerToken; }
   ATTNC_DEVICE int headOf(int row) const { return head0 + row % RowsPerToken; }
@@ -131,7 +132,13 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
       }
     }
     int total = numVisibleTiles();
+    // Even shares cover every tile, however long the request: the launch
+    // has no CTAs for more than num_splits splits.
     int perSplit = (total + p->num_splits - 1) / p->num_splits;
+    if (p->split_tiles > perSplit)
+      perSplit = p->split_tiles;
+    requestSplits =
+        total > 0 && perSplit > 0 ? (total + perSplit - 1) / perSplit : 1;
     tileBegin = split * perSplit < total ? split * perSplit : total;
     tileEnd = tileBegin + perSplit < total ? tileBegin + perSplit : total;
   }

@@ -245,3 +245,10 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 // expected-error @below {{a warp_specialized plan reads keys of the queries' element type, got 'f8E4M3FN'}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x128xbf16> key = !attn.kv<?x2x128xf8E4M3FN> value = !attn.kv<?x2x128xf8E4M3FN> output = !attn.out<?x8x128xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
+
+// -----
+
+// A kernel merges its own splits only when its plan splits the keys.
+// expected-error @below {{merge_splits needs a split-KV plan of the mma.sync schedules, got #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 1, q_in_regs = true>}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x8x64xbf16> key = !attn.kv<?x2x64xbf16> value = !attn.kv<?x2x64xbf16> output = !attn.out<1x8x64xbf16> captures = [] attributes {has_lse, merge_splits, scale = 1.250000e-01 : f32} {
+}
