@@ -670,11 +670,15 @@ struct AttentionCta
       for (int offset = 16; offset > 0; offset /= 2)
         sum += __shfl_xor_sync(0xffffffffu, sum, offset);
       float weight = sum > 0.0f ? part / sum : 0.0f;
-      for (int d = lane * 4; d < S::kDV; d += 32 * 4) {
+      // Every lane takes part in each pass, past the row's end too: the
+      // shuffles need the whole warp.
+      for (int pass = 0; pass < S::kDV; pass += 32 * 4) {
+        int d = pass + lane * 4;
+        bool inRow = d < S::kDV;
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (int i = 0; i < splits; ++i) {
           float w = __shfl_sync(0xffffffffu, weight, i);
-          if (w == 0.0f)
+          if (w == 0.0f || !inRow)
             continue; // a split whose keys this row does not see
           float4 o = __ldcg(reinterpret_cast<const float4 *>(
               p->partial_out + (i * stride + outRow) * S::kDV + d));
@@ -683,8 +687,10 @@ struct AttentionCta
           acc[2] += w * o.z;
           acc[3] += w * o.w;
         }
-        storeQuad(static_cast<typename C::Out *>(p->out) + outRow * S::kDV + d,
-                  acc);
+        if (inRow)
+          storeQuad(static_cast<typename C::Out *>(p->out) + outRow * S::kDV +
+                        d,
+                    acc);
       }
       if (C::kHasLse && lane == 0)
         p->lse[outRow] = sum > 0.0f ? (base + fastLog2(sum)) * kLn2 : negInf();
