@@ -9,7 +9,7 @@
 
 #include "attnc/Driver/Compile.h"
 
-#include "jit/DeviceHeaders.h"
+#include "jit/CubinCache.h"
 #include "jit/DiskCache.h"
 #include "jit/Nvrtc.h"
 #include "support/Hash.h"
@@ -29,23 +29,10 @@ namespace {
 /// changes meaning.
 constexpr const char *kCompilerVersion = "attnc-" ATTNC_VERSION;
 
-/// Content of the device tile library the generated code includes: a change
-/// to it must miss the cache.
-const std::string &deviceLibraryKey() {
-  static const std::string key = [] {
-    std::string all;
-    for (int i = 0; i < jit::kNumDeviceHeaders; ++i)
-      all += std::string(jit::kDeviceHeaders[i].includeName) + "\n" +
-             jit::kDeviceHeaders[i].content;
-    return contentKey(all);
-  }();
-  return key;
-}
-
 std::string cacheKey(const std::string &source, const CompileOptions &o,
                      const std::string &nvrtcVersion) {
   return contentKey(
-      std::string(kCompilerVersion) + "\n" + deviceLibraryKey() + "\n" +
+      std::string(kCompilerVersion) + "\n" + jit::deviceLibraryKey() + "\n" +
       o.arch + "\n" + std::to_string(o.sms) + "\n" + std::to_string(o.smem) +
       "\n" + std::to_string(o.maxSplits) + "\n" +
       std::to_string(o.prefillWarps) + "\n" + std::to_string(o.decodeStages) +

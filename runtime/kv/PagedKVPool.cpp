@@ -38,24 +38,37 @@ PagedKVPool::create(const PoolConfig &config) {
       config.elementBytes != 4)
     return invalid("elements are 1, 2 or 4 bytes, got " +
                    str(config.elementBytes));
-  if (config.memory == PoolMemory::Device)
-    return Status::error(ErrorCode::Unsupported,
-                         "a device-memory pool needs the CUDA runtime "
-                         "(runtime/cuda), which this build does not have yet");
 
-  // Page storage first, then the per-page bookkeeping: a pool too large to
+  // The caches first, then the per-page bookkeeping: a pool too large to
   // hold fails before anything big was touched. Within the limits above the
-  // size is at most 2^31 pages x 2 x 2^30 bytes, far from overflowing.
-  int64_t pageBytes = config.pageSize * config.numKVHeads * config.headDim *
-                      config.elementBytes;
+  // caches hold at most 2^31 pages x 2 x 2^30 bytes, far from overflowing.
+  int64_t bytes = valueOffsetOf(config) + config.numPages * pageBytesOf(config);
   std::unique_ptr<std::byte[]> storage;
+  cuda::DeviceBuffer device;
+  std::optional<PoolKernels> kernels;
   if (config.memory == PoolMemory::Host) {
-    int64_t bytes = config.numPages * 2 * pageBytes;
     storage.reset(new (std::nothrow) std::byte[bytes]);
     if (!storage)
       return Status::error(ErrorCode::OutOfMemory,
                            "cannot allocate " + str(bytes) +
                                " bytes of host memory for the KV pool");
+  } else if (config.memory == PoolMemory::Device) {
+    StatusOr<cuda::Driver *> driver = cuda::Driver::get();
+    if (!driver.ok())
+      return driver.status();
+    StatusOr<PoolKernels> loaded =
+        PoolKernels::load(**driver, config, config.cacheDir);
+    if (!loaded.ok())
+      return loaded.status();
+    kernels = *loaded;
+    StatusOr<cuda::DeviceBuffer> buffer =
+        cuda::DeviceBuffer::allocate(**driver, size_t(bytes));
+    if (!buffer.ok())
+      return Status::error(ErrorCode::OutOfMemory,
+                           "cannot allocate " + str(bytes) +
+                               " bytes of device memory for the KV pool: " +
+                               buffer.status().message());
+    device = std::move(*buffer);
   }
   std::unique_ptr<PagedKVPool> pool;
   try {
@@ -66,6 +79,8 @@ PagedKVPool::create(const PoolConfig &config) {
                              str(config.numPages) + " pages");
   }
   pool->storage_ = std::move(storage);
+  pool->device_ = std::move(device);
+  pool->kernels_ = std::move(kernels);
   return pool;
 }
 
@@ -77,34 +92,63 @@ PagedKVPool::PagedKVPool(const PoolConfig &config)
     free_.push_back(static_cast<PageId>(page));
 }
 
-int64_t PagedKVPool::pageBytes() const {
-  return config_.pageSize * config_.numKVHeads * config_.headDim *
-         config_.elementBytes;
+int64_t PagedKVPool::pageBytesOf(const PoolConfig &config) {
+  return config.pageSize * config.numKVHeads * config.headDim *
+         config.elementBytes;
+}
+
+int64_t PagedKVPool::valueOffsetOf(const PoolConfig &config) {
+  // The value cache starts as aligned as the allocation, for the kernels'
+  // widest loads.
+  constexpr int64_t kAlign = 256;
+  return (config.numPages * pageBytesOf(config) + kAlign - 1) / kAlign * kAlign;
 }
 
 int64_t PagedKVPool::usedPages(const Sequence &sequence) const {
   return (sequence.length + config_.pageSize - 1) / config_.pageSize;
 }
 
-int64_t PagedKVPool::slotOffset(int64_t slot, int64_t head) const {
-  int64_t row = config_.order == PageOrder::NHD
-                    ? slot * config_.numKVHeads + head
-                    : head * config_.pageSize + slot;
-  return row * config_.headDim * config_.elementBytes;
+int64_t PagedKVPool::slotOf(const Sequence &sequence, int64_t position) const {
+  return poolSlot(sequence.pages[position / pageSize()], int(pageSize()),
+                  int(position % pageSize()));
 }
 
-std::byte *PagedKVPool::pageData(PageId page, int which) const {
-  return storage_.get() + (int64_t(page) * 2 + which) * pageBytes();
+int64_t PagedKVPool::rowOffset(int64_t slot, int64_t head) const {
+  return poolRowOffset(slot, int(head), config_.order, int(config_.pageSize),
+                       int(config_.numKVHeads), int(config_.headDim),
+                       int(config_.elementBytes));
 }
 
-const std::byte *PagedKVPool::keyAt(PageId page, int64_t slot,
+std::byte *PagedKVPool::hostCache(int which) const {
+  return storage_.get() + (which == 0 ? 0 : valueOffsetOf(config_));
+}
+
+uint64_t PagedKVPool::keyCache() const {
+  if (storage_)
+    return reinterpret_cast<uint64_t>(hostCache(0));
+  return device_.get();
+}
+
+uint64_t PagedKVPool::valueCache() const {
+  if (storage_)
+    return reinterpret_cast<uint64_t>(hostCache(1));
+  return device_.get() ? device_.get() + uint64_t(valueOffsetOf(config_)) : 0;
+}
+
+const std::byte *PagedKVPool::keyAt(PageId page, int64_t inPage,
                                     int64_t head) const {
-  return storage_ ? pageData(page, 0) + slotOffset(slot, head) : nullptr;
+  return storage_
+             ? hostCache(0) +
+                   rowOffset(poolSlot(page, int(pageSize()), int(inPage)), head)
+             : nullptr;
 }
 
-const std::byte *PagedKVPool::valueAt(PageId page, int64_t slot,
+const std::byte *PagedKVPool::valueAt(PageId page, int64_t inPage,
                                       int64_t head) const {
-  return storage_ ? pageData(page, 1) + slotOffset(slot, head) : nullptr;
+  return storage_
+             ? hostCache(1) +
+                   rowOffset(poolSlot(page, int(pageSize()), int(inPage)), head)
+             : nullptr;
 }
 
 StatusOr<std::vector<PageId>> PagedKVPool::allocate(int64_t count) {
@@ -180,15 +224,23 @@ PagedKVPool::lookup(SequenceId sequence) const {
   return &it->second;
 }
 
-void PagedKVPool::copyPage(PageId from, PageId to, int64_t tokens) {
-  if (!storage_)
-    return;
-  for (int which = 0; which < 2; ++which)
-    for (int64_t slot = 0; slot < tokens; ++slot)
-      for (int64_t head = 0; head < config_.numKVHeads; ++head)
-        std::memcpy(pageData(to, which) + slotOffset(slot, head),
-                    pageData(from, which) + slotOffset(slot, head),
-                    config_.headDim * config_.elementBytes);
+Status PagedKVPool::copyPage(PageId from, PageId to) {
+  if (storage_) {
+    for (int which = 0; which < 2; ++which)
+      std::memcpy(hostCache(which) + int64_t(to) * pageBytes(),
+                  hostCache(which) + int64_t(from) * pageBytes(),
+                  size_t(pageBytes()));
+    return Status();
+  }
+  if (!kernels_)
+    return Status();
+  CopyPagesParams params{};
+  params.key_cache = reinterpret_cast<void *>(keyCache());
+  params.value_cache = reinterpret_cast<void *>(valueCache());
+  params.from[0] = from;
+  params.to[0] = to;
+  params.count = 1;
+  return kernels_->copyPages(params, nullptr);
 }
 
 Status PagedKVPool::reserve(SequenceId id, int64_t numTokens) {
@@ -212,7 +264,10 @@ Status PagedKVPool::reserve(SequenceId id, int64_t numTokens) {
   if (copyLast) {
     PageId shared = sequence.pages.back();
     PageId own = pages->front();
-    copyPage(shared, own, used);
+    if (Status status = copyPage(shared, own); !status.ok()) {
+      (void)release(*pages);
+      return status;
+    }
     --refCounts_[shared]; // still referenced by the other sequence
     sequence.pages.back() = own;
     pages->erase(pages->begin());
@@ -221,33 +276,126 @@ Status PagedKVPool::reserve(SequenceId id, int64_t numTokens) {
   return Status();
 }
 
-void PagedKVPool::writeTokens(Sequence &sequence, const std::byte *keys,
-                              const std::byte *values, int64_t numTokens) {
-  int64_t rowBytes = config_.headDim * config_.elementBytes;
-  for (int64_t t = 0; t < numTokens; ++t) {
-    int64_t position = sequence.length + t;
-    PageId page = sequence.pages[position / config_.pageSize];
-    int64_t slot = position % config_.pageSize;
-    for (int64_t head = 0; head < config_.numKVHeads; ++head) {
-      int64_t source = (t * config_.numKVHeads + head) * rowBytes;
-      std::memcpy(pageData(page, 0) + slotOffset(slot, head), keys + source,
-                  rowBytes);
-      std::memcpy(pageData(page, 1) + slotOffset(slot, head), values + source,
-                  rowBytes);
+Status PagedKVPool::writeTokens(Sequence &sequence, const void *keys,
+                                const void *values, int64_t numTokens) {
+  if ((!storage_ && !kernels_) || numTokens == 0)
+    return Status();
+  std::vector<int64_t> targets;
+  targets.reserve(size_t(numTokens));
+  for (int64_t t = 0; t < numTokens; ++t)
+    targets.push_back(slotOf(sequence, sequence.length + t));
+  int64_t stride = config_.numKVHeads * config_.headDim;
+  uint64_t slots = reinterpret_cast<uint64_t>(targets.data());
+  if (kernels_) {
+    // A device pool's kernel reads the slots from device memory.
+    size_t bytes = size_t(numTokens) * sizeof(int64_t);
+    StatusOr<cuda::Driver *> driver = cuda::Driver::get();
+    if (!driver.ok())
+      return driver.status();
+    if (slotScratch_.size() < bytes) {
+      StatusOr<cuda::DeviceBuffer> scratch =
+          cuda::DeviceBuffer::allocate(**driver, bytes);
+      if (!scratch.ok())
+        return scratch.status();
+      slotScratch_ = std::move(*scratch);
     }
+    if (Status status =
+            (*driver)->copyToDevice(slotScratch_.get(), targets.data(), bytes);
+        !status.ok())
+      return status;
+    slots = slotScratch_.get();
   }
+  return appendSlots(reinterpret_cast<uint64_t>(keys),
+                     reinterpret_cast<uint64_t>(values), stride, stride, slots,
+                     numTokens, nullptr);
+}
+
+Status PagedKVPool::appendSlots(uint64_t keys, uint64_t values,
+                                int64_t keyStride, int64_t valueStride,
+                                uint64_t slots, int64_t tokens,
+                                cuda::CUstream stream) {
+  if (!storage_ && !kernels_)
+    return invalid("appendSlots writes K/V; this pool keeps only accounts");
+  if (tokens < 0)
+    return invalid("cannot append " + str(tokens) + " tokens");
+  if (tokens == 0)
+    return Status();
+  if (!keys || !values || !slots)
+    return invalid("appendSlots needs keys, values and slots");
+  int64_t chunk = poolChunkBytes(config_.headDim * config_.elementBytes);
+  int64_t row = config_.numKVHeads * config_.headDim;
+  if (keyStride < row || valueStride < row)
+    return invalid("token strides must hold a token's " + str(row) +
+                   " elements, got " + str(keyStride) + " and " +
+                   str(valueStride));
+  if (keys % chunk || values % chunk || slots % alignof(int64_t) ||
+      keyStride * config_.elementBytes % chunk ||
+      valueStride * config_.elementBytes % chunk)
+    return invalid("keys, values and their token strides must be aligned "
+                   "to " +
+                   str(chunk) + " bytes, and slots to 8");
+  int64_t slotCount = numPages() * pageSize();
+  if (storage_) {
+    // Host addresses: every slot is checked before anything is written.
+    const auto *slotAt = reinterpret_cast<const int64_t *>(slots);
+    for (int64_t t = 0; t < tokens; ++t)
+      if (slotAt[t] >= slotCount)
+        return invalid("slot " + str(slotAt[t]) + " of token " + str(t) +
+                       " is past the pool's " + str(slotCount));
+    int64_t rowBytes = config_.headDim * config_.elementBytes;
+    for (int64_t t = 0; t < tokens; ++t) {
+      if (slotAt[t] < 0)
+        continue;
+      for (int64_t head = 0; head < config_.numKVHeads; ++head) {
+        int64_t target = rowOffset(slotAt[t], head);
+        int64_t within = head * rowBytes;
+        std::memcpy(hostCache(0) + target,
+                    reinterpret_cast<const std::byte *>(keys) +
+                        t * keyStride * config_.elementBytes + within,
+                    size_t(rowBytes));
+        std::memcpy(hostCache(1) + target,
+                    reinterpret_cast<const std::byte *>(values) +
+                        t * valueStride * config_.elementBytes + within,
+                    size_t(rowBytes));
+      }
+    }
+    return Status();
+  }
+  AppendParams params{};
+  params.keys = reinterpret_cast<const void *>(keys);
+  params.values = reinterpret_cast<const void *>(values);
+  params.key_stride = keyStride;
+  params.value_stride = valueStride;
+  params.slots = reinterpret_cast<const i64 *>(slots);
+  params.tokens = tokens;
+  params.slot_count = slotCount;
+  params.key_cache = reinterpret_cast<void *>(keyCache());
+  params.value_cache = reinterpret_cast<void *>(valueCache());
+  return kernels_->append(params, stream);
 }
 
 Status PagedKVPool::append(SequenceId id, const void *keys, const void *values,
                            int64_t numTokens) {
-  if (storage_ && numTokens > 0 && (!keys || !values))
+  if ((storage_ || kernels_) && numTokens > 0 && (!keys || !values))
     return invalid("append needs key and value data");
+  if (numTokens < 0)
+    return invalid("cannot append " + str(numTokens) + " tokens");
+  StatusOr<Sequence *> found = lookup(id);
+  if (!found.ok())
+    return found.status();
+  Sequence &sequence = **found;
+  std::vector<PageId> before = sequence.pages;
   if (Status status = reserve(id, numTokens); !status.ok())
     return status;
-  Sequence &sequence = sequences_.at(id);
-  if (storage_)
-    writeTokens(sequence, static_cast<const std::byte *>(keys),
-                static_cast<const std::byte *>(values), numTokens);
+  if (Status status = writeTokens(sequence, keys, values, numTokens);
+      !status.ok()) {
+    // Nothing was written that a reader sees: give back what reserve took.
+    std::vector<PageId> taken(sequence.pages.begin() + before.size(),
+                              sequence.pages.end());
+    (void)release(taken);
+    sequence.pages.resize(before.size());
+    return status;
+  }
   sequence.length += numTokens;
   return Status();
 }
@@ -288,6 +436,24 @@ StatusOr<std::vector<PageId>> PagedKVPool::sequencePages(SequenceId id) const {
     return found.status();
   return std::vector<PageId>((*found)->pages.begin(),
                              (*found)->pages.begin() + usedPages(**found));
+}
+
+StatusOr<std::vector<int64_t>> PagedKVPool::slots(SequenceId id, int64_t from,
+                                                  int64_t count) const {
+  StatusOr<const Sequence *> found = lookup(id);
+  if (!found.ok())
+    return found.status();
+  const Sequence &sequence = **found;
+  int64_t reserved = static_cast<int64_t>(sequence.pages.size()) * pageSize();
+  if (from < 0 || count < 0 || from + count > reserved)
+    return invalid("tokens [" + str(from) + ", " + str(from + count) +
+                   ") of sequence " + str(id) + " are not reserved (" +
+                   str(reserved) + " slots)");
+  std::vector<int64_t> result;
+  result.reserve(size_t(count));
+  for (int64_t position = from; position < from + count; ++position)
+    result.push_back(slotOf(sequence, position));
+  return result;
 }
 
 StatusOr<PageTable>

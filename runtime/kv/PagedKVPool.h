@@ -1,8 +1,10 @@
 //===- PagedKVPool.h - a paged key/value cache ------------------*- C++ -*-===//
 //
-// One allocation holds every page of keys and values, laid out
-// [num_pages][2 (K, V)][page] where a page is [page_size][heads][dim] (NHD)
-// or [heads][page_size][dim] (HND). Pages are reference counted: sequences
+// One allocation holds two caches, keys then values, each [num_pages][page]
+// where a page is [page_size][heads][dim] (NHD) or [heads][page_size][dim]
+// (HND): the layout the attention kernels read (PagedAttention's k_cache and
+// v_cache), defined once by attnc/device/kv_pool.h. A token's slot is page *
+// page_size + its position in the page. Pages are reference counted: sequences
 // forked for parallel sampling or beam search share their pages, and the
 // radix prefix cache holds references of its own. A full page is immutable
 // once written; the partial last page of a shared sequence is copied before
@@ -16,12 +18,16 @@
 #ifndef ATTNC_RUNTIME_KV_PAGEDKVPOOL_H
 #define ATTNC_RUNTIME_KV_PAGEDKVPOOL_H
 
-#include "attnc/device/abi.h"
+#include "attnc/device/kv_pool.h"
+#include "cuda/CudaDriver.h"
+#include "kv/PoolKernels.h"
 #include "support/Status.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -33,8 +39,8 @@ using SequenceId = int64_t;
 enum class PoolMemory {
   /// Pages in host memory: tests and CPU-side tools.
   Host,
-  /// Pages in device memory, written by the append kernel (needs the CUDA
-  /// runtime of runtime/cuda).
+  /// Pages in device memory (one allocation through runtime/cuda), written
+  /// by the pool's kernels: a GPU and NVRTC are needed.
   Device,
   /// No K/V storage, only the page accounting: the scheduler simulator.
   AccountingOnly,
@@ -48,6 +54,9 @@ struct PoolConfig {
   int64_t elementBytes = 2;
   PageOrder order = PageOrder::NHD;
   PoolMemory memory = PoolMemory::Host;
+  /// Where a device pool's compiled kernels are cached ("" for the default
+  /// directory, "-" for none).
+  std::string cacheDir;
 };
 
 /// The page table of a batch of sequences in CSR form, as the attention
@@ -89,8 +98,9 @@ public:
 
   SequenceId createSequence();
   /// Appends `numTokens` tokens of keys and values, each given as
-  /// [numTokens][heads][dim] elements. Allocates pages as needed and copies
-  /// a shared partial last page first.
+  /// [numTokens][heads][dim] elements (host memory for a host pool, device
+  /// memory for a device pool, which writes them on the default stream).
+  /// Allocates pages as needed and copies a shared partial last page first.
   Status append(SequenceId sequence, const void *keys, const void *values,
                 int64_t numTokens);
   /// Makes room for `numTokens` more tokens without writing them.
@@ -103,15 +113,39 @@ public:
   StatusOr<std::vector<PageId>> sequencePages(SequenceId sequence) const;
   StatusOr<PageTable> pageTable(const std::vector<SequenceId> &batch) const;
 
+  /// Slots of the sequence's tokens [from, from + count), which must be
+  /// reserved: where an append writes them.
+  StatusOr<std::vector<int64_t>> slots(SequenceId sequence, int64_t from,
+                                       int64_t count) const;
+
   //===--------------------------------------------------------------------===//
-  // Data (host memory)
+  // Data
   //===--------------------------------------------------------------------===//
 
-  /// Address of one token's head vector in a page; nullptr without host
-  /// storage.
-  const std::byte *keyAt(PageId page, int64_t slot, int64_t head) const;
-  const std::byte *valueAt(PageId page, int64_t slot, int64_t head) const;
-  const std::byte *data() const { return storage_.get(); }
+  /// Addresses of the key and value caches: device addresses for a device
+  /// pool, host addresses for a host pool, 0 without storage.
+  uint64_t keyCache() const;
+  uint64_t valueCache() const;
+  /// Bytes of one page of one cache, and of each cache.
+  int64_t pageBytes() const { return pageBytesOf(config_); }
+  int64_t cacheBytes() const { return numPages() * pageBytes(); }
+
+  /// Writes `tokens` rows of keys and values, token t's head h at element
+  /// t * stride + h * head_dim of `keys` and `values`, to the slots `slots`
+  /// (int64; negative: skipped): an engine step's append of new K/V after
+  /// reserving their slots. Addresses are device addresses for a device
+  /// pool, which writes on `stream` without synchronizing (a slot past the
+  /// pool is not written there; a host pool refuses it), host addresses
+  /// for a host pool. Addresses and strides must be aligned to the pool's
+  /// row chunk (16 bytes for rows of a multiple of 16 bytes).
+  Status appendSlots(uint64_t keys, uint64_t values, int64_t keyStride,
+                     int64_t valueStride, uint64_t slots, int64_t tokens,
+                     cuda::CUstream stream = nullptr);
+
+  /// Address of the head vector at position `inPage` of a host pool's
+  /// page; nullptr without host storage.
+  const std::byte *keyAt(PageId page, int64_t inPage, int64_t head) const;
+  const std::byte *valueAt(PageId page, int64_t inPage, int64_t head) const;
 
   /// Checks that every page is either free (no references, on the free list
   /// once) or in use, and that sequences reference only pages in use.
@@ -124,20 +158,27 @@ private:
   };
 
   explicit PagedKVPool(const PoolConfig &config);
-  int64_t pageBytes() const;
+  static int64_t pageBytesOf(const PoolConfig &config);
+  /// Where the value cache starts after the key cache.
+  static int64_t valueOffsetOf(const PoolConfig &config);
   /// Pages holding at least one of the sequence's tokens.
   int64_t usedPages(const Sequence &sequence) const;
-  int64_t slotOffset(int64_t slot, int64_t head) const;
-  std::byte *pageData(PageId page, int which) const;
+  int64_t slotOf(const Sequence &sequence, int64_t position) const;
+  int64_t rowOffset(int64_t slot, int64_t head) const;
+  std::byte *hostCache(int which) const;
   Status checkPagesInUse(const std::vector<PageId> &pages) const;
   StatusOr<Sequence *> lookup(SequenceId sequence);
   StatusOr<const Sequence *> lookup(SequenceId sequence) const;
-  void copyPage(PageId from, PageId to, int64_t tokens);
-  void writeTokens(Sequence &sequence, const std::byte *keys,
-                   const std::byte *values, int64_t numTokens);
+  Status copyPage(PageId from, PageId to);
+  Status writeTokens(Sequence &sequence, const void *keys, const void *values,
+                     int64_t numTokens);
 
   PoolConfig config_;
   std::unique_ptr<std::byte[]> storage_;
+  cuda::DeviceBuffer device_;
+  std::optional<PoolKernels> kernels_;
+  /// The slots of a device pool's `append`, staged for its kernel.
+  cuda::DeviceBuffer slotScratch_;
   std::vector<int32_t> refCounts_;
   std::vector<PageId> free_;
   std::unordered_map<SequenceId, Sequence> sequences_;

@@ -1,11 +1,14 @@
 //===- PagedKVPoolTest.cpp - the paged KV pool ----------------------------===//
 
 #include "kv/PagedKVPool.h"
+#include "jit/CubinCache.h"
+#include "jit/Nvrtc.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
+#include <tuple>
 
 using namespace attnc;
 
@@ -70,12 +73,14 @@ TEST(PagedKVPool, RejectsBadConfigurations) {
             ErrorCode::InvalidArgument);
 }
 
-TEST(PagedKVPool, DeviceMemoryNeedsTheCudaRuntime) {
+TEST(PagedKVPool, DeviceMemoryWithoutAGpuIsNoDevice) {
+  if (cuda::Driver::get().ok())
+    GTEST_SKIP() << "a GPU is here: the GPU tests cover device pools";
   PoolConfig config = smallPool();
   config.memory = PoolMemory::Device;
   StatusOr<std::unique_ptr<PagedKVPool>> pool = PagedKVPool::create(config);
   ASSERT_FALSE(pool.ok());
-  EXPECT_EQ(pool.status().code(), ErrorCode::Unsupported);
+  EXPECT_EQ(pool.status().code(), ErrorCode::NoDevice);
 }
 
 TEST(PagedKVPool, HostAllocationFailureIsAnError) {
@@ -274,4 +279,120 @@ TEST(PagedKVPool, RandomOperationsKeepInvariants) {
   for (const auto &[id, keys] : model)
     ASSERT_TRUE(pool->freeSequence(id).ok());
   EXPECT_EQ(pool->numFreePages(), pool->numPages());
+}
+
+// The caches are what PagedAttention reads: K and V apart, each
+// [pages][page_size][heads][dim] (NHD) or [pages][heads][page_size][dim]
+// (HND), indexed here without the pool's own offset function.
+TEST(PagedKVPool, CachesAreTheKernelsPagedLayout) {
+  for (PageOrder order : {PageOrder::NHD, PageOrder::HND}) {
+    PoolConfig c = smallPool(order);
+    std::unique_ptr<PagedKVPool> pool = makePool(c);
+    std::mt19937 rng(7);
+    SequenceId sequence = pool->createSequence();
+    int64_t tokens = 11;
+    std::vector<uint16_t> keys = randomTokens(rng, c, tokens);
+    std::vector<uint16_t> values = randomTokens(rng, c, tokens);
+    ASSERT_TRUE(
+        pool->append(sequence, keys.data(), values.data(), tokens).ok());
+    std::vector<PageId> pages = *pool->sequencePages(sequence);
+    const auto *k = reinterpret_cast<const uint16_t *>(pool->keyCache());
+    const auto *v = reinterpret_cast<const uint16_t *>(pool->valueCache());
+    ASSERT_GE(reinterpret_cast<const std::byte *>(v),
+              reinterpret_cast<const std::byte *>(k) + pool->cacheBytes());
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t h = 0; h < c.numKVHeads; ++h)
+        for (int64_t d = 0; d < c.headDim; ++d) {
+          int64_t page = pages[t / c.pageSize], slot = t % c.pageSize;
+          int64_t row = order == PageOrder::NHD
+                            ? (page * c.pageSize + slot) * c.numKVHeads + h
+                            : (page * c.numKVHeads + h) * c.pageSize + slot;
+          size_t source = size_t((t * c.numKVHeads + h) * c.headDim + d);
+          ASSERT_EQ(k[row * c.headDim + d], keys[source]) << t << " " << h;
+          ASSERT_EQ(v[row * c.headDim + d], values[source]) << t << " " << h;
+        }
+  }
+}
+
+// A slot is page * page_size + position in the page; only reserved
+// positions have one.
+TEST(PagedKVPool, SlotsOfReservedTokens) {
+  PoolConfig c = smallPool();
+  std::unique_ptr<PagedKVPool> pool = makePool(c);
+  SequenceId sequence = pool->createSequence();
+  std::mt19937 rng(3);
+  std::vector<uint16_t> data = randomTokens(rng, c, 7);
+  ASSERT_TRUE(pool->append(sequence, data.data(), data.data(), 7).ok());
+  std::vector<PageId> pages = *pool->sequencePages(sequence);
+  StatusOr<std::vector<int64_t>> slots = pool->slots(sequence, 2, 5);
+  ASSERT_TRUE(slots.ok()) << slots.status().toString();
+  for (int64_t i = 0; i < 5; ++i)
+    EXPECT_EQ((*slots)[size_t(i)],
+              pages[(2 + i) / c.pageSize] * c.pageSize + (2 + i) % c.pageSize);
+  StatusOr<std::vector<int64_t>> beyond = pool->slots(sequence, 6, 3);
+  ASSERT_FALSE(beyond.ok());
+  EXPECT_EQ(beyond.status().message(),
+            "tokens [6, 9) of sequence 0 are not reserved (8 slots)");
+}
+
+// appendSlots writes what it is given at the slots it is given, skipping
+// negative ones; a slot past the pool is refused before anything is written.
+TEST(PagedKVPool, AppendSlotsWritesGivenSlots) {
+  PoolConfig c = smallPool();
+  std::unique_ptr<PagedKVPool> pool = makePool(c);
+  std::mt19937 rng(9);
+  std::vector<uint16_t> keys = randomTokens(rng, c, 3);
+  std::vector<uint16_t> values = randomTokens(rng, c, 3);
+  std::vector<int64_t> slots = {5, -1, 30};
+  int64_t stride = c.numKVHeads * c.headDim;
+  auto address = [](const void *p) { return reinterpret_cast<uint64_t>(p); };
+  Status status =
+      pool->appendSlots(address(keys.data()), address(values.data()), stride,
+                        stride, address(slots.data()), 3);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  expectToken(*pool, 1, 1, keys, 0); // slot 5: page 1, position 1
+  expectToken(*pool, 7, 2, keys, 2); // slot 30: page 7, position 2
+
+  std::vector<uint16_t> before(
+      reinterpret_cast<const uint16_t *>(pool->keyAt(1, 1, 0)),
+      reinterpret_cast<const uint16_t *>(pool->keyAt(1, 1, 0)) + c.headDim);
+  std::vector<int64_t> bad = {5, 32};
+  std::vector<uint16_t> other = randomTokens(rng, c, 2);
+  status = pool->appendSlots(address(other.data()), address(other.data()),
+                             stride, stride, address(bad.data()), 2);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message(), "slot 32 of token 1 is past the pool's 32");
+  EXPECT_TRUE(
+      std::equal(before.begin(), before.end(),
+                 reinterpret_cast<const uint16_t *>(pool->keyAt(1, 1, 0))));
+
+  status = pool->appendSlots(address(keys.data()) + 2, address(values.data()),
+                             stride, stride, address(slots.data()), 3);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message(), "keys, values and their token strides must be "
+                              "aligned to 16 bytes, and slots to 8");
+}
+
+// The device pool's kernels compile for every target and odd layouts (a
+// row of 3 or 20 bytes copies in 1- or 4-byte chunks) without a GPU.
+TEST(PagedKVPool, KernelsCompileForEveryLayout) {
+  StatusOr<jit::Nvrtc *> nvrtc = jit::Nvrtc::get();
+  if (!nvrtc.ok())
+    GTEST_SKIP() << "no NVRTC: " << nvrtc.status().message();
+  PoolConfig config = smallPool();
+  for (auto [order, headDim, bytes] :
+       {std::tuple{PageOrder::NHD, 128, 2}, std::tuple{PageOrder::HND, 3, 1},
+        std::tuple{PageOrder::HND, 10, 2}}) {
+    config.order = order;
+    config.headDim = headDim;
+    config.elementBytes = bytes;
+    std::string source = PoolKernels::source(config);
+    for (const char *arch : {"sm_80", "sm_90a"}) {
+      StatusOr<std::string> cubin = jit::cachedCubin(source, arch, "-");
+      ASSERT_TRUE(cubin.ok())
+          << arch << ": " << cubin.status().toString() << "\n"
+          << source;
+      EXPECT_FALSE(cubin->empty());
+    }
+  }
 }

@@ -1,0 +1,145 @@
+//===- kv_pool.h - writing the serving runtime's paged KV pool ------------===//
+//
+// The pool (runtime/kv) holds keys and values as two caches in the paged
+// layout the attention kernels read: [pages][page] where a page is laid out
+// by pagedSlotOffset (params.h). A token's place is its slot, page *
+// page_size + position in the page, as an engine's slot mapping gives it.
+//
+// Two kernels write the caches: appendSlots copies a step's new keys and
+// values to their slots, copyPages copies whole pages (copy-on-write of a
+// page that forked sequences share). The host emits a config C with the
+// pool's layout (kPageSize, kKVHeads, kHeadDim, kElementBytes, kPageOrder)
+// and an entry point for each.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_DEVICE_KV_POOL_H
+#define ATTNC_DEVICE_KV_POOL_H
+
+#include "attnc/device/params.h"
+
+namespace attnc {
+
+/// Pages copied by one copyPages launch.
+constexpr int kMaxPageCopies = 32;
+
+/// A step's new keys and values: token t's head h starts at element
+/// t * stride + h * head_dim of `keys` (and `values`), so that K and V may
+/// be views into one projection's output.
+struct AppendParams {
+  const void *keys;
+  const void *values;
+  i64 key_stride, value_stride; // elements between tokens
+  const i64 *slots; // one per token; negative or past the pool: not written
+  i64 tokens;
+  i64 slot_count; // the pool's slots
+  void *key_cache;
+  void *value_cache;
+};
+
+struct CopyPagesParams {
+  void *key_cache;
+  void *value_cache;
+  i32 from[kMaxPageCopies];
+  i32 to[kMaxPageCopies];
+  i32 count;
+};
+
+/// The slot of position `inPage` of page `page`: what a slot mapping holds.
+ATTNC_DEVICE i64 poolSlot(i32 page, int pageSize, int inPage) {
+  return i64(page) * pageSize + inPage;
+}
+
+/// Byte offset of slot `slot`'s row of KV head `head` from the start of a
+/// cache (K or V) of the pool's layout.
+ATTNC_DEVICE i64 poolRowOffset(i64 slot, int head, PageOrder order,
+                               int pageSize, int kvHeads, int headDim,
+                               int elementBytes) {
+  i64 pageBytes = i64(pageSize) * kvHeads * headDim * elementBytes;
+  return slot / pageSize * pageBytes +
+         pagedSlotOffset(order, head, int(slot % pageSize), pageSize, kvHeads,
+                         headDim) *
+             elementBytes;
+}
+
+/// The widest copy that divides a row of `rowBytes`: every row, page and
+/// cache start is aligned to it, and so must be what is appended.
+constexpr int poolChunkBytes(i64 rowBytes) {
+  return rowBytes % 16 == 0  ? 16
+         : rowBytes % 8 == 0 ? 8
+         : rowBytes % 4 == 0 ? 4
+         : rowBytes % 2 == 0 ? 2
+                             : 1;
+}
+
+/// The pool's layout as its kernels are compiled for it.
+template <class C> struct PoolLayout {
+  static constexpr i64 kRowBytes = i64(C::kHeadDim) * C::kElementBytes;
+  static constexpr i64 kPageBytes = kRowBytes * C::kPageSize * C::kKVHeads;
+  static constexpr int kChunkBytes = poolChunkBytes(kRowBytes);
+  static constexpr int kRowChunks = int(kRowBytes / kChunkBytes);
+
+  ATTNC_DEVICE static i64 rowOffset(i64 slot, int head) {
+    return poolRowOffset(slot, head, C::kPageOrder, C::kPageSize, C::kKVHeads,
+                         C::kHeadDim, C::kElementBytes);
+  }
+};
+
+#if ATTNC_IS_DEVICE
+template <int Bytes> struct Chunk;
+template <> struct Chunk<16> { using Type = uint4; };
+template <> struct Chunk<8> { using Type = uint2; };
+template <> struct Chunk<4> { using Type = uint32_t; };
+template <> struct Chunk<2> { using Type = uint16_t; };
+template <> struct Chunk<1> { using Type = uint8_t; };
+
+template <class C>
+ATTNC_DEVICE void copyChunk(void *dst, i64 dstOffset, const void *src,
+                            i64 srcOffset) {
+  using T = typename Chunk<PoolLayout<C>::kChunkBytes>::Type;
+  *reinterpret_cast<T *>(static_cast<char *>(dst) + dstOffset) =
+      *reinterpret_cast<const T *>(static_cast<const char *>(src) + srcOffset);
+}
+
+/// One thread per chunk of a (token, head) row, K and V alike.
+template <class C> ATTNC_DEVICE void appendSlots(const AppendParams &p) {
+  using L = PoolLayout<C>;
+  i64 rows = p.tokens * C::kKVHeads;
+  for (i64 i = i64(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < rows * L::kRowChunks; i += i64(gridDim.x) * blockDim.x) {
+    i64 row = i / L::kRowChunks;
+    int chunk = int(i % L::kRowChunks);
+    i64 token = row / C::kKVHeads;
+    int head = int(row % C::kKVHeads);
+    i64 slot = p.slots[token];
+    if (slot < 0 || slot >= p.slot_count)
+      continue; // padding the engine gave no slot, or a slot not ours
+    i64 dst = L::rowOffset(slot, head) + i64(chunk) * L::kChunkBytes;
+    i64 within = (i64(head) * C::kHeadDim) * C::kElementBytes +
+                 i64(chunk) * L::kChunkBytes;
+    copyChunk<C>(p.key_cache, dst, p.keys,
+                 token * p.key_stride * C::kElementBytes + within);
+    copyChunk<C>(p.value_cache, dst, p.values,
+                 token * p.value_stride * C::kElementBytes + within);
+  }
+}
+
+/// A CTA row per copied page; whole pages, K and V.
+template <class C> ATTNC_DEVICE void copyPages(const CopyPagesParams &p) {
+  using L = PoolLayout<C>;
+  constexpr i64 chunks = L::kPageBytes / L::kChunkBytes;
+  for (int copy = blockIdx.y; copy < p.count; copy += gridDim.y) {
+    i64 from = i64(p.from[copy]) * L::kPageBytes;
+    i64 to = i64(p.to[copy]) * L::kPageBytes;
+    for (i64 i = i64(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks;
+         i += i64(gridDim.x) * blockDim.x) {
+      i64 offset = i * L::kChunkBytes;
+      copyChunk<C>(p.key_cache, to + offset, p.key_cache, from + offset);
+      copyChunk<C>(p.value_cache, to + offset, p.value_cache, from + offset);
+    }
+  }
+}
+#endif
+
+} // namespace attnc
+
+#endif // ATTNC_DEVICE_KV_POOL_H
