@@ -21,6 +21,18 @@ std::vector<Token> fullSequence(const Request &request) {
   return tokens;
 }
 
+std::vector<Token> computedSequence(const Request &request) {
+  std::vector<Token> tokens = fullSequence(request);
+  tokens.pop_back();
+  return tokens;
+}
+
+Token tokenAt(const Request &request, int64_t position) {
+  int64_t prompt = static_cast<int64_t>(request.prompt.size());
+  return position < prompt ? request.prompt[size_t(position)]
+                           : outputToken(request.id, position - prompt);
+}
+
 std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
                                        int64_t pageSize, int64_t pages) {
   int64_t whole = static_cast<int64_t>(tokens.size()) / pageSize;

@@ -34,6 +34,14 @@ Token outputToken(RequestId request, int64_t position);
 /// prompt followed by the request's synthetic output tokens.
 std::vector<Token> fullSequence(const Request &request);
 
+/// The tokens whose keys and values a finished request computed: its
+/// prompt and every output token but the last, which was sampled and never
+/// fed. Only these may enter the prefix cache.
+std::vector<Token> computedSequence(const Request &request);
+
+/// The token at `position` of fullSequence(request).
+Token tokenAt(const Request &request, int64_t position);
+
 /// A hash of each of the first `pages` page-aligned prefixes of `tokens`
 /// (all whole pages when `pages` is negative): equal prefixes, equal hashes.
 std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,

@@ -169,7 +169,8 @@ Status Scheduler::allocateFor(RunningRequest &running, int64_t pages) {
 }
 
 StatusOr<bool> Scheduler::admit(std::vector<Candidate> &candidates,
-                                StepStats &stats, int64_t &budget) {
+                                StepStats &stats, int64_t &budget,
+                                std::vector<Fed> &fed) {
   int64_t pageSize = pool_.pageSize();
   // Unlocked prefixes that waiting requests match are about to be read:
   // spending them on another request would only compute them again. They
@@ -235,13 +236,14 @@ StatusOr<bool> Scheduler::admit(std::vector<Candidate> &candidates,
     totals_.computedPrefillTokens += extend;
     // What the request computes: its prompt, then each output token's KV.
     std::vector<uint64_t> computes =
-        pagePrefixHashes(fullSequence(request), pageSize);
+        pagePrefixHashes(computedSequence(request), pageSize);
     inFlight_.insert(computes.begin(), computes.end());
     inFlightOf_[request.id] = std::move(computes);
     promptHashes_.erase(request.id);
 
     running_.push_back(std::move(running));
     allocations.push_back({running_.size() - 1, pages});
+    fed.push_back({running_.size() - 1, candidate.match.tokens, now});
     admitted.push_back(candidate.index);
   }
 
@@ -286,7 +288,7 @@ Status Scheduler::finishPrefill(RunningRequest &running) {
 }
 
 Status Scheduler::finish(RunningRequest &running) {
-  std::vector<Token> tokens = fullSequence(running.request);
+  std::vector<Token> tokens = computedSequence(running.request);
   int64_t pageSize = pool_.pageSize();
   int64_t full = static_cast<int64_t>(tokens.size()) / pageSize;
   std::vector<PageId> pages(running.pages.begin(),
@@ -309,36 +311,80 @@ Status Scheduler::finish(RunningRequest &running) {
   return cache_.unlock(running.locked);
 }
 
+EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
+  EngineBatch batch;
+  int64_t pageSize = pool_.pageSize();
+  batch.qoIndptr.push_back(0);
+  batch.pageTable.indptr.push_back(0);
+  for (const Fed &f : fed) {
+    const RunningRequest &running = running_[f.index];
+    batch.requests.push_back(running.request.id);
+    for (int64_t position = f.begin; position < f.begin + f.count; ++position) {
+      batch.tokens.push_back(tokenAt(running.request, position));
+      batch.positions.push_back(static_cast<int32_t>(position));
+      batch.slotMapping.push_back(
+          poolSlot(running.pages[size_t(position / pageSize)], int(pageSize),
+                   int(position % pageSize)));
+    }
+    batch.qoIndptr.push_back(static_cast<int32_t>(batch.tokens.size()));
+    int64_t keys = f.begin + f.count;
+    int64_t pages = ceilDiv(keys, pageSize);
+    batch.pageTable.indices.insert(batch.pageTable.indices.end(),
+                                   running.pages.begin(),
+                                   running.pages.begin() + pages);
+    batch.pageTable.indptr.push_back(
+        static_cast<int32_t>(batch.pageTable.indices.size()));
+    batch.pageTable.lastPageLen.push_back(
+        static_cast<int32_t>(keys - (pages - 1) * pageSize));
+  }
+  return batch;
+}
+
 StatusOr<StepStats> Scheduler::step() {
   StepStats stats;
   int64_t budget = config_.prefillBudget;
+  std::vector<Fed> fed;
 
-  // Requests whose prompt is in the cache decode one token each.
-  for (RunningRequest &running : running_)
+  // Requests whose prompt is in the cache decode one token each: the last
+  // token they sampled goes in, at the position after their keys.
+  for (size_t i = 0; i < running_.size(); ++i) {
+    RunningRequest &running = running_[i];
     if (running.prefillDone() && running.generated > 0) {
+      fed.push_back({i,
+                     static_cast<int64_t>(running.request.prompt.size()) +
+                         running.generated - 1,
+                     1});
       ++running.generated;
       ++stats.decodeTokens;
     }
+  }
+  int64_t decodes = static_cast<int64_t>(fed.size());
   // Chunked prompts continue before new requests start.
-  for (RunningRequest &running : running_)
+  for (size_t i = 0; i < running_.size(); ++i) {
+    RunningRequest &running = running_[i];
     if (!running.prefillDone()) {
       int64_t now =
           std::min(static_cast<int64_t>(running.request.prompt.size()) -
                        running.prefilled,
                    budget);
+      if (now > 0)
+        fed.push_back({i, running.prefilled, now});
       running.prefilled += now;
       budget -= now;
       stats.prefillTokens += now;
     }
+  }
 
   if (admissionMayChange_ && !waiting_.empty()) {
     std::vector<Candidate> candidates = matchWaiting();
     sortByPolicy(candidates);
-    StatusOr<bool> retry = admit(candidates, stats, budget);
+    StatusOr<bool> retry = admit(candidates, stats, budget, fed);
     if (!retry.ok())
       return retry.status();
     admissionMayChange_ = *retry;
   }
+  stats.batch = batchOf(fed);
+  stats.batch.numDecodes = decodes;
 
   for (RunningRequest &running : running_)
     if (running.prefillDone() && running.generated == 0) {

@@ -74,11 +74,35 @@ struct RunningRequest {
   }
 };
 
+/// The attention inputs of one forward pass, as PagedAttention.plan
+/// (Python) and Kernel::plan (C++) take them, over the pool's caches.
+/// Requests come in batch order, decodes first, then prefill chunks; each
+/// feeds the tokens [qoIndptr[i], qoIndptr[i+1]) of `tokens`, whose keys
+/// and values the model writes at `slotMapping` (PagedKVPool::appendSlots)
+/// before attention reads them through the page table. Pages a step
+/// releases (a finished request's, or copies of what the cache already
+/// held) return to the pool when the step is formed; the runner must run
+/// the step's attention before the next step's appends, as one stream
+/// does.
+struct EngineBatch {
+  std::vector<RequestId> requests;
+  int64_t numDecodes = 0;
+  std::vector<int32_t> qoIndptr;
+  /// Each new token's id, its position in its request's sequence, and its
+  /// slot: page * page_size + position in the page.
+  std::vector<Token> tokens;
+  std::vector<int32_t> positions;
+  std::vector<int64_t> slotMapping;
+  /// The pages of each request's keys, this step's tokens included.
+  PageTable pageTable;
+};
+
 struct StepStats {
   int64_t prefillTokens = 0;
   int64_t decodeTokens = 0;
   std::vector<RequestId> admitted;
   std::vector<RequestId> finished;
+  EngineBatch batch;
 };
 
 struct SchedulerTotals {
@@ -115,6 +139,11 @@ private:
     size_t index;
     RadixCache::Match match;
   };
+  /// Tokens [begin, begin + count) of running_[index] fed this step.
+  struct Fed {
+    size_t index;
+    int64_t begin, count;
+  };
 
   std::vector<Candidate> matchWaiting();
   void sortByPolicy(std::vector<Candidate> &candidates);
@@ -122,8 +151,9 @@ private:
   /// Admits candidates in order; returns whether admission stopped for a
   /// reason that can pass by the next step (token budget, running cap).
   StatusOr<bool> admit(std::vector<Candidate> &candidates, StepStats &stats,
-                       int64_t &budget);
+                       int64_t &budget, std::vector<Fed> &fed);
   Status allocateFor(RunningRequest &running, int64_t pages);
+  EngineBatch batchOf(const std::vector<Fed> &fed) const;
   Status finishPrefill(RunningRequest &running);
   Status finish(RunningRequest &running);
 

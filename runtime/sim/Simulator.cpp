@@ -88,7 +88,7 @@ double optimalHitRate(const Workload &workload, int64_t pageSize) {
     mustCompute += length - cached * pageSize;
     // Prefixes are closed under truncation: once computed, every page-
     // aligned prefix of the request's tokens is available.
-    for (uint64_t hash : pagePrefixHashes(fullSequence(request), pageSize))
+    for (uint64_t hash : pagePrefixHashes(computedSequence(request), pageSize))
       computed.insert(hash);
   }
   return promptTokens ? 1.0 - double(mustCompute) / double(promptTokens) : 0;

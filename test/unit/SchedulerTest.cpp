@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <map>
+#include <random>
+#include <set>
+
 using namespace attnc;
 
 namespace {
@@ -174,8 +179,9 @@ TEST(Scheduler, RequestQuotingARunningOutputWaitsAndKeepsItsPlace) {
     order.insert(order.end(), step->admitted.begin(), step->admitted.end());
   }
   EXPECT_EQ(order, (std::vector<RequestId>{1, 2}));
-  // The follow-up read the whole first sequence (32 tokens) from the cache.
-  EXPECT_EQ(f.scheduler->totals().cachedTokens, 32);
+  // The follow-up read the first sequence's computed KV from the cache: 31
+  // tokens (its last output token was never fed), 7 whole pages.
+  EXPECT_EQ(f.scheduler->totals().cachedTokens, 28);
 }
 
 TEST(Scheduler, EvictsToAdmitWhenThePoolIsFull) {
@@ -188,4 +194,137 @@ TEST(Scheduler, EvictsToAdmitWhenThePoolIsFull) {
   EXPECT_GT(f.scheduler->totals().evictedTokens, 0);
   EXPECT_EQ(f.scheduler->totals().finished, 6);
   EXPECT_TRUE(f.pool->checkInvariants().ok());
+}
+
+namespace {
+
+/// The stand-in for a model's key of the token at `position`: it depends
+/// on the whole prefix, as real keys do, so a page read in the wrong
+/// place, or one whose KV was never computed, shows.
+std::array<uint16_t, 8> keyOf(const Request &request, int64_t position) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (int64_t i = 0; i <= position; ++i)
+    hash = (hash ^ uint32_t(tokenAt(request, i))) * 0x100000001b3ull;
+  std::array<uint16_t, 8> key{};
+  for (int i = 0; i < 4; ++i)
+    key[size_t(i)] = uint16_t(hash >> (16 * i));
+  key[4] = uint16_t(position);
+  key[5] = uint16_t(position >> 16);
+  key[6] = 0x5eed;
+  key[7] = 0xbeef;
+  return key;
+}
+
+} // namespace
+
+// Replays requests that share prefixes, quote earlier conversations and
+// outgrow the pool through the scheduler over a host pool, writing each
+// step's new keys at its slot mapping as a model runner would; every
+// request of every step must then read, through its page table, the keys
+// of exactly its own sequence.
+TEST(Scheduler, EngineBatchesReadBackEveryRequestsSequence) {
+  PoolConfig config;
+  config.numPages = 40;
+  config.pageSize = 4;
+  config.numKVHeads = 1;
+  config.headDim = 8;
+  config.elementBytes = 2;
+  std::unique_ptr<PagedKVPool> pool = *PagedKVPool::create(config);
+  RadixCache cache(*pool);
+  SchedulerConfig sched;
+  sched.prefillBudget = 12; // prompts arrive in chunks
+  sched.maxRunning = 6;
+  Scheduler scheduler(sched, *pool, cache);
+
+  std::mt19937 rng(17);
+  std::vector<Request> requests;
+  std::vector<Token> system = range(1, 10);
+  for (RequestId id = 0; id < 14; ++id) {
+    std::vector<Token> prompt =
+        id % 3 == 0 ? std::vector<Token>() : system; // a shared prefix
+    std::vector<Token> own = range(Token(100 * (id + 1)), 1 + int(rng() % 9));
+    requests.push_back(makeRequest(id, concat(prompt, own), 1 + rng() % 6));
+  }
+  std::map<RequestId, Request> byId;
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(scheduler.add(requests[size_t(i)]).ok());
+    byId[requests[size_t(i)].id] = requests[size_t(i)];
+  }
+
+  int64_t steps = 0, checkedKeys = 0;
+  size_t next = 8;
+  std::vector<RequestId> finished;
+  while (!scheduler.idle() || next < requests.size()) {
+    ASSERT_LT(++steps, 1000) << "the scheduler stalled";
+    if (steps % 3 == 0 && next < requests.size()) {
+      Request request = requests[next++];
+      // Some later requests continue a finished conversation: its prompt
+      // and every output token.
+      if (!finished.empty() && rng() % 2) {
+        Request earlier = byId.at(finished[rng() % finished.size()]);
+        request.prompt = concat(fullSequence(earlier), request.prompt);
+      }
+      ASSERT_TRUE(scheduler.add(request).ok());
+      byId[request.id] = request;
+    }
+    StatusOr<StepStats> step = scheduler.step();
+    ASSERT_TRUE(step.ok()) << step.status().toString();
+    const EngineBatch &batch = step->batch;
+    size_t count = batch.requests.size();
+    ASSERT_EQ(batch.qoIndptr.size(), count + 1);
+    ASSERT_EQ(batch.pageTable.indptr.size(), count + 1);
+    ASSERT_EQ(batch.pageTable.lastPageLen.size(), count);
+    ASSERT_EQ(batch.tokens.size(), size_t(batch.qoIndptr.back()));
+    ASSERT_EQ(batch.slotMapping.size(), batch.tokens.size());
+    ASSERT_EQ(
+        std::set<int64_t>(batch.slotMapping.begin(), batch.slotMapping.end())
+            .size(),
+        batch.slotMapping.size())
+        << "two tokens of a step share a slot";
+
+    // The runner's append: each new token's key, at its slot.
+    std::vector<std::array<uint16_t, 8>> keys;
+    for (size_t r = 0; r < count; ++r) {
+      const Request &request = byId.at(batch.requests[r]);
+      if (int64_t(r) < batch.numDecodes)
+        ASSERT_EQ(batch.qoIndptr[r + 1] - batch.qoIndptr[r], 1);
+      for (int32_t t = batch.qoIndptr[r]; t < batch.qoIndptr[r + 1]; ++t) {
+        ASSERT_EQ(batch.tokens[size_t(t)],
+                  tokenAt(request, batch.positions[size_t(t)]));
+        keys.push_back(keyOf(request, batch.positions[size_t(t)]));
+      }
+    }
+    auto address = [](const void *p) { return reinterpret_cast<uint64_t>(p); };
+    if (!keys.empty())
+      ASSERT_TRUE(pool->appendSlots(address(keys.data()), address(keys.data()),
+                                    8, 8, address(batch.slotMapping.data()),
+                                    int64_t(keys.size()))
+                      .ok());
+
+    // Attention's read: every key of every request, through its pages.
+    for (size_t r = 0; r < count; ++r) {
+      const Request &request = byId.at(batch.requests[r]);
+      int32_t first = batch.pageTable.indptr[r];
+      int32_t pages = batch.pageTable.indptr[r + 1] - first;
+      int64_t length =
+          int64_t(pages - 1) * config.pageSize + batch.pageTable.lastPageLen[r];
+      ASSERT_EQ(length, batch.positions[size_t(batch.qoIndptr[r + 1] - 1)] + 1);
+      for (int64_t j = 0; j < length; ++j) {
+        PageId page = batch.pageTable.indices[size_t(first + j / 4)];
+        const auto *stored =
+            reinterpret_cast<const uint16_t *>(pool->keyAt(page, j % 4, 0));
+        std::array<uint16_t, 8> want = keyOf(request, j);
+        ASSERT_TRUE(std::equal(want.begin(), want.end(), stored))
+            << "request " << request.id << " key " << j << " (page " << page
+            << ") in step " << steps;
+        ++checkedKeys;
+      }
+    }
+    finished.insert(finished.end(), step->finished.begin(),
+                    step->finished.end());
+  }
+  EXPECT_EQ(finished.size(), requests.size());
+  EXPECT_GT(scheduler.totals().cachedTokens, 0) << "no prefix was reused";
+  EXPECT_GT(checkedKeys, 0);
+  EXPECT_TRUE(cache.checkInvariants().ok());
 }
