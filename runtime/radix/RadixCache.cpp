@@ -3,11 +3,38 @@
 #include "radix/RadixCache.h"
 
 #include <algorithm>
-#include <queue>
+#include <cassert>
 #include <string>
 #include <unordered_map>
 
 namespace attnc {
+
+namespace {
+constexpr uint64_t kEmptyPrefixHash = 0xcbf29ce484222325ull; // FNV-1a basis
+
+/// Continues a prefix hash over tokens[begin, end).
+uint64_t continueHash(uint64_t hash, const std::vector<Token> &tokens,
+                      size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i)
+    hash = (hash ^ static_cast<uint32_t>(tokens[i])) * 0x100000001b3ull;
+  return hash;
+}
+} // namespace
+
+std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
+                                       int64_t pageSize, int64_t pages) {
+  int64_t whole = static_cast<int64_t>(tokens.size()) / pageSize;
+  if (pages < 0 || pages > whole)
+    pages = whole;
+  std::vector<uint64_t> hashes;
+  uint64_t hash = kEmptyPrefixHash;
+  for (int64_t page = 0; page < pages; ++page) {
+    hash = continueHash(hash, tokens, size_t(page * pageSize),
+                        size_t((page + 1) * pageSize));
+    hashes.push_back(hash);
+  }
+  return hashes;
+}
 
 RadixCache::RadixCache(PagedKVPool &pool)
     : pool_(pool), pageSize_(pool.pageSize()), root_(std::make_unique<Node>()) {
@@ -50,12 +77,17 @@ RadixCache::Node *RadixCache::splitNode(Node *node, int64_t keepPages) {
   auto upper = std::make_unique<Node>();
   upper->key.assign(node->key.begin(), node->key.begin() + keepTokens);
   upper->pages.assign(node->pages.begin(), node->pages.begin() + keepPages);
+  upper->hashes.assign(node->hashes.begin(), node->hashes.begin() + keepPages);
   upper->parent = node->parent;
   upper->lockRef = node->lockRef;
   upper->lastAccess = node->lastAccess;
+  upper->serial = ++serials_;
+  for (uint64_t hash : upper->hashes)
+    byHash_[hash] = upper.get();
 
   node->key.erase(node->key.begin(), node->key.begin() + keepTokens);
   node->pages.erase(node->pages.begin(), node->pages.begin() + keepPages);
+  node->hashes.erase(node->hashes.begin(), node->hashes.begin() + keepPages);
 
   Node *parent = node->parent;
   std::unique_ptr<Node> &slot = parent->children.at(firstPage(upper->key, 0));
@@ -71,7 +103,7 @@ RadixCache::Match RadixCache::matchPrefix(const std::vector<Token> &tokens) {
   Match match;
   Node *node = root_.get();
   uint64_t now = ++clock_;
-  node->lastAccess = now;
+  touch(node, now);
   size_t offset = 0;
   while (offset + pageSize_ <= tokens.size()) {
     auto it = node->children.find(firstPage(tokens, offset));
@@ -88,7 +120,7 @@ RadixCache::Match RadixCache::matchPrefix(const std::vector<Token> &tokens) {
       ++pages;
     if (pages < childPages)
       child = splitNode(child, pages);
-    child->lastAccess = now;
+    touch(child, now);
     match.pages.insert(match.pages.end(), child->pages.begin(),
                        child->pages.end());
     offset += pages * pageSize_;
@@ -117,10 +149,23 @@ StatusOr<int64_t> RadixCache::insert(const std::vector<Token> &tokens,
     auto leaf = std::make_unique<Node>();
     leaf->key.assign(key.begin() + match.tokens, key.end());
     leaf->pages.assign(pages.begin() + cachedPages, pages.end());
+    uint64_t hash = match.node->hashes.empty() ? kEmptyPrefixHash
+                                               : match.node->hashes.back();
+    for (size_t offset = 0; offset < leaf->key.size(); offset += pageSize_) {
+      hash = continueHash(hash, leaf->key, offset, offset + pageSize_);
+      leaf->hashes.push_back(hash);
+    }
     leaf->parent = match.node;
     leaf->lastAccess = clock_;
+    leaf->serial = ++serials_;
     evictable_ += static_cast<int64_t>(leaf->key.size());
+    // The parent is a leaf no more; the new leaf is one, unlocked.
+    if (isEvictableLeaf(match.node))
+      leaves_.erase({match.node->lastAccess, match.node->serial, match.node});
+    Node *raw = leaf.get();
     match.node->children.emplace(firstPage(leaf->key, 0), std::move(leaf));
+    addPages(raw);
+    leaves_.insert({raw->lastAccess, raw->serial, raw});
   }
   checkInDebug();
   return match.tokens;
@@ -128,11 +173,14 @@ StatusOr<int64_t> RadixCache::insert(const std::vector<Token> &tokens,
 
 void RadixCache::lock(Node *node) {
   for (; node != root_.get(); node = node->parent) {
-    if (node->lockRef++ == 0) {
+    if (node->lockRef == 0) {
+      if (node->children.empty())
+        leaves_.erase({node->lastAccess, node->serial, node});
       int64_t size = static_cast<int64_t>(node->key.size());
       evictable_ -= size;
       protected_ += size;
     }
+    ++node->lockRef;
   }
   checkInDebug();
 }
@@ -147,6 +195,8 @@ Status RadixCache::unlock(Node *node) {
       int64_t size = static_cast<int64_t>(node->key.size());
       evictable_ += size;
       protected_ -= size;
+      if (node->children.empty())
+        leaves_.insert({node->lastAccess, node->serial, node});
     }
   }
   checkInDebug();
@@ -154,39 +204,88 @@ Status RadixCache::unlock(Node *node) {
 }
 
 int64_t RadixCache::evict(int64_t tokens) {
-  auto older = [](const Node *a, const Node *b) {
-    return a->lastAccess > b->lastAccess;
-  };
-  std::priority_queue<Node *, std::vector<Node *>, decltype(older)> leaves(
-      older);
-  std::vector<Node *> stack{root_.get()};
-  while (!stack.empty()) {
-    Node *node = stack.back();
-    stack.pop_back();
-    if (node->children.empty() && node->lockRef == 0)
-      leaves.push(node);
-    for (auto &[key, child] : node->children)
-      stack.push_back(child.get());
-  }
-
   int64_t evicted = 0;
-  while (evicted < tokens && !leaves.empty()) {
-    Node *leaf = leaves.top();
-    leaves.pop();
+  while (evicted < tokens && !leaves_.empty()) {
+    Node *leaf = std::get<2>(*leaves_.begin());
+    leaves_.erase(leaves_.begin());
     Status released = pool_.release(leaf->pages);
     assert(released.ok() && "the tree's pages are in use");
     (void)released;
+    removePages(leaf);
     int64_t size = static_cast<int64_t>(leaf->key.size());
     evicted += size;
     evictable_ -= size;
     Node *parent = leaf->parent;
     parent->children.erase(firstPage(leaf->key, 0));
-    if (parent != root_.get() && parent->children.empty() &&
-        parent->lockRef == 0)
-      leaves.push(parent);
+    if (isEvictableLeaf(parent))
+      leaves_.insert({parent->lastAccess, parent->serial, parent});
   }
   checkInDebug();
   return evicted;
+}
+
+void RadixCache::touch(Node *node, uint64_t now) {
+  if (node->lastAccess == now)
+    return;
+  bool listed = isEvictableLeaf(node);
+  if (listed)
+    leaves_.erase({node->lastAccess, node->serial, node});
+  node->lastAccess = now;
+  if (listed)
+    leaves_.insert({node->lastAccess, node->serial, node});
+}
+
+void RadixCache::addPages(Node *node) {
+  for (uint64_t hash : node->hashes) {
+    byHash_[hash] = node;
+    if (recording_)
+      changes_.push_back({hash, true});
+  }
+}
+
+void RadixCache::removePages(const Node *node) {
+  for (uint64_t hash : node->hashes) {
+    byHash_.erase(hash);
+    if (recording_)
+      changes_.push_back({hash, false});
+  }
+}
+
+int64_t RadixCache::cachedPages(const std::vector<uint64_t> &hashes,
+                                int64_t limit) const {
+  // Cached prefixes are closed under truncation: a binary search finds the
+  // longest.
+  int64_t lo = 0, hi = std::min<int64_t>(limit, hashes.size());
+  while (lo < hi) {
+    int64_t mid = (lo + hi + 1) / 2;
+    if (byHash_.count(hashes[size_t(mid - 1)]))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+void RadixCache::touchPrefix(uint64_t hash) {
+  auto it = byHash_.find(hash);
+  if (it == byHash_.end())
+    return;
+  Node *node = it->second;
+  size_t page = static_cast<size_t>(
+      std::find(node->hashes.begin(), node->hashes.end(), hash) -
+      node->hashes.begin());
+  if (page + 1 < node->pages.size())
+    node = splitNode(node, static_cast<int64_t>(page + 1));
+  uint64_t now = ++clock_;
+  touch(root_.get(), now);
+  for (; node != root_.get(); node = node->parent)
+    touch(node, now);
+  checkInDebug();
+}
+
+const RadixCache::Node *RadixCache::nodeOfPage(uint64_t hash) const {
+  auto it = byHash_.find(hash);
+  return it == byHash_.end() ? nullptr : it->second;
 }
 
 Status RadixCache::checkInvariants() const {
@@ -208,6 +307,22 @@ Status RadixCache::checkInvariants() const {
         return fail("a node's key is not its pages' tokens");
       if (key != firstPage(child->key, 0))
         return fail("a child is filed under the wrong first page");
+      uint64_t hash =
+          node->hashes.empty() ? kEmptyPrefixHash : node->hashes.back();
+      if (child->hashes.size() != child->pages.size())
+        return fail("a node's page hashes are not one per page");
+      for (size_t page = 0; page < child->pages.size(); ++page) {
+        hash = continueHash(hash, child->key, page * pageSize_,
+                            (page + 1) * pageSize_);
+        if (child->hashes[page] != hash)
+          return fail("a page's prefix hash is not its prefix's");
+        auto it = byHash_.find(hash);
+        if (it == byHash_.end() || it->second != child.get())
+          return fail("a page is not found by its prefix hash");
+      }
+      if (isEvictableLeaf(child.get()) !=
+          (leaves_.count({child->lastAccess, child->serial, child.get()}) == 1))
+        return fail("the LRU leaves are not the unlocked leaves");
       childLocks += child->lockRef;
       stack.push_back(child.get());
     }
@@ -225,6 +340,13 @@ Status RadixCache::checkInvariants() const {
                     ", which the pool has free");
     }
   }
+  if (seen.size() != byHash_.size())
+    return fail("the prefix hashes name pages the tree does not hold");
+  size_t leaves = 0;
+  for (const auto &entry : leaves_)
+    leaves += isEvictableLeaf(std::get<2>(entry)) ? 1 : 0;
+  if (leaves != leaves_.size())
+    return fail("the LRU leaves hold a node that is not an unlocked leaf");
   if (evictable != evictable_ || protectedSize != protected_)
     return fail("evictable/protected sizes are " + std::to_string(evictable_) +
                 "/" + std::to_string(protected_) + ", the tree holds " +

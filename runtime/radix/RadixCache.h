@@ -11,6 +11,13 @@
 // Sizes are in tokens: `evictable` counts unlocked nodes, `protected`
 // locked ones.
 //
+// Each cached page is also known by the hash of the whole prefix it ends
+// (pagePrefixHashes), so that a scheduler can tell how many pages of a
+// prompt are cached without walking the tree, and follow what enters and
+// leaves the cache (the change journal) instead of matching its queue
+// again. The unlocked leaves are kept in LRU order as they change, so that
+// eviction does not search the tree.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTNC_RUNTIME_RADIX_RADIXCACHE_H
@@ -21,21 +28,40 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace attnc {
 
 using Token = int32_t;
 
+/// A hash of each of the first `pages` page-aligned prefixes of `tokens`
+/// (all whole pages when `pages` is negative): equal prefixes, equal hashes.
+std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
+                                       int64_t pageSize, int64_t pages = -1);
+
 class RadixCache {
 public:
   struct Node {
     std::vector<Token> key;
     std::vector<PageId> pages;
+    /// pagePrefixHashes of the tokens from the root to the end of each page.
+    std::vector<uint64_t> hashes;
     Node *parent = nullptr;
     std::map<std::vector<Token>, std::unique_ptr<Node>> children;
     int64_t lockRef = 0;
     uint64_t lastAccess = 0;
+    /// Creation order: ties of lastAccess evict deterministically.
+    uint64_t serial = 0;
+  };
+
+  /// A page entering (added) or leaving the cache, by its prefix hash.
+  struct PageChange {
+    uint64_t hash;
+    bool added;
   };
 
   struct Match {
@@ -72,6 +98,22 @@ public:
   /// evicted.
   int64_t evict(int64_t tokens);
 
+  /// How many leading pages of a sequence whose page prefix hashes are
+  /// `hashes` are cached, at most `limit`: what matchPrefix would match,
+  /// without walking or changing the tree.
+  int64_t cachedPages(const std::vector<uint64_t> &hashes, int64_t limit) const;
+  /// The node holding the page whose prefix hash is `hash`, or null.
+  const Node *nodeOfPage(uint64_t hash) const;
+  /// What matchPrefix does to the tree for the cached prefix ending with
+  /// the page whose prefix hash is `hash`: splits its node after that page
+  /// and makes the path the most recently used.
+  void touchPrefix(uint64_t hash);
+
+  /// Starts recording every page that enters or leaves the cache; each
+  /// call of takeChanges returns (and forgets) those since the last.
+  void recordChanges() { recording_ = true; }
+  std::vector<PageChange> takeChanges() { return std::move(changes_); }
+
   int64_t evictableSize() const { return evictable_; }
   int64_t protectedSize() const { return protected_; }
   int64_t totalSize() const { return evictable_ + protected_; }
@@ -83,6 +125,13 @@ public:
 
 private:
   Node *splitNode(Node *node, int64_t keepPages);
+  bool isEvictableLeaf(const Node *node) const {
+    return node != root_.get() && node->children.empty() && node->lockRef == 0;
+  }
+  /// Sets a node's last access, keeping the LRU order of leaves.
+  void touch(Node *node, uint64_t now);
+  void addPages(Node *node);
+  void removePages(const Node *node);
   std::vector<Token> firstPage(const std::vector<Token> &tokens,
                                size_t offset) const;
   void checkInDebug() const;
@@ -93,6 +142,12 @@ private:
   int64_t evictable_ = 0;
   int64_t protected_ = 0;
   uint64_t clock_ = 0;
+  uint64_t serials_ = 0;
+  std::unordered_map<uint64_t, Node *> byHash_;
+  /// Unlocked leaves, least recently used first.
+  std::set<std::tuple<uint64_t, uint64_t, Node *>> leaves_;
+  bool recording_ = false;
+  std::vector<PageChange> changes_;
 };
 
 } // namespace attnc

@@ -33,19 +33,4 @@ Token tokenAt(const Request &request, int64_t position) {
                            : outputToken(request.id, position - prompt);
 }
 
-std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
-                                       int64_t pageSize, int64_t pages) {
-  int64_t whole = static_cast<int64_t>(tokens.size()) / pageSize;
-  if (pages < 0 || pages > whole)
-    pages = whole;
-  std::vector<uint64_t> hashes;
-  uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a over the token ids
-  for (int64_t i = 0; i < pages * pageSize; ++i) {
-    hash = (hash ^ static_cast<uint32_t>(tokens[i])) * 0x100000001b3ull;
-    if ((i + 1) % pageSize == 0)
-      hashes.push_back(hash);
-  }
-  return hashes;
-}
-
 } // namespace attnc

@@ -42,11 +42,6 @@ std::vector<Token> computedSequence(const Request &request);
 /// The token at `position` of fullSequence(request).
 Token tokenAt(const Request &request, int64_t position);
 
-/// A hash of each of the first `pages` page-aligned prefixes of `tokens`
-/// (all whole pages when `pages` is negative): equal prefixes, equal hashes.
-std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
-                                       int64_t pageSize, int64_t pages = -1);
-
 } // namespace attnc
 
 #endif // ATTNC_RUNTIME_SCHED_REQUEST_H

@@ -43,7 +43,9 @@ std::vector<Token> head(const std::vector<Token> &tokens, int64_t count) {
 
 Scheduler::Scheduler(const SchedulerConfig &config, PagedKVPool &pool,
                      RadixCache &cache)
-    : config_(config), pool_(pool), cache_(cache) {}
+    : config_(config), pool_(pool), cache_(cache) {
+  cache_.recordChanges();
+}
 
 Scheduler::~Scheduler() {
   for (RunningRequest &running : running_) {
@@ -67,91 +69,169 @@ Status Scheduler::add(const Request &request) {
                              std::to_string(tokens) +
                              " tokens of KV cache, the pool holds " +
                              std::to_string(capacity));
-  waiting_.push_back(request);
-  promptHashes_[request.id] =
-      pagePrefixHashes(request.prompt, pool_.pageSize());
+  Waiter waiter;
+  waiter.request = request;
+  waiter.hashes = pagePrefixHashes(request.prompt, pool_.pageSize());
+  waiter.matchable =
+      (static_cast<int64_t>(request.prompt.size()) - 1) / pool_.pageSize();
+  followCache(); // the cache as it is now, before this waiter's first look
+  waiter.cached = cache_.cachedPages(waiter.hashes, waiter.matchable);
+  Arrival arrival = arrivals_++;
+  index(arrival, waiter);
+  waiting_.emplace(arrival, std::move(waiter));
   admissionMayChange_ = true;
   return Status();
 }
 
-std::vector<Scheduler::Candidate> Scheduler::matchWaiting() {
-  std::vector<Candidate> candidates;
-  int64_t pageSize = cache_.pageSize();
-  for (size_t i = 0; i < waiting_.size(); ++i) {
-    const std::vector<Token> &prompt = waiting_[i].prompt;
-    // At least one prompt token is always computed: it yields the logits.
-    int64_t matchable =
-        (static_cast<int64_t>(prompt.size()) - 1) / pageSize * pageSize;
-    candidates.push_back({i, cache_.matchPrefix(head(prompt, matchable))});
-  }
-  return candidates;
+void Scheduler::index(Arrival arrival, const Waiter &waiter) {
+  byCachedPages_.insert({-waiter.cached, arrival});
+  if (waiter.cached < waiter.matchable)
+    byNextPage_[waiter.hashes[size_t(waiter.cached)]].insert(arrival);
+  if (waiter.cached > 0)
+    byLastPage_[waiter.hashes[size_t(waiter.cached - 1)]].insert(arrival);
 }
 
-void Scheduler::sortByPolicy(std::vector<Candidate> &candidates) {
+void Scheduler::unindex(Arrival arrival, const Waiter &waiter) {
+  byCachedPages_.erase({-waiter.cached, arrival});
+  auto drop = [arrival](std::unordered_map<uint64_t, std::set<Arrival>> &map,
+                        uint64_t hash) {
+    auto it = map.find(hash);
+    if (it == map.end())
+      return;
+    it->second.erase(arrival);
+    if (it->second.empty())
+      map.erase(it);
+  };
+  if (waiter.cached < waiter.matchable)
+    drop(byNextPage_, waiter.hashes[size_t(waiter.cached)]);
+  if (waiter.cached > 0)
+    drop(byLastPage_, waiter.hashes[size_t(waiter.cached - 1)]);
+}
+
+void Scheduler::followCache() {
+  // A page entering the cache can extend the match of the waiters that
+  // lack exactly it; one leaving can shorten the match of those whose
+  // deepest page it was (eviction takes leaves, deepest pages first).
+  std::set<Arrival> stale;
+  for (const RadixCache::PageChange &change : cache_.takeChanges()) {
+    auto &byPage = change.added ? byNextPage_ : byLastPage_;
+    auto it = byPage.find(change.hash);
+    if (it != byPage.end())
+      stale.insert(it->second.begin(), it->second.end());
+  }
+  for (Arrival arrival : stale) {
+    Waiter &waiter = waiting_.at(arrival);
+    int64_t cached = cache_.cachedPages(waiter.hashes, waiter.matchable);
+    if (cached == waiter.cached)
+      continue;
+    unindex(arrival, waiter);
+    waiter.cached = cached;
+    index(arrival, waiter);
+  }
+}
+
+std::vector<Scheduler::Arrival> Scheduler::dfsWeightOrder() {
+  // Weight of a node: waiting requests whose match ends in its subtree.
+  // Visiting heavier subtrees first keeps requests that share a prefix
+  // together, in a depth-first order of the tree.
+  int64_t pageSize = cache_.pageSize();
+  std::unordered_map<const RadixCache::Node *, int64_t> weight;
+  std::unordered_map<const RadixCache::Node *, std::vector<Arrival>> at;
+  for (const auto &[arrival, waiter] : waiting_) {
+    const std::vector<Token> &prompt = waiter.request.prompt;
+    const RadixCache::Node *node =
+        cache_
+            .matchPrefix(std::vector<Token>(
+                prompt.begin(), prompt.begin() + waiter.matchable * pageSize))
+            .node;
+    at[node].push_back(arrival);
+    for (; node; node = node->parent)
+      ++weight[node];
+  }
+  std::vector<Arrival> ordered;
+  std::function<void(const RadixCache::Node *)> visit =
+      [&](const RadixCache::Node *node) {
+        std::vector<const RadixCache::Node *> children;
+        for (const auto &[key, child] : node->children)
+          if (weight.count(child.get()))
+            children.push_back(child.get());
+        std::stable_sort(children.begin(), children.end(),
+                         [&](const auto *a, const auto *b) {
+                           return weight[a] > weight[b];
+                         });
+        for (const RadixCache::Node *child : children)
+          visit(child);
+        // Deeper matches first: a node's own requests follow its subtree.
+        auto here = at.find(node);
+        if (here != at.end())
+          ordered.insert(ordered.end(), here->second.begin(),
+                         here->second.end());
+      };
+  visit(cache_.root());
+  return ordered;
+}
+
+void Scheduler::touchWaitingPrefixes() {
+  // As if every waiting request were matched again in arrival order: each
+  // cached prefix a waiter reads is split where the match ends and made as
+  // recent as the latest waiter that reads it, so that eviction takes
+  // what nobody waits for first. One touch per distinct deepest page.
+  std::vector<std::pair<Arrival, uint64_t>> latest;
+  for (const auto &[hash, arrivals] : byLastPage_)
+    latest.push_back({*arrivals.rbegin(), hash});
+  std::sort(latest.begin(), latest.end());
+  for (const auto &[arrival, hash] : latest)
+    cache_.touchPrefix(hash);
+}
+
+std::vector<Scheduler::Arrival> Scheduler::prepareOrder() {
+  followCache();
+  if (config_.policy == Policy::DFSWeight)
+    return dfsWeightOrder();
+  touchWaitingPrefixes();
+  return {};
+}
+
+void Scheduler::visitInOrder(const std::vector<Arrival> &dfsOrder,
+                             const std::function<bool(Arrival)> &visit) {
   switch (config_.policy) {
   case Policy::FCFS:
+    for (const auto &[arrival, waiter] : waiting_)
+      if (!visit(arrival))
+        return;
     return;
   case Policy::LongestPrefixMatch:
-    std::stable_sort(candidates.begin(), candidates.end(),
-                     [](const Candidate &a, const Candidate &b) {
-                       return a.match.tokens > b.match.tokens;
-                     });
+    for (const auto &[negCached, arrival] : byCachedPages_)
+      if (!visit(arrival))
+        return;
     return;
-  case Policy::DFSWeight: {
-    // Weight of a node: waiting requests whose match ends in its subtree.
-    // Visiting heavier subtrees first keeps requests that share a prefix
-    // together, in a depth-first order of the tree.
-    std::unordered_map<const RadixCache::Node *, int64_t> weight;
-    std::unordered_map<const RadixCache::Node *, std::vector<Candidate>> at;
-    for (Candidate &candidate : candidates) {
-      at[candidate.match.node].push_back(candidate);
-      for (const RadixCache::Node *node = candidate.match.node; node;
-           node = node->parent)
-        ++weight[node];
-    }
-    std::vector<Candidate> ordered;
-    std::function<void(const RadixCache::Node *)> visit =
-        [&](const RadixCache::Node *node) {
-          std::vector<const RadixCache::Node *> children;
-          for (const auto &[key, child] : node->children)
-            if (weight.count(child.get()))
-              children.push_back(child.get());
-          std::stable_sort(children.begin(), children.end(),
-                           [&](const auto *a, const auto *b) {
-                             return weight[a] > weight[b];
-                           });
-          for (const RadixCache::Node *child : children)
-            visit(child);
-          // Deeper matches first: a node's own requests follow its subtree.
-          auto here = at.find(node);
-          if (here != at.end())
-            ordered.insert(ordered.end(), here->second.begin(),
-                           here->second.end());
-        };
-    visit(cache_.root());
-    candidates = std::move(ordered);
+  case Policy::DFSWeight:
+    for (Arrival arrival : dfsOrder)
+      if (!visit(arrival))
+        return;
     return;
-  }
   }
 }
 
 std::vector<size_t> Scheduler::order() {
-  std::vector<Candidate> candidates = matchWaiting();
-  sortByPolicy(candidates);
+  std::map<Arrival, size_t> position;
+  for (const auto &[arrival, waiter] : waiting_)
+    position.emplace(arrival, position.size());
   std::vector<size_t> indices;
-  for (const Candidate &candidate : candidates)
-    indices.push_back(candidate.index);
+  visitInOrder(prepareOrder(), [&](Arrival arrival) {
+    indices.push_back(position.at(arrival));
+    return true;
+  });
   return indices;
 }
 
-bool Scheduler::waitsForInFlight(const Request &request,
-                                 int64_t cachedTokens) const {
+bool Scheduler::waitsForInFlight(const Waiter &waiter) const {
   int64_t sharedPages =
       ceilDiv(config_.inFlightShareThreshold, cache_.pageSize());
-  size_t probe = static_cast<size_t>(cachedTokens / cache_.pageSize() +
-                                     std::max<int64_t>(sharedPages, 1));
-  const std::vector<uint64_t> &hashes = promptHashes_.at(request.id);
-  return probe <= hashes.size() && inFlight_.count(hashes[probe - 1]) > 0;
+  size_t probe =
+      static_cast<size_t>(waiter.cached + std::max<int64_t>(sharedPages, 1));
+  return probe <= waiter.hashes.size() &&
+         inFlight_.count(waiter.hashes[probe - 1]) > 0;
 }
 
 Status Scheduler::allocateFor(RunningRequest &running, int64_t pages) {
@@ -168,88 +248,116 @@ Status Scheduler::allocateFor(RunningRequest &running, int64_t pages) {
   return Status();
 }
 
-StatusOr<bool> Scheduler::admit(std::vector<Candidate> &candidates,
-                                StepStats &stats, int64_t &budget,
+StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
                                 std::vector<Fed> &fed) {
+  std::vector<Arrival> dfsOrder = prepareOrder();
   int64_t pageSize = pool_.pageSize();
+  // The unlocked cached pages of a waiter's match, deepest first; a locked
+  // page's ancestors are locked too.
+  auto forUnlockedPages = [&](const Waiter &waiter, auto &&visit) {
+    for (int64_t page = waiter.cached - 1; page >= 0; --page) {
+      uint64_t hash = waiter.hashes[size_t(page)];
+      const RadixCache::Node *node = cache_.nodeOfPage(hash);
+      if (!node || node->lockRef > 0 || !visit(hash))
+        return;
+    }
+  };
   // Unlocked prefixes that waiting requests match are about to be read:
   // spending them on another request would only compute them again. They
   // count as available only when nothing runs, which could otherwise stall.
-  std::unordered_set<const RadixCache::Node *> wanted;
-  int64_t wantedTokens = 0;
+  // Every waiter with the same deepest page has the same path: one walk
+  // each, stopping where an earlier walk went.
+  std::unordered_set<uint64_t> wanted;
   if (config_.protectWaitingPrefixes && !running_.empty())
-    for (const Candidate &candidate : candidates)
-      for (const RadixCache::Node *node = candidate.match.node;
-           node != cache_.root() && node->lockRef == 0; node = node->parent)
-        if (wanted.insert(node).second)
-          wantedTokens += static_cast<int64_t>(node->key.size());
-  int64_t available =
-      cache_.evictableSize() - wantedTokens + pool_.numFreePages() * pageSize;
-  std::vector<size_t> admitted;
+    for (const auto &[hash, arrivals] : byLastPage_)
+      forUnlockedPages(waiting_.at(*arrivals.begin()), [&](uint64_t page) {
+        return wanted.insert(page).second;
+      });
+  int64_t available = cache_.evictableSize() -
+                      static_cast<int64_t>(wanted.size()) * pageSize +
+                      pool_.numFreePages() * pageSize;
+  std::vector<Arrival> admitted;
   std::vector<std::pair<size_t, int64_t>> allocations; // running index, pages
   bool retry = false;
-  for (Candidate &candidate : candidates) {
+  Status failure;
+  // Admits one waiter; false stops the pass.
+  auto admitOne = [&](Arrival arrival) {
     if (static_cast<int64_t>(running_.size()) >= config_.maxRunning ||
         budget <= 0) {
       retry = true;
-      break;
+      return false;
     }
-    const Request &request = waiting_[candidate.index];
+    const Waiter &waiter = waiting_.at(arrival);
+    const Request &request = waiter.request;
     int64_t total =
         static_cast<int64_t>(request.prompt.size()) + request.outputLen;
-    int64_t pages = ceilDiv(total, pageSize) -
-                    static_cast<int64_t>(candidate.match.pages.size());
+    int64_t pages = ceilDiv(total, pageSize) - waiter.cached;
     // A request waiting for KV in flight keeps its place in the order: the
     // memory it will need is not given to requests behind it.
-    if (waitsForInFlight(request, candidate.match.tokens)) {
+    if (waitsForInFlight(waiter)) {
       available -= pages * pageSize;
-      continue;
+      // Every request needs a page at least: with less left the pass is
+      // over (the cap and the budget, checked first, have not changed).
+      return available >= pageSize;
     }
     // Locking the prefix takes its unlocked part out of what eviction can
     // free.
     int64_t pinned = 0;
-    for (const RadixCache::Node *node = candidate.match.node;
-         node != cache_.root(); node = node->parent)
-      if (node->lockRef == 0 && !wanted.count(node))
-        pinned += static_cast<int64_t>(node->key.size());
+    forUnlockedPages(waiter, [&](uint64_t page) {
+      pinned += wanted.count(page) ? 0 : pageSize;
+      return true;
+    });
     if (pinned + pages * pageSize > available)
-      break;
+      return false;
     available -= pinned + pages * pageSize;
-    cache_.lock(candidate.match.node);
+    RadixCache::Match match =
+        cache_.matchPrefix(head(request.prompt, waiter.cached * pageSize));
+    if (match.tokens != waiter.cached * pageSize) {
+      failure = Status::error(ErrorCode::Internal,
+                              "request " + std::to_string(request.id) +
+                                  " matched " + std::to_string(match.tokens) +
+                                  " cached tokens, its page hashes " +
+                                  std::to_string(waiter.cached * pageSize));
+      return false;
+    }
+    cache_.lock(match.node);
 
     RunningRequest running;
     running.request = request;
-    running.pages = candidate.match.pages;
+    running.pages = match.pages;
     running.ownedFrom = running.pages.size();
-    running.locked = candidate.match.node;
-    running.cachedTokens = candidate.match.tokens;
-    int64_t extend =
-        static_cast<int64_t>(request.prompt.size()) - candidate.match.tokens;
+    running.locked = match.node;
+    running.cachedTokens = match.tokens;
+    int64_t extend = static_cast<int64_t>(request.prompt.size()) - match.tokens;
     int64_t now = std::min(extend, budget);
-    running.prefilled = candidate.match.tokens + now;
+    running.prefilled = match.tokens + now;
     budget -= now;
     stats.prefillTokens += now;
     stats.admitted.push_back(request.id);
 
     totals_.promptTokens += static_cast<int64_t>(request.prompt.size());
-    totals_.cachedTokens += candidate.match.tokens;
+    totals_.cachedTokens += match.tokens;
     totals_.computedPrefillTokens += extend;
     // What the request computes: its prompt, then each output token's KV.
     std::vector<uint64_t> computes =
         pagePrefixHashes(computedSequence(request), pageSize);
     inFlight_.insert(computes.begin(), computes.end());
     inFlightOf_[request.id] = std::move(computes);
-    promptHashes_.erase(request.id);
 
     running_.push_back(std::move(running));
     allocations.push_back({running_.size() - 1, pages});
-    fed.push_back({running_.size() - 1, candidate.match.tokens, now});
-    admitted.push_back(candidate.index);
-  }
+    fed.push_back({running_.size() - 1, match.tokens, now});
+    admitted.push_back(arrival);
+    return true;
+  };
+  visitInOrder(dfsOrder, admitOne);
+  if (!failure.ok())
+    return failure;
 
-  std::sort(admitted.begin(), admitted.end());
-  for (auto it = admitted.rbegin(); it != admitted.rend(); ++it)
-    waiting_.erase(waiting_.begin() + *it);
+  for (Arrival arrival : admitted) {
+    unindex(arrival, waiting_.at(arrival));
+    waiting_.erase(arrival);
+  }
   for (auto [index, pages] : allocations)
     if (Status status = allocateFor(running_[index], pages); !status.ok())
       return status;
@@ -376,13 +484,15 @@ StatusOr<StepStats> Scheduler::step() {
   }
 
   if (admissionMayChange_ && !waiting_.empty()) {
-    std::vector<Candidate> candidates = matchWaiting();
-    sortByPolicy(candidates);
-    StatusOr<bool> retry = admit(candidates, stats, budget, fed);
+    StatusOr<bool> retry = admit(stats, budget, fed);
     if (!retry.ok())
       return retry.status();
     admissionMayChange_ = *retry;
   }
+  // Nobody waits: what entered or left the cache concerns no one (a new
+  // request reads the cache as it is when it arrives).
+  if (waiting_.empty())
+    (void)cache_.takeChanges();
   stats.batch = batchOf(fed);
   stats.batch.numDecodes = decodes;
 

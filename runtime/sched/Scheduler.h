@@ -22,6 +22,14 @@
 // so that it reads that prefix from the cache instead of computing it
 // again.
 //
+// The queue is matched incrementally: each waiting request knows how many
+// pages of its prompt are cached, indexed by the prefix hash of the next
+// page it lacks and of the deepest page it has, and only the requests whose
+// pages entered or left the cache (the radix cache's change journal) are
+// looked at again. LPM and FCFS keep their order as the matches change, so
+// an admission pass costs what it admits, not the queue's length; DFS-weight
+// walks the tree from every waiting request's match at each pass.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTNC_RUNTIME_SCHED_SCHEDULER_H
@@ -31,7 +39,9 @@
 #include "radix/RadixCache.h"
 #include "sched/Request.h"
 
-#include <deque>
+#include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -126,32 +136,54 @@ public:
   StatusOr<StepStats> step();
 
   bool idle() const { return waiting_.empty() && running_.empty(); }
-  const std::deque<Request> &waiting() const { return waiting_; }
+  size_t numWaiting() const { return waiting_.size(); }
   const std::vector<RunningRequest> &running() const { return running_; }
   const SchedulerTotals &totals() const { return totals_; }
 
-  /// The order the policy gives the waiting requests now (matching them
-  /// against the cache). Exposed for tests.
+  /// The order the policy gives the waiting requests now, as positions in
+  /// arrival order. Exposed for tests.
   std::vector<size_t> order();
 
 private:
-  struct Candidate {
-    size_t index;
-    RadixCache::Match match;
+  /// A queued request and how much of its prompt the cache holds.
+  struct Waiter {
+    Request request;
+    /// Page-prefix hashes of the prompt, computed once.
+    std::vector<uint64_t> hashes;
+    /// Pages a match may cover: at least one prompt token is always
+    /// computed, for the logits.
+    int64_t matchable = 0;
+    /// Leading pages of the prompt in the cache now.
+    int64_t cached = 0;
   };
+  using Arrival = uint64_t;
   /// Tokens [begin, begin + count) of running_[index] fed this step.
   struct Fed {
     size_t index;
     int64_t begin, count;
   };
 
-  std::vector<Candidate> matchWaiting();
-  void sortByPolicy(std::vector<Candidate> &candidates);
-  bool waitsForInFlight(const Request &request, int64_t cachedTokens) const;
-  /// Admits candidates in order; returns whether admission stopped for a
-  /// reason that can pass by the next step (token budget, running cap).
-  StatusOr<bool> admit(std::vector<Candidate> &candidates, StepStats &stats,
-                       int64_t &budget, std::vector<Fed> &fed);
+  /// Files a waiter under its next and deepest page, and in LPM order.
+  void index(Arrival arrival, const Waiter &waiter);
+  void unindex(Arrival arrival, const Waiter &waiter);
+  /// Re-reads the cached pages of the waiters whose pages entered or left
+  /// the cache since the last call.
+  void followCache();
+  void touchWaitingPrefixes();
+  /// Brings the waiters' matches up to date with the cache and touches
+  /// what they read; DFS-weight's order (the others keep theirs).
+  std::vector<Arrival> prepareOrder();
+  /// Visits the waiting requests in the policy's order until `visit`
+  /// returns false.
+  void visitInOrder(const std::vector<Arrival> &dfsOrder,
+                    const std::function<bool(Arrival)> &visit);
+  std::vector<Arrival> dfsWeightOrder();
+  bool waitsForInFlight(const Waiter &waiter) const;
+  /// Admits waiting requests in order; returns whether admission stopped
+  /// for a reason that can pass by the next step (token budget, running
+  /// cap).
+  StatusOr<bool> admit(StepStats &stats, int64_t &budget,
+                       std::vector<Fed> &fed);
   Status allocateFor(RunningRequest &running, int64_t pages);
   EngineBatch batchOf(const std::vector<Fed> &fed) const;
   Status finishPrefill(RunningRequest &running);
@@ -160,11 +192,14 @@ private:
   SchedulerConfig config_;
   PagedKVPool &pool_;
   RadixCache &cache_;
-  std::deque<Request> waiting_;
+  std::map<Arrival, Waiter> waiting_;
+  Arrival arrivals_ = 0;
+  /// LPM's order: most cached pages first, then arrival.
+  std::set<std::pair<int64_t, Arrival>> byCachedPages_;
+  /// Waiters by the prefix hash of the first prompt page the cache lacks
+  /// (while it can still match more), and of the last page it holds.
+  std::unordered_map<uint64_t, std::set<Arrival>> byNextPage_, byLastPage_;
   std::vector<RunningRequest> running_;
-  /// Page-prefix hashes of each waiting request's prompt, computed once
-  /// when it is added.
-  std::unordered_map<RequestId, std::vector<uint64_t>> promptHashes_;
   /// Page-prefix hashes of each running request's whole sequence (prompt
   /// and output): the KV it is computing, in the cache once it finishes.
   std::unordered_map<RequestId, std::vector<uint64_t>> inFlightOf_;

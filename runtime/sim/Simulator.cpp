@@ -158,7 +158,7 @@ StatusOr<SimResult> simulate(const Workload &workload,
         step->finished.empty())
       return Status::error(ErrorCode::Internal,
                            "the scheduler stalled with " +
-                               std::to_string(scheduler.waiting().size()) +
+                               std::to_string(scheduler.numWaiting()) +
                                " requests waiting");
     double seconds = passSeconds(*step);
     utilisation +=

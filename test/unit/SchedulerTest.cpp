@@ -328,3 +328,95 @@ TEST(Scheduler, EngineBatchesReadBackEveryRequestsSequence) {
   EXPECT_GT(checkedKeys, 0);
   EXPECT_TRUE(cache.checkInvariants().ok());
 }
+
+namespace {
+
+/// Whole pages of `tokens` (at most `limit`) the tree holds, walked
+/// without touching it.
+int64_t cachedPagesByWalking(const RadixCache &cache,
+                             const std::vector<Token> &tokens, int64_t limit) {
+  int64_t pageSize = cache.pageSize(), pages = 0;
+  const RadixCache::Node *node = cache.root();
+  while (pages < limit) {
+    auto begin = tokens.begin() + pages * pageSize;
+    auto it = node->children.find(std::vector<Token>(begin, begin + pageSize));
+    if (it == node->children.end())
+      break;
+    const RadixCache::Node *child = it->second.get();
+    int64_t within = 0;
+    while (within < int64_t(child->pages.size()) && pages < limit &&
+           std::equal(child->key.begin() + within * pageSize,
+                      child->key.begin() + (within + 1) * pageSize,
+                      tokens.begin() + pages * pageSize)) {
+      ++within;
+      ++pages;
+    }
+    if (within < int64_t(child->pages.size()))
+      break;
+    node = child;
+  }
+  return pages;
+}
+
+/// Replays bursts of requests sharing parts of three prefixes through LPM
+/// and checks its order against the tree before every step.
+void checkIncrementalMatches(int64_t poolPages, unsigned seed) {
+  SCOPED_TRACE("pool of " + std::to_string(poolPages) + " pages, seed " +
+               std::to_string(seed));
+  Fixture f(Policy::LongestPrefixMatch, poolPages, /*pageSize=*/4,
+            /*budget=*/16);
+  std::mt19937 rng(seed);
+  std::vector<std::vector<Token>> prefixes = {range(1, 12), range(50, 20),
+                                              range(90, 7)};
+  std::vector<Request> waiting; // in arrival order, as the scheduler has them
+  RequestId next = 0;
+  int64_t checks = 0;
+  for (int step = 0; step < 1000 && (next < 60 || !f.scheduler->idle());
+       ++step) {
+    for (int i = step % 4 == 0 ? 10 : 0; i > 0 && next < 60; --i) {
+      std::vector<Token> prompt = prefixes[rng() % prefixes.size()];
+      prompt.resize(prompt.size() - rng() % 5); // share part of it
+      Request request = makeRequest(
+          next, concat(prompt, range(Token(1000 + 10 * next), 1 + rng() % 9)),
+          1 + rng() % 4);
+      ++next;
+      ASSERT_TRUE(f.scheduler->add(request).ok());
+      waiting.push_back(request);
+    }
+    std::vector<int64_t> cached;
+    for (const Request &request : waiting)
+      cached.push_back(cachedPagesByWalking(
+          *f.cache, request.prompt,
+          (int64_t(request.prompt.size()) - 1) / f.pool->pageSize()));
+    std::vector<size_t> want(waiting.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      want[i] = i;
+    std::stable_sort(want.begin(), want.end(),
+                     [&](size_t a, size_t b) { return cached[a] > cached[b]; });
+    ASSERT_EQ(f.scheduler->order(), want) << "step " << step;
+    checks += int64_t(want.size());
+
+    StatusOr<StepStats> stats = f.scheduler->step();
+    ASSERT_TRUE(stats.ok()) << stats.status().toString();
+    for (RequestId id : stats->admitted)
+      waiting.erase(std::find_if(
+          waiting.begin(), waiting.end(),
+          [id](const Request &request) { return request.id == id; }));
+  }
+  EXPECT_TRUE(f.scheduler->idle());
+  EXPECT_GT(f.scheduler->totals().cachedTokens, 0);
+  EXPECT_GT(checks, 100);
+  EXPECT_TRUE(f.cache->checkInvariants().ok());
+}
+
+} // namespace
+
+// The queue's matches follow the cache incrementally (pages entering and
+// leaving it); at every step LPM's order must be the one matching every
+// waiting prompt against the tree from scratch gives, with pools small
+// enough that waited prefixes are evicted.
+TEST(Scheduler, IncrementalMatchesAgreeWithTheTree) {
+  for (int64_t poolPages : {10, 14, 30})
+    for (unsigned seed : {41u, 42u, 43u})
+      checkIncrementalMatches(poolPages, seed);
+}
