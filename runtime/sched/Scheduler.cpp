@@ -69,6 +69,13 @@ Status Scheduler::add(const Request &request) {
                              std::to_string(tokens) +
                              " tokens of KV cache, the pool holds " +
                              std::to_string(capacity));
+  bool running = std::any_of(
+      running_.begin(), running_.end(),
+      [&](const RunningRequest &r) { return r.request.id == request.id; });
+  if (arrivalOf_.count(request.id) || running)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "request " + std::to_string(request.id) +
+                             " is queued or running already");
   Waiter waiter;
   waiter.request = request;
   waiter.hashes = pagePrefixHashes(request.prompt, pool_.pageSize());
@@ -77,6 +84,7 @@ Status Scheduler::add(const Request &request) {
   followCache(); // the cache as it is now, before this waiter's first look
   waiter.cached = cache_.cachedPages(waiter.hashes, waiter.matchable);
   Arrival arrival = arrivals_++;
+  arrivalOf_.emplace(request.id, arrival);
   index(arrival, waiter);
   waiting_.emplace(arrival, std::move(waiter));
   admissionMayChange_ = true;
@@ -355,7 +363,9 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     return failure;
 
   for (Arrival arrival : admitted) {
-    unindex(arrival, waiting_.at(arrival));
+    const Waiter &waiter = waiting_.at(arrival);
+    arrivalOf_.erase(waiter.request.id);
+    unindex(arrival, waiter);
     waiting_.erase(arrival);
   }
   for (auto [index, pages] : allocations)
@@ -412,11 +422,42 @@ Status Scheduler::finish(RunningRequest &running) {
   drop.insert(drop.end(), running.pages.begin() + full, running.pages.end());
   if (Status status = pool_.release(drop); !status.ok())
     return status;
+  withdrawInFlight(running);
+  ++totals_.finished;
+  return cache_.unlock(running.locked);
+}
+
+void Scheduler::withdrawInFlight(const RunningRequest &running) {
   for (uint64_t hash : inFlightOf_.at(running.request.id))
     inFlight_.erase(inFlight_.find(hash));
   inFlightOf_.erase(running.request.id);
-  ++totals_.finished;
-  return cache_.unlock(running.locked);
+}
+
+Status Scheduler::abort(RequestId id) {
+  if (auto queued = arrivalOf_.find(id); queued != arrivalOf_.end()) {
+    auto it = waiting_.find(queued->second);
+    unindex(it->first, it->second);
+    waiting_.erase(it);
+    arrivalOf_.erase(queued);
+    return Status();
+  }
+  for (auto it = running_.begin(); it != running_.end(); ++it) {
+    if (it->request.id != id)
+      continue;
+    if (Status status = pool_.release(std::vector<PageId>(
+            it->pages.begin() + it->ownedFrom, it->pages.end()));
+        !status.ok())
+      return status;
+    withdrawInFlight(*it);
+    Status unlocked = cache_.unlock(it->locked);
+    running_.erase(it);
+    // Its memory and the prefixes it held may admit others now.
+    admissionMayChange_ = true;
+    return unlocked;
+  }
+  return Status::error(ErrorCode::NotFound,
+                       "request " + std::to_string(id) +
+                           " is neither queued nor running");
 }
 
 EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {

@@ -129,11 +129,19 @@ public:
             RadixCache &cache);
   ~Scheduler();
 
-  /// Queues a request. Fails when it could never fit in the pool.
+  /// Queues a request. Fails when it could never fit in the pool, or when
+  /// a request of its id is queued or running.
   Status add(const Request &request);
 
   /// Forms and runs one forward pass.
   StatusOr<StepStats> step();
+
+  /// Drops a request wherever it is: from the queue, or from the running
+  /// batch mid-prefill or mid-decode (its prefix unlocked, the pages it owns
+  /// released, the KV it was computing no longer waited for). What it
+  /// computed is not cached. NotFound when no such request is queued or
+  /// running (never added, finished, or aborted already).
+  Status abort(RequestId id);
 
   bool idle() const { return waiting_.empty() && running_.empty(); }
   size_t numWaiting() const { return waiting_.size(); }
@@ -188,12 +196,15 @@ private:
   EngineBatch batchOf(const std::vector<Fed> &fed) const;
   Status finishPrefill(RunningRequest &running);
   Status finish(RunningRequest &running);
+  /// No request waits any more for the KV `running` was computing.
+  void withdrawInFlight(const RunningRequest &running);
 
   SchedulerConfig config_;
   PagedKVPool &pool_;
   RadixCache &cache_;
   std::map<Arrival, Waiter> waiting_;
   Arrival arrivals_ = 0;
+  std::unordered_map<RequestId, Arrival> arrivalOf_;
   /// LPM's order: most cached pages first, then arrival.
   std::set<std::pair<int64_t, Arrival>> byCachedPages_;
   /// Waiters by the prefix hash of the first prompt page the cache lacks

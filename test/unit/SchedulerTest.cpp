@@ -420,3 +420,106 @@ TEST(Scheduler, IncrementalMatchesAgreeWithTheTree) {
     for (unsigned seed : {41u, 42u, 43u})
       checkIncrementalMatches(poolPages, seed);
 }
+
+namespace {
+
+/// With nothing queued or running, every page in use is the cache's.
+void expectNoLeaks(const Fixture &f) {
+  EXPECT_TRUE(f.pool->checkInvariants().ok());
+  EXPECT_TRUE(f.cache->checkInvariants().ok());
+  EXPECT_EQ(f.pool->numUsedPages() * f.pool->pageSize(), f.cache->totalSize())
+      << "pages leaked";
+}
+
+} // namespace
+
+// A request aborted while queued, while its prompt is being prefilled in
+// chunks, or while it decodes leaves nothing behind: its pages return, its
+// prefix is unlocked, the others finish, and a second abort says why not.
+TEST(Scheduler, AbortAtEveryStageReleasesEverything) {
+  enum Stage { Queued, Prefilling, Decoding };
+  for (Stage stage : {Queued, Prefilling, Decoding}) {
+    SCOPED_TRACE("stage " + std::to_string(int(stage)));
+    Fixture f(Policy::LongestPrefixMatch, 64, /*pageSize=*/4, /*budget=*/8);
+    std::vector<Token> shared = range(100, 16);
+    f.serve(makeRequest(0, concat(shared, range(1, 4))));
+    Request victim = makeRequest(1, concat(shared, range(500, 30)), 6);
+    Request other = makeRequest(2, concat(shared, range(700, 5)), 3);
+    ASSERT_TRUE(f.scheduler->add(victim).ok());
+    if (stage != Queued) {
+      for (int i = 0; i < 20; ++i) {
+        ASSERT_TRUE(f.scheduler->step().ok());
+        const auto &running = f.scheduler->running();
+        bool there = !running.empty() && running[0].request.id == 1;
+        ASSERT_TRUE(there);
+        bool decoding = running[0].prefillDone() && running[0].generated > 0;
+        if ((stage == Prefilling && running[0].prefilled > 16 &&
+             !running[0].prefillDone()) ||
+            (stage == Decoding && decoding && running[0].generated > 1))
+          break;
+      }
+    }
+    ASSERT_TRUE(f.scheduler->add(other).ok());
+    ASSERT_TRUE(f.scheduler->abort(1).ok());
+    Status again = f.scheduler->abort(1);
+    EXPECT_EQ(again.code(), ErrorCode::NotFound);
+    EXPECT_EQ(again.message(), "request 1 is neither queued nor running");
+    std::vector<RequestId> finished;
+    for (int i = 0; i < 200 && !f.scheduler->idle(); ++i) {
+      StatusOr<StepStats> step = f.scheduler->step();
+      ASSERT_TRUE(step.ok());
+      for (RequestId id : step->batch.requests)
+        EXPECT_NE(id, 1) << "an aborted request was scheduled";
+      finished.insert(finished.end(), step->finished.begin(),
+                      step->finished.end());
+    }
+    EXPECT_EQ(finished, (std::vector<RequestId>{2}));
+    expectNoLeaks(f);
+  }
+}
+
+// Requests abort at random points of a replay under memory pressure; the
+// rest finish and nothing leaks.
+TEST(Scheduler, RandomAbortsLeaveNothingBehind) {
+  Fixture f(Policy::LongestPrefixMatch, 24, /*pageSize=*/4, /*budget=*/12);
+  std::mt19937 rng(8);
+  std::vector<RequestId> live;
+  int64_t aborted = 0, finished = 0;
+  RequestId next = 0;
+  for (int step = 0; step < 2000 && (next < 80 || !f.scheduler->idle());
+       ++step) {
+    if (next < 80 && rng() % 2) {
+      std::vector<Token> prompt = rng() % 2 ? range(1, 10) : range(40, 6);
+      Request request = makeRequest(
+          next, concat(prompt, range(Token(1000 + 20 * next), 1 + rng() % 12)),
+          1 + rng() % 5);
+      ASSERT_TRUE(f.scheduler->add(request).ok());
+      live.push_back(next++);
+    }
+    if (!live.empty() && rng() % 5 == 0) {
+      size_t i = rng() % live.size();
+      ASSERT_TRUE(f.scheduler->abort(live[i]).ok());
+      live.erase(live.begin() + i);
+      ++aborted;
+    }
+    StatusOr<StepStats> stats = f.scheduler->step();
+    ASSERT_TRUE(stats.ok()) << stats.status().toString();
+    for (RequestId id : stats->finished) {
+      live.erase(std::find(live.begin(), live.end(), id));
+      ++finished;
+    }
+    ASSERT_TRUE(f.cache->checkInvariants().ok()) << "step " << step;
+  }
+  EXPECT_TRUE(f.scheduler->idle());
+  EXPECT_EQ(aborted + finished, 80);
+  EXPECT_GT(aborted, 0);
+  expectNoLeaks(f);
+}
+
+TEST(Scheduler, RefusesASecondRequestOfTheSameId) {
+  Fixture f(Policy::FCFS, 64);
+  ASSERT_TRUE(f.scheduler->add(makeRequest(7, range(1, 9))).ok());
+  Status twice = f.scheduler->add(makeRequest(7, range(50, 9)));
+  EXPECT_EQ(twice.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(twice.message(), "request 7 is queued or running already");
+}
