@@ -21,13 +21,25 @@ uint64_t continueHash(uint64_t hash, const std::vector<Token> &tokens,
 }
 } // namespace
 
+/// The hash the prefixes of namespace `space` start from (namespace 0: the
+/// FNV-1a basis itself).
+uint64_t namespaceHash(CacheNamespace space) {
+  if (space == 0)
+    return kEmptyPrefixHash;
+  uint64_t hash = kEmptyPrefixHash ^ 0x9E3779B97F4A7C15ull;
+  for (int shift = 0; shift < 64; shift += 8)
+    hash = (hash ^ ((space >> shift) & 0xff)) * 0x100000001b3ull;
+  return hash;
+}
+
 std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
-                                       int64_t pageSize, int64_t pages) {
+                                       int64_t pageSize, int64_t pages,
+                                       CacheNamespace space) {
   int64_t whole = static_cast<int64_t>(tokens.size()) / pageSize;
   if (pages < 0 || pages > whole)
     pages = whole;
   std::vector<uint64_t> hashes;
-  uint64_t hash = kEmptyPrefixHash;
+  uint64_t hash = namespaceHash(space);
   for (int64_t page = 0; page < pages; ++page) {
     hash = continueHash(hash, tokens, size_t(page * pageSize),
                         size_t((page + 1) * pageSize));
@@ -37,14 +49,33 @@ std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
 }
 
 RadixCache::RadixCache(PagedKVPool &pool)
-    : pool_(pool), pageSize_(pool.pageSize()), root_(std::make_unique<Node>()) {
-  // The root is never evicted: it stands locked.
-  root_->lockRef = 1;
+    : pool_(pool), pageSize_(pool.pageSize()) {
+  rootOf(0);
+}
+
+RadixCache::Node *RadixCache::rootOf(CacheNamespace space) {
+  std::unique_ptr<Node> &root = roots_[space];
+  if (!root) {
+    root = std::make_unique<Node>();
+    // A root is never evicted: it stands locked.
+    root->lockRef = 1;
+    root->hashes.push_back(namespaceHash(space));
+  }
+  return root.get();
+}
+
+std::vector<const RadixCache::Node *> RadixCache::roots() const {
+  std::vector<const Node *> all;
+  for (const auto &[space, root] : roots_)
+    all.push_back(root.get());
+  return all;
 }
 
 RadixCache::~RadixCache() {
   // Return the tree's page references to the pool.
-  std::vector<Node *> stack{root_.get()};
+  std::vector<Node *> stack;
+  for (auto &[space, root] : roots_)
+    stack.push_back(root.get());
   std::vector<PageId> pages;
   while (!stack.empty()) {
     Node *node = stack.back();
@@ -99,9 +130,10 @@ RadixCache::Node *RadixCache::splitNode(Node *node, int64_t keepPages) {
   return upperRaw;
 }
 
-RadixCache::Match RadixCache::matchPrefix(const std::vector<Token> &tokens) {
+RadixCache::Match RadixCache::matchPrefix(const std::vector<Token> &tokens,
+                                          CacheNamespace space) {
   Match match;
-  Node *node = root_.get();
+  Node *node = rootOf(space);
   uint64_t now = ++clock_;
   touch(node, now);
   size_t offset = 0;
@@ -135,7 +167,8 @@ RadixCache::Match RadixCache::matchPrefix(const std::vector<Token> &tokens) {
 }
 
 StatusOr<int64_t> RadixCache::insert(const std::vector<Token> &tokens,
-                                     const std::vector<PageId> &pages) {
+                                     const std::vector<PageId> &pages,
+                                     CacheNamespace space) {
   int64_t numPages = static_cast<int64_t>(pages.size());
   if (numPages * pageSize_ > static_cast<int64_t>(tokens.size()))
     return Status::error(ErrorCode::InvalidArgument,
@@ -143,14 +176,13 @@ StatusOr<int64_t> RadixCache::insert(const std::vector<Token> &tokens,
                              std::to_string(numPages * pageSize_) +
                              " tokens, got " + std::to_string(tokens.size()));
   std::vector<Token> key(tokens.begin(), tokens.begin() + numPages * pageSize_);
-  Match match = matchPrefix(key);
+  Match match = matchPrefix(key, space);
   int64_t cachedPages = match.tokens / pageSize_;
   if (cachedPages < numPages) {
     auto leaf = std::make_unique<Node>();
     leaf->key.assign(key.begin() + match.tokens, key.end());
     leaf->pages.assign(pages.begin() + cachedPages, pages.end());
-    uint64_t hash = match.node->hashes.empty() ? kEmptyPrefixHash
-                                               : match.node->hashes.back();
+    uint64_t hash = match.node->hashes.back(); // a root's: its namespace
     for (size_t offset = 0; offset < leaf->key.size(); offset += pageSize_) {
       hash = continueHash(hash, leaf->key, offset, offset + pageSize_);
       leaf->hashes.push_back(hash);
@@ -172,7 +204,7 @@ StatusOr<int64_t> RadixCache::insert(const std::vector<Token> &tokens,
 }
 
 void RadixCache::lock(Node *node) {
-  for (; node != root_.get(); node = node->parent) {
+  for (; node->parent; node = node->parent) {
     if (node->lockRef == 0) {
       if (node->children.empty())
         leaves_.erase({node->lastAccess, node->serial, node});
@@ -186,11 +218,11 @@ void RadixCache::lock(Node *node) {
 }
 
 Status RadixCache::unlock(Node *node) {
-  for (Node *check = node; check != root_.get(); check = check->parent)
+  for (Node *check = node; check->parent; check = check->parent)
     if (check->lockRef <= 0)
       return Status::error(ErrorCode::InvalidArgument,
                            "unlock of a node that is not locked");
-  for (; node != root_.get(); node = node->parent) {
+  for (; node->parent; node = node->parent) {
     if (--node->lockRef == 0) {
       int64_t size = static_cast<int64_t>(node->key.size());
       evictable_ += size;
@@ -277,9 +309,9 @@ void RadixCache::touchPrefix(uint64_t hash) {
   if (page + 1 < node->pages.size())
     node = splitNode(node, static_cast<int64_t>(page + 1));
   uint64_t now = ++clock_;
-  touch(root_.get(), now);
-  for (; node != root_.get(); node = node->parent)
+  for (; node->parent; node = node->parent)
     touch(node, now);
+  touch(node, now); // the root
   checkInDebug();
 }
 
@@ -294,7 +326,7 @@ Status RadixCache::checkInvariants() const {
   };
   int64_t evictable = 0, protectedSize = 0;
   std::unordered_map<PageId, int> seen;
-  std::vector<const Node *> stack{root_.get()};
+  std::vector<const Node *> stack = roots();
   while (!stack.empty()) {
     const Node *node = stack.back();
     stack.pop_back();
@@ -307,8 +339,7 @@ Status RadixCache::checkInvariants() const {
         return fail("a node's key is not its pages' tokens");
       if (key != firstPage(child->key, 0))
         return fail("a child is filed under the wrong first page");
-      uint64_t hash =
-          node->hashes.empty() ? kEmptyPrefixHash : node->hashes.back();
+      uint64_t hash = node->hashes.back(); // a root's: its namespace
       if (child->hashes.size() != child->pages.size())
         return fail("a node's page hashes are not one per page");
       for (size_t page = 0; page < child->pages.size(); ++page) {
@@ -326,7 +357,7 @@ Status RadixCache::checkInvariants() const {
       childLocks += child->lockRef;
       stack.push_back(child.get());
     }
-    if (node == root_.get())
+    if (!node->parent)
       continue;
     if (node->lockRef < childLocks)
       return fail("a node is locked less than its children together");

@@ -1,6 +1,8 @@
 //===- RadixCache.h - a radix tree of cached prefixes -----------*- C++ -*-===//
 //
-// A radix tree over token ids whose edges are whole pages of the KV pool:
+// A radix tree over token ids whose edges are whole pages of the KV pool,
+// one tree per cache namespace (requests of different namespaces, e.g. LoRA
+// adapters, never share KV):
 // a node's key is a run of tokens (a multiple of the page size) and its
 // value the pages holding their keys and values. The tree holds one
 // reference to each of its pages.
@@ -38,17 +40,24 @@ namespace attnc {
 
 using Token = int32_t;
 
+/// Cached KV is shared only within a namespace: a LoRA adapter's id, or a
+/// tenant's salt. Namespace 0 is the default.
+using CacheNamespace = uint64_t;
+
 /// A hash of each of the first `pages` page-aligned prefixes of `tokens`
-/// (all whole pages when `pages` is negative): equal prefixes, equal hashes.
+/// (all whole pages when `pages` is negative) in namespace `space`: equal
+/// prefixes of one namespace, equal hashes.
 std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
-                                       int64_t pageSize, int64_t pages = -1);
+                                       int64_t pageSize, int64_t pages = -1,
+                                       CacheNamespace space = 0);
 
 class RadixCache {
 public:
   struct Node {
     std::vector<Token> key;
     std::vector<PageId> pages;
-    /// pagePrefixHashes of the tokens from the root to the end of each page.
+    /// pagePrefixHashes of the tokens from the root to the end of each page
+    /// (a root: the hash its namespace starts from).
     std::vector<uint64_t> hashes;
     Node *parent = nullptr;
     std::map<std::vector<Token>, std::unique_ptr<Node>> children;
@@ -81,14 +90,15 @@ public:
 
   /// The longest cached prefix of `tokens` in whole pages. A match that
   /// ends inside a node splits it, so that `node` covers exactly the match.
-  Match matchPrefix(const std::vector<Token> &tokens);
+  Match matchPrefix(const std::vector<Token> &tokens, CacheNamespace space = 0);
 
   /// Inserts the first `pages.size()` pages of `tokens`. Returns how many
   /// leading tokens were already cached: the tree takes over the caller's
   /// reference to every page after those, and the caller keeps (and must
   /// eventually release) its references to the pages before them.
   StatusOr<int64_t> insert(const std::vector<Token> &tokens,
-                           const std::vector<PageId> &pages);
+                           const std::vector<PageId> &pages,
+                           CacheNamespace space = 0);
 
   void lock(Node *node);
   Status unlock(Node *node);
@@ -117,7 +127,9 @@ public:
   int64_t evictableSize() const { return evictable_; }
   int64_t protectedSize() const { return protected_; }
   int64_t totalSize() const { return evictable_ + protected_; }
-  const Node *root() const { return root_.get(); }
+  /// The root of namespace 0's tree, and of every namespace's.
+  const Node *root() const { return roots_.at(0).get(); }
+  std::vector<const Node *> roots() const;
 
   /// Recomputes sizes and lock counts from the tree and checks them, the
   /// keys, and the pages' reference counts in the pool.
@@ -126,7 +138,7 @@ public:
 private:
   Node *splitNode(Node *node, int64_t keepPages);
   bool isEvictableLeaf(const Node *node) const {
-    return node != root_.get() && node->children.empty() && node->lockRef == 0;
+    return node->parent && node->children.empty() && node->lockRef == 0;
   }
   /// Sets a node's last access, keeping the LRU order of leaves.
   void touch(Node *node, uint64_t now);
@@ -138,7 +150,9 @@ private:
 
   PagedKVPool &pool_;
   int64_t pageSize_;
-  std::unique_ptr<Node> root_;
+  /// A namespace's root, made on first use; roots stand locked.
+  Node *rootOf(CacheNamespace space);
+  std::map<CacheNamespace, std::unique_ptr<Node>> roots_;
   int64_t evictable_ = 0;
   int64_t protected_ = 0;
   uint64_t clock_ = 0;

@@ -16,7 +16,7 @@ CascadePlan planCascade(const RadixCache &cache,
   // Which requests' cached prefixes pass through each node.
   std::unordered_map<const Node *, std::vector<RequestId>> through;
   for (const RunningRequest &running : batch)
-    for (const Node *node = running.locked; node && node != cache.root();
+    for (const Node *node = running.locked; node && node->parent;
          node = node->parent)
       through[node].push_back(running.request.id);
   for (auto &[node, requests] : through)
@@ -57,7 +57,8 @@ CascadePlan planCascade(const RadixCache &cache,
       visit(child.get(), std::pair(level, plan.levels[level].size() - 1));
     }
   };
-  visit(cache.root(), std::nullopt);
+  for (const Node *root : cache.roots())
+    visit(root, std::nullopt);
 
   std::vector<CascadeGroup> last;
   for (const RunningRequest &running : batch) {

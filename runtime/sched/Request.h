@@ -24,6 +24,9 @@ struct Request {
   std::optional<RequestId> after;
   /// Seconds between `after` finishing and this request arriving.
   double thinkTime = 0;
+  /// Requests share cached KV only within one namespace (a LoRA adapter's
+  /// id, a tenant's salt).
+  CacheNamespace cacheNamespace = 0;
 };
 
 /// The synthetic output tokens of a request: deterministic, distinct from

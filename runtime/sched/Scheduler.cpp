@@ -78,7 +78,8 @@ Status Scheduler::add(const Request &request) {
                              " is queued or running already");
   Waiter waiter;
   waiter.request = request;
-  waiter.hashes = pagePrefixHashes(request.prompt, pool_.pageSize());
+  waiter.hashes = pagePrefixHashes(request.prompt, pool_.pageSize(), -1,
+                                   request.cacheNamespace);
   waiter.matchable =
       (static_cast<int64_t>(request.prompt.size()) - 1) / pool_.pageSize();
   followCache(); // the cache as it is now, before this waiter's first look
@@ -149,8 +150,10 @@ std::vector<Scheduler::Arrival> Scheduler::dfsWeightOrder() {
     const std::vector<Token> &prompt = waiter.request.prompt;
     const RadixCache::Node *node =
         cache_
-            .matchPrefix(std::vector<Token>(
-                prompt.begin(), prompt.begin() + waiter.matchable * pageSize))
+            .matchPrefix(std::vector<Token>(prompt.begin(),
+                                            prompt.begin() +
+                                                waiter.matchable * pageSize),
+                         waiter.request.cacheNamespace)
             .node;
     at[node].push_back(arrival);
     for (; node; node = node->parent)
@@ -175,7 +178,8 @@ std::vector<Scheduler::Arrival> Scheduler::dfsWeightOrder() {
           ordered.insert(ordered.end(), here->second.begin(),
                          here->second.end());
       };
-  visit(cache_.root());
+  for (const RadixCache::Node *root : cache_.roots())
+    visit(root);
   return ordered;
 }
 
@@ -318,8 +322,8 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     if (pinned + pages * pageSize > available)
       return false;
     available -= pinned + pages * pageSize;
-    RadixCache::Match match =
-        cache_.matchPrefix(head(request.prompt, waiter.cached * pageSize));
+    RadixCache::Match match = cache_.matchPrefix(
+        head(request.prompt, waiter.cached * pageSize), request.cacheNamespace);
     if (match.tokens != waiter.cached * pageSize) {
       failure = Status::error(ErrorCode::Internal,
                               "request " + std::to_string(request.id) +
@@ -347,8 +351,8 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     totals_.cachedTokens += match.tokens;
     totals_.computedPrefillTokens += extend;
     // What the request computes: its prompt, then each output token's KV.
-    std::vector<uint64_t> computes =
-        pagePrefixHashes(computedSequence(request), pageSize);
+    std::vector<uint64_t> computes = pagePrefixHashes(
+        computedSequence(request), pageSize, -1, request.cacheNamespace);
     inFlight_.insert(computes.begin(), computes.end());
     inFlightOf_[request.id] = std::move(computes);
 
@@ -381,7 +385,8 @@ Status Scheduler::finishPrefill(RunningRequest &running) {
   std::vector<Token> tokens = head(prompt, full * pageSize);
   std::vector<PageId> pages(running.pages.begin(),
                             running.pages.begin() + full);
-  StatusOr<int64_t> present = cache_.insert(tokens, pages);
+  CacheNamespace space = running.request.cacheNamespace;
+  StatusOr<int64_t> present = cache_.insert(tokens, pages, space);
   if (!present.ok())
     return present.status();
   // Pages someone else cached meanwhile are the tree's now: drop our copies.
@@ -392,7 +397,7 @@ Status Scheduler::finishPrefill(RunningRequest &running) {
                                 running.pages.begin() + cachedPages));
         !status.ok())
       return status;
-  RadixCache::Match match = cache_.matchPrefix(tokens);
+  RadixCache::Match match = cache_.matchPrefix(tokens, space);
   std::copy(match.pages.begin(), match.pages.end(), running.pages.begin());
   running.ownedFrom = static_cast<size_t>(full);
   cache_.lock(match.node);
@@ -411,8 +416,8 @@ Status Scheduler::finish(RunningRequest &running) {
   int64_t full = static_cast<int64_t>(tokens.size()) / pageSize;
   std::vector<PageId> pages(running.pages.begin(),
                             running.pages.begin() + full);
-  StatusOr<int64_t> present =
-      cache_.insert(head(tokens, full * pageSize), pages);
+  StatusOr<int64_t> present = cache_.insert(
+      head(tokens, full * pageSize), pages, running.request.cacheNamespace);
   if (!present.ok())
     return present.status();
   size_t cachedPages = static_cast<size_t>(*present / pageSize);

@@ -81,7 +81,8 @@ double optimalHitRate(const Workload &workload, int64_t pageSize) {
     // As the scheduler does: whole pages only, and the last prompt token is
     // always computed.
     int64_t matchable = (length - 1) / pageSize;
-    std::vector<uint64_t> prompt = pagePrefixHashes(request.prompt, pageSize);
+    std::vector<uint64_t> prompt =
+        pagePrefixHashes(request.prompt, pageSize, -1, request.cacheNamespace);
     int64_t cached = 0;
     while (cached < matchable && computed.count(prompt[cached]))
       ++cached;

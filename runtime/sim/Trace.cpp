@@ -97,6 +97,9 @@ std::string outputRange() {
 std::string tokenRange() {
   return "integers in [0, " + std::to_string(kMaxTraceTokenId) + "]";
 }
+std::string namespaceRange() {
+  return "an integer in [0, " + std::to_string(kMaxTraceId) + "]";
+}
 std::string idRange() {
   return "a string or an integer in [0, " + std::to_string(kMaxTraceId) + "]";
 }
@@ -148,6 +151,11 @@ public:
       } else if (key == "output_len") {
         hasOutput = true;
         status = parseOutputLen(request.outputLen);
+      } else if (key == "namespace") {
+        int64_t space = 0;
+        status = parseInteger({"namespace", namespaceRange()}, 0,
+                              double(kMaxTraceId), space);
+        request.cacheNamespace = CacheNamespace(space);
       } else {
         status = skipValue();
       }

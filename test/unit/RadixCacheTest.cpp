@@ -176,3 +176,31 @@ TEST(RadixCache, RandomOperationsKeepInvariants) {
   f.cache->evict(1 << 20);
   EXPECT_EQ(f.pool->numFreePages(), f.pool->numPages());
 }
+
+// Namespaces (LoRA adapters, tenants) hold separate trees: the same tokens
+// cached in one are not found in another, and evicting one leaves the other.
+TEST(RadixCache, NamespacesShareNothing) {
+  Fixture f;
+  std::vector<Token> tokens = {1, 2, 3, 4, 5, 6};
+  std::vector<PageId> pages = *f.pool->allocate(3);
+  ASSERT_EQ(*f.cache->insert(tokens, pages, /*space=*/7), 0);
+  EXPECT_EQ(f.cache->matchPrefix(tokens).tokens, 0);
+  EXPECT_EQ(f.cache->matchPrefix(tokens, 7).tokens, 6);
+  EXPECT_EQ(f.cache->matchPrefix(tokens, 8).tokens, 0);
+  EXPECT_NE(pagePrefixHashes(tokens, 2, -1, 7), pagePrefixHashes(tokens, 2));
+  EXPECT_EQ(f.cache->cachedPages(pagePrefixHashes(tokens, 2), 3), 0);
+  EXPECT_EQ(f.cache->cachedPages(pagePrefixHashes(tokens, 2, -1, 7), 3), 3);
+
+  EXPECT_EQ(f.insert(tokens), 0); // namespace 0 computes its own
+  EXPECT_EQ(f.cache->totalSize(), 12);
+  EXPECT_EQ(f.pool->numUsedPages(), 6);
+  EXPECT_EQ(f.cache->roots().size(), 3u); // 0, 7, and 8 (matched once)
+  EXPECT_TRUE(f.cache->checkInvariants().ok());
+
+  RadixCache::Match held = f.cache->matchPrefix(tokens, 7);
+  f.cache->lock(held.node);
+  EXPECT_EQ(f.cache->evict(100), 6); // only namespace 0's, unlocked
+  EXPECT_EQ(f.cache->matchPrefix(tokens, 7).tokens, 6);
+  ASSERT_TRUE(f.cache->unlock(held.node).ok());
+  EXPECT_TRUE(f.cache->checkInvariants().ok());
+}

@@ -523,3 +523,21 @@ TEST(Scheduler, RefusesASecondRequestOfTheSameId) {
   EXPECT_EQ(twice.code(), ErrorCode::InvalidArgument);
   EXPECT_EQ(twice.message(), "request 7 is queued or running already");
 }
+
+// Requests of one namespace read each other's cached prompts; a request of
+// another namespace with the same prompt computes its own.
+TEST(Scheduler, NamespacesDoNotShareCachedKV) {
+  Fixture f(Policy::LongestPrefixMatch, 64);
+  std::vector<Token> prompt = concat(range(100, 16), range(1, 4));
+  Request first = makeRequest(0, prompt);
+  first.cacheNamespace = 3;
+  f.serve(first);
+  Request otherTenant = makeRequest(1, prompt);
+  f.serve(otherTenant);
+  EXPECT_EQ(f.scheduler->totals().cachedTokens, 0);
+  Request sameTenant = makeRequest(2, prompt);
+  sameTenant.cacheNamespace = 3;
+  f.serve(sameTenant);
+  EXPECT_EQ(f.scheduler->totals().cachedTokens, 16);
+  EXPECT_TRUE(f.cache->checkInvariants().ok());
+}

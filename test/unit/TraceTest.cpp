@@ -387,3 +387,22 @@ TEST(Trace, ReplaysAValidOnlineTrace) {
   EXPECT_GE(result->seconds, last);
   EXPECT_LE(result->hitRate, result->optimalHitRate + 1e-9);
 }
+
+// "namespace" (a LoRA adapter, a tenant) keeps requests from sharing KV;
+// absent, it is 0.
+TEST(Trace, ReadsNamespaces) {
+  StatusOr<Workload> trace = parseTrace(
+      line("\"namespace\": 12") + "\n" + line("\"arrival\": 1"), "t");
+  ASSERT_TRUE(trace.ok()) << trace.status().toString();
+  EXPECT_EQ(trace->requests[0].cacheNamespace, 12u);
+  EXPECT_EQ(trace->requests[1].cacheNamespace, 0u);
+  for (auto [value, got] : {std::pair{"-1", "-1"},
+                            {"0.5", "0.5"},
+                            {"9007199254740992", "9007199254740992"},
+                            {"\"a\"", "a string"}})
+    EXPECT_EQ(parseError(line(std::string("\"namespace\": ") + value)),
+              std::string("line 1, column 15: \"namespace\" must be an integer "
+                          "in [0, 9007199254740991], got ") +
+                  got)
+        << value;
+}
