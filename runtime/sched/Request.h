@@ -27,6 +27,8 @@ struct Request {
   /// Requests share cached KV only within one namespace (a LoRA adapter's
   /// id, a tenant's salt).
   CacheNamespace cacheNamespace = 0;
+  /// Higher goes first; the policy orders requests of one priority.
+  int32_t priority = 0;
 };
 
 /// The synthetic output tokens of a request: deterministic, distinct from

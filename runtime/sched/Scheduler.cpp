@@ -84,6 +84,7 @@ Status Scheduler::add(const Request &request) {
       (static_cast<int64_t>(request.prompt.size()) - 1) / pool_.pageSize();
   followCache(); // the cache as it is now, before this waiter's first look
   waiter.cached = cache_.cachedPages(waiter.hashes, waiter.matchable);
+  waiter.arrivalStep = steps_;
   Arrival arrival = arrivals_++;
   arrivalOf_.emplace(request.id, arrival);
   index(arrival, waiter);
@@ -93,7 +94,9 @@ Status Scheduler::add(const Request &request) {
 }
 
 void Scheduler::index(Arrival arrival, const Waiter &waiter) {
-  byCachedPages_.insert({-waiter.cached, arrival});
+  byPriority_.insert({-int64_t(waiter.request.priority), arrival});
+  byCachedPages_.insert(
+      {-int64_t(waiter.request.priority), -waiter.cached, arrival});
   if (waiter.cached < waiter.matchable)
     byNextPage_[waiter.hashes[size_t(waiter.cached)]].insert(arrival);
   if (waiter.cached > 0)
@@ -101,7 +104,9 @@ void Scheduler::index(Arrival arrival, const Waiter &waiter) {
 }
 
 void Scheduler::unindex(Arrival arrival, const Waiter &waiter) {
-  byCachedPages_.erase({-waiter.cached, arrival});
+  byPriority_.erase({-int64_t(waiter.request.priority), arrival});
+  byCachedPages_.erase(
+      {-int64_t(waiter.request.priority), -waiter.cached, arrival});
   auto drop = [arrival](std::unordered_map<uint64_t, std::set<Arrival>> &map,
                         uint64_t hash) {
     auto it = map.find(hash);
@@ -180,6 +185,10 @@ std::vector<Scheduler::Arrival> Scheduler::dfsWeightOrder() {
       };
   for (const RadixCache::Node *root : cache_.roots())
     visit(root);
+  // Priorities first; the tree's order within each.
+  std::stable_sort(ordered.begin(), ordered.end(), [&](Arrival a, Arrival b) {
+    return waiting_.at(a).request.priority > waiting_.at(b).request.priority;
+  });
   return ordered;
 }
 
@@ -206,20 +215,28 @@ std::vector<Scheduler::Arrival> Scheduler::prepareOrder() {
 
 void Scheduler::visitInOrder(const std::vector<Arrival> &dfsOrder,
                              const std::function<bool(Arrival)> &visit) {
+  // The aged first, oldest first: a prefix of the arrival order.
+  for (const auto &[arrival, waiter] : waiting_) {
+    if (!aged(waiter))
+      break;
+    if (!visit(arrival))
+      return;
+  }
+  auto fresh = [&](Arrival arrival) { return !aged(waiting_.at(arrival)); };
   switch (config_.policy) {
   case Policy::FCFS:
-    for (const auto &[arrival, waiter] : waiting_)
-      if (!visit(arrival))
+    for (const auto &[negPriority, arrival] : byPriority_)
+      if (fresh(arrival) && !visit(arrival))
         return;
     return;
   case Policy::LongestPrefixMatch:
-    for (const auto &[negCached, arrival] : byCachedPages_)
-      if (!visit(arrival))
+    for (const auto &[negPriority, negCached, arrival] : byCachedPages_)
+      if (fresh(arrival) && !visit(arrival))
         return;
     return;
   case Policy::DFSWeight:
     for (Arrival arrival : dfsOrder)
-      if (!visit(arrival))
+      if (fresh(arrival) && !visit(arrival))
         return;
     return;
   }
@@ -498,6 +515,11 @@ StatusOr<StepStats> Scheduler::step() {
   StepStats stats;
   int64_t budget = config_.prefillBudget;
   std::vector<Fed> fed;
+  ++steps_;
+  // The oldest waiter coming of age changes the order: look again.
+  if (!waiting_.empty() && config_.agingSteps > 0 &&
+      steps_ - waiting_.begin()->second.arrivalStep >= config_.agingSteps)
+    admissionMayChange_ = true;
 
   // Requests whose prompt is in the cache decode one token each: the last
   // token they sampled goes in, at the position after their keys.

@@ -43,6 +43,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -65,6 +66,11 @@ struct SchedulerConfig {
   /// Admission leaves alone the cached prefixes that waiting requests match
   /// (while anything runs), rather than evicting them for another request.
   bool protectWaitingPrefixes = true;
+  /// A request that has waited this many steps goes before every other,
+  /// whatever its priority and the policy's order, oldest first, so that
+  /// no request starves (LPM alone serves cache-cold requests last). 0:
+  /// never.
+  int64_t agingSteps = 0;
 };
 
 /// One scheduled request as the attention kernels see it.
@@ -163,6 +169,8 @@ private:
     int64_t matchable = 0;
     /// Leading pages of the prompt in the cache now.
     int64_t cached = 0;
+    /// The step it arrived before.
+    int64_t arrivalStep = 0;
   };
   using Arrival = uint64_t;
   /// Tokens [begin, begin + count) of running_[index] fed this step.
@@ -205,8 +213,17 @@ private:
   std::map<Arrival, Waiter> waiting_;
   Arrival arrivals_ = 0;
   std::unordered_map<RequestId, Arrival> arrivalOf_;
-  /// LPM's order: most cached pages first, then arrival.
-  std::set<std::pair<int64_t, Arrival>> byCachedPages_;
+  /// The orders within priorities (highest first): arrival (FCFS), and
+  /// most cached pages, then arrival (LPM).
+  std::set<std::pair<int64_t, Arrival>> byPriority_;
+  std::set<std::tuple<int64_t, int64_t, Arrival>> byCachedPages_;
+  /// Steps formed so far: the clock of aging.
+  int64_t steps_ = 0;
+  /// Whether `waiter` has waited long enough to go first.
+  bool aged(const Waiter &waiter) const {
+    return config_.agingSteps > 0 &&
+           steps_ - waiter.arrivalStep >= config_.agingSteps;
+  }
   /// Waiters by the prefix hash of the first prompt page the cache lacks
   /// (while it can still match more), and of the last page it holds.
   std::unordered_map<uint64_t, std::set<Arrival>> byNextPage_, byLastPage_;

@@ -151,6 +151,11 @@ public:
       } else if (key == "output_len") {
         hasOutput = true;
         status = parseOutputLen(request.outputLen);
+      } else if (key == "priority") {
+        int64_t priority = 0;
+        status = parseInteger({"priority", "an integer in [-1000000, 1000000]"},
+                              -1e6, 1e6, priority);
+        request.priority = int32_t(priority);
       } else if (key == "namespace") {
         int64_t space = 0;
         status = parseInteger({"namespace", namespaceRange()}, 0,

@@ -541,3 +541,80 @@ TEST(Scheduler, NamespacesDoNotShareCachedKV) {
   EXPECT_EQ(f.scheduler->totals().cachedTokens, 16);
   EXPECT_TRUE(f.cache->checkInvariants().ok());
 }
+
+// A higher priority goes first under every policy; the policy orders
+// requests of one priority.
+TEST(Scheduler, HigherPriorityGoesFirst) {
+  for (Policy policy :
+       {Policy::FCFS, Policy::LongestPrefixMatch, Policy::DFSWeight}) {
+    Fixture f(policy, 64);
+    std::vector<Token> shared = range(100, 16);
+    f.serve(makeRequest(0, concat(shared, range(1, 4))));
+    ASSERT_TRUE(
+        f.scheduler->add(makeRequest(1, concat(shared, range(5, 4)))).ok());
+    Request urgent = makeRequest(2, range(500, 20));
+    urgent.priority = 1;
+    ASSERT_TRUE(f.scheduler->add(urgent).ok());
+    ASSERT_TRUE(
+        f.scheduler->add(makeRequest(3, concat(shared, range(9, 4)))).ok());
+    std::vector<size_t> order = f.scheduler->order();
+    ASSERT_EQ(order.size(), 3u) << toString(policy);
+    EXPECT_EQ(order[0], 1u) << toString(policy); // request 2, cold
+  }
+}
+
+namespace {
+
+/// The most steps any request of a stream waited: hot requests sharing a
+/// long prefix arrive faster than they are served while a few cold ones
+/// with prompts of their own wait under LPM.
+int64_t longestWait(int64_t agingSteps) {
+  // 2.2 arrivals a step: just past what the pool serves while hot requests
+  // keep coming, so LPM keeps putting the cold ones off.
+  constexpr int perTenSteps = 22;
+  auto pool = makeAccountingPool(/*pages=*/40, /*pageSize=*/4);
+  RadixCache cache(*pool);
+  SchedulerConfig config;
+  config.prefillBudget = 24;
+  config.agingSteps = agingSteps;
+  Scheduler scheduler(config, *pool, cache);
+  std::mt19937 rng(5);
+  std::map<RequestId, int64_t> arrivedAt;
+  std::set<RequestId> admitted;
+  int64_t longest = 0, steps = 600;
+  RequestId next = 0;
+  for (int64_t step = 0; step < steps; ++step) {
+    int arrivals = int((step + 1) * perTenSteps / 10 - step * perTenSteps / 10);
+    for (int i = 0; i < arrivals && step < 400; ++i) {
+      bool cold = rng() % 8 == 0;
+      std::vector<Token> prompt =
+          cold ? range(Token(100000 + 100 * next), 40)
+               : concat(range(1, 32), range(Token(1000 + 10 * next), 3));
+      EXPECT_TRUE(scheduler.add(makeRequest(next, prompt, 4)).ok());
+      arrivedAt[next++] = step;
+    }
+    StatusOr<StepStats> stats = scheduler.step();
+    EXPECT_TRUE(stats.ok());
+    for (RequestId id : stats->admitted) {
+      longest = std::max(longest, step - arrivedAt.at(id));
+      admitted.insert(id);
+    }
+  }
+  // Whoever never got in waited the whole run.
+  for (const auto &[id, at] : arrivedAt)
+    if (!admitted.count(id))
+      longest = std::max(longest, steps - at);
+  return longest;
+}
+
+} // namespace
+
+// Under a steady stream of cache-hot requests LPM leaves the cold ones
+// waiting; with aging, every request is admitted within the aging steps
+// plus the time the requests ahead take to free their memory.
+TEST(Scheduler, AgingBoundsEveryWait) {
+  int64_t without = longestWait(0);
+  int64_t with = longestWait(40);
+  EXPECT_GT(without, 40 + 30) << "the stream never starved anyone";
+  EXPECT_LE(with, 40 + 30);
+}

@@ -406,3 +406,15 @@ TEST(Trace, ReadsNamespaces) {
                   got)
         << value;
 }
+
+// "priority" orders requests before the policy does; absent, it is 0.
+TEST(Trace, ReadsPriorities) {
+  StatusOr<Workload> trace =
+      parseTrace(line("\"priority\": -3") + "\n" + line("\"arrival\": 1"), "t");
+  ASSERT_TRUE(trace.ok()) << trace.status().toString();
+  EXPECT_EQ(trace->requests[0].priority, -3);
+  EXPECT_EQ(trace->requests[1].priority, 0);
+  EXPECT_EQ(parseError(line("\"priority\": 1.5")),
+            "line 1, column 14: \"priority\" must be an integer in "
+            "[-1000000, 1000000], got 1.5");
+}
