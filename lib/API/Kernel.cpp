@@ -281,7 +281,7 @@ Status Kernel::run(const Plan &plan, const std::vector<uint64_t> &inputs,
   for (const auto &[value, buffer] : plan.state_->scratch)
     binding.values[value] = buffer.get();
   for (const auto &[launch, buffer] : plan.state_->workspaces)
-    binding.workspaces[launch] = buffer.get();
+    binding.workspaces[launch] = {buffer.get(), buffer.size()};
   Executor executor(*state_->driver, program, *state_->module);
   return executor.run(plan.state_->layout, binding,
                       static_cast<cuda::CUstream>(stream));

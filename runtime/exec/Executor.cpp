@@ -131,8 +131,17 @@ static bool splitsKeys(const LaunchSpec &launch) {
 }
 
 Status Executor::ensureWorkspace(int launch, size_t bytes, Binding &binding) {
-  if (binding.workspaces.count(launch))
+  if (auto held = binding.workspaces.find(launch);
+      held != binding.workspaces.end()) {
+    // A launch split differently from the plan's would overrun it.
+    if (held->second.second < bytes)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "launch " + std::to_string(launch) + " needs " +
+                               std::to_string(bytes) +
+                               " bytes of split workspace, its plan holds " +
+                               std::to_string(held->second.second));
     return Status();
+  }
   StatusOr<cuda::DeviceBuffer> buffer =
       cuda::DeviceBuffer::allocate(driver_, bytes);
   if (!buffer.ok())
@@ -143,7 +152,7 @@ Status Executor::ensureWorkspace(int launch, size_t bytes, Binding &binding) {
     return s;
   if (Status s = driver_.synchronize(); !s.ok())
     return s;
-  binding.workspaces[launch] = buffer->get();
+  binding.workspaces[launch] = {buffer->get(), bytes};
   ownedWorkspaces_[launch] = std::move(*buffer);
   return Status();
 }
@@ -395,7 +404,8 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
     if (Status s = ensureWorkspace(launchIndex, workspace.total(), binding);
         !s.ok())
       return s;
-    char *base = reinterpret_cast<char *>(binding.workspaces[launchIndex]);
+    char *base =
+        reinterpret_cast<char *>(binding.workspaces[launchIndex].first);
     p.partial_out = reinterpret_cast<float *>(base);
     p.partial_lse = reinterpret_cast<float *>(base + workspace.outs);
     p.split_counters =

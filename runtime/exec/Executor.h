@@ -48,9 +48,9 @@ struct Binding {
   std::vector<cuda::CUdeviceptr> values;
   /// Sizes of buffer values (segments, captures), dynamic sizes resolved.
   std::vector<std::vector<int64_t>> bufferSizes;
-  /// The workspace of each launch that has one (by launch index): set by
-  /// a plan, or allocated on the first run.
-  std::map<int, cuda::CUdeviceptr> workspaces;
+  /// The workspace of each launch that has one (by launch index) and its
+  /// bytes: set by a plan, or allocated on the first run.
+  std::map<int, std::pair<cuda::CUdeviceptr, size_t>> workspaces;
 };
 
 /// A loaded module and its kernels.

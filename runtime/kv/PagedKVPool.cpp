@@ -240,7 +240,12 @@ Status PagedKVPool::copyPage(PageId from, PageId to) {
   params.from[0] = from;
   params.to[0] = to;
   params.count = 1;
-  return kernels_->copyPages(params, nullptr);
+  if (Status status = kernels_->copyPages(params, nullptr); !status.ok())
+    return status;
+  // The engine appends on a stream of its own, which need not wait for the
+  // default stream: the copy is done before the page is handed out.
+  StatusOr<cuda::Driver *> driver = cuda::Driver::get();
+  return driver.ok() ? (*driver)->synchronize() : driver.status();
 }
 
 Status PagedKVPool::reserve(SequenceId id, int64_t numTokens) {
@@ -250,29 +255,40 @@ Status PagedKVPool::reserve(SequenceId id, int64_t numTokens) {
   Sequence &sequence = **found;
   if (numTokens < 0)
     return invalid("cannot reserve " + str(numTokens) + " tokens");
+  if (numTokens == 0)
+    return Status();
   int64_t pageSize = config_.pageSize;
-  int64_t used = sequence.length % pageSize;
-  bool copyLast =
-      used != 0 && numTokens > 0 && refCounts_[sequence.pages.back()] > 1;
-  int64_t capacity =
-      static_cast<int64_t>(sequence.pages.size()) * pageSize - sequence.length;
-  int64_t newPages =
-      std::max<int64_t>(0, (numTokens - capacity + pageSize - 1) / pageSize);
-  StatusOr<std::vector<PageId>> pages = allocate(newPages + (copyLast ? 1 : 0));
+  int64_t have = static_cast<int64_t>(sequence.pages.size());
+  int64_t need = (sequence.length + numTokens + pageSize - 1) / pageSize;
+  // The pages the new tokens go to must be the sequence's own: one it
+  // shares since a fork (reserved, or holding its last tokens) is replaced,
+  // the one holding tokens copied first.
+  int64_t next = sequence.length / pageSize;
+  std::vector<int64_t> shared;
+  for (int64_t i = next; i < std::min(have, need); ++i)
+    if (refCounts_[sequence.pages[size_t(i)]] > 1)
+      shared.push_back(i);
+  int64_t fresh = std::max<int64_t>(0, need - have);
+  StatusOr<std::vector<PageId>> pages =
+      allocate(fresh + static_cast<int64_t>(shared.size()));
   if (!pages.ok())
     return pages.status();
-  if (copyLast) {
-    PageId shared = sequence.pages.back();
-    PageId own = pages->front();
-    if (Status status = copyPage(shared, own); !status.ok()) {
-      (void)release(*pages);
-      return status;
-    }
-    --refCounts_[shared]; // still referenced by the other sequence
-    sequence.pages.back() = own;
-    pages->erase(pages->begin());
+  // Copies first, so that a failed one changes nothing.
+  for (size_t k = 0; k < shared.size(); ++k)
+    if (shared[k] == next && sequence.length % pageSize != 0)
+      if (Status status =
+              copyPage(sequence.pages[size_t(shared[k])], (*pages)[k]);
+          !status.ok()) {
+        (void)release(*pages);
+        return status;
+      }
+  for (size_t k = 0; k < shared.size(); ++k) {
+    PageId &page = sequence.pages[size_t(shared[k])];
+    --refCounts_[page]; // still referenced by the other sequences
+    page = (*pages)[k];
   }
-  sequence.pages.insert(sequence.pages.end(), pages->begin(), pages->end());
+  sequence.pages.insert(sequence.pages.end(), pages->begin() + shared.size(),
+                        pages->end());
   return Status();
 }
 
@@ -310,6 +326,25 @@ Status PagedKVPool::writeTokens(Sequence &sequence, const void *keys,
                      numTokens, nullptr);
 }
 
+Status PagedKVPool::checkRows(uint64_t keys, uint64_t values, int64_t keyStride,
+                              int64_t valueStride) const {
+  int64_t row = config_.numKVHeads * config_.headDim;
+  if (keyStride < row || valueStride < row)
+    return invalid("token strides must hold a token's " + str(row) +
+                   " elements, got " + str(keyStride) + " and " +
+                   str(valueStride));
+  // Host rows are copied bytewise; the device kernel copies whole chunks.
+  int64_t chunk =
+      kernels_ ? poolChunkBytes(config_.headDim * config_.elementBytes) : 1;
+  if (keys % chunk || values % chunk ||
+      keyStride * config_.elementBytes % chunk ||
+      valueStride * config_.elementBytes % chunk)
+    return invalid("keys, values and their token strides must be aligned "
+                   "to " +
+                   str(chunk) + " bytes");
+  return Status();
+}
+
 Status PagedKVPool::appendSlots(uint64_t keys, uint64_t values,
                                 int64_t keyStride, int64_t valueStride,
                                 uint64_t slots, int64_t tokens,
@@ -322,18 +357,11 @@ Status PagedKVPool::appendSlots(uint64_t keys, uint64_t values,
     return Status();
   if (!keys || !values || !slots)
     return invalid("appendSlots needs keys, values and slots");
-  int64_t chunk = poolChunkBytes(config_.headDim * config_.elementBytes);
-  int64_t row = config_.numKVHeads * config_.headDim;
-  if (keyStride < row || valueStride < row)
-    return invalid("token strides must hold a token's " + str(row) +
-                   " elements, got " + str(keyStride) + " and " +
-                   str(valueStride));
-  if (keys % chunk || values % chunk || slots % alignof(int64_t) ||
-      keyStride * config_.elementBytes % chunk ||
-      valueStride * config_.elementBytes % chunk)
-    return invalid("keys, values and their token strides must be aligned "
-                   "to " +
-                   str(chunk) + " bytes, and slots to 8");
+  if (Status status = checkRows(keys, values, keyStride, valueStride);
+      !status.ok())
+    return status;
+  if (slots % alignof(int64_t))
+    return invalid("slots must be aligned to 8 bytes");
   int64_t slotCount = numPages() * pageSize();
   if (storage_) {
     // Host addresses: every slot is checked before anything is written.
@@ -383,16 +411,29 @@ Status PagedKVPool::append(SequenceId id, const void *keys, const void *values,
   StatusOr<Sequence *> found = lookup(id);
   if (!found.ok())
     return found.status();
+  int64_t stride = config_.numKVHeads * config_.headDim;
+  if (kernels_ && numTokens > 0)
+    if (Status status =
+            checkRows(reinterpret_cast<uint64_t>(keys),
+                      reinterpret_cast<uint64_t>(values), stride, stride);
+        !status.ok())
+      return status;
   Sequence &sequence = **found;
   std::vector<PageId> before = sequence.pages;
   if (Status status = reserve(id, numTokens); !status.ok())
     return status;
   if (Status status = writeTokens(sequence, keys, values, numTokens);
       !status.ok()) {
-    // Nothing was written that a reader sees: give back what reserve took.
-    std::vector<PageId> taken(sequence.pages.begin() + before.size(),
-                              sequence.pages.end());
-    (void)release(taken);
+    // Nothing was written that a reader sees: undo what reserve did (pages
+    // it made the sequence's own, pages it added).
+    for (size_t i = 0; i < before.size(); ++i)
+      if (sequence.pages[i] != before[i]) {
+        (void)release({sequence.pages[i]});
+        ++refCounts_[before[i]];
+        sequence.pages[i] = before[i];
+      }
+    (void)release(std::vector<PageId>(sequence.pages.begin() + before.size(),
+                                      sequence.pages.end()));
     sequence.pages.resize(before.size());
     return status;
   }

@@ -103,7 +103,9 @@ public:
   /// Allocates pages as needed and copies a shared partial last page first.
   Status append(SequenceId sequence, const void *keys, const void *values,
                 int64_t numTokens);
-  /// Makes room for `numTokens` more tokens without writing them.
+  /// Makes room for `numTokens` more tokens without writing them; the pages
+  /// they go to become the sequence's own (copy-on-write of a page shared
+  /// since a fork).
   Status reserve(SequenceId sequence, int64_t numTokens);
   /// A new sequence sharing every page of `sequence`.
   StatusOr<SequenceId> fork(SequenceId sequence);
@@ -136,8 +138,8 @@ public:
   /// reserving their slots. Addresses are device addresses for a device
   /// pool, which writes on `stream` without synchronizing (a slot past the
   /// pool is not written there; a host pool refuses it), host addresses
-  /// for a host pool. Addresses and strides must be aligned to the pool's
-  /// row chunk (16 bytes for rows of a multiple of 16 bytes).
+  /// for a host pool. A device pool's addresses and strides must be aligned
+  /// to its row chunk (16 bytes for rows of a multiple of 16 bytes).
   Status appendSlots(uint64_t keys, uint64_t values, int64_t keyStride,
                      int64_t valueStride, uint64_t slots, int64_t tokens,
                      cuda::CUstream stream = nullptr);
@@ -170,6 +172,9 @@ private:
   StatusOr<Sequence *> lookup(SequenceId sequence);
   StatusOr<const Sequence *> lookup(SequenceId sequence) const;
   Status copyPage(PageId from, PageId to);
+  /// Checks an append's K/V addresses and token strides.
+  Status checkRows(uint64_t keys, uint64_t values, int64_t keyStride,
+                   int64_t valueStride) const;
   Status writeTokens(Sequence &sequence, const void *keys, const void *values,
                      int64_t numTokens);
 

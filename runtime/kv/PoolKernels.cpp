@@ -80,6 +80,11 @@ Status PoolKernels::copyPages(const CopyPagesParams &params,
                               cuda::CUstream stream) const {
   if (params.count == 0)
     return Status();
+  if (params.count < 0 || params.count > kMaxPageCopies)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "a launch copies 0 to " +
+                             std::to_string(kMaxPageCopies) + " pages, got " +
+                             std::to_string(params.count));
   CopyPagesParams copy = params;
   return driver_->launch(copy_, 8, unsigned(params.count), 1, kThreads, 0,
                          stream, &copy, sizeof(copy));

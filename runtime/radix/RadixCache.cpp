@@ -133,7 +133,14 @@ RadixCache::Node *RadixCache::splitNode(Node *node, int64_t keepPages) {
 RadixCache::Match RadixCache::matchPrefix(const std::vector<Token> &tokens,
                                           CacheNamespace space) {
   Match match;
-  Node *node = rootOf(space);
+  // A lookup does not make a namespace: one with nothing cached matches
+  // nothing, at the default root (whose lock, like every root's, is a no-op).
+  auto root = roots_.find(space);
+  Node *node = (root != roots_.end() ? root : roots_.find(0))->second.get();
+  if (root == roots_.end()) {
+    match.node = node;
+    return match;
+  }
   uint64_t now = ++clock_;
   touch(node, now);
   size_t offset = 0;
@@ -176,6 +183,7 @@ StatusOr<int64_t> RadixCache::insert(const std::vector<Token> &tokens,
                              std::to_string(numPages * pageSize_) +
                              " tokens, got " + std::to_string(tokens.size()));
   std::vector<Token> key(tokens.begin(), tokens.begin() + numPages * pageSize_);
+  rootOf(space);
   Match match = matchPrefix(key, space);
   int64_t cachedPages = match.tokens / pageSize_;
   if (cachedPages < numPages) {

@@ -120,8 +120,13 @@ public:
   void touchPrefix(uint64_t hash);
 
   /// Starts recording every page that enters or leaves the cache; each
-  /// call of takeChanges returns (and forgets) those since the last.
+  /// call of takeChanges returns (and forgets) those since the last. One
+  /// reader (the scheduler) takes them.
   void recordChanges() { recording_ = true; }
+  void stopRecording() {
+    recording_ = false;
+    changes_.clear();
+  }
   std::vector<PageChange> takeChanges() { return std::move(changes_); }
 
   int64_t evictableSize() const { return evictable_; }

@@ -48,6 +48,7 @@ Scheduler::Scheduler(const SchedulerConfig &config, PagedKVPool &pool,
 }
 
 Scheduler::~Scheduler() {
+  cache_.stopRecording();
   for (RunningRequest &running : running_) {
     (void)cache_.unlock(running.locked);
     (void)pool_.release(std::vector<PageId>(
@@ -306,9 +307,13 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
                       static_cast<int64_t>(wanted.size()) * pageSize +
                       pool_.numFreePages() * pageSize;
   std::vector<Arrival> admitted;
-  std::vector<std::pair<size_t, int64_t>> allocations; // running index, pages
+  struct Allocation {
+    size_t index; // in running_
+    int64_t pages, prefilled, extend;
+  };
+  std::vector<Allocation> allocations;
   bool retry = false;
-  Status failure;
+  std::vector<std::pair<Arrival, int64_t>> misfiled; // arrival, cached pages
   // Admits one waiter; false stops the pass.
   auto admitOne = [&](Arrival arrival) {
     if (static_cast<int64_t>(running_.size()) >= config_.maxRunning ||
@@ -342,12 +347,11 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     RadixCache::Match match = cache_.matchPrefix(
         head(request.prompt, waiter.cached * pageSize), request.cacheNamespace);
     if (match.tokens != waiter.cached * pageSize) {
-      failure = Status::error(ErrorCode::Internal,
-                              "request " + std::to_string(request.id) +
-                                  " matched " + std::to_string(match.tokens) +
-                                  " cached tokens, its page hashes " +
-                                  std::to_string(waiter.cached * pageSize));
-      return false;
+      // Two prefixes of one page hash (a collision): the tree is right.
+      // The waiter is filed again after the pass and tried at the next.
+      available += pinned + pages * pageSize;
+      misfiled.push_back({arrival, match.tokens / pageSize});
+      return true;
     }
     cache_.lock(match.node);
 
@@ -374,24 +378,55 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     inFlightOf_[request.id] = std::move(computes);
 
     running_.push_back(std::move(running));
-    allocations.push_back({running_.size() - 1, pages});
+    allocations.push_back({running_.size() - 1, pages, now, extend});
     fed.push_back({running_.size() - 1, match.tokens, now});
     admitted.push_back(arrival);
     return true;
   };
   visitInOrder(dfsOrder, admitOne);
-  if (!failure.ok())
-    return failure;
-
-  for (Arrival arrival : admitted) {
-    const Waiter &waiter = waiting_.at(arrival);
-    arrivalOf_.erase(waiter.request.id);
+  for (auto [arrival, cached] : misfiled) {
+    Waiter &waiter = waiting_.at(arrival);
     unindex(arrival, waiter);
-    waiting_.erase(arrival);
+    waiter.cached = cached;
+    index(arrival, waiter);
   }
-  for (auto [index, pages] : allocations)
-    if (Status status = allocateFor(running_[index], pages); !status.ok())
-      return status;
+
+  std::vector<std::pair<Arrival, Waiter>> taken;
+  for (Arrival arrival : admitted) {
+    auto it = waiting_.find(arrival);
+    arrivalOf_.erase(it->second.request.id);
+    unindex(arrival, it->second);
+    taken.emplace_back(arrival, std::move(it->second));
+    waiting_.erase(it);
+  }
+  for (size_t k = 0; k < allocations.size(); ++k) {
+    Status status =
+        allocateFor(running_[allocations[k].index], allocations[k].pages);
+    if (status.ok())
+      continue;
+    // Admission promised memory that eviction could not free (a bug): the
+    // requests not given theirs go back to the queue as they were.
+    for (size_t j = allocations.size(); j-- > k;) {
+      const Allocation &a = allocations[j];
+      RunningRequest &running = running_[a.index];
+      (void)cache_.unlock(running.locked);
+      withdrawInFlight(running);
+      totals_.promptTokens -=
+          static_cast<int64_t>(running.request.prompt.size());
+      totals_.cachedTokens -= running.cachedTokens;
+      totals_.computedPrefillTokens -= a.extend;
+      stats.prefillTokens -= a.prefilled;
+      budget += a.prefilled;
+      running_.erase(running_.begin() + static_cast<ptrdiff_t>(a.index));
+      fed.pop_back();
+      stats.admitted.pop_back();
+      auto &[arrival, waiter] = taken[j];
+      arrivalOf_.emplace(waiter.request.id, arrival);
+      index(arrival, waiter);
+      waiting_.emplace(arrival, std::move(waiter));
+    }
+    return status;
+  }
   return retry;
 }
 
@@ -461,6 +496,8 @@ Status Scheduler::abort(RequestId id) {
     unindex(it->first, it->second);
     waiting_.erase(it);
     arrivalOf_.erase(queued);
+    // A request the queue's head could not fit may have been blocking it.
+    admissionMayChange_ = true;
     return Status();
   }
   for (auto it = running_.begin(); it != running_.end(); ++it) {

@@ -27,8 +27,10 @@
 // page it lacks and of the deepest page it has, and only the requests whose
 // pages entered or left the cache (the radix cache's change journal) are
 // looked at again. LPM and FCFS keep their order as the matches change, so
-// an admission pass costs what it admits, not the queue's length; DFS-weight
-// walks the tree from every waiting request's match at each pass.
+// an admission pass reads the queue only as far as it admits, beside one
+// walk per distinct cached prefix that waiting requests read (to touch and
+// protect it); DFS-weight walks the tree from every waiting request's match
+// at each pass. The scheduler is its cache's only reader of changes.
 //
 //===----------------------------------------------------------------------===//
 

@@ -366,11 +366,36 @@ TEST(PagedKVPool, AppendSlotsWritesGivenSlots) {
       std::equal(before.begin(), before.end(),
                  reinterpret_cast<const uint16_t *>(pool->keyAt(1, 1, 0))));
 
-  status = pool->appendSlots(address(keys.data()) + 2, address(values.data()),
-                             stride, stride, address(slots.data()), 3);
+  status = pool->appendSlots(address(keys.data()), address(values.data()),
+                             stride - 1, stride, address(slots.data()), 3);
   ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.message(), "keys, values and their token strides must be "
-                              "aligned to 16 bytes, and slots to 8");
+  EXPECT_EQ(status.message(), "token strides must hold a token's 16 "
+                              "elements, got 15 and 16");
+}
+
+// A fork after reserving shares the reserved pages too: whichever side
+// writes first gets pages of its own, the partial one copied, so that
+// neither overwrites the other's tokens.
+TEST(PagedKVPool, ForkOfReservedPagesCopiesOnWrite) {
+  PoolConfig c = smallPool();
+  std::unique_ptr<PagedKVPool> pool = makePool(c);
+  std::mt19937 rng(4);
+  SequenceId a = pool->createSequence();
+  std::vector<uint16_t> prefix = randomTokens(rng, c, 5);
+  ASSERT_TRUE(pool->append(a, prefix.data(), prefix.data(), 5).ok());
+  ASSERT_TRUE(pool->reserve(a, 8).ok()); // pages for 13 tokens, 5 written
+  SequenceId b = *pool->fork(a);
+  std::vector<uint16_t> forB = randomTokens(rng, c, 3);
+  std::vector<uint16_t> forA = randomTokens(rng, c, 3);
+  ASSERT_TRUE(pool->append(b, forB.data(), forB.data(), 3).ok());
+  ASSERT_TRUE(pool->append(a, forA.data(), forA.data(), 3).ok());
+  for (auto [sequence, tail] : {std::pair{a, &forA}, std::pair{b, &forB}}) {
+    std::vector<PageId> pages = *pool->sequencePages(sequence);
+    for (int64_t t = 0; t < 8; ++t)
+      expectToken(*pool, pages[t / c.pageSize], t % c.pageSize,
+                  t < 5 ? prefix : *tail, t < 5 ? t : t - 5);
+  }
+  EXPECT_TRUE(pool->checkInvariants().ok());
 }
 
 // The device pool's kernels compile for every target and odd layouts (a
