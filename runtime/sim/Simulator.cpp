@@ -24,6 +24,16 @@ double passSeconds(const StepStats &step) {
          5e-5 * static_cast<double>(step.decodeTokens);
 }
 
+/// The nearest-rank `percent` percentile of `values` (0 when empty).
+double percentile(std::vector<double> values, double percent) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  size_t rank = static_cast<size_t>(
+      std::ceil(percent / 100.0 * static_cast<double>(values.size())));
+  return values[std::max<size_t>(rank, 1) - 1];
+}
+
 Status invalid(const std::string &message) {
   return Status::error(ErrorCode::InvalidArgument, message);
 }
@@ -138,11 +148,14 @@ StatusOr<SimResult> simulate(const Workload &workload,
 
   double now = 0, busySeconds = 0, utilisation = 0;
   int64_t finished = 0;
+  std::unordered_map<RequestId, double> releasedAt, firstTokenAt;
+  std::vector<double> ttft, tpot;
   while (finished < result.requests) {
     while (!releases.empty() && releases.top().first <= now) {
       if (Status status = scheduler.add(*byId.at(releases.top().second));
           !status.ok())
         return status;
+      releasedAt[releases.top().second] = releases.top().first;
       releases.pop();
     }
     if (scheduler.idle()) {
@@ -167,7 +180,21 @@ StatusOr<SimResult> simulate(const Workload &workload,
     busySeconds += seconds;
     now += seconds;
     ++result.steps;
+    // A prompt's last token fed in this pass yields the first output token.
+    const EngineBatch &batch = step->batch;
+    for (size_t r = size_t(batch.numDecodes); r < batch.requests.size(); ++r) {
+      const Request &request = *byId.at(batch.requests[r]);
+      if (batch.positions[size_t(batch.qoIndptr[r + 1] - 1)] + 1 ==
+          static_cast<int64_t>(request.prompt.size())) {
+        firstTokenAt[request.id] = now;
+        ttft.push_back(now - releasedAt.at(request.id));
+      }
+    }
     for (RequestId id : step->finished) {
+      const Request &request = *byId.at(id);
+      if (request.outputLen > 1)
+        tpot.push_back((now - firstTokenAt.at(id)) /
+                       double(request.outputLen - 1));
       ++finished;
       for (RequestId follower : followers[id])
         releases.push({now + byId.at(follower)->thinkTime, follower});
@@ -183,6 +210,10 @@ StatusOr<SimResult> simulate(const Workload &workload,
   result.poolUtilisation = busySeconds > 0 ? utilisation / busySeconds : 0;
   result.evictedTokens = totals.evictedTokens;
   result.seconds = now;
+  result.ttftP50 = percentile(ttft, 50);
+  result.ttftP99 = percentile(ttft, 99);
+  result.tpotP50 = percentile(tpot, 50);
+  result.tpotP99 = percentile(tpot, 99);
   return result;
 }
 
@@ -194,14 +225,17 @@ std::string toJson(const SimResult &r) {
       "\"cache_tokens\": %lld, \"cache_holds_longest\": %s, "
       "\"requests\": %lld, \"prompt_tokens\": %lld, \"hit_rate\": %.4f, "
       "\"optimal_hit_rate\": %.4f, \"pool_utilisation\": %.4f, "
-      "\"evictions\": %lld, \"steps\": %lld, \"seconds\": %.3f}",
+      "\"evictions\": %lld, \"steps\": %lld, \"seconds\": %.3f, "
+      "\"ttft_p50\": %.4f, \"ttft_p99\": %.4f, \"tpot_p50\": %.5f, "
+      "\"tpot_p99\": %.5f}",
       r.workload.c_str(), r.policy.c_str(), r.arrival.c_str(),
       static_cast<long long>(r.cacheTokens),
       r.cacheHoldsLongest ? "true" : "false",
       static_cast<long long>(r.requests),
       static_cast<long long>(r.promptTokens), r.hitRate, r.optimalHitRate,
       r.poolUtilisation, static_cast<long long>(r.evictedTokens),
-      static_cast<long long>(r.steps), r.seconds);
+      static_cast<long long>(r.steps), r.seconds, r.ttftP50, r.ttftP99,
+      r.tpotP50, r.tpotP99);
   return buffer;
 }
 

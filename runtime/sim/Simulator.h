@@ -56,6 +56,11 @@ struct SimResult {
   int64_t steps = 0;
   /// Simulated seconds until the last request finished.
   double seconds = 0;
+  /// Time to first token (release to the end of the pass that completes
+  /// the prompt) and time per output token after the first (requests of
+  /// two or more output tokens), in simulated seconds: median and 99th
+  /// percentile (nearest rank).
+  double ttftP50 = 0, ttftP99 = 0, tpotP50 = 0, tpotP99 = 0;
 };
 
 /// Checks the options and the workload (finite, non-negative times, ids

@@ -213,3 +213,23 @@ TEST(Simulator, RejectsBadArrivalRates) {
   for (double rate : {0.0, kMinArrivalRate, kMaxArrivalRate})
     EXPECT_TRUE(makeWorkload("branching", 1, rate).ok()) << rate;
 }
+
+// One request of 100 prompt tokens and 5 output tokens: its prompt's pass
+// (4 ms + 25 us a token) yields the first token, then four passes of one
+// decode each (4 ms + 50 us) the rest.
+TEST(Simulator, ReportsTimeToFirstTokenAndPerToken) {
+  std::string prompt;
+  for (int i = 0; i < 100; ++i)
+    prompt += (i ? ", " : "") + std::to_string(i + 1);
+  StatusOr<Workload> trace = parseTrace(
+      "{\"arrival\": 0, \"prompt\": [" + prompt + "], \"output_len\": 5}", "t");
+  ASSERT_TRUE(trace.ok()) << trace.status().toString();
+  SimOptions options;
+  options.cacheTokens = 4096;
+  StatusOr<SimResult> r = simulate(*trace, options);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_NEAR(r->ttftP50, 0.004 + 100 * 25e-6, 1e-12);
+  EXPECT_NEAR(r->ttftP99, r->ttftP50, 1e-12);
+  EXPECT_NEAR(r->tpotP50, 0.004 + 50e-6, 1e-12);
+  EXPECT_NEAR(r->seconds, r->ttftP50 + 4 * r->tpotP50, 1e-12);
+}
