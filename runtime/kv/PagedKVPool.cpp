@@ -108,11 +108,6 @@ int64_t PagedKVPool::usedPages(const Sequence &sequence) const {
   return (sequence.length + config_.pageSize - 1) / config_.pageSize;
 }
 
-int64_t PagedKVPool::slotOf(const Sequence &sequence, int64_t position) const {
-  return poolSlot(sequence.pages[position / pageSize()], int(pageSize()),
-                  int(position % pageSize()));
-}
-
 int64_t PagedKVPool::rowOffset(int64_t slot, int64_t head) const {
   return poolRowOffset(slot, int(head), config_.order, int(config_.pageSize),
                        int(config_.numKVHeads), int(config_.headDim),
@@ -299,7 +294,8 @@ Status PagedKVPool::writeTokens(Sequence &sequence, const void *keys,
   std::vector<int64_t> targets;
   targets.reserve(size_t(numTokens));
   for (int64_t t = 0; t < numTokens; ++t)
-    targets.push_back(slotOf(sequence, sequence.length + t));
+    targets.push_back(
+        slotOfPosition(sequence.pages, pageSize(), sequence.length + t));
   int64_t stride = config_.numKVHeads * config_.headDim;
   uint64_t slots = reinterpret_cast<uint64_t>(targets.data());
   if (kernels_) {
@@ -493,7 +489,7 @@ StatusOr<std::vector<int64_t>> PagedKVPool::slots(SequenceId id, int64_t from,
   std::vector<int64_t> result;
   result.reserve(size_t(count));
   for (int64_t position = from; position < from + count; ++position)
-    result.push_back(slotOf(sequence, position));
+    result.push_back(slotOfPosition(sequence.pages, pageSize(), position));
   return result;
 }
 

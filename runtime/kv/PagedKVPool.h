@@ -59,6 +59,14 @@ struct PoolConfig {
   std::string cacheDir;
 };
 
+/// The slot of the token at `position` of a sequence whose pages, in
+/// order, are `pages`: where an append writes it.
+inline int64_t slotOfPosition(const std::vector<PageId> &pages,
+                              int64_t pageSize, int64_t position) {
+  return poolSlot(pages[size_t(position / pageSize)], int(pageSize),
+                  int(position % pageSize));
+}
+
 /// The page table of a batch of sequences in CSR form, as the attention
 /// kernels read it: sequence i owns pages indices[indptr[i] .. indptr[i+1])
 /// and its last page holds lastPageLen[i] tokens.
@@ -165,7 +173,6 @@ private:
   static int64_t valueOffsetOf(const PoolConfig &config);
   /// Pages holding at least one of the sequence's tokens.
   int64_t usedPages(const Sequence &sequence) const;
-  int64_t slotOf(const Sequence &sequence, int64_t position) const;
   int64_t rowOffset(int64_t slot, int64_t head) const;
   std::byte *hostCache(int which) const;
   Status checkPagesInUse(const std::vector<PageId> &pages) const;

@@ -531,8 +531,7 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
       batch.tokens.push_back(tokenAt(running.request, position));
       batch.positions.push_back(static_cast<int32_t>(position));
       batch.slotMapping.push_back(
-          poolSlot(running.pages[size_t(position / pageSize)], int(pageSize),
-                   int(position % pageSize)));
+          slotOfPosition(running.pages, pageSize, position));
     }
     batch.qoIndptr.push_back(static_cast<int32_t>(batch.tokens.size()));
     int64_t keys = f.begin + f.count;

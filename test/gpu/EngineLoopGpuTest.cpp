@@ -9,7 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceBuffers.h"
 #include "attnc/Check/Halves.h"
+#include "attnc/Check/Reference.h"
 #include "attnc/attnc.h"
 #include "cuda/CudaDriver.h"
 #include "kv/PagedKVPool.h"
@@ -23,6 +25,7 @@
 #include <random>
 
 using namespace attnc;
+using attnc::testing::upload;
 
 namespace {
 
@@ -45,58 +48,37 @@ struct StandInModel {
   }
 };
 
-cuda::DeviceBuffer upload(cuda::Driver &driver, const void *data,
-                          size_t bytes) {
-  StatusOr<cuda::DeviceBuffer> buffer =
-      cuda::DeviceBuffer::allocate(driver, std::max<size_t>(bytes, 16));
-  EXPECT_TRUE(buffer.ok()) << buffer.status().toString();
-  if (bytes)
-    EXPECT_TRUE(driver.copyToDevice(buffer->get(), data, bytes).ok());
-  return std::move(*buffer);
-}
-
 /// Causal attention of the step's queries over contiguous copies of each
-/// request's keys and values, in double precision.
-std::vector<double> reference(const EngineBatch &batch,
-                              const std::map<RequestId, Request> &requests,
-                              const std::vector<uint16_t> &q) {
-  std::vector<double> out(q.size());
-  int64_t group = kQueryHeads / kKVHeads;
-  double scale = 1.0 / std::sqrt(double(kHeadDim));
+/// request's keys and values, in double precision (each request's queries
+/// are its last positions, as the reference aligns them).
+std::vector<double>
+contiguousAttention(const EngineBatch &batch,
+                    const std::map<RequestId, Request> &requests,
+                    const std::vector<uint16_t> &q) {
+  reference::Variant variant;
+  variant.qHeads = kQueryHeads;
+  variant.kvHeads = kKVHeads;
+  variant.qkDim = variant.vDim = kHeadDim;
+  variant.causal = true;
+  std::vector<double> out;
+  std::vector<uint16_t> row(kRow);
   for (size_t r = 0; r < batch.requests.size(); ++r) {
     const Request &request = requests.at(batch.requests[r]);
-    int64_t keys = batch.positions[size_t(batch.qoIndptr[r + 1] - 1)] + 1;
-    std::vector<uint16_t> k(size_t(keys * kRow)), v(size_t(keys * kRow));
-    for (int64_t j = 0; j < keys; ++j) {
-      StandInModel::kv(request, j, 0, &k[size_t(j * kRow)]);
-      StandInModel::kv(request, j, 1, &v[size_t(j * kRow)]);
-    }
-    for (int32_t t = batch.qoIndptr[r]; t < batch.qoIndptr[r + 1]; ++t) {
-      int64_t visible = batch.positions[size_t(t)] + 1;
-      for (int64_t h = 0; h < kQueryHeads; ++h) {
-        const uint16_t *query = &q[size_t((t * kQueryHeads + h) * kHeadDim)];
-        int64_t kvHead = h / group;
-        std::vector<double> p(static_cast<size_t>(visible));
-        double top = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < visible; ++j) {
-          double s = 0;
-          for (int64_t d = 0; d < kHeadDim; ++d)
-            s += double(fromBF16(query[d])) *
-                 fromBF16(k[size_t(j * kRow + kvHead * kHeadDim + d)]);
-          p[size_t(j)] = s * scale;
-          top = std::max(top, p[size_t(j)]);
-        }
-        for (double &x : p)
-          sum += (x = std::exp(x - top));
-        for (int64_t d = 0; d < kHeadDim; ++d) {
-          double acc = 0;
-          for (int64_t j = 0; j < visible; ++j)
-            acc += p[size_t(j)] *
-                   fromBF16(v[size_t(j * kRow + kvHead * kHeadDim + d)]);
-          out[size_t((t * kQueryHeads + h) * kHeadDim + d)] = acc / sum;
-        }
+    reference::Request contiguous;
+    contiguous.qLen = batch.qoIndptr[r + 1] - batch.qoIndptr[r];
+    contiguous.kvLen = batch.positions[size_t(batch.qoIndptr[r + 1] - 1)] + 1;
+    for (int64_t j = 0; j < contiguous.kvLen; ++j)
+      for (int which = 0; which < 2; ++which) {
+        StandInModel::kv(request, j, which, row.data());
+        for (uint16_t bits : row)
+          (which ? contiguous.v : contiguous.k).push_back(fromBF16(bits));
       }
-    }
+    for (size_t i = size_t(batch.qoIndptr[r]) * kQueryHeads * kHeadDim;
+         i < size_t(batch.qoIndptr[r + 1]) * kQueryHeads * kHeadDim; ++i)
+      contiguous.q.push_back(fromBF16(q[i]));
+    reference::State state =
+        reference::attention(variant, contiguous, int64_t(r));
+    out.insert(out.end(), state.out.begin(), state.out.end());
   }
   return out;
 }
@@ -240,15 +222,14 @@ TEST(EngineLoopGpu, EveryStepMatchesContiguousAttention) {
     std::vector<uint16_t> got(q.size());
     ASSERT_TRUE(driver.copyToHost(got.data(), out.get(), got.size() * 2).ok());
 
-    std::vector<double> want = reference(batch, requests, q);
-    double worst = 0, scale = 0;
+    std::vector<double> want = contiguousAttention(batch, requests, q);
+    std::vector<double> outputs(want.size());
     for (size_t i = 0; i < want.size(); ++i) {
-      double value = fromBF16(got[i]);
-      ASSERT_FALSE(std::isnan(value)) << "step " << steps << " element " << i;
-      worst = std::max(worst, std::abs(value - want[i]));
-      scale = std::max(scale, std::abs(want[i]));
+      outputs[i] = fromBF16(got[i]);
+      ASSERT_FALSE(std::isnan(outputs[i]))
+          << "step " << steps << " element " << i;
     }
-    ASSERT_LT(worst / scale, 1e-2)
+    ASSERT_LT(reference::relativeError(outputs, want), 1e-2)
         << "step " << steps << ": " << batch.requests.size() << " requests, "
         << batch.numDecodes << " decoding, " << tokens << " tokens";
     checkedTokens += tokens;

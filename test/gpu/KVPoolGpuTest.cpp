@@ -6,7 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceBuffers.h"
 #include "attnc/Check/Halves.h"
+#include "attnc/Check/Reference.h"
 #include "attnc/attnc.h"
 #include "cuda/CudaDriver.h"
 #include "kv/PagedKVPool.h"
@@ -18,6 +20,8 @@
 #include <random>
 
 using namespace attnc;
+using attnc::testing::download;
+using attnc::testing::upload;
 
 namespace {
 
@@ -45,23 +49,6 @@ std::vector<uint8_t> randomBytes(std::mt19937 &rng, size_t count) {
   for (uint8_t &b : bytes)
     b = uint8_t(rng() | 1);
   return bytes;
-}
-
-cuda::DeviceBuffer upload(cuda::Driver &driver, const void *data,
-                          size_t bytes) {
-  StatusOr<cuda::DeviceBuffer> buffer =
-      cuda::DeviceBuffer::allocate(driver, std::max<size_t>(bytes, 16));
-  EXPECT_TRUE(buffer.ok()) << buffer.status().toString();
-  EXPECT_TRUE(driver.copyToDevice(buffer->get(), data, bytes).ok());
-  return std::move(*buffer);
-}
-
-std::vector<uint8_t> download(cuda::Driver &driver, uint64_t address,
-                              size_t bytes) {
-  std::vector<uint8_t> host(bytes);
-  EXPECT_TRUE(driver.synchronize().ok());
-  EXPECT_TRUE(driver.copyToHost(host.data(), address, bytes).ok());
-  return host;
 }
 
 /// Each token's rows of K and V, gathered through the pool's slots.
@@ -281,35 +268,21 @@ std::vector<double> referenceDecode(const std::vector<float> &q,
                                     const std::vector<std::vector<float>> &v,
                                     int64_t qHeads, int64_t kvHeads,
                                     int64_t dim) {
-  std::vector<double> out(q.size());
-  int64_t group = qHeads / kvHeads;
-  double scale = 1.0 / std::sqrt(double(dim));
+  reference::Variant variant;
+  variant.qHeads = qHeads;
+  variant.kvHeads = kvHeads;
+  variant.qkDim = variant.vDim = dim;
+  std::vector<double> out;
   for (size_t b = 0; b < k.size(); ++b) {
-    int64_t length = int64_t(k[b].size()) / (kvHeads * dim);
-    for (int64_t h = 0; h < qHeads; ++h) {
-      int64_t kvHead = h / group;
-      const float *query = &q[(b * qHeads + h) * dim];
-      std::vector<double> scores(static_cast<size_t>(length));
-      double top = -INFINITY;
-      for (int64_t t = 0; t < length; ++t) {
-        double s = 0;
-        for (int64_t d = 0; d < dim; ++d)
-          s +=
-              double(query[d]) * k[b][size_t((t * kvHeads + kvHead) * dim + d)];
-        scores[size_t(t)] = s * scale;
-        top = std::max(top, scores[size_t(t)]);
-      }
-      double sum = 0;
-      for (double &s : scores)
-        sum += (s = std::exp(s - top));
-      for (int64_t d = 0; d < dim; ++d) {
-        double acc = 0;
-        for (int64_t t = 0; t < length; ++t)
-          acc += scores[size_t(t)] *
-                 v[b][size_t((t * kvHeads + kvHead) * dim + d)];
-        out[(b * qHeads + h) * dim + d] = acc / sum;
-      }
-    }
+    reference::Request request;
+    request.qLen = 1;
+    request.kvLen = int64_t(k[b].size()) / (kvHeads * dim);
+    request.q.assign(q.begin() + b * qHeads * dim,
+                     q.begin() + (b + 1) * qHeads * dim);
+    request.k.assign(k[b].begin(), k[b].end());
+    request.v.assign(v[b].begin(), v[b].end());
+    reference::State state = reference::attention(variant, request, int64_t(b));
+    out.insert(out.end(), state.out.begin(), state.out.end());
   }
   return out;
 }
@@ -419,16 +392,14 @@ TEST(KVPoolGpu, PagedDecodeReadsThePool) {
     std::vector<uint8_t> got = download(*driver, out.get(), q.size() * 2);
     std::vector<double> want =
         referenceDecode(q, keys, values, qHeads, kvHeads, dim);
-    double worst = 0, scale = 0;
+    std::vector<double> outputs(want.size());
     for (size_t i = 0; i < want.size(); ++i) {
       uint16_t bits;
       std::memcpy(&bits, got.data() + 2 * i, 2);
-      double value = fromBF16(bits);
-      ASSERT_FALSE(std::isnan(value)) << "element " << i;
-      worst = std::max(worst, std::abs(value - want[i]));
-      scale = std::max(scale, std::abs(want[i]));
+      outputs[i] = fromBF16(bits);
+      ASSERT_FALSE(std::isnan(outputs[i])) << "element " << i;
     }
-    EXPECT_LT(worst / scale, 1e-2) << keyword(order);
+    EXPECT_LT(reference::relativeError(outputs, want), 1e-2) << keyword(order);
   }
 }
 
