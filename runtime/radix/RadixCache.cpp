@@ -12,24 +12,24 @@ namespace attnc {
 namespace {
 constexpr uint64_t kEmptyPrefixHash = 0xcbf29ce484222325ull; // FNV-1a basis
 
-/// Continues a prefix hash over tokens[begin, end).
-uint64_t continueHash(uint64_t hash, const std::vector<Token> &tokens,
-                      size_t begin, size_t end) {
-  for (size_t i = begin; i < end; ++i)
-    hash = (hash ^ static_cast<uint32_t>(tokens[i])) * 0x100000001b3ull;
-  return hash;
-}
 } // namespace
 
-/// The hash the prefixes of namespace `space` start from (namespace 0: the
-/// FNV-1a basis itself).
-uint64_t namespaceHash(CacheNamespace space) {
+/// Namespace 0 starts from the FNV-1a basis itself.
+uint64_t emptyPrefixHash(CacheNamespace space) {
   if (space == 0)
     return kEmptyPrefixHash;
   uint64_t hash = kEmptyPrefixHash ^ 0x9E3779B97F4A7C15ull;
   for (int shift = 0; shift < 64; shift += 8)
     hash = (hash ^ ((space >> shift) & 0xff)) * 0x100000001b3ull;
   return hash;
+}
+
+uint64_t continuePrefixHash(uint64_t prefixHash, const Token *page,
+                            int64_t pageSize) {
+  for (int64_t i = 0; i < pageSize; ++i)
+    prefixHash =
+        (prefixHash ^ static_cast<uint32_t>(page[i])) * 0x100000001b3ull;
+  return prefixHash;
 }
 
 std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
@@ -39,10 +39,9 @@ std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
   if (pages < 0 || pages > whole)
     pages = whole;
   std::vector<uint64_t> hashes;
-  uint64_t hash = namespaceHash(space);
+  uint64_t hash = emptyPrefixHash(space);
   for (int64_t page = 0; page < pages; ++page) {
-    hash = continueHash(hash, tokens, size_t(page * pageSize),
-                        size_t((page + 1) * pageSize));
+    hash = continuePrefixHash(hash, tokens.data() + page * pageSize, pageSize);
     hashes.push_back(hash);
   }
   return hashes;
@@ -59,7 +58,7 @@ RadixCache::Node *RadixCache::rootOf(CacheNamespace space) {
     root = std::make_unique<Node>();
     // A root is never evicted: it stands locked.
     root->lockRef = 1;
-    root->hashes.push_back(namespaceHash(space));
+    root->hashes.push_back(emptyPrefixHash(space));
   }
   return root.get();
 }
@@ -192,7 +191,7 @@ StatusOr<int64_t> RadixCache::insert(const std::vector<Token> &tokens,
     leaf->pages.assign(pages.begin() + cachedPages, pages.end());
     uint64_t hash = match.node->hashes.back(); // a root's: its namespace
     for (size_t offset = 0; offset < leaf->key.size(); offset += pageSize_) {
-      hash = continueHash(hash, leaf->key, offset, offset + pageSize_);
+      hash = continuePrefixHash(hash, leaf->key.data() + offset, pageSize_);
       leaf->hashes.push_back(hash);
     }
     leaf->parent = match.node;
@@ -351,8 +350,8 @@ Status RadixCache::checkInvariants() const {
       if (child->hashes.size() != child->pages.size())
         return fail("a node's page hashes are not one per page");
       for (size_t page = 0; page < child->pages.size(); ++page) {
-        hash = continueHash(hash, child->key, page * pageSize_,
-                            (page + 1) * pageSize_);
+        hash = continuePrefixHash(hash, child->key.data() + page * pageSize_,
+                                  pageSize_);
         if (child->hashes[page] != hash)
           return fail("a page's prefix hash is not its prefix's");
         auto it = byHash_.find(hash);

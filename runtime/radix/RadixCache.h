@@ -51,6 +51,13 @@ std::vector<uint64_t> pagePrefixHashes(const std::vector<Token> &tokens,
                                        int64_t pageSize, int64_t pages = -1,
                                        CacheNamespace space = 0);
 
+/// The prefix hash namespace `space` starts from, and the hash of a prefix
+/// continued by one more page of tokens: pagePrefixHashes one page at a
+/// time, for a sequence that grows.
+uint64_t emptyPrefixHash(CacheNamespace space);
+uint64_t continuePrefixHash(uint64_t prefixHash, const Token *page,
+                            int64_t pageSize);
+
 class RadixCache {
 public:
   struct Node {

@@ -14,23 +14,17 @@ Token outputToken(RequestId request, int64_t position) {
   return static_cast<Token>((1u << 20) + x % ((1u << 31) - (1u << 20)));
 }
 
-std::vector<Token> fullSequence(const Request &request) {
+std::vector<Token> fullSequence(const TracedRequest &request) {
   std::vector<Token> tokens = request.prompt;
   for (int64_t i = 0; i < request.outputLen; ++i)
     tokens.push_back(outputToken(request.id, i));
   return tokens;
 }
 
-std::vector<Token> computedSequence(const Request &request) {
+std::vector<Token> computedSequence(const TracedRequest &request) {
   std::vector<Token> tokens = fullSequence(request);
   tokens.pop_back();
   return tokens;
-}
-
-Token tokenAt(const Request &request, int64_t position) {
-  int64_t prompt = static_cast<int64_t>(request.prompt.size());
-  return position < prompt ? request.prompt[size_t(position)]
-                           : outputToken(request.id, position - prompt);
 }
 
 } // namespace attnc

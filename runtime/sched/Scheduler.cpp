@@ -3,6 +3,7 @@
 #include "sched/Scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -41,9 +42,16 @@ std::vector<Token> head(const std::vector<Token> &tokens, int64_t count) {
 
 } // namespace
 
+std::vector<Token> RunningRequest::sequence() const {
+  std::vector<Token> tokens = request.prompt;
+  tokens.insert(tokens.end(), output.begin(), output.end());
+  return tokens;
+}
+
 Scheduler::Scheduler(const SchedulerConfig &config, PagedKVPool &pool,
                      RadixCache &cache)
-    : config_(config), pool_(pool), cache_(cache) {
+    : config_(config), pool_(pool), cache_(cache),
+      newTokenRatio_(config.initialNewTokenRatio) {
   cache_.recordChanges();
 }
 
@@ -57,18 +65,19 @@ Scheduler::~Scheduler() {
 }
 
 Status Scheduler::add(const Request &request) {
-  int64_t tokens =
-      static_cast<int64_t>(request.prompt.size()) + request.outputLen;
-  if (request.prompt.empty() || request.outputLen < 1)
+  if (request.prompt.empty() || request.maxTokens < 1)
     return Status::error(ErrorCode::InvalidArgument,
                          "request " + std::to_string(request.id) +
-                             " needs a prompt and at least one output token");
+                             " needs a prompt and max_tokens of at least 1");
+  int64_t tokens =
+      static_cast<int64_t>(request.prompt.size()) + request.maxTokens;
   int64_t capacity = pool_.numPages() * pool_.pageSize();
   if (ceilDiv(tokens, pool_.pageSize()) > pool_.numPages())
     return Status::error(ErrorCode::OutOfMemory,
                          "request " + std::to_string(request.id) + " needs " +
                              std::to_string(tokens) +
-                             " tokens of KV cache, the pool holds " +
+                             " tokens of KV cache (prompt and max_tokens), "
+                             "the pool holds " +
                              std::to_string(capacity));
   bool running = std::any_of(
       running_.begin(), running_.end(),
@@ -79,19 +88,24 @@ Status Scheduler::add(const Request &request) {
                              " is queued or running already");
   Waiter waiter;
   waiter.request = request;
-  waiter.hashes = pagePrefixHashes(request.prompt, pool_.pageSize(), -1,
-                                   request.cacheNamespace);
+  waiter.promptLength = static_cast<int64_t>(request.prompt.size());
+  waiter.arrivalStep = steps_;
+  enqueue(std::move(waiter), arrivals_++);
+  return Status();
+}
+
+void Scheduler::enqueue(Waiter waiter, Arrival arrival) {
+  const std::vector<Token> &tokens = waiter.request.prompt;
+  waiter.hashes = pagePrefixHashes(tokens, pool_.pageSize(), -1,
+                                   waiter.request.cacheNamespace);
   waiter.matchable =
-      (static_cast<int64_t>(request.prompt.size()) - 1) / pool_.pageSize();
+      (static_cast<int64_t>(tokens.size()) - 1) / pool_.pageSize();
   followCache(); // the cache as it is now, before this waiter's first look
   waiter.cached = cache_.cachedPages(waiter.hashes, waiter.matchable);
-  waiter.arrivalStep = steps_;
-  Arrival arrival = arrivals_++;
-  arrivalOf_.emplace(request.id, arrival);
+  arrivalOf_.emplace(waiter.request.id, arrival);
   index(arrival, waiter);
   waiting_.emplace(arrival, std::move(waiter));
   admissionMayChange_ = true;
-  return Status();
 }
 
 void Scheduler::index(Arrival arrival, const Waiter &waiter) {
@@ -305,11 +319,12 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
       });
   int64_t available = cache_.evictableSize() -
                       static_cast<int64_t>(wanted.size()) * pageSize +
-                      pool_.numFreePages() * pageSize;
+                      pool_.numFreePages() * pageSize - reservedOutputTokens();
   std::vector<Arrival> admitted;
   struct Allocation {
     size_t index; // in running_
     int64_t pages, prefilled, extend;
+    bool preempted;
   };
   std::vector<Allocation> allocations;
   bool retry = false;
@@ -323,13 +338,20 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     }
     const Waiter &waiter = waiting_.at(arrival);
     const Request &request = waiter.request;
-    int64_t total =
-        static_cast<int64_t>(request.prompt.size()) + request.outputLen;
-    int64_t pages = ceilDiv(total, pageSize) - waiter.cached;
+    int64_t length = static_cast<int64_t>(request.prompt.size());
+    int64_t outputSoFar = length - waiter.promptLength;
+    // Pages for what the prefill computes now, and room for the output the
+    // new-token ratio expects, allocated as decode reaches it.
+    int64_t pages = ceilDiv(length, pageSize) - waiter.cached;
+    int64_t expected =
+        length + static_cast<int64_t>(std::ceil(
+                     newTokenRatio_ *
+                     static_cast<double>(request.maxTokens - outputSoFar)));
+    int64_t needed = ceilDiv(expected, pageSize) - waiter.cached;
     // A request waiting for KV in flight keeps its place in the order: the
     // memory it will need is not given to requests behind it.
     if (waitsForInFlight(waiter)) {
-      available -= pages * pageSize;
+      available -= needed * pageSize;
       // Every request needs a page at least: with less left the pass is
       // over (the cap and the budget, checked first, have not changed).
       return available >= pageSize;
@@ -341,15 +363,15 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
       pinned += wanted.count(page) ? 0 : pageSize;
       return true;
     });
-    if (pinned + pages * pageSize > available)
+    if (pinned + needed * pageSize > available)
       return false;
-    available -= pinned + pages * pageSize;
+    available -= pinned + needed * pageSize;
     RadixCache::Match match = cache_.matchPrefix(
         head(request.prompt, waiter.cached * pageSize), request.cacheNamespace);
     if (match.tokens != waiter.cached * pageSize) {
       // Two prefixes of one page hash (a collision): the tree is right.
       // The waiter is filed again after the pass and tried at the next.
-      available += pinned + pages * pageSize;
+      available += pinned + needed * pageSize;
       misfiled.push_back({arrival, match.tokens / pageSize});
       return true;
     }
@@ -357,28 +379,39 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
 
     RunningRequest running;
     running.request = request;
+    running.request.prompt.resize(size_t(waiter.promptLength));
+    running.output.assign(request.prompt.begin() + waiter.promptLength,
+                          request.prompt.end());
     running.pages = match.pages;
     running.ownedFrom = running.pages.size();
     running.locked = match.node;
     running.cachedTokens = match.tokens;
-    int64_t extend = static_cast<int64_t>(request.prompt.size()) - match.tokens;
+    running.prefillEnd = length;
+    int64_t extend = length - match.tokens;
     int64_t now = std::min(extend, budget);
-    running.prefilled = match.tokens + now;
+    running.fed = match.tokens + now;
+    running.admission = admissions_++;
+    running.arrival = arrival;
+    running.arrivalStep = waiter.arrivalStep;
     budget -= now;
     stats.prefillTokens += now;
     stats.admitted.push_back(request.id);
 
-    totals_.promptTokens += static_cast<int64_t>(request.prompt.size());
-    totals_.cachedTokens += match.tokens;
-    totals_.computedPrefillTokens += extend;
-    // What the request computes: its prompt, then each output token's KV.
-    std::vector<uint64_t> computes = pagePrefixHashes(
-        computedSequence(request), pageSize, -1, request.cacheNamespace);
-    inFlight_.insert(computes.begin(), computes.end());
-    inFlightOf_[request.id] = std::move(computes);
+    if (waiter.preempted()) {
+      totals_.recomputedTokens += extend;
+    } else {
+      totals_.promptTokens += length;
+      totals_.cachedTokens += match.tokens;
+      totals_.computedPrefillTokens += extend;
+    }
+    // What the request computes: the tokens it prefills, then its output's
+    // pages as they are sampled.
+    running.hashes = waiter.hashes;
+    inFlight_.insert(running.hashes.begin(), running.hashes.end());
 
     running_.push_back(std::move(running));
-    allocations.push_back({running_.size() - 1, pages, now, extend});
+    allocations.push_back(
+        {running_.size() - 1, pages, now, extend, waiter.preempted()});
     fed.push_back({running_.size() - 1, match.tokens, now});
     admitted.push_back(arrival);
     return true;
@@ -411,10 +444,13 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
       RunningRequest &running = running_[a.index];
       (void)cache_.unlock(running.locked);
       withdrawInFlight(running);
-      totals_.promptTokens -=
-          static_cast<int64_t>(running.request.prompt.size());
-      totals_.cachedTokens -= running.cachedTokens;
-      totals_.computedPrefillTokens -= a.extend;
+      if (a.preempted) {
+        totals_.recomputedTokens -= a.extend;
+      } else {
+        totals_.promptTokens -= running.prefillEnd;
+        totals_.cachedTokens -= running.cachedTokens;
+        totals_.computedPrefillTokens -= a.extend;
+      }
       stats.prefillTokens -= a.prefilled;
       budget += a.prefilled;
       running_.erase(running_.begin() + static_cast<ptrdiff_t>(a.index));
@@ -430,54 +466,128 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
   return retry;
 }
 
-Status Scheduler::finishPrefill(RunningRequest &running) {
-  const std::vector<Token> &prompt = running.request.prompt;
+int64_t Scheduler::reservedOutputTokens() const {
   int64_t pageSize = pool_.pageSize();
-  int64_t full = static_cast<int64_t>(prompt.size()) / pageSize;
-  std::vector<Token> tokens = head(prompt, full * pageSize);
+  int64_t reserved = 0;
+  for (const RunningRequest &running : running_) {
+    int64_t left =
+        running.request.maxTokens - static_cast<int64_t>(running.output.size());
+    int64_t expected =
+        running.length() +
+        static_cast<int64_t>(std::ceil(newTokenRatio_ * double(left)));
+    int64_t have = static_cast<int64_t>(running.pages.size()) * pageSize;
+    reserved +=
+        std::max<int64_t>(0, ceilDiv(expected, pageSize) * pageSize - have);
+  }
+  return reserved;
+}
+
+Status Scheduler::growDecodes(StepStats &stats) {
+  int64_t pageSize = pool_.pageSize();
+  for (size_t i = 0; i < running_.size();) {
+    RunningRequest &running = running_[i];
+    bool needsPage =
+        running.prefillDone() && running.fed == running.length() - 1 &&
+        running.fed >= static_cast<int64_t>(running.pages.size()) * pageSize;
+    if (!needsPage) {
+      ++i;
+      continue;
+    }
+    if (pool_.numFreePages() == 0)
+      totals_.evictedTokens += cache_.evict(pageSize);
+    if (pool_.numFreePages() > 0) {
+      StatusOr<std::vector<PageId>> page = pool_.allocate(1);
+      if (!page.ok())
+        return page.status();
+      running.pages.push_back(page->front());
+      ++i;
+      continue;
+    }
+    // Nothing left to evict: the latest-admitted request of the lowest
+    // priority goes back to the queue (vLLM's recompute preemption), this
+    // one possibly.
+    size_t victim = 0;
+    for (size_t j = 1; j < running_.size(); ++j) {
+      const RunningRequest &a = running_[j], &b = running_[victim];
+      if (std::pair(-a.request.priority, a.admission) >
+          std::pair(-b.request.priority, b.admission))
+        victim = j;
+    }
+    stats.preempted.push_back(running_[victim].request.id);
+    if (Status status = preempt(victim); !status.ok())
+      return status;
+    if (victim < i)
+      --i;
+  }
+  return Status();
+}
+
+Status Scheduler::preempt(size_t index) {
+  RunningRequest running = std::move(running_[index]);
+  running_.erase(running_.begin() + static_cast<ptrdiff_t>(index));
+  // What it computed stays in the cache, unlocked: its recomputation reads
+  // whatever eviction leaves of it.
+  if (Status status = cacheComputed(running, running.fed); !status.ok())
+    return status;
+  if (Status status = pool_.release(std::vector<PageId>(
+          running.pages.begin() + running.ownedFrom, running.pages.end()));
+      !status.ok())
+    return status;
+  withdrawInFlight(running);
+  if (Status status = cache_.unlock(running.locked); !status.ok())
+    return status;
+  ++totals_.preemptions;
+  newTokenRatio_ = config_.initialNewTokenRatio;
+
+  Waiter waiter;
+  waiter.promptLength = static_cast<int64_t>(running.request.prompt.size());
+  waiter.request = std::move(running.request);
+  waiter.request.prompt.insert(waiter.request.prompt.end(),
+                               running.output.begin(), running.output.end());
+  waiter.arrivalStep = running.arrivalStep;
+  enqueue(std::move(waiter), running.arrival);
+  return Status();
+}
+
+Status Scheduler::cacheComputed(RunningRequest &running, int64_t tokens) {
+  int64_t pageSize = pool_.pageSize();
+  int64_t full = tokens / pageSize;
+  if (full <= static_cast<int64_t>(running.ownedFrom))
+    return Status();
+  std::vector<Token> cached = running.sequence();
+  cached.resize(size_t(full * pageSize));
   std::vector<PageId> pages(running.pages.begin(),
                             running.pages.begin() + full);
   CacheNamespace space = running.request.cacheNamespace;
-  StatusOr<int64_t> present = cache_.insert(tokens, pages, space);
+  StatusOr<int64_t> present = cache_.insert(cached, pages, space);
   if (!present.ok())
     return present.status();
   // Pages someone else cached meanwhile are the tree's now: drop our copies.
-  size_t cachedPages = static_cast<size_t>(*present / pageSize);
-  if (cachedPages > running.ownedFrom)
+  size_t presentPages = static_cast<size_t>(*present / pageSize);
+  if (presentPages > running.ownedFrom)
     if (Status status = pool_.release(
             std::vector<PageId>(running.pages.begin() + running.ownedFrom,
-                                running.pages.begin() + cachedPages));
+                                running.pages.begin() + presentPages));
         !status.ok())
       return status;
-  RadixCache::Match match = cache_.matchPrefix(tokens, space);
+  RadixCache::Match match = cache_.matchPrefix(cached, space);
   std::copy(match.pages.begin(), match.pages.end(), running.pages.begin());
   running.ownedFrom = static_cast<size_t>(full);
   cache_.lock(match.node);
   if (Status status = cache_.unlock(running.locked); !status.ok())
     return status;
   running.locked = match.node;
-
-  // The forward pass that completes the prompt also yields the first token.
-  running.generated = 1;
   return Status();
 }
 
 Status Scheduler::finish(RunningRequest &running) {
-  std::vector<Token> tokens = computedSequence(running.request);
-  int64_t pageSize = pool_.pageSize();
-  int64_t full = static_cast<int64_t>(tokens.size()) / pageSize;
-  std::vector<PageId> pages(running.pages.begin(),
-                            running.pages.begin() + full);
-  StatusOr<int64_t> present = cache_.insert(
-      head(tokens, full * pageSize), pages, running.request.cacheNamespace);
-  if (!present.ok())
-    return present.status();
-  size_t cachedPages = static_cast<size_t>(*present / pageSize);
-  std::vector<PageId> drop(running.pages.begin() + running.ownedFrom,
-                           running.pages.begin() +
-                               std::max(running.ownedFrom, cachedPages));
-  drop.insert(drop.end(), running.pages.begin() + full, running.pages.end());
-  if (Status status = pool_.release(drop); !status.ok())
+  // The last sampled token was never fed: its KV does not exist.
+  if (Status status = cacheComputed(running, running.length() - 1);
+      !status.ok())
+    return status;
+  if (Status status = pool_.release(std::vector<PageId>(
+          running.pages.begin() + running.ownedFrom, running.pages.end()));
+      !status.ok())
     return status;
   withdrawInFlight(running);
   ++totals_.finished;
@@ -485,9 +595,8 @@ Status Scheduler::finish(RunningRequest &running) {
 }
 
 void Scheduler::withdrawInFlight(const RunningRequest &running) {
-  for (uint64_t hash : inFlightOf_.at(running.request.id))
+  for (uint64_t hash : running.hashes)
     inFlight_.erase(inFlight_.find(hash));
-  inFlightOf_.erase(running.request.id);
 }
 
 Status Scheduler::abort(RequestId id) {
@@ -528,7 +637,7 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
     const RunningRequest &running = running_[f.index];
     batch.requests.push_back(running.request.id);
     for (int64_t position = f.begin; position < f.begin + f.count; ++position) {
-      batch.tokens.push_back(tokenAt(running.request, position));
+      batch.tokens.push_back(running.tokenAt(position));
       batch.positions.push_back(static_cast<int32_t>(position));
       batch.slotMapping.push_back(
           slotOfPosition(running.pages, pageSize, position));
@@ -543,47 +652,58 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
         static_cast<int32_t>(batch.pageTable.indices.size()));
     batch.pageTable.lastPageLen.push_back(
         static_cast<int32_t>(keys - (pages - 1) * pageSize));
+    // Everything known is fed: the pass yields the next token.
+    if (keys == running.length()) {
+      batch.samplers.push_back(running.request.id);
+      batch.sampleRows.push_back(batch.qoIndptr.back() - 1);
+    }
   }
   return batch;
 }
 
 StatusOr<StepStats> Scheduler::step() {
+  if (!awaitingSamples_.empty())
+    return Status::error(ErrorCode::InvalidArgument,
+                         "the last step's " +
+                             std::to_string(awaitingSamples_.size()) +
+                             " samples were not committed");
   StepStats stats;
-  int64_t budget = config_.prefillBudget;
   std::vector<Fed> fed;
   ++steps_;
+  newTokenRatio_ = std::max(config_.minNewTokenRatio,
+                            newTokenRatio_ - config_.newTokenRatioDecay);
   // The oldest waiter coming of age changes the order: look again.
   if (!waiting_.empty() && config_.agingSteps > 0 &&
       steps_ - waiting_.begin()->second.arrivalStep >= config_.agingSteps)
     admissionMayChange_ = true;
 
-  // Requests whose prompt is in the cache decode one token each: the last
-  // token they sampled goes in, at the position after their keys.
+  if (Status status = growDecodes(stats); !status.ok())
+    return status;
+  if (!stats.preempted.empty())
+    admissionMayChange_ = true;
+  // Requests whose prefill is done decode one token each: the last token
+  // they sampled goes in, at the position after their keys.
   for (size_t i = 0; i < running_.size(); ++i) {
     RunningRequest &running = running_[i];
-    if (running.prefillDone() && running.generated > 0) {
-      fed.push_back({i,
-                     static_cast<int64_t>(running.request.prompt.size()) +
-                         running.generated - 1,
-                     1});
-      ++running.generated;
+    if (running.prefillDone() && running.fed == running.length() - 1) {
+      fed.push_back({i, running.fed, 1});
+      ++running.fed;
       ++stats.decodeTokens;
     }
   }
   int64_t decodes = static_cast<int64_t>(fed.size());
+  int64_t budget = config_.tokenBudget - decodes;
   // Chunked prompts continue before new requests start.
   for (size_t i = 0; i < running_.size(); ++i) {
     RunningRequest &running = running_[i];
     if (!running.prefillDone()) {
-      int64_t now =
-          std::min(static_cast<int64_t>(running.request.prompt.size()) -
-                       running.prefilled,
-                   budget);
+      int64_t now = std::min(running.prefillEnd - running.fed, budget);
       if (now > 0)
-        fed.push_back({i, running.prefilled, now});
-      running.prefilled += now;
-      budget -= now;
-      stats.prefillTokens += now;
+        fed.push_back({i, running.fed, now});
+      if (now > 0)
+        running.fed += now;
+      budget -= std::max<int64_t>(now, 0);
+      stats.prefillTokens += std::max<int64_t>(now, 0);
     }
   }
 
@@ -599,27 +719,77 @@ StatusOr<StepStats> Scheduler::step() {
     (void)cache_.takeChanges();
   stats.batch = batchOf(fed);
   stats.batch.numDecodes = decodes;
+  awaitingSamples_ = stats.batch.samplers;
 
-  for (RunningRequest &running : running_)
-    if (running.prefillDone() && running.generated == 0) {
-      if (Status status = finishPrefill(running); !status.ok())
-        return status;
-      admissionMayChange_ = true;
+  // Prompt chunks enter the cache as this pass computes them, for the
+  // requests that share them.
+  for (size_t k = size_t(decodes); k < fed.size(); ++k) {
+    RunningRequest &running = running_[fed[k].index];
+    if (Status status = cacheComputed(running, running.fed); !status.ok())
+      return status;
+    admissionMayChange_ = true;
+  }
+  return stats;
+}
+
+StatusOr<std::vector<RequestId>>
+Scheduler::commit(const std::vector<Sample> &samples) {
+  if (samples.size() != awaitingSamples_.size())
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        "the last step has " + std::to_string(awaitingSamples_.size()) +
+            " samplers, got " + std::to_string(samples.size()) + " samples");
+  for (size_t k = 0; k < samples.size(); ++k)
+    if (samples[k].request != awaitingSamples_[k])
+      return Status::error(ErrorCode::InvalidArgument,
+                           "sample " + std::to_string(k) + " is for request " +
+                               std::to_string(samples[k].request) +
+                               ", the step's sampler " + std::to_string(k) +
+                               " is request " +
+                               std::to_string(awaitingSamples_[k]));
+  awaitingSamples_.clear();
+  std::unordered_map<RequestId, size_t> indexOf;
+  for (size_t i = 0; i < running_.size(); ++i)
+    indexOf.emplace(running_[i].request.id, i);
+  int64_t pageSize = pool_.pageSize();
+  std::vector<bool> done(running_.size(), false);
+  std::vector<RequestId> finished;
+  for (const Sample &sample : samples) {
+    auto it = indexOf.find(sample.request);
+    if (it == indexOf.end())
+      continue; // aborted since the step
+    RunningRequest &running = running_[it->second];
+    running.output.push_back(sample.token);
+    // A page of output completed: its KV may be waited for from now on.
+    int64_t length = running.length();
+    if (length % pageSize == 0 &&
+        static_cast<int64_t>(running.hashes.size()) < length / pageSize) {
+      std::vector<Token> page;
+      for (int64_t p = length - pageSize; p < length; ++p)
+        page.push_back(running.tokenAt(p));
+      uint64_t hash = continuePrefixHash(
+          running.hashes.empty()
+              ? emptyPrefixHash(running.request.cacheNamespace)
+              : running.hashes.back(),
+          page.data(), pageSize);
+      running.hashes.push_back(hash);
+      inFlight_.insert(hash);
     }
-
-  std::vector<RunningRequest> stillRunning;
-  for (RunningRequest &running : running_) {
-    if (running.generated >= running.request.outputLen) {
+    if (sample.stop || static_cast<int64_t>(running.output.size()) >=
+                           running.request.maxTokens) {
       if (Status status = finish(running); !status.ok())
         return status;
-      stats.finished.push_back(running.request.id);
+      done[it->second] = true;
+      finished.push_back(running.request.id);
       admissionMayChange_ = true;
-    } else {
-      stillRunning.push_back(std::move(running));
     }
   }
+  std::vector<RunningRequest> stillRunning;
+  for (size_t i = 0; i < running_.size(); ++i)
+    if (!done[i])
+      stillRunning.push_back(std::move(running_[i]));
   running_ = std::move(stillRunning);
-  return stats;
+  return finished;
 }
 
 } // namespace attnc

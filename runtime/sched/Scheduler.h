@@ -1,21 +1,31 @@
 //===- Scheduler.h - cache-aware batch scheduling ---------------*- C++ -*-===//
 //
 // Forms the batch of each forward pass the way a cache-aware serving engine
-// does (DESIGN.md, runtime/sched):
+// does (DESIGN.md, runtime/sched), knowing of each request only its prompt
+// and its max_tokens, never how long its answer will be:
 //
-//   1. match every waiting request against the radix cache;
-//   2. order them by the policy (FCFS, longest prefix match, DFS weight);
-//   3. available = evictable + free; admit requests in order while what
-//      each needs (its uncached prompt plus its output, in whole pages)
-//      fits, locking each matched prefix (which moves it out of evictable);
-//      prefixes other waiting requests match are not counted as available
-//      while anything runs;
-//   4. allocate the admitted requests' pages, evicting least-recently-used
-//      leaves when the pool runs out;
-//   5. run: prefill the admitted prompts (chunked to a token budget) and
-//      decode one token for every running request;
-//   6. insert each prefilled prompt into the cache; for each finished
-//      request insert its tokens and unlock its prefix.
+//   1. give each running request that decodes the page its next token
+//      goes to, evicting least-recently-used cached leaves, and when
+//      nothing is left to evict, preempting the latest-admitted request of
+//      the lowest priority: what it computed enters the cache unlocked, its
+//      sampled tokens are kept, and it goes back to its place in the queue
+//      to be computed again (recompute, not swap: the pool has no second
+//      tier to swap to, and recomputation reads what the cache kept);
+//   2. feed one token per decode and continue chunked prompts within the
+//      step's token budget, which counts the decodes;
+//   3. match every waiting request against the radix cache and order them
+//      by the policy (FCFS, longest prefix match, DFS weight);
+//   4. available = evictable + free - the output the running requests are
+//      expected to add; admit requests in order while what each needs (its
+//      uncached prompt, and the new-token ratio times its max_tokens, in
+//      whole pages) fits, locking each matched prefix; prefixes other
+//      waiting requests match are not counted as available while anything
+//      runs; allocate the admitted prompts' pages;
+//   5. insert every prompt chunk the pass computes into the cache, so that
+//      requests sharing it read it from there;
+//   6. commit: take the tokens the engine sampled; a request finishes when
+//      the engine says stop or at its max_tokens, and what it computed
+//      (every token but the last sampled) enters the cache.
 //
 // A waiting request whose uncached prompt starts with KV that a running
 // request is computing (its prompt, or the output it is generating) waits,
@@ -59,8 +69,10 @@ StatusOr<Policy> parsePolicy(const std::string &name);
 
 struct SchedulerConfig {
   Policy policy = Policy::LongestPrefixMatch;
-  /// Prompt tokens prefilled per forward pass; longer prompts are chunked.
-  int64_t prefillBudget = 8192;
+  /// Tokens fed per forward pass, decode tokens included (vLLM's
+  /// max_num_batched_tokens): decodes go first, prompts are chunked into
+  /// what is left.
+  int64_t tokenBudget = 8192;
   int64_t maxRunning = 128;
   /// Shared uncached prompt tokens that make a waiting request wait for
   /// the request in flight that computes them.
@@ -73,23 +85,56 @@ struct SchedulerConfig {
   /// no request starves (LPM alone serves cache-cold requests last). 0:
   /// never.
   int64_t agingSteps = 0;
+  /// Admission reserves this fraction of each request's remaining
+  /// max_tokens for its output (SGLang's new-token ratio): it starts at
+  /// `initialNewTokenRatio`, falls by `newTokenRatioDecay` each step to
+  /// `minNewTokenRatio`, and returns to the start when decode runs out of
+  /// pages and a request is preempted.
+  double initialNewTokenRatio = 0.7;
+  double minNewTokenRatio = 0.1;
+  double newTokenRatioDecay = 0.001;
 };
 
 /// One scheduled request as the attention kernels see it.
 struct RunningRequest {
   Request request;
+  /// Tokens sampled so far, kept across preemptions.
+  std::vector<Token> output;
   /// Every page of the request's sequence, root first: the cached prefix's
   /// pages, then pages the request owns from `ownedFrom` on.
   std::vector<PageId> pages;
   size_t ownedFrom = 0;
   /// The radix node locked for this request.
   RadixCache::Node *locked = nullptr;
+  /// Tokens read from the cache at admission.
   int64_t cachedTokens = 0;
-  int64_t prefilled = 0;
-  int64_t generated = 0;
-  bool prefillDone() const {
-    return prefilled == static_cast<int64_t>(request.prompt.size());
+  /// Tokens of the sequence (prompt, then output) a prefill computes: the
+  /// prompt, and after a preemption the output sampled before it too.
+  int64_t prefillEnd = 0;
+  /// Tokens whose keys and values are computed, or fed in the step formed
+  /// last.
+  int64_t fed = 0;
+  /// When the request was admitted: preemption takes the latest first.
+  uint64_t admission = 0;
+  /// Its place in the queue and the step it arrived before: a preempted
+  /// request goes back to both.
+  uint64_t arrival = 0;
+  int64_t arrivalStep = 0;
+  /// Page-prefix hashes of the sequence's whole pages: the KV it computes,
+  /// which waiting requests may wait for.
+  std::vector<uint64_t> hashes;
+
+  int64_t length() const {
+    return static_cast<int64_t>(request.prompt.size() + output.size());
   }
+  Token tokenAt(int64_t position) const {
+    int64_t prompt = static_cast<int64_t>(request.prompt.size());
+    return position < prompt ? request.prompt[size_t(position)]
+                             : output[size_t(position - prompt)];
+  }
+  /// prompt followed by output.
+  std::vector<Token> sequence() const;
+  bool prefillDone() const { return fed >= prefillEnd; }
 };
 
 /// The attention inputs of one forward pass, as PagedAttention.plan
@@ -113,21 +158,43 @@ struct EngineBatch {
   std::vector<int64_t> slotMapping;
   /// The pages of each request's keys, this step's tokens included.
   PageTable pageTable;
+  /// The requests that sample a token from this pass (every decode, and
+  /// each prompt whose last chunk this is), in batch order, and the row of
+  /// `tokens` whose logits they sample from: what Scheduler::commit takes.
+  std::vector<RequestId> samplers;
+  std::vector<int32_t> sampleRows;
+};
+
+/// What the model sampled for one of a step's samplers.
+struct Sample {
+  RequestId request = 0;
+  Token token = 0;
+  /// The engine stops the request here (end of sequence, a stop string);
+  /// it stops at its max_tokens regardless.
+  bool stop = false;
 };
 
 struct StepStats {
   int64_t prefillTokens = 0;
   int64_t decodeTokens = 0;
   std::vector<RequestId> admitted;
-  std::vector<RequestId> finished;
+  /// Requests preempted to free pages for others' decodes: back in the
+  /// queue with what they generated, to be computed again.
+  std::vector<RequestId> preempted;
   EngineBatch batch;
 };
 
 struct SchedulerTotals {
+  /// Prompt tokens of admitted requests, each counted at its first
+  /// admission, and the part of them read from the cache then.
   int64_t promptTokens = 0;
   int64_t cachedTokens = 0;
   int64_t computedPrefillTokens = 0;
+  /// Tokens fed again after preemptions (recomputation), beside the
+  /// tokens those re-admissions read from the cache.
+  int64_t recomputedTokens = 0;
   int64_t evictedTokens = 0;
+  int64_t preemptions = 0;
   int64_t finished = 0;
 };
 
@@ -137,18 +204,30 @@ public:
             RadixCache &cache);
   ~Scheduler();
 
-  /// Queues a request. Fails when it could never fit in the pool, or when
-  /// a request of its id is queued or running.
+  /// Queues a request. Fails when its prompt and max_tokens could never
+  /// fit in the pool, or when a request of its id is queued or running.
   Status add(const Request &request);
 
-  /// Forms and runs one forward pass.
+  /// Forms the next forward pass: admits waiting requests, gives each
+  /// decode the page its token goes to (evicting cached prefixes, then
+  /// preempting the latest-admitted requests of the lowest priority when
+  /// the pool runs out), and returns the batch. The engine runs it, then
+  /// calls commit before the next step.
   StatusOr<StepStats> step();
+
+  /// Takes what the model sampled from the last step: one sample per
+  /// `batch.samplers`, in that order. A request finishes when its sample
+  /// says stop or it reaches max_tokens; its computed KV enters the cache.
+  /// Returns the finished requests.
+  StatusOr<std::vector<RequestId>> commit(const std::vector<Sample> &samples);
 
   /// Drops a request wherever it is: from the queue, or from the running
   /// batch mid-prefill or mid-decode (its prefix unlocked, the pages it owns
-  /// released, the KV it was computing no longer waited for). What it
-  /// computed is not cached. NotFound when no such request is queued or
-  /// running (never added, finished, or aborted already).
+  /// released, the KV it was computing no longer waited for). Prompt pages
+  /// already cached stay in the cache; nothing else it computed enters it.
+  /// Between a step and its commit, the request's sample is ignored.
+  /// NotFound when no such request is queued or running (never added,
+  /// finished, or aborted already).
   Status abort(RequestId id);
 
   bool idle() const { return waiting_.empty() && running_.empty(); }
@@ -163,13 +242,19 @@ public:
 private:
   /// A queued request and how much of its prompt the cache holds.
   struct Waiter {
+    /// A preempted request's prompt is followed by what it had sampled:
+    /// both are computed again.
     Request request;
-    /// Page-prefix hashes of the prompt, computed once.
+    int64_t promptLength = 0;
+    bool preempted() const {
+      return static_cast<int64_t>(request.prompt.size()) > promptLength;
+    }
+    /// Page-prefix hashes of the tokens to prefill, computed once.
     std::vector<uint64_t> hashes;
     /// Pages a match may cover: at least one prompt token is always
     /// computed, for the logits.
     int64_t matchable = 0;
-    /// Leading pages of the prompt in the cache now.
+    /// Leading pages of the tokens to prefill in the cache now.
     int64_t cached = 0;
     /// The step it arrived before.
     int64_t arrivalStep = 0;
@@ -181,6 +266,8 @@ private:
     int64_t begin, count;
   };
 
+  /// Queues `waiter` at `arrival` (a preempted request keeps its own).
+  void enqueue(Waiter waiter, Arrival arrival);
   /// Files a waiter under its next and deepest page, and in LPM order.
   void index(Arrival arrival, const Waiter &waiter);
   void unindex(Arrival arrival, const Waiter &waiter);
@@ -203,8 +290,19 @@ private:
   StatusOr<bool> admit(StepStats &stats, int64_t &budget,
                        std::vector<Fed> &fed);
   Status allocateFor(RunningRequest &running, int64_t pages);
+  /// Tokens of output the requests running now are expected to add.
+  int64_t reservedOutputTokens() const;
+  /// Gives every decode of this step the page its token goes to, evicting
+  /// and then preempting as needed.
+  Status growDecodes(StepStats &stats);
+  /// Takes running_[index] out of the batch and back to the queue: what
+  /// it computed enters the cache (unlocked), its output is kept.
+  Status preempt(size_t index);
   EngineBatch batchOf(const std::vector<Fed> &fed) const;
-  Status finishPrefill(RunningRequest &running);
+  /// Inserts the whole pages of the first `tokens` tokens of the sequence
+  /// into the cache and locks them for the request instead of its older
+  /// prefix; pages the cache held already replace the request's copies.
+  Status cacheComputed(RunningRequest &running, int64_t tokens);
   Status finish(RunningRequest &running);
   /// No request waits any more for the KV `running` was computing.
   void withdrawInFlight(const RunningRequest &running);
@@ -230,12 +328,14 @@ private:
   /// (while it can still match more), and of the last page it holds.
   std::unordered_map<uint64_t, std::set<Arrival>> byNextPage_, byLastPage_;
   std::vector<RunningRequest> running_;
-  /// Page-prefix hashes of each running request's whole sequence (prompt
-  /// and output): the KV it is computing, in the cache once it finishes.
-  std::unordered_map<RequestId, std::vector<uint64_t>> inFlightOf_;
-  /// The union of `inFlightOf_`, counted.
+  /// The union of the running requests' page hashes (the KV they are
+  /// computing), counted.
   std::unordered_multiset<uint64_t> inFlight_;
   SchedulerTotals totals_;
+  double newTokenRatio_;
+  uint64_t admissions_ = 0;
+  /// The samplers of the last step, until commit takes their samples.
+  std::vector<RequestId> awaitingSamples_;
   /// Whether anything happened since the last admission attempt that could
   /// change its outcome (an arrival, a finish, a prompt entering the cache).
   bool admissionMayChange_ = true;

@@ -2,6 +2,8 @@
 
 #include "sim/Simulator.h"
 
+#include "sim/SyntheticModel.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -49,11 +51,11 @@ Status validate(const Workload &workload, const SimOptions &options) {
                    std::to_string(options.pageSize) + ", " +
                    std::to_string(kMaxCacheTokens) + "] tokens, got " +
                    std::to_string(options.cacheTokens));
-  if (options.scheduler.prefillBudget < 1 || options.scheduler.maxRunning < 1)
-    return invalid("the scheduler needs a positive prefill budget and "
+  if (options.scheduler.tokenBudget < 1 || options.scheduler.maxRunning < 1)
+    return invalid("the scheduler needs a positive token budget and "
                    "running limit");
   std::unordered_set<RequestId> ids;
-  for (const Request &request : workload.requests) {
+  for (const TracedRequest &request : workload.requests) {
     std::string name = "request " + std::to_string(request.id);
     // A NaN time never compares <= now: the simulation would wait forever.
     if (!std::isfinite(request.arrival) || request.arrival < 0)
@@ -66,6 +68,12 @@ Status validate(const Workload &workload, const SimOptions &options) {
       return invalid(name + ": output length must be in [1, " +
                      std::to_string(kMaxTraceOutputLen) + "], got " +
                      std::to_string(request.outputLen));
+    if (request.maxTokens < request.outputLen ||
+        request.maxTokens > kMaxTraceOutputLen)
+      return invalid(name + ": max_tokens must be in [output length " +
+                     std::to_string(request.outputLen) + ", " +
+                     std::to_string(kMaxTraceOutputLen) + "], got " +
+                     std::to_string(request.maxTokens));
     if (!ids.insert(request.id).second)
       return invalid(name + " appears twice");
   }
@@ -76,32 +84,40 @@ Status validate(const Workload &workload, const SimOptions &options) {
 
 int64_t longestRequest(const Workload &workload) {
   int64_t longest = 0;
-  for (const Request &request : workload.requests)
+  for (const TracedRequest &request : workload.requests)
     longest = std::max(longest, static_cast<int64_t>(request.prompt.size()) +
-                                    request.outputLen);
+                                    request.maxTokens);
   return longest;
 }
 
 double optimalHitRate(const Workload &workload, int64_t pageSize) {
-  std::unordered_set<uint64_t> computed;
-  int64_t promptTokens = 0, mustCompute = 0;
-  for (const Request &request : workload.requests) {
+  // A request reads from the cache the leading pages of its prompt that
+  // some request computed before it, at most `matchable` (the last prompt
+  // token is always computed). A page reachable only within matchable
+  // parts is computed by the first request that needs it; one that some
+  // request computes beyond its own matchable part (a prompt's last whole
+  // page, an output) is free to all the others if that request goes first.
+  // Serving requests by ascending matchable length puts every such
+  // provider before every request that matches the page (a page past
+  // provider t's matchable part lies deeper than it, and requests that
+  // match it have more matchable pages), so this count is reached by that
+  // order and no order computes less.
+  std::unordered_set<uint64_t> matched, provided;
+  int64_t promptTokens = 0, alwaysComputed = 0;
+  for (const TracedRequest &request : workload.requests) {
     int64_t length = static_cast<int64_t>(request.prompt.size());
     promptTokens += length;
-    // As the scheduler does: whole pages only, and the last prompt token is
-    // always computed.
     int64_t matchable = (length - 1) / pageSize;
-    std::vector<uint64_t> prompt =
-        pagePrefixHashes(request.prompt, pageSize, -1, request.cacheNamespace);
-    int64_t cached = 0;
-    while (cached < matchable && computed.count(prompt[cached]))
-      ++cached;
-    mustCompute += length - cached * pageSize;
-    // Prefixes are closed under truncation: once computed, every page-
-    // aligned prefix of the request's tokens is available.
-    for (uint64_t hash : pagePrefixHashes(computedSequence(request), pageSize))
-      computed.insert(hash);
+    alwaysComputed += length - matchable * pageSize;
+    std::vector<uint64_t> pages = pagePrefixHashes(
+        computedSequence(request), pageSize, -1, request.cacheNamespace);
+    for (size_t page = 0; page < pages.size(); ++page)
+      (int64_t(page) < matchable ? matched : provided).insert(pages[page]);
   }
+  int64_t firstComputed = 0;
+  for (uint64_t page : matched)
+    firstComputed += provided.count(page) ? 0 : 1;
+  int64_t mustCompute = alwaysComputed + firstComputed * pageSize;
   return promptTokens ? 1.0 - double(mustCompute) / double(promptTokens) : 0;
 }
 
@@ -124,18 +140,20 @@ StatusOr<SimResult> simulate(const Workload &workload,
   std::priority_queue<Release, std::vector<Release>, std::greater<Release>>
       releases;
   std::unordered_map<RequestId, std::vector<RequestId>> followers;
-  std::unordered_map<RequestId, const Request *> byId;
-  // Offline, every prompt is known up front (its predecessor's output is
-  // synthetic), so the whole workload is queued at time 0, as a trace replay
-  // would be. Online, a follow-up waits for its predecessor and thinks.
-  for (const Request &request : workload.requests) {
+  std::unordered_map<RequestId, const TracedRequest *> byId;
+  SyntheticModel model;
+  // Offline, every request is queued at time 0 but a follow-up, which
+  // quotes an output that cannot exist before its request finishes: it is
+  // queued then, with no think time. Online, requests arrive at their own
+  // times and a follow-up thinks before it is queued.
+  for (const TracedRequest &request : workload.requests) {
     byId[request.id] = &request;
-    if (options.arrival == ArrivalMode::Offline)
-      releases.push({0.0, request.id});
-    else if (request.after)
+    if (request.after)
       followers[*request.after].push_back(request.id);
     else
-      releases.push({request.arrival, request.id});
+      releases.push(
+          {options.arrival == ArrivalMode::Offline ? 0.0 : request.arrival,
+           request.id});
   }
 
   SimResult result;
@@ -152,9 +170,10 @@ StatusOr<SimResult> simulate(const Workload &workload,
   std::vector<double> ttft, tpot;
   while (finished < result.requests) {
     while (!releases.empty() && releases.top().first <= now) {
-      if (Status status = scheduler.add(*byId.at(releases.top().second));
-          !status.ok())
+      const TracedRequest &released = *byId.at(releases.top().second);
+      if (Status status = scheduler.add(released); !status.ok())
         return status;
+      model.add(released);
       releasedAt[releases.top().second] = releases.top().first;
       releases.pop();
     }
@@ -165,39 +184,40 @@ StatusOr<SimResult> simulate(const Workload &workload,
       now = releases.top().first;
       continue;
     }
-    StatusOr<StepStats> step = scheduler.step();
-    if (!step.ok())
-      return step.status();
-    if (step->prefillTokens == 0 && step->decodeTokens == 0 &&
-        step->finished.empty())
+    StatusOr<SimulatedStep> simulated = model.step(scheduler);
+    if (!simulated.ok())
+      return simulated.status();
+    const StepStats &step = simulated->stats;
+    if (step.prefillTokens == 0 && step.decodeTokens == 0 &&
+        simulated->finished.empty())
       return Status::error(ErrorCode::Internal,
                            "the scheduler stalled with " +
                                std::to_string(scheduler.numWaiting()) +
                                " requests waiting");
-    double seconds = passSeconds(*step);
+    double seconds = passSeconds(step);
     utilisation +=
         seconds * double((*pool)->numUsedPages()) / double((*pool)->numPages());
     busySeconds += seconds;
     now += seconds;
     ++result.steps;
-    // A prompt's last token fed in this pass yields the first output token.
-    const EngineBatch &batch = step->batch;
-    for (size_t r = size_t(batch.numDecodes); r < batch.requests.size(); ++r) {
-      const Request &request = *byId.at(batch.requests[r]);
-      if (batch.positions[size_t(batch.qoIndptr[r + 1] - 1)] + 1 ==
-          static_cast<int64_t>(request.prompt.size())) {
-        firstTokenAt[request.id] = now;
-        ttft.push_back(now - releasedAt.at(request.id));
+    // The pass that yields a request's first output token ends its TTFT
+    // (a preempted request's recomputation yields a later one).
+    for (RequestId id : step.batch.samplers)
+      if (model.sampled(id) == 1 && !firstTokenAt.count(id)) {
+        firstTokenAt[id] = now;
+        ttft.push_back(now - releasedAt.at(id));
       }
-    }
-    for (RequestId id : step->finished) {
-      const Request &request = *byId.at(id);
+    for (RequestId id : simulated->finished) {
+      const TracedRequest &request = *byId.at(id);
       if (request.outputLen > 1)
         tpot.push_back((now - firstTokenAt.at(id)) /
                        double(request.outputLen - 1));
       ++finished;
       for (RequestId follower : followers[id])
-        releases.push({now + byId.at(follower)->thinkTime, follower});
+        releases.push({now + (options.arrival == ArrivalMode::Offline
+                                  ? 0.0
+                                  : byId.at(follower)->thinkTime),
+                       follower});
     }
   }
 
@@ -209,6 +229,8 @@ StatusOr<SimResult> simulate(const Workload &workload,
   result.optimalHitRate = optimalHitRate(workload, options.pageSize);
   result.poolUtilisation = busySeconds > 0 ? utilisation / busySeconds : 0;
   result.evictedTokens = totals.evictedTokens;
+  result.preemptions = totals.preemptions;
+  result.recomputedTokens = totals.recomputedTokens;
   result.seconds = now;
   result.ttftP50 = percentile(ttft, 50);
   result.ttftP99 = percentile(ttft, 99);
@@ -227,7 +249,8 @@ std::string toJson(const SimResult &r) {
       "\"optimal_hit_rate\": %.4f, \"pool_utilisation\": %.4f, "
       "\"evictions\": %lld, \"steps\": %lld, \"seconds\": %.3f, "
       "\"ttft_p50\": %.4f, \"ttft_p99\": %.4f, \"tpot_p50\": %.5f, "
-      "\"tpot_p99\": %.5f}",
+      "\"tpot_p99\": %.5f, \"preemptions\": %lld, "
+      "\"recomputed_tokens\": %lld}",
       r.workload.c_str(), r.policy.c_str(), r.arrival.c_str(),
       static_cast<long long>(r.cacheTokens),
       r.cacheHoldsLongest ? "true" : "false",
@@ -235,7 +258,8 @@ std::string toJson(const SimResult &r) {
       static_cast<long long>(r.promptTokens), r.hitRate, r.optimalHitRate,
       r.poolUtilisation, static_cast<long long>(r.evictedTokens),
       static_cast<long long>(r.steps), r.seconds, r.ttftP50, r.ttftP99,
-      r.tpotP50, r.tpotP99);
+      r.tpotP50, r.tpotP99, static_cast<long long>(r.preemptions),
+      static_cast<long long>(r.recomputedTokens));
   return buffer;
 }
 

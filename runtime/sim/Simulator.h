@@ -18,7 +18,8 @@
 namespace attnc {
 
 enum class ArrivalMode {
-  /// Every request queued at the start, follow-ups included.
+  /// Every request queued at the start, but a follow-up (which quotes its
+  /// predecessor's output) as soon as that has finished.
   Offline,
   /// Requests arrive at their own times; a follow-up once what it follows
   /// has finished and its think time has passed.
@@ -53,6 +54,10 @@ struct SimResult {
   /// Time-weighted mean fraction of the pool's pages in use.
   double poolUtilisation = 0;
   int64_t evictedTokens = 0;
+  /// Requests preempted when decode ran out of pages, and the tokens
+  /// their recomputation fed again.
+  int64_t preemptions = 0;
+  int64_t recomputedTokens = 0;
   int64_t steps = 0;
   /// Simulated seconds until the last request finished.
   double seconds = 0;
@@ -68,12 +73,15 @@ struct SimResult {
 StatusOr<SimResult> simulate(const Workload &workload,
                              const SimOptions &options);
 
-/// The hit-rate bound: every page-aligned prefix of the radix tree computed
-/// once, tokens a request generated being free for the requests that quote
-/// them: 1 - (fewest prompt tokens any order must compute) / prompt tokens.
+/// The hit-rate bound over every order of serving the requests, with a cache
+/// that never evicts: 1 - (fewest prompt tokens any order must compute) /
+/// prompt tokens, where a request reads the leading whole pages of its
+/// prompt (all but its last token) that any request computed before it,
+/// generated tokens included. Exact: the order by ascending prompt length
+/// in whole matchable pages reaches it (Simulator.cpp says why).
 double optimalHitRate(const Workload &workload, int64_t pageSize);
 
-/// Tokens of the longest request (prompt and output).
+/// Tokens of the longest request (prompt and max_tokens).
 int64_t longestRequest(const Workload &workload);
 
 /// One JSON object on one line.

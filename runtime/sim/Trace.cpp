@@ -112,8 +112,10 @@ public:
 
   /// `idKey` is set to a key naming the request's "id" (number and string
   /// ids apart) and `idColumn` to its column when the line has one.
-  Status parseRequest(Request &request, std::string &idKey, size_t &idColumn) {
-    bool hasPrompt = false, hasOutput = false;
+  Status parseRequest(TracedRequest &request, std::string &idKey,
+                      size_t &idColumn) {
+    bool hasPrompt = false, hasOutput = false, hasMaxTokens = false;
+    size_t maxTokensAt = 0;
     skipSpace();
     size_t start = pos_;
     if (!consume('{'))
@@ -151,6 +153,11 @@ public:
       } else if (key == "output_len") {
         hasOutput = true;
         status = parseOutputLen(request.outputLen);
+      } else if (key == "max_tokens") {
+        hasMaxTokens = true;
+        maxTokensAt = pos_;
+        status = parseInteger({"max_tokens", outputRange()}, 1,
+                              double(kMaxTraceOutputLen), request.maxTokens);
       } else if (key == "priority") {
         int64_t priority = 0;
         status = parseInteger({"priority", "an integer in [-1000000, 1000000]"},
@@ -178,6 +185,14 @@ public:
     if (!hasPrompt || !hasOutput)
       return error(std::string("missing \"") +
                    (hasPrompt ? "output_len" : "prompt") + "\"");
+    // The answer a trace records was generated within its limit.
+    if (!hasMaxTokens)
+      request.maxTokens = request.outputLen;
+    else if (request.maxTokens < request.outputLen)
+      return errorAt(maxTokensAt, "\"max_tokens\" " +
+                                      std::to_string(request.maxTokens) +
+                                      " is less than \"output_len\" " +
+                                      std::to_string(request.outputLen));
     // "arrival" defaults to 0: all queued at the start.
     return Status();
   }
@@ -542,7 +557,7 @@ StatusOr<Workload> parseTrace(const std::string &text,
   std::istringstream lines(text);
   std::string line;
   int64_t number = 0;
-  std::vector<std::pair<double, Request>> requests;
+  std::vector<std::pair<double, TracedRequest>> requests;
   std::unordered_map<std::string, int64_t> idLines;
   while (std::getline(lines, line)) {
     ++number;
@@ -552,7 +567,7 @@ StatusOr<Workload> parseTrace(const std::string &text,
         number == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
     if (std::all_of(line.begin() + start, line.end(), isJsonSpace))
       continue;
-    Request request;
+    TracedRequest request;
     std::string idKey;
     size_t idColumn = 0;
     if (Status status = LineParser(line, number, start)

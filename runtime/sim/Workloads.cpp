@@ -32,21 +32,22 @@ public:
     return clock_;
   }
 
-  Request &add(std::vector<Token> prompt, int64_t outputLen) {
-    Request request;
+  TracedRequest &add(std::vector<Token> prompt, int64_t outputLen) {
+    TracedRequest request;
     request.id = static_cast<RequestId>(workload.requests.size());
     request.prompt = std::move(prompt);
     request.outputLen = outputLen;
+    request.maxTokens = outputLen;
     workload.requests.push_back(std::move(request));
     return workload.requests.back();
   }
   /// A request continuing `previous`: its prompt and output, then more.
-  Request &follow(RequestId previous, int64_t newTokens, int64_t outputLen,
-                  double thinkTime) {
+  TracedRequest &follow(RequestId previous, int64_t newTokens,
+                        int64_t outputLen, double thinkTime) {
     std::vector<Token> prompt = fullSequence(workload.requests[previous]);
     std::vector<Token> more = tokens(newTokens);
     prompt.insert(prompt.end(), more.begin(), more.end());
-    Request &request = add(std::move(prompt), outputLen);
+    TracedRequest &request = add(std::move(prompt), outputLen);
     request.after = previous;
     request.thinkTime = rate_ > 0 ? thinkTime : 0;
     return request;
@@ -80,7 +81,7 @@ void multiTurn(Generator &g) {
     std::vector<Token> prompt = system;
     std::vector<Token> first = g.tokens(g.uniform(50, 200));
     prompt.insert(prompt.end(), first.begin(), first.end());
-    Request &opening = g.add(std::move(prompt), g.uniform(50, 200));
+    TracedRequest &opening = g.add(std::move(prompt), g.uniform(50, 200));
     opening.arrival = g.nextArrival();
     RequestId previous = opening.id;
     for (int turn = 1; turn < 5; ++turn)
@@ -94,7 +95,7 @@ void multiTurn(Generator &g) {
 // a thought's prompt is its parent's prompt and output plus a step.
 void branching(Generator &g) {
   for (int tree = 0; tree < 12; ++tree) {
-    Request &root = g.add(g.tokens(400), g.uniform(60, 120));
+    TracedRequest &root = g.add(g.tokens(400), g.uniform(60, 120));
     root.arrival = g.nextArrival();
     std::vector<RequestId> level{root.id};
     for (int depth = 1; depth <= 3; ++depth) {

@@ -39,7 +39,7 @@ constexpr double kMaxArrivalRate = 1e6;
 struct Workload {
   std::string name;
   /// In id order; a request comes after the one it follows.
-  std::vector<Request> requests;
+  std::vector<TracedRequest> requests;
 };
 
 /// Names accepted by makeWorkload: few-shot, multi-turn, branching, agents.
@@ -52,7 +52,8 @@ StatusOr<Workload> makeWorkload(const std::string &name, uint64_t seed,
                                 double arrivalsPerSecond);
 
 /// One request per line: {"id": …, "arrival": seconds, "prompt": [token
-/// ids], "output_len": n}, within the kMaxTrace* bounds above. Errors
+/// ids], "output_len": n, "max_tokens": m}, within the kMaxTrace* bounds
+/// above (max_tokens at least output_len, output_len when absent). Errors
 /// (ErrorCode::ParseError) name the line, the byte column and the field.
 StatusOr<Workload> readTrace(const std::string &path);
 StatusOr<Workload> parseTrace(const std::string &text, const std::string &name);

@@ -17,6 +17,7 @@
 #include "kv/PagedKVPool.h"
 #include "radix/RadixCache.h"
 #include "sched/Scheduler.h"
+#include "sim/SyntheticModel.h"
 
 #include <gtest/gtest.h>
 
@@ -36,11 +37,15 @@ constexpr int64_t kRow = kKVHeads * kHeadDim; // elements of a token's K or V
 /// that a page read for the wrong request or position shows.
 struct StandInModel {
   /// K (which = 0) or V (1) of the token at `position` of `request`.
-  static void kv(const Request &request, int64_t position, int which,
+  static void kv(const TracedRequest &request, int64_t position, int which,
                  uint16_t *row) {
     uint64_t hash = 0xcbf29ce484222325ull ^ uint64_t(which);
-    for (int64_t i = 0; i <= position; ++i)
-      hash = (hash ^ uint32_t(tokenAt(request, i))) * 0x100000001b3ull;
+    int64_t prompt = int64_t(request.prompt.size());
+    for (int64_t i = 0; i <= position; ++i) {
+      Token token = i < prompt ? request.prompt[size_t(i)]
+                               : outputToken(request.id, i - prompt);
+      hash = (hash ^ uint32_t(token)) * 0x100000001b3ull;
+    }
     std::mt19937_64 rng(hash);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     for (int64_t e = 0; e < kRow; ++e)
@@ -53,7 +58,7 @@ struct StandInModel {
 /// are its last positions, as the reference aligns them).
 std::vector<double>
 contiguousAttention(const EngineBatch &batch,
-                    const std::map<RequestId, Request> &requests,
+                    const std::map<RequestId, TracedRequest> &requests,
                     const std::vector<uint16_t> &q) {
   reference::Variant variant;
   variant.qHeads = kQueryHeads;
@@ -63,7 +68,7 @@ contiguousAttention(const EngineBatch &batch,
   std::vector<double> out;
   std::vector<uint16_t> row(kRow);
   for (size_t r = 0; r < batch.requests.size(); ++r) {
-    const Request &request = requests.at(batch.requests[r]);
+    const TracedRequest &request = requests.at(batch.requests[r]);
     reference::Request contiguous;
     contiguous.qLen = batch.qoIndptr[r + 1] - batch.qoIndptr[r];
     contiguous.kvLen = batch.positions[size_t(batch.qoIndptr[r + 1] - 1)] + 1;
@@ -101,9 +106,10 @@ TEST(EngineLoopGpu, EveryStepMatchesContiguousAttention) {
   ASSERT_TRUE(pool.ok()) << pool.status().toString();
   RadixCache cache(**pool);
   SchedulerConfig sched;
-  sched.prefillBudget = 96; // long prompts arrive in chunks
+  sched.tokenBudget = 96; // long prompts arrive in chunks
   sched.maxRunning = 8;
   Scheduler scheduler(sched, **pool, cache);
+  SyntheticModel model;
 
   VariantSpec spec;
   spec.queryHeads = kQueryHeads;
@@ -123,17 +129,18 @@ TEST(EngineLoopGpu, EveryStepMatchesContiguousAttention) {
   // Requests sharing a system prompt, later ones quoting a finished
   // conversation: prefix reuse, chunked prefill and decode in most steps.
   std::mt19937 rng(23), queryRng(29);
-  std::map<RequestId, Request> requests;
+  std::map<RequestId, TracedRequest> requests;
   std::vector<Token> system;
   for (Token t = 1; t <= 40; ++t)
     system.push_back(t);
   auto makeRequest = [&](RequestId id, std::vector<Token> prefix) {
-    Request request;
+    TracedRequest request;
     request.id = id;
     request.prompt = std::move(prefix);
     for (int i = 0, n = 1 + int(rng() % 60); i < n; ++i)
       request.prompt.push_back(Token(1000 * (id + 1) + i));
     request.outputLen = 1 + int64_t(rng() % 8);
+    request.maxTokens = 8;
     return request;
   };
   std::vector<RequestId> finished;
@@ -144,28 +151,37 @@ TEST(EngineLoopGpu, EveryStepMatchesContiguousAttention) {
     if (nextId < 16 && (steps % 2 == 1 || scheduler.idle())) {
       std::vector<Token> prefix = system;
       if (!finished.empty() && rng() % 2) {
-        const Request &quoted = requests.at(finished[rng() % finished.size()]);
+        const TracedRequest &quoted =
+            requests.at(finished[rng() % finished.size()]);
         if (quoted.prompt.size() < 200)
           prefix = fullSequence(quoted);
       }
-      Request request = makeRequest(nextId++, prefix);
+      TracedRequest request = makeRequest(nextId++, prefix);
       ASSERT_TRUE(scheduler.add(request).ok());
+      model.add(request);
       requests[request.id] = request;
     }
     StatusOr<StepStats> step = scheduler.step();
     ASSERT_TRUE(step.ok()) << step.status().toString();
     const EngineBatch &batch = step->batch;
-    finished.insert(finished.end(), step->finished.begin(),
-                    step->finished.end());
+    // The model samples once the step has run, as an engine's does.
+    auto commit = [&] {
+      StatusOr<std::vector<RequestId>> done =
+          scheduler.commit(model.sample(batch));
+      ASSERT_TRUE(done.ok()) << done.status().toString();
+      finished.insert(finished.end(), done->begin(), done->end());
+    };
     int64_t tokens = int64_t(batch.tokens.size());
-    if (tokens == 0)
+    if (tokens == 0) {
+      commit();
       continue;
+    }
 
     // The model's part: this step's new keys and values, at their slots.
     std::vector<uint16_t> k(size_t(tokens * kRow)), v(k.size());
     for (size_t r = 0; r < batch.requests.size(); ++r)
       for (int32_t t = batch.qoIndptr[r]; t < batch.qoIndptr[r + 1]; ++t) {
-        const Request &request = requests.at(batch.requests[r]);
+        const TracedRequest &request = requests.at(batch.requests[r]);
         StandInModel::kv(request, batch.positions[size_t(t)], 0,
                          &k[size_t(t * kRow)]);
         StandInModel::kv(request, batch.positions[size_t(t)], 1,
@@ -233,6 +249,7 @@ TEST(EngineLoopGpu, EveryStepMatchesContiguousAttention) {
         << "step " << steps << ": " << batch.requests.size() << " requests, "
         << batch.numDecodes << " decoding, " << tokens << " tokens";
     checkedTokens += tokens;
+    commit();
   }
   EXPECT_EQ(finished.size(), requests.size());
   EXPECT_GT(scheduler.totals().cachedTokens, 0) << "no prefix was reused";

@@ -2,6 +2,7 @@
 
 #include "sched/CascadePlanner.h"
 #include "TestPools.h"
+#include "sim/SyntheticModel.h"
 
 #include <gtest/gtest.h>
 
@@ -29,30 +30,33 @@ TEST(CascadePlanner, GroupsSharedPrefixesIntoLevels) {
   SchedulerConfig sched;
   sched.inFlightShareThreshold = 1 << 20; // admit all four at once
   Scheduler scheduler(sched, *pool, cache);
+  SyntheticModel model;
 
   std::vector<std::vector<Token>> prompts = {
       tokens({{1, 16}, {2, 8}, {3, 5}}), tokens({{1, 16}, {2, 8}, {4, 6}}),
       tokens({{1, 16}, {5, 9}}), tokens({{1, 16}, {6, 7}})};
   // Warm the cache with the shared prefixes, then start the batch.
   for (size_t i = 0; i < prompts.size(); ++i) {
-    Request warm;
+    TracedRequest warm;
     warm.id = 100 + static_cast<RequestId>(i);
     warm.prompt = prompts[i];
-    warm.outputLen = 1;
+    warm.outputLen = warm.maxTokens = 1;
     ASSERT_TRUE(scheduler.add(warm).ok());
+    model.add(warm);
   }
   while (!scheduler.idle())
-    ASSERT_TRUE(scheduler.step().ok());
+    ASSERT_TRUE(model.step(scheduler).ok());
   for (size_t i = 0; i < prompts.size(); ++i) {
-    Request request;
+    TracedRequest request;
     request.id = static_cast<RequestId>(i);
     request.prompt = prompts[i];
     request.prompt.push_back(99);
-    request.outputLen = 50;
+    request.outputLen = request.maxTokens = 50;
     ASSERT_TRUE(scheduler.add(request).ok());
+    model.add(request);
   }
   for (int i = 0; i < 3; ++i)
-    ASSERT_TRUE(scheduler.step().ok());
+    ASSERT_TRUE(model.step(scheduler).ok());
   ASSERT_EQ(scheduler.running().size(), 4u);
 
   CascadePlan plan = planCascade(cache, scheduler.running());

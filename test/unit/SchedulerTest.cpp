@@ -2,6 +2,7 @@
 
 #include "sched/Scheduler.h"
 #include "TestPools.h"
+#include "sim/SyntheticModel.h"
 
 #include <gtest/gtest.h>
 
@@ -21,31 +22,48 @@ struct Fixture {
         cache(std::make_unique<RadixCache>(*pool)) {
     SchedulerConfig sched;
     sched.policy = policy;
-    sched.prefillBudget = budget;
+    sched.tokenBudget = budget;
     scheduler = std::make_unique<Scheduler>(sched, *pool, *cache);
   }
+  /// Queues `request` and lets the model answer it.
+  Status add(const TracedRequest &request) {
+    model.add(request);
+    return scheduler->add(request);
+  }
+  StatusOr<SimulatedStep> step() { return model.step(*scheduler); }
   void runToCompletion() {
     for (int i = 0; i < 10000 && !scheduler->idle(); ++i)
-      ASSERT_TRUE(scheduler->step().ok());
+      ASSERT_TRUE(step().ok());
     ASSERT_TRUE(scheduler->idle());
   }
   /// Serves one request to completion, leaving its tokens in the cache.
-  void serve(const Request &request) {
-    ASSERT_TRUE(scheduler->add(request).ok());
+  void serve(const TracedRequest &request) {
+    ASSERT_TRUE(add(request).ok());
     runToCompletion();
   }
   std::unique_ptr<PagedKVPool> pool;
   std::unique_ptr<RadixCache> cache;
   std::unique_ptr<Scheduler> scheduler;
+  SyntheticModel model;
 };
 
-Request makeRequest(RequestId id, std::vector<Token> prompt,
-                    int64_t outputLen = 2) {
-  Request request;
+/// A request whose answer is `outputLen` tokens, within max_tokens of the
+/// same length unless given.
+TracedRequest makeRequest(RequestId id, std::vector<Token> prompt,
+                          int64_t outputLen = 2, int64_t maxTokens = 0) {
+  TracedRequest request;
   request.id = id;
   request.prompt = std::move(prompt);
   request.outputLen = outputLen;
+  request.maxTokens = maxTokens ? maxTokens : outputLen;
   return request;
+}
+
+/// The token at `position` of the request's prompt and answer.
+Token tokenAt(const TracedRequest &request, int64_t position) {
+  int64_t prompt = int64_t(request.prompt.size());
+  return position < prompt ? request.prompt[size_t(position)]
+                           : outputToken(request.id, position - prompt);
 }
 
 std::vector<Token> range(Token from, int count) {
@@ -71,23 +89,19 @@ TEST(Scheduler, ParsesPolicies) {
 
 TEST(Scheduler, RejectsRequestsThatCanNeverFit) {
   Fixture f(Policy::FCFS, /*pages=*/4);
-  Status status = f.scheduler->add(makeRequest(0, range(1, 15), 2));
+  Status status = f.add(makeRequest(0, range(1, 15), 2));
   EXPECT_EQ(status.code(), ErrorCode::OutOfMemory);
   EXPECT_TRUE(f.scheduler->idle());
-  EXPECT_EQ(f.scheduler->add(makeRequest(1, {}, 2)).code(),
-            ErrorCode::InvalidArgument);
+  EXPECT_EQ(f.add(makeRequest(1, {}, 2)).code(), ErrorCode::InvalidArgument);
 }
 
 TEST(Scheduler, LongestPrefixMatchComesFirst) {
   Fixture f(Policy::LongestPrefixMatch, 64);
   std::vector<Token> shared = range(100, 16);
   f.serve(makeRequest(0, concat(shared, range(1, 4))));
-  ASSERT_TRUE(f.scheduler->add(makeRequest(1, range(500, 20))).ok());
-  ASSERT_TRUE(
-      f.scheduler->add(makeRequest(2, concat(range(100, 8), range(7, 12))))
-          .ok());
-  ASSERT_TRUE(
-      f.scheduler->add(makeRequest(3, concat(shared, range(9, 4)))).ok());
+  ASSERT_TRUE(f.add(makeRequest(1, range(500, 20))).ok());
+  ASSERT_TRUE(f.add(makeRequest(2, concat(range(100, 8), range(7, 12)))).ok());
+  ASSERT_TRUE(f.add(makeRequest(3, concat(shared, range(9, 4)))).ok());
   // Matches: request 1 nothing, 2 eight tokens, 3 sixteen.
   EXPECT_EQ(f.scheduler->order(), (std::vector<size_t>{2, 1, 0}));
 }
@@ -96,9 +110,8 @@ TEST(Scheduler, FCFSKeepsArrivalOrder) {
   Fixture f(Policy::FCFS, 64);
   std::vector<Token> shared = range(100, 16);
   f.serve(makeRequest(0, concat(shared, range(1, 4))));
-  ASSERT_TRUE(f.scheduler->add(makeRequest(1, range(500, 20))).ok());
-  ASSERT_TRUE(
-      f.scheduler->add(makeRequest(2, concat(shared, range(9, 4)))).ok());
+  ASSERT_TRUE(f.add(makeRequest(1, range(500, 20))).ok());
+  ASSERT_TRUE(f.add(makeRequest(2, concat(shared, range(9, 4)))).ok());
   EXPECT_EQ(f.scheduler->order(), (std::vector<size_t>{0, 1}));
 }
 
@@ -108,10 +121,10 @@ TEST(Scheduler, DFSWeightVisitsHeavierSubtreesFirst) {
   f.serve(makeRequest(0, concat(a, range(1, 4))));
   f.serve(makeRequest(1, concat(b, range(1, 4))));
   // One request under a, two under b, one matching nothing.
-  ASSERT_TRUE(f.scheduler->add(makeRequest(2, concat(a, range(50, 5)))).ok());
-  ASSERT_TRUE(f.scheduler->add(makeRequest(3, range(900, 9))).ok());
-  ASSERT_TRUE(f.scheduler->add(makeRequest(4, concat(b, range(60, 5)))).ok());
-  ASSERT_TRUE(f.scheduler->add(makeRequest(5, concat(b, range(70, 5)))).ok());
+  ASSERT_TRUE(f.add(makeRequest(2, concat(a, range(50, 5)))).ok());
+  ASSERT_TRUE(f.add(makeRequest(3, range(900, 9))).ok());
+  ASSERT_TRUE(f.add(makeRequest(4, concat(b, range(60, 5)))).ok());
+  ASSERT_TRUE(f.add(makeRequest(5, concat(b, range(70, 5)))).ok());
   EXPECT_EQ(f.scheduler->order(), (std::vector<size_t>{2, 3, 0, 1}));
 }
 
@@ -119,12 +132,11 @@ TEST(Scheduler, AdmitsOnlyWhatFitsAndFinishesEverything) {
   // 8 pages of 4 tokens: each request needs 3 pages, so two run at once.
   Fixture f(Policy::FCFS, 8);
   for (RequestId id = 0; id < 4; ++id)
-    ASSERT_TRUE(
-        f.scheduler->add(makeRequest(id, range(1000 * (id + 1), 9), 3)).ok());
-  StatusOr<StepStats> first = f.scheduler->step();
+    ASSERT_TRUE(f.add(makeRequest(id, range(1000 * (id + 1), 9), 3)).ok());
+  StatusOr<SimulatedStep> first = f.step();
   ASSERT_TRUE(first.ok());
-  EXPECT_EQ(first->admitted, (std::vector<RequestId>{0, 1}));
-  EXPECT_EQ(first->prefillTokens, 18);
+  EXPECT_EQ(first->stats.admitted, (std::vector<RequestId>{0, 1}));
+  EXPECT_EQ(first->stats.prefillTokens, 18);
   f.runToCompletion();
   EXPECT_EQ(f.scheduler->totals().finished, 4);
   // Only the radix tree holds pages now: nothing leaked.
@@ -135,10 +147,10 @@ TEST(Scheduler, AdmitsOnlyWhatFitsAndFinishesEverything) {
 
 TEST(Scheduler, ChunksLongPromptsToTheBudget) {
   Fixture f(Policy::FCFS, 64, 4, /*budget=*/8);
-  ASSERT_TRUE(f.scheduler->add(makeRequest(0, range(1, 20), 2)).ok());
+  ASSERT_TRUE(f.add(makeRequest(0, range(1, 20), 2)).ok());
   std::vector<int64_t> prefill;
   for (int i = 0; i < 3; ++i)
-    prefill.push_back(f.scheduler->step()->prefillTokens);
+    prefill.push_back(f.step()->stats.prefillTokens);
   EXPECT_EQ(prefill, (std::vector<int64_t>{8, 8, 4}));
   f.runToCompletion();
 }
@@ -146,14 +158,12 @@ TEST(Scheduler, ChunksLongPromptsToTheBudget) {
 TEST(Scheduler, RequestSharingAnInFlightPrefixWaitsForIt) {
   Fixture f(Policy::LongestPrefixMatch, 128);
   std::vector<Token> shared = range(100, 64);
-  ASSERT_TRUE(
-      f.scheduler->add(makeRequest(0, concat(shared, range(1, 4)))).ok());
-  ASSERT_TRUE(
-      f.scheduler->add(makeRequest(1, concat(shared, range(5, 4)))).ok());
-  StatusOr<StepStats> first = f.scheduler->step();
-  EXPECT_EQ(first->admitted, (std::vector<RequestId>{0}));
-  StatusOr<StepStats> second = f.scheduler->step();
-  EXPECT_EQ(second->admitted, (std::vector<RequestId>{1}));
+  ASSERT_TRUE(f.add(makeRequest(0, concat(shared, range(1, 4)))).ok());
+  ASSERT_TRUE(f.add(makeRequest(1, concat(shared, range(5, 4)))).ok());
+  StatusOr<SimulatedStep> first = f.step();
+  EXPECT_EQ(first->stats.admitted, (std::vector<RequestId>{0}));
+  StatusOr<SimulatedStep> second = f.step();
+  EXPECT_EQ(second->stats.admitted, (std::vector<RequestId>{1}));
   f.runToCompletion();
   // Request 1 read the shared 64 tokens from the cache.
   EXPECT_EQ(f.scheduler->totals().cachedTokens, 64);
@@ -163,20 +173,21 @@ TEST(Scheduler, RequestSharingAnInFlightPrefixWaitsForIt) {
 // is in the cache, and the memory it needs is not given to a later request.
 TEST(Scheduler, RequestQuotingARunningOutputWaitsAndKeepsItsPlace) {
   Fixture f(Policy::LongestPrefixMatch, 12);
-  Request first = makeRequest(0, range(100, 16), 16);
-  Request followUp =
+  TracedRequest first = makeRequest(0, range(100, 16), 16);
+  TracedRequest followUp =
       makeRequest(1, concat(fullSequence(first), range(1, 4)), 4);
-  Request unrelated = makeRequest(2, range(500, 8), 4);
-  for (const Request &request : {first, followUp, unrelated})
-    ASSERT_TRUE(f.scheduler->add(request).ok());
-  StatusOr<StepStats> step = f.scheduler->step();
+  TracedRequest unrelated = makeRequest(2, range(500, 8), 4);
+  for (const TracedRequest &request : {first, followUp, unrelated})
+    ASSERT_TRUE(f.add(request).ok());
+  StatusOr<SimulatedStep> step = f.step();
   ASSERT_TRUE(step.ok());
-  EXPECT_EQ(step->admitted, (std::vector<RequestId>{0}));
+  EXPECT_EQ(step->stats.admitted, (std::vector<RequestId>{0}));
   std::vector<RequestId> order;
   for (int i = 0; i < 100 && !f.scheduler->idle(); ++i) {
-    step = f.scheduler->step();
+    step = f.step();
     ASSERT_TRUE(step.ok());
-    order.insert(order.end(), step->admitted.begin(), step->admitted.end());
+    order.insert(order.end(), step->stats.admitted.begin(),
+                 step->stats.admitted.end());
   }
   EXPECT_EQ(order, (std::vector<RequestId>{1, 2}));
   // The follow-up read the first sequence's computed KV from the cache: 31
@@ -187,8 +198,7 @@ TEST(Scheduler, RequestQuotingARunningOutputWaitsAndKeepsItsPlace) {
 TEST(Scheduler, EvictsToAdmitWhenThePoolIsFull) {
   Fixture f(Policy::LongestPrefixMatch, 8);
   for (RequestId id = 0; id < 6; ++id) {
-    ASSERT_TRUE(
-        f.scheduler->add(makeRequest(id, range(100 * (id + 1), 12), 4)).ok());
+    ASSERT_TRUE(f.add(makeRequest(id, range(100 * (id + 1), 12), 4)).ok());
     f.runToCompletion();
   }
   EXPECT_GT(f.scheduler->totals().evictedTokens, 0);
@@ -201,7 +211,7 @@ namespace {
 /// The stand-in for a model's key of the token at `position`: it depends
 /// on the whole prefix, as real keys do, so a page read in the wrong
 /// place, or one whose KV was never computed, shows.
-std::array<uint16_t, 8> keyOf(const Request &request, int64_t position) {
+std::array<uint16_t, 8> keyOf(const TracedRequest &request, int64_t position) {
   uint64_t hash = 0xcbf29ce484222325ull;
   for (int64_t i = 0; i <= position; ++i)
     hash = (hash ^ uint32_t(tokenAt(request, i))) * 0x100000001b3ull;
@@ -217,14 +227,23 @@ std::array<uint16_t, 8> keyOf(const Request &request, int64_t position) {
 
 } // namespace
 
-// Replays requests that share prefixes, quote earlier conversations and
-// outgrow the pool through the scheduler over a host pool, writing each
-// step's new keys at its slot mapping as a model runner would; every
-// request of every step must then read, through its page table, the keys
-// of exactly its own sequence.
-TEST(Scheduler, EngineBatchesReadBackEveryRequestsSequence) {
+namespace {
+
+/// Replays requests that share prefixes, quote earlier conversations and
+/// outgrow the pool through the scheduler over a host pool of `pages`,
+/// writing each step's new keys at its slot mapping as a model runner
+/// would; every request of every step must then read, through its page
+/// table, the keys of exactly its own sequence. Answers are up to
+/// `longestAnswer` tokens long, within max_tokens of 2 x that, and
+/// admission expects `newTokenRatio` of it. The first `queuedAtStart`
+/// requests are queued at once, the others one every third step; a step
+/// feeds `tokenBudget` tokens at most.
+void replayThroughAHostPool(int64_t pages, int64_t longestAnswer,
+                            double newTokenRatio, size_t queuedAtStart,
+                            int64_t tokenBudget, bool expectPreemptions) {
+  SCOPED_TRACE("pool of " + std::to_string(pages) + " pages");
   PoolConfig config;
-  config.numPages = 40;
+  config.numPages = pages;
   config.pageSize = 4;
   config.numKVHeads = 1;
   config.headDim = 8;
@@ -232,44 +251,49 @@ TEST(Scheduler, EngineBatchesReadBackEveryRequestsSequence) {
   std::unique_ptr<PagedKVPool> pool = *PagedKVPool::create(config);
   RadixCache cache(*pool);
   SchedulerConfig sched;
-  sched.prefillBudget = 12; // prompts arrive in chunks
+  sched.tokenBudget = tokenBudget;
   sched.maxRunning = 6;
+  sched.initialNewTokenRatio = sched.minNewTokenRatio = newTokenRatio;
   Scheduler scheduler(sched, *pool, cache);
+  SyntheticModel model;
 
   std::mt19937 rng(17);
-  std::vector<Request> requests;
+  std::vector<TracedRequest> requests;
   std::vector<Token> system = range(1, 10);
   for (RequestId id = 0; id < 14; ++id) {
     std::vector<Token> prompt =
         id % 3 == 0 ? std::vector<Token>() : system; // a shared prefix
     std::vector<Token> own = range(Token(100 * (id + 1)), 1 + int(rng() % 9));
-    requests.push_back(makeRequest(id, concat(prompt, own), 1 + rng() % 6));
+    requests.push_back(makeRequest(
+        id, concat(prompt, own), 1 + rng() % longestAnswer, 2 * longestAnswer));
   }
-  std::map<RequestId, Request> byId;
-  for (int i = 0; i < 8; ++i) {
-    ASSERT_TRUE(scheduler.add(requests[size_t(i)]).ok());
-    byId[requests[size_t(i)].id] = requests[size_t(i)];
+  std::map<RequestId, TracedRequest> byId;
+  for (size_t i = 0; i < queuedAtStart; ++i) {
+    ASSERT_TRUE(scheduler.add(requests[i]).ok());
+    model.add(requests[i]);
+    byId[requests[i].id] = requests[i];
   }
 
   int64_t steps = 0, checkedKeys = 0;
-  size_t next = 8;
+  size_t next = queuedAtStart;
   std::vector<RequestId> finished;
   while (!scheduler.idle() || next < requests.size()) {
     ASSERT_LT(++steps, 1000) << "the scheduler stalled";
     if (steps % 3 == 0 && next < requests.size()) {
-      Request request = requests[next++];
+      TracedRequest request = requests[next++];
       // Some later requests continue a finished conversation: its prompt
       // and every output token.
       if (!finished.empty() && rng() % 2) {
-        Request earlier = byId.at(finished[rng() % finished.size()]);
+        TracedRequest earlier = byId.at(finished[rng() % finished.size()]);
         request.prompt = concat(fullSequence(earlier), request.prompt);
       }
       ASSERT_TRUE(scheduler.add(request).ok());
+      model.add(request);
       byId[request.id] = request;
     }
-    StatusOr<StepStats> step = scheduler.step();
+    StatusOr<SimulatedStep> step = model.step(scheduler);
     ASSERT_TRUE(step.ok()) << step.status().toString();
-    const EngineBatch &batch = step->batch;
+    const EngineBatch &batch = step->stats.batch;
     size_t count = batch.requests.size();
     ASSERT_EQ(batch.qoIndptr.size(), count + 1);
     ASSERT_EQ(batch.pageTable.indptr.size(), count + 1);
@@ -285,7 +309,7 @@ TEST(Scheduler, EngineBatchesReadBackEveryRequestsSequence) {
     // The runner's append: each new token's key, at its slot.
     std::vector<std::array<uint16_t, 8>> keys;
     for (size_t r = 0; r < count; ++r) {
-      const Request &request = byId.at(batch.requests[r]);
+      const TracedRequest &request = byId.at(batch.requests[r]);
       if (int64_t(r) < batch.numDecodes)
         ASSERT_EQ(batch.qoIndptr[r + 1] - batch.qoIndptr[r], 1);
       for (int32_t t = batch.qoIndptr[r]; t < batch.qoIndptr[r + 1]; ++t) {
@@ -303,7 +327,7 @@ TEST(Scheduler, EngineBatchesReadBackEveryRequestsSequence) {
 
     // Attention's read: every key of every request, through its pages.
     for (size_t r = 0; r < count; ++r) {
-      const Request &request = byId.at(batch.requests[r]);
+      const TracedRequest &request = byId.at(batch.requests[r]);
       int32_t first = batch.pageTable.indptr[r];
       int32_t pages = batch.pageTable.indptr[r + 1] - first;
       int64_t length =
@@ -324,9 +348,31 @@ TEST(Scheduler, EngineBatchesReadBackEveryRequestsSequence) {
                     step->finished.end());
   }
   EXPECT_EQ(finished.size(), requests.size());
+  for (const TracedRequest &request : requests)
+    EXPECT_EQ(model.sampled(request.id), request.outputLen)
+        << "request " << request.id << " lost or repeated tokens";
   EXPECT_GT(scheduler.totals().cachedTokens, 0) << "no prefix was reused";
   EXPECT_GT(checkedKeys, 0);
+  if (expectPreemptions)
+    EXPECT_GT(scheduler.totals().preemptions, 0) << "nothing was preempted";
   EXPECT_TRUE(cache.checkInvariants().ok());
+}
+
+} // namespace
+
+TEST(Scheduler, EngineBatchesReadBackEveryRequestsSequence) {
+  replayThroughAHostPool(/*pages=*/40, /*longestAnswer=*/6,
+                         /*newTokenRatio=*/1.0, /*queuedAtStart=*/8,
+                         /*tokenBudget=*/12, false); // prompts in chunks
+}
+
+// Answers longer than the new-token ratio expects run the pool out of pages
+// in decode: preempted requests are computed again, keys and all, and each
+// still gets every one of its tokens exactly once.
+TEST(Scheduler, PreemptedRequestsAreRecomputedWithoutLosingTokens) {
+  replayThroughAHostPool(/*pages=*/24, /*longestAnswer=*/16,
+                         /*newTokenRatio=*/0.1, /*queuedAtStart=*/12,
+                         /*tokenBudget=*/64, true);
 }
 
 namespace {
@@ -368,7 +414,8 @@ void checkIncrementalMatches(int64_t poolPages, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<std::vector<Token>> prefixes = {range(1, 12), range(50, 20),
                                               range(90, 7)};
-  std::vector<Request> waiting; // in arrival order, as the scheduler has them
+  std::vector<TracedRequest>
+      waiting; // in arrival order, as the scheduler has them
   RequestId next = 0;
   int64_t checks = 0;
   for (int step = 0; step < 1000 && (next < 60 || !f.scheduler->idle());
@@ -376,15 +423,15 @@ void checkIncrementalMatches(int64_t poolPages, unsigned seed) {
     for (int i = step % 4 == 0 ? 10 : 0; i > 0 && next < 60; --i) {
       std::vector<Token> prompt = prefixes[rng() % prefixes.size()];
       prompt.resize(prompt.size() - rng() % 5); // share part of it
-      Request request = makeRequest(
+      TracedRequest request = makeRequest(
           next, concat(prompt, range(Token(1000 + 10 * next), 1 + rng() % 9)),
           1 + rng() % 4);
       ++next;
-      ASSERT_TRUE(f.scheduler->add(request).ok());
+      ASSERT_TRUE(f.add(request).ok());
       waiting.push_back(request);
     }
     std::vector<int64_t> cached;
-    for (const Request &request : waiting)
+    for (const TracedRequest &request : waiting)
       cached.push_back(cachedPagesByWalking(
           *f.cache, request.prompt,
           (int64_t(request.prompt.size()) - 1) / f.pool->pageSize()));
@@ -396,12 +443,12 @@ void checkIncrementalMatches(int64_t poolPages, unsigned seed) {
     ASSERT_EQ(f.scheduler->order(), want) << "step " << step;
     checks += int64_t(want.size());
 
-    StatusOr<StepStats> stats = f.scheduler->step();
+    StatusOr<SimulatedStep> stats = f.step();
     ASSERT_TRUE(stats.ok()) << stats.status().toString();
-    for (RequestId id : stats->admitted)
+    for (RequestId id : stats->stats.admitted)
       waiting.erase(std::find_if(
           waiting.begin(), waiting.end(),
-          [id](const Request &request) { return request.id == id; }));
+          [id](const TracedRequest &request) { return request.id == id; }));
   }
   EXPECT_TRUE(f.scheduler->idle());
   EXPECT_GT(f.scheduler->totals().cachedTokens, 0);
@@ -443,32 +490,32 @@ TEST(Scheduler, AbortAtEveryStageReleasesEverything) {
     Fixture f(Policy::LongestPrefixMatch, 64, /*pageSize=*/4, /*budget=*/8);
     std::vector<Token> shared = range(100, 16);
     f.serve(makeRequest(0, concat(shared, range(1, 4))));
-    Request victim = makeRequest(1, concat(shared, range(500, 30)), 6);
-    Request other = makeRequest(2, concat(shared, range(700, 5)), 3);
-    ASSERT_TRUE(f.scheduler->add(victim).ok());
+    TracedRequest victim = makeRequest(1, concat(shared, range(500, 30)), 6);
+    TracedRequest other = makeRequest(2, concat(shared, range(700, 5)), 3);
+    ASSERT_TRUE(f.add(victim).ok());
     if (stage != Queued) {
       for (int i = 0; i < 20; ++i) {
-        ASSERT_TRUE(f.scheduler->step().ok());
+        ASSERT_TRUE(f.step().ok());
         const auto &running = f.scheduler->running();
         bool there = !running.empty() && running[0].request.id == 1;
         ASSERT_TRUE(there);
-        bool decoding = running[0].prefillDone() && running[0].generated > 0;
-        if ((stage == Prefilling && running[0].prefilled > 16 &&
+        bool decoding = running[0].prefillDone() && !running[0].output.empty();
+        if ((stage == Prefilling && running[0].fed > 16 &&
              !running[0].prefillDone()) ||
-            (stage == Decoding && decoding && running[0].generated > 1))
+            (stage == Decoding && decoding && running[0].output.size() > 1))
           break;
       }
     }
-    ASSERT_TRUE(f.scheduler->add(other).ok());
+    ASSERT_TRUE(f.add(other).ok());
     ASSERT_TRUE(f.scheduler->abort(1).ok());
     Status again = f.scheduler->abort(1);
     EXPECT_EQ(again.code(), ErrorCode::NotFound);
     EXPECT_EQ(again.message(), "request 1 is neither queued nor running");
     std::vector<RequestId> finished;
     for (int i = 0; i < 200 && !f.scheduler->idle(); ++i) {
-      StatusOr<StepStats> step = f.scheduler->step();
+      StatusOr<SimulatedStep> step = f.step();
       ASSERT_TRUE(step.ok());
-      for (RequestId id : step->batch.requests)
+      for (RequestId id : step->stats.batch.requests)
         EXPECT_NE(id, 1) << "an aborted request was scheduled";
       finished.insert(finished.end(), step->finished.begin(),
                       step->finished.end());
@@ -490,10 +537,10 @@ TEST(Scheduler, RandomAbortsLeaveNothingBehind) {
        ++step) {
     if (next < 80 && rng() % 2) {
       std::vector<Token> prompt = rng() % 2 ? range(1, 10) : range(40, 6);
-      Request request = makeRequest(
+      TracedRequest request = makeRequest(
           next, concat(prompt, range(Token(1000 + 20 * next), 1 + rng() % 12)),
           1 + rng() % 5);
-      ASSERT_TRUE(f.scheduler->add(request).ok());
+      ASSERT_TRUE(f.add(request).ok());
       live.push_back(next++);
     }
     if (!live.empty() && rng() % 5 == 0) {
@@ -502,7 +549,7 @@ TEST(Scheduler, RandomAbortsLeaveNothingBehind) {
       live.erase(live.begin() + i);
       ++aborted;
     }
-    StatusOr<StepStats> stats = f.scheduler->step();
+    StatusOr<SimulatedStep> stats = f.step();
     ASSERT_TRUE(stats.ok()) << stats.status().toString();
     for (RequestId id : stats->finished) {
       live.erase(std::find(live.begin(), live.end(), id));
@@ -518,8 +565,8 @@ TEST(Scheduler, RandomAbortsLeaveNothingBehind) {
 
 TEST(Scheduler, RefusesASecondRequestOfTheSameId) {
   Fixture f(Policy::FCFS, 64);
-  ASSERT_TRUE(f.scheduler->add(makeRequest(7, range(1, 9))).ok());
-  Status twice = f.scheduler->add(makeRequest(7, range(50, 9)));
+  ASSERT_TRUE(f.add(makeRequest(7, range(1, 9))).ok());
+  Status twice = f.add(makeRequest(7, range(50, 9)));
   EXPECT_EQ(twice.code(), ErrorCode::InvalidArgument);
   EXPECT_EQ(twice.message(), "request 7 is queued or running already");
 }
@@ -529,13 +576,13 @@ TEST(Scheduler, RefusesASecondRequestOfTheSameId) {
 TEST(Scheduler, NamespacesDoNotShareCachedKV) {
   Fixture f(Policy::LongestPrefixMatch, 64);
   std::vector<Token> prompt = concat(range(100, 16), range(1, 4));
-  Request first = makeRequest(0, prompt);
+  TracedRequest first = makeRequest(0, prompt);
   first.cacheNamespace = 3;
   f.serve(first);
-  Request otherTenant = makeRequest(1, prompt);
+  TracedRequest otherTenant = makeRequest(1, prompt);
   f.serve(otherTenant);
   EXPECT_EQ(f.scheduler->totals().cachedTokens, 0);
-  Request sameTenant = makeRequest(2, prompt);
+  TracedRequest sameTenant = makeRequest(2, prompt);
   sameTenant.cacheNamespace = 3;
   f.serve(sameTenant);
   EXPECT_EQ(f.scheduler->totals().cachedTokens, 16);
@@ -550,13 +597,11 @@ TEST(Scheduler, HigherPriorityGoesFirst) {
     Fixture f(policy, 64);
     std::vector<Token> shared = range(100, 16);
     f.serve(makeRequest(0, concat(shared, range(1, 4))));
-    ASSERT_TRUE(
-        f.scheduler->add(makeRequest(1, concat(shared, range(5, 4)))).ok());
-    Request urgent = makeRequest(2, range(500, 20));
+    ASSERT_TRUE(f.add(makeRequest(1, concat(shared, range(5, 4)))).ok());
+    TracedRequest urgent = makeRequest(2, range(500, 20));
     urgent.priority = 1;
-    ASSERT_TRUE(f.scheduler->add(urgent).ok());
-    ASSERT_TRUE(
-        f.scheduler->add(makeRequest(3, concat(shared, range(9, 4)))).ok());
+    ASSERT_TRUE(f.add(urgent).ok());
+    ASSERT_TRUE(f.add(makeRequest(3, concat(shared, range(9, 4)))).ok());
     std::vector<size_t> order = f.scheduler->order();
     ASSERT_EQ(order.size(), 3u) << toString(policy);
     EXPECT_EQ(order[0], 1u) << toString(policy); // request 2, cold
@@ -575,9 +620,10 @@ int64_t longestWait(int64_t agingSteps) {
   auto pool = makeAccountingPool(/*pages=*/40, /*pageSize=*/4);
   RadixCache cache(*pool);
   SchedulerConfig config;
-  config.prefillBudget = 24;
+  config.tokenBudget = 24;
   config.agingSteps = agingSteps;
   Scheduler scheduler(config, *pool, cache);
+  SyntheticModel model;
   std::mt19937 rng(5);
   std::map<RequestId, int64_t> arrivedAt;
   std::set<RequestId> admitted;
@@ -590,12 +636,14 @@ int64_t longestWait(int64_t agingSteps) {
       std::vector<Token> prompt =
           cold ? range(Token(100000 + 100 * next), 40)
                : concat(range(1, 32), range(Token(1000 + 10 * next), 3));
-      EXPECT_TRUE(scheduler.add(makeRequest(next, prompt, 4)).ok());
+      TracedRequest request = makeRequest(next, prompt, 4);
+      EXPECT_TRUE(scheduler.add(request).ok());
+      model.add(request);
       arrivedAt[next++] = step;
     }
-    StatusOr<StepStats> stats = scheduler.step();
+    StatusOr<SimulatedStep> stats = model.step(scheduler);
     EXPECT_TRUE(stats.ok());
-    for (RequestId id : stats->admitted) {
+    for (RequestId id : stats->stats.admitted) {
       longest = std::max(longest, step - arrivedAt.at(id));
       admitted.insert(id);
     }
@@ -617,4 +665,145 @@ TEST(Scheduler, AgingBoundsEveryWait) {
   int64_t with = longestWait(40);
   EXPECT_GT(without, 40 + 30) << "the stream never starved anyone";
   EXPECT_LE(with, 40 + 30);
+}
+
+// The scheduler never knows how long an answer is: a request stops when
+// the model says so, long before its max_tokens, or at its max_tokens when
+// the model never does.
+TEST(Scheduler, RequestsStopWhenTheModelSaysOrAtMaxTokens) {
+  Fixture f(Policy::FCFS, 64);
+  ASSERT_TRUE(f.add(makeRequest(0, range(1, 9), /*outputLen=*/3,
+                                /*maxTokens=*/50))
+                  .ok());
+  f.runToCompletion();
+  EXPECT_EQ(f.model.sampled(0), 3);
+
+  TracedRequest endless = makeRequest(1, range(100, 9), /*outputLen=*/1000);
+  endless.maxTokens = 5;
+  ASSERT_TRUE(f.add(endless).ok());
+  f.runToCompletion();
+  EXPECT_EQ(f.model.sampled(1), 5);
+  expectNoLeaks(f);
+}
+
+// Admission holds back only the new-token ratio's share of max_tokens:
+// requests whose max_tokens alone would fill the pool run side by side.
+TEST(Scheduler, AdmissionReservesAnEstimateNotMaxTokens) {
+  // 16 pages of 4: each request's prompt and max_tokens take 12 pages, its
+  // prompt and 0.7 of max_tokens about 9.
+  Fixture f(Policy::FCFS, 16);
+  SchedulerConfig config;
+  config.initialNewTokenRatio = 0.2;
+  config.minNewTokenRatio = 0.2;
+  f.scheduler = std::make_unique<Scheduler>(config, *f.pool, *f.cache);
+  for (RequestId id = 0; id < 2; ++id)
+    ASSERT_TRUE(f.add(makeRequest(id, range(Token(1000 * (id + 1)), 8),
+                                  /*outputLen=*/2, /*maxTokens=*/40))
+                    .ok());
+  StatusOr<SimulatedStep> first = f.step();
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->stats.admitted, (std::vector<RequestId>{0, 1}));
+  f.runToCompletion();
+  EXPECT_EQ(f.scheduler->totals().preemptions, 0);
+}
+
+// A decode that finds no free page and nothing to evict preempts the
+// latest-admitted request: it leaves the batch with the tokens it sampled,
+// and later computes them again with its prompt.
+TEST(Scheduler, DecodeOutOfPagesPreemptsTheLatestAdmitted) {
+  Fixture f(Policy::FCFS, /*pages=*/8);
+  SchedulerConfig config;
+  config.initialNewTokenRatio = 0.0; // admit on prompts alone
+  config.minNewTokenRatio = 0.0;
+  f.scheduler = std::make_unique<Scheduler>(config, *f.pool, *f.cache);
+  for (RequestId id = 0; id < 2; ++id)
+    ASSERT_TRUE(f.add(makeRequest(id, range(Token(1000 * (id + 1)), 7),
+                                  /*outputLen=*/11))
+                    .ok());
+  std::vector<RequestId> preempted, admitted;
+  for (int i = 0; i < 200 && !f.scheduler->idle(); ++i) {
+    StatusOr<SimulatedStep> step = f.step();
+    ASSERT_TRUE(step.ok()) << step.status().toString();
+    preempted.insert(preempted.end(), step->stats.preempted.begin(),
+                     step->stats.preempted.end());
+    admitted.insert(admitted.end(), step->stats.admitted.begin(),
+                    step->stats.admitted.end());
+  }
+  ASSERT_TRUE(f.scheduler->idle());
+  ASSERT_FALSE(preempted.empty());
+  EXPECT_EQ(preempted.front(), 1);
+  EXPECT_EQ(admitted, (std::vector<RequestId>{0, 1, 1}));
+  EXPECT_EQ(f.model.sampled(0), 11);
+  EXPECT_EQ(f.model.sampled(1), 11);
+  EXPECT_GT(f.scheduler->totals().recomputedTokens, 0);
+  // Hit rates count each prompt once.
+  EXPECT_EQ(f.scheduler->totals().promptTokens, 14);
+  expectNoLeaks(f);
+}
+
+// The step's token budget counts its decodes: prompt chunks get the rest.
+TEST(Scheduler, TheTokenBudgetCountsDecodes) {
+  Fixture f(Policy::FCFS, 64, 4, /*budget=*/8);
+  for (RequestId id = 0; id < 3; ++id)
+    ASSERT_TRUE(
+        f.add(makeRequest(id, range(Token(100 * (id + 1)), 2), 10)).ok());
+  StatusOr<SimulatedStep> first = f.step();
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->stats.prefillTokens, 6);
+  ASSERT_TRUE(f.add(makeRequest(3, range(900, 20), 2)).ok());
+  StatusOr<SimulatedStep> second = f.step();
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->stats.decodeTokens, 3);
+  EXPECT_EQ(second->stats.prefillTokens, 5);
+  f.runToCompletion();
+}
+
+// A long prompt's chunks enter the cache as they are computed: a request
+// sharing its start reads it from there while the long one still prefills.
+TEST(Scheduler, PromptChunksEnterTheCacheAsTheyComplete) {
+  Fixture f(Policy::LongestPrefixMatch, 64, 4, /*budget=*/8);
+  std::vector<Token> longPrompt = range(100, 40);
+  ASSERT_TRUE(f.add(makeRequest(0, longPrompt, 2)).ok());
+  ASSERT_TRUE(f.step().ok());
+  ASSERT_TRUE(f.step().ok()); // 16 of its 40 tokens computed
+  ASSERT_FALSE(f.scheduler->running().front().prefillDone());
+  std::vector<Token> shorter(longPrompt.begin(), longPrompt.begin() + 16);
+  ASSERT_TRUE(f.add(makeRequest(1, concat(shorter, range(7, 3)), 2)).ok());
+  f.runToCompletion();
+  EXPECT_EQ(f.scheduler->totals().cachedTokens, 16);
+  expectNoLeaks(f);
+}
+
+// Samples must answer the last step's samplers, in order; a step before
+// they are committed is refused; a request aborted in between is skipped.
+TEST(Scheduler, CommitTakesExactlyTheLastStepsSamples) {
+  Fixture f(Policy::FCFS, 64);
+  for (RequestId id = 0; id < 2; ++id)
+    ASSERT_TRUE(
+        f.add(makeRequest(id, range(Token(100 * (id + 1)), 5), 3)).ok());
+  StatusOr<StepStats> step = f.scheduler->step();
+  ASSERT_TRUE(step.ok());
+  ASSERT_EQ(step->batch.samplers, (std::vector<RequestId>{0, 1}));
+  EXPECT_EQ(step->batch.sampleRows, (std::vector<int32_t>{4, 9}));
+
+  StatusOr<StepStats> early = f.scheduler->step();
+  EXPECT_EQ(early.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(early.status().message(),
+            "the last step's 2 samples were not committed");
+  StatusOr<std::vector<RequestId>> few =
+      f.scheduler->commit({Sample{0, 7, false}});
+  EXPECT_EQ(few.status().message(),
+            "the last step has 2 samplers, got 1 samples");
+  StatusOr<std::vector<RequestId>> swapped =
+      f.scheduler->commit({Sample{1, 7, false}, Sample{0, 7, false}});
+  EXPECT_EQ(swapped.status().message(),
+            "sample 0 is for request 1, the step's sampler 0 is request 0");
+
+  ASSERT_TRUE(f.scheduler->abort(1).ok());
+  StatusOr<std::vector<RequestId>> done =
+      f.scheduler->commit({Sample{0, 7, true}, Sample{1, 8, false}});
+  ASSERT_TRUE(done.ok()) << done.status().toString();
+  EXPECT_EQ(*done, (std::vector<RequestId>{0}));
+  EXPECT_TRUE(f.scheduler->idle());
+  expectNoLeaks(f);
 }

@@ -95,6 +95,14 @@ TEST(SimCommand, RejectsEveryBadNumericFlag) {
       {"--rate 2e6", rate + "2e6'"},
       {"--rate ' 5'", rate + " 5'"},
       {"--rate 5x", rate + "5x'"},
+      {"--aging-steps -1",
+       "attnc sim: --aging-steps must be an integer in [0, 2^40], got '-1'"},
+      {"--aging-steps 2.5",
+       "attnc sim: --aging-steps must be an integer in [0, 2^40], got '2.5'"},
+      {"--new-token-ratio 1.5",
+       "attnc sim: --new-token-ratio must be a number in [0, 1], got '1.5'"},
+      {"--new-token-ratio nan",
+       "attnc sim: --new-token-ratio must be a number in [0, 1], got 'nan'"},
   };
   for (const Case &c : cases) {
     Outcome outcome = runSim("--workload few-shot " + c.args);

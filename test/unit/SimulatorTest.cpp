@@ -73,13 +73,19 @@ TEST(Simulator, AmpleCacheReachesTheBoundWithoutEvicting) {
   }
 }
 
-// The longest-prefix-first = DFS-order result: offline, with a cache that
-// holds the longest request, LPM stays within 5% of the bound.
+// The longest-prefix-first = DFS-order result: offline, LPM reaches the
+// bound with an ample cache, and under pressure (a cache of twice the
+// longest request) stays within 5% of it but on conversations, whose next
+// turns it cannot know of before their answers exist: there it keeps 85%.
 TEST(Simulator, LongestPrefixMatchIsNearOptimalOffline) {
   for (const std::string &name : workloadNames()) {
+    SimResult ample = run(name, Policy::LongestPrefixMatch, 1 << 22);
+    EXPECT_NEAR(ample.hitRate, ample.optimalHitRate, 1e-3) << name;
     SimResult r = run(name, Policy::LongestPrefixMatch, pressure(name));
     EXPECT_TRUE(r.cacheHoldsLongest);
-    EXPECT_GE(r.hitRate, 0.95 * r.optimalHitRate) << name;
+    EXPECT_GE(r.hitRate,
+              (name == "multi-turn" ? 0.85 : 0.95) * r.optimalHitRate)
+        << name;
   }
 }
 
@@ -90,7 +96,7 @@ TEST(Simulator, FCFSIsWorseOnBranchingUnderPressure) {
   for (ArrivalMode mode : {ArrivalMode::Online, ArrivalMode::Offline}) {
     SimResult fcfs = run("branching", Policy::FCFS, cache, mode);
     SimResult lpm = run("branching", Policy::LongestPrefixMatch, cache, mode);
-    EXPECT_LT(fcfs.hitRate + (mode == ArrivalMode::Online ? 0.05 : 0.01),
+    EXPECT_LT(fcfs.hitRate + (mode == ArrivalMode::Online ? 0.03 : 0.01),
               lpm.hitRate)
         << toString(mode);
     EXPECT_GT(fcfs.evictedTokens, lpm.evictedTokens) << toString(mode);
@@ -112,11 +118,11 @@ Workload twoRequests() {
   Workload workload;
   workload.name = "two";
   for (RequestId id : {0, 1}) {
-    Request request;
+    TracedRequest request;
     request.id = id;
     request.arrival = 0.5 * id;
     request.prompt = {1, 2, 3, static_cast<Token>(10 + id)};
-    request.outputLen = 2;
+    request.outputLen = request.maxTokens = 2;
     workload.requests.push_back(request);
   }
   return workload;
@@ -193,9 +199,9 @@ TEST(Simulator, RejectsBadOptions) {
                   std::to_string(cache));
   }
   SimOptions options = onlineOptions();
-  options.scheduler.prefillBudget = 0;
+  options.scheduler.tokenBudget = 0;
   EXPECT_EQ(simError(twoRequests(), options),
-            "the scheduler needs a positive prefill budget and running limit");
+            "the scheduler needs a positive token budget and running limit");
 }
 
 TEST(Simulator, RejectsBadArrivalRates) {
@@ -232,4 +238,24 @@ TEST(Simulator, ReportsTimeToFirstTokenAndPerToken) {
   EXPECT_NEAR(r->ttftP99, r->ttftP50, 1e-12);
   EXPECT_NEAR(r->tpotP50, 0.004 + 50e-6, 1e-12);
   EXPECT_NEAR(r->seconds, r->ttftP50 + 4 * r->tpotP50, 1e-12);
+}
+
+// The bound is over every order, not the arrival order: a prompt ending at
+// a page boundary computes that page itself, so a longer prompt through it
+// that goes after reads it, but one that goes first cannot give the shorter
+// its own last page for free.
+TEST(Simulator, TheBoundIsOverEveryOrder) {
+  Workload workload;
+  workload.name = "two";
+  TracedRequest longer, shorter;
+  longer.id = 0;
+  for (Token t = 1; t <= 33; ++t)
+    longer.prompt.push_back(t);
+  shorter.id = 1;
+  shorter.prompt.assign(longer.prompt.begin(), longer.prompt.begin() + 32);
+  workload.requests = {longer, shorter};
+  // In arrival order: 33 + 16 tokens computed; shorter first: 32 + 1.
+  EXPECT_DOUBLE_EQ(optimalHitRate(workload, 16), 1.0 - 33.0 / 65.0);
+  std::swap(workload.requests[0], workload.requests[1]);
+  EXPECT_DOUBLE_EQ(optimalHitRate(workload, 16), 1.0 - 33.0 / 65.0);
 }

@@ -418,3 +418,25 @@ TEST(Trace, ReadsPriorities) {
             "line 1, column 14: \"priority\" must be an integer in "
             "[-1000000, 1000000], got 1.5");
 }
+
+// max_tokens is the request's limit, output_len the answer the trace
+// recorded within it: max_tokens defaults to output_len and may not be
+// less.
+TEST(Trace, ReadsMaxTokens) {
+  StatusOr<Workload> trace =
+      parseTrace("{\"prompt\": [1, 2], \"output_len\": 4, \"max_tokens\": 9}\n"
+                 "{\"prompt\": [3], \"output_len\": 5}\n",
+                 "t");
+  ASSERT_TRUE(trace.ok()) << trace.status().toString();
+  EXPECT_EQ(trace->requests[0].maxTokens, 9);
+  EXPECT_EQ(trace->requests[0].outputLen, 4);
+  EXPECT_EQ(trace->requests[1].maxTokens, 5);
+  EXPECT_EQ(parseError("{\"prompt\": [1], \"output_len\": 4, "
+                       "\"max_tokens\": 3}"),
+            "line 1, column 48: \"max_tokens\" 3 is less than "
+            "\"output_len\" 4");
+  EXPECT_EQ(parseError("{\"prompt\": [1], \"output_len\": 4, "
+                       "\"max_tokens\": 0}"),
+            "line 1, column 48: \"max_tokens\" must be an integer in [1, "
+            "1048576], got 0");
+}

@@ -31,6 +31,8 @@ struct SimArgs {
   std::string seedText = "1";
   std::string arrival = "offline";
   std::string rateText = "10";
+  std::string agingText = "0";
+  std::string ratioText;
   bool json = false;
   bool all = false;
   CLI::Option *cacheTokensOption = nullptr;
@@ -40,6 +42,9 @@ struct SimArgs {
   int64_t pageSize = 16;
   uint64_t seed = 1;
   double rate = 10;
+  int64_t agingSteps = 0;
+  /// Negative: the scheduler's own (SGLang's) ratios.
+  double newTokenRatio = -1;
 };
 
 /// All of `text` as a decimal integer in [lo, hi]: strtoll alone would
@@ -122,6 +127,11 @@ bool parseFlags(SimArgs &args) {
                    format(kMinArrivalRate) + ", " + format(kMaxArrivalRate) +
                    "]",
                args.rateText);
+  if (!parseInteger(args.agingText, 0, int64_t(1) << 40, args.agingSteps))
+    return bad("--aging-steps", "an integer in [0, 2^40]", args.agingText);
+  if (!args.ratioText.empty() &&
+      !parseReal(args.ratioText, 0, 1, args.newTokenRatio))
+    return bad("--new-token-ratio", "a number in [0, 1]", args.ratioText);
   return true;
 }
 
@@ -133,8 +143,8 @@ const std::vector<Policy> kPolicies = {Policy::FCFS, Policy::LongestPrefixMatch,
 std::vector<int64_t> defaultCacheSizes(const Workload &workload,
                                        int64_t pageSize) {
   int64_t total = 0;
-  for (const Request &request : workload.requests)
-    total += static_cast<int64_t>(request.prompt.size()) + request.outputLen;
+  for (const TracedRequest &request : workload.requests)
+    total += static_cast<int64_t>(request.prompt.size()) + request.maxTokens;
   auto roundUp = [&](int64_t tokens) {
     return (tokens + pageSize - 1) / pageSize * pageSize;
   };
@@ -236,6 +246,10 @@ int run(SimArgs &args) {
         for (Policy policy : policies) {
           SimOptions options;
           options.scheduler.policy = policy;
+          options.scheduler.agingSteps = args.agingSteps;
+          if (args.newTokenRatio >= 0)
+            options.scheduler.initialNewTokenRatio =
+                options.scheduler.minNewTokenRatio = args.newTokenRatio;
           options.cacheTokens = size;
           options.pageSize = args.pageSize;
           options.arrival = mode;
@@ -270,7 +284,9 @@ void addSimCommand(CLI::App &app, int &exitCode) {
   CLI::Option *trace =
       sim->add_option("--trace", args->trace,
                       "replay a JSON-lines trace: {\"id\", \"arrival\", "
-                      "\"prompt\": [token ids], \"output_len\"} per line")
+                      "\"prompt\": [token ids], \"output_len\", "
+                      "\"max_tokens\", \"priority\", \"namespace\"} per "
+                      "line")
           ->excludes(workload);
   sim->add_option("--policy", args->policies,
                   "fcfs, lpm or dfs-weight (repeatable; default: all)");
@@ -293,6 +309,14 @@ void addSimCommand(CLI::App &app, int &exitCode) {
                   "online arrivals per second of independent requests, " +
                       format(kMinArrivalRate) + " to " +
                       format(kMaxArrivalRate) + " (default: 10)")
+      ->type_name("FLOAT");
+  sim->add_option("--aging-steps", args->agingText,
+                  "a request waiting this many steps goes first, oldest "
+                  "first (default: 0, never)")
+      ->type_name("INT");
+  sim->add_option("--new-token-ratio", args->ratioText,
+                  "admission reserves this fraction of max_tokens, in [0, 1] "
+                  "(default: 0.7 falling to 0.1, back to 0.7 on preemption)")
       ->type_name("FLOAT");
   sim->add_flag("--json", args->json, "one JSON object per line");
   sim->add_flag("--all", args->all,
