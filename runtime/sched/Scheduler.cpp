@@ -32,6 +32,39 @@ StatusOr<Policy> parsePolicy(const std::string &name) {
                            "': expected fcfs, lpm or dfs-weight");
 }
 
+Status checkConfig(const SchedulerConfig &config) {
+  auto bad = [](const std::string &field, const std::string &range,
+                const std::string &got) {
+    return Status::error(ErrorCode::InvalidArgument, "scheduler " + field +
+                                                         " must be " + range +
+                                                         ", got " + got);
+  };
+  auto ratio = [](double value) { return value >= 0 && value <= 1; };
+  if (config.tokenBudget < 1)
+    return bad("token budget", "at least 1",
+               std::to_string(config.tokenBudget));
+  if (config.maxRunning < 1)
+    return bad("running limit", "at least 1",
+               std::to_string(config.maxRunning));
+  if (config.inFlightShareThreshold < 1)
+    return bad("in-flight share threshold", "at least 1",
+               std::to_string(config.inFlightShareThreshold));
+  if (config.agingSteps < 0)
+    return bad("aging steps", "0 (never) or more",
+               std::to_string(config.agingSteps));
+  if (!ratio(config.initialNewTokenRatio))
+    return bad("initial new-token ratio", "in [0, 1]",
+               std::to_string(config.initialNewTokenRatio));
+  if (!ratio(config.minNewTokenRatio) ||
+      config.minNewTokenRatio > config.initialNewTokenRatio)
+    return bad("minimum new-token ratio", "in [0, initial ratio]",
+               std::to_string(config.minNewTokenRatio));
+  if (!(config.newTokenRatioDecay >= 0 && config.newTokenRatioDecay <= 1))
+    return bad("new-token ratio decay", "in [0, 1]",
+               std::to_string(config.newTokenRatioDecay));
+  return Status();
+}
+
 namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -95,6 +95,11 @@ struct SchedulerConfig {
   double newTokenRatioDecay = 0.001;
 };
 
+/// InvalidArgument naming the first field out of range: a token budget,
+/// running cap or share threshold below 1, negative aging steps, ratios
+/// outside [0, 1] or a minimum above the initial ratio, a negative decay.
+Status checkConfig(const SchedulerConfig &config);
+
 /// One scheduled request as the attention kernels see it.
 struct RunningRequest {
   Request request;

@@ -51,9 +51,8 @@ Status validate(const Workload &workload, const SimOptions &options) {
                    std::to_string(options.pageSize) + ", " +
                    std::to_string(kMaxCacheTokens) + "] tokens, got " +
                    std::to_string(options.cacheTokens));
-  if (options.scheduler.tokenBudget < 1 || options.scheduler.maxRunning < 1)
-    return invalid("the scheduler needs a positive token budget and "
-                   "running limit");
+  if (Status status = checkConfig(options.scheduler); !status.ok())
+    return status;
   std::unordered_set<RequestId> ids;
   for (const TracedRequest &request : workload.requests) {
     std::string name = "request " + std::to_string(request.id);

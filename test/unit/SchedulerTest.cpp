@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <map>
 #include <random>
 #include <set>
@@ -806,4 +807,27 @@ TEST(Scheduler, CommitTakesExactlyTheLastStepsSamples) {
   EXPECT_EQ(*done, (std::vector<RequestId>{0}));
   EXPECT_TRUE(f.scheduler->idle());
   expectNoLeaks(f);
+}
+
+// Every field of a scheduler's configuration is checked by name.
+TEST(Scheduler, ChecksItsConfiguration) {
+  auto message = [](auto edit) {
+    SchedulerConfig config;
+    edit(config);
+    return checkConfig(config).message();
+  };
+  EXPECT_TRUE(checkConfig(SchedulerConfig()).ok());
+  EXPECT_EQ(message([](SchedulerConfig &c) { c.maxRunning = 0; }),
+            "scheduler running limit must be at least 1, got 0");
+  EXPECT_EQ(message([](SchedulerConfig &c) { c.agingSteps = -3; }),
+            "scheduler aging steps must be 0 (never) or more, got -3");
+  EXPECT_EQ(message([](SchedulerConfig &c) { c.initialNewTokenRatio = 1.5; }),
+            "scheduler initial new-token ratio must be in [0, 1], got "
+            "1.500000");
+  EXPECT_EQ(message([](SchedulerConfig &c) { c.minNewTokenRatio = 0.8; }),
+            "scheduler minimum new-token ratio must be in [0, initial "
+            "ratio], got 0.800000");
+  EXPECT_EQ(
+      message([](SchedulerConfig &c) { c.newTokenRatioDecay = std::nan(""); }),
+      "scheduler new-token ratio decay must be in [0, 1], got nan");
 }

@@ -201,7 +201,7 @@ TEST(Simulator, RejectsBadOptions) {
   SimOptions options = onlineOptions();
   options.scheduler.tokenBudget = 0;
   EXPECT_EQ(simError(twoRequests(), options),
-            "the scheduler needs a positive token budget and running limit");
+            "scheduler token budget must be at least 1, got 0");
 }
 
 TEST(Simulator, RejectsBadArrivalRates) {
