@@ -219,6 +219,12 @@ PagedKVPool::lookup(SequenceId sequence) const {
   return &it->second;
 }
 
+Status PagedKVPool::copyPageContents(PageId from, PageId to) {
+  if (Status status = checkPagesInUse({from, to}); !status.ok())
+    return status;
+  return copyPage(from, to);
+}
+
 Status PagedKVPool::copyPage(PageId from, PageId to) {
   if (storage_) {
     for (int which = 0; which < 2; ++which)

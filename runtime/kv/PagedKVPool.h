@@ -157,6 +157,11 @@ public:
   const std::byte *keyAt(PageId page, int64_t inPage, int64_t head) const;
   const std::byte *valueAt(PageId page, int64_t inPage, int64_t head) const;
 
+  /// Copies page `from`'s keys and values over page `to`, both in use:
+  /// copy-on-write of a shared page before one side writes it. A device
+  /// pool's copy is complete when this returns.
+  Status copyPageContents(PageId from, PageId to);
+
   /// Checks that every page is either free (no references, on the free list
   /// once) or in use, and that sequences reference only pages in use.
   Status checkInvariants() const;

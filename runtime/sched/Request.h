@@ -33,7 +33,14 @@ struct Request {
   CacheNamespace cacheNamespace = 0;
   /// Higher goes first; the policy orders requests of one priority.
   int32_t priority = 0;
+  /// Parallel samples (vLLM's n): the prompt is computed once and each
+  /// sample continues it as a branch of its own, forked when the prompt
+  /// completes, sharing the prompt's pages (copy-on-write of its partial
+  /// last page). In [1, kMaxParallelSamples].
+  int32_t n = 1;
 };
+
+constexpr int32_t kMaxParallelSamples = 256;
 
 /// A request of a workload (a trace, a synthetic workload) and the answer
 /// the simulated model gives it: `outputLen` tokens, the last one its end

@@ -98,32 +98,38 @@ Scheduler::~Scheduler() {
 }
 
 Status Scheduler::add(const Request &request) {
+  std::string name = "request " + std::to_string(request.id);
   if (request.prompt.empty() || request.maxTokens < 1)
     return Status::error(ErrorCode::InvalidArgument,
-                         "request " + std::to_string(request.id) +
-                             " needs a prompt and max_tokens of at least 1");
-  int64_t tokens =
-      static_cast<int64_t>(request.prompt.size()) + request.maxTokens;
-  int64_t capacity = pool_.numPages() * pool_.pageSize();
-  if (ceilDiv(tokens, pool_.pageSize()) > pool_.numPages())
-    return Status::error(ErrorCode::OutOfMemory,
-                         "request " + std::to_string(request.id) + " needs " +
-                             std::to_string(tokens) +
-                             " tokens of KV cache (prompt and max_tokens), "
-                             "the pool holds " +
-                             std::to_string(capacity));
-  bool running = std::any_of(
-      running_.begin(), running_.end(),
-      [&](const RunningRequest &r) { return r.request.id == request.id; });
-  if (arrivalOf_.count(request.id) || running)
+                         name + " needs a prompt and max_tokens of at least 1");
+  if (request.n < 1 || request.n > kMaxParallelSamples)
     return Status::error(ErrorCode::InvalidArgument,
-                         "request " + std::to_string(request.id) +
-                             " is queued or running already");
+                         name + " asks for " + std::to_string(request.n) +
+                             " parallel samples: n must be in [1, " +
+                             std::to_string(kMaxParallelSamples) + "]");
+  // The prompt once, each branch's output, and a copy of the prompt's
+  // partial last page for every branch but the first.
+  int64_t pageSize = pool_.pageSize();
+  int64_t prompt = static_cast<int64_t>(request.prompt.size());
+  int64_t pages =
+      ceilDiv(prompt + request.maxTokens, pageSize) +
+      int64_t(request.n - 1) * (ceilDiv(request.maxTokens, pageSize) + 1);
+  if (pages > pool_.numPages())
+    return Status::error(
+        ErrorCode::OutOfMemory,
+        name + " needs " + std::to_string(pages) +
+            " pages of KV cache (prompt, and max_tokens for each of its " +
+            std::to_string(request.n) + " samples), the pool holds " +
+            std::to_string(pool_.numPages()));
+  if (liveBranches_.count(request.id))
+    return Status::error(ErrorCode::InvalidArgument,
+                         name + " is queued or running already");
   Waiter waiter;
   waiter.request = request;
-  waiter.promptLength = static_cast<int64_t>(request.prompt.size());
+  waiter.promptLength = prompt;
   waiter.arrivalStep = steps_;
-  enqueue(std::move(waiter), arrivals_++);
+  liveBranches_[request.id] = request.n;
+  enqueue(std::move(waiter), arrivals_++ * kMaxParallelSamples);
   return Status();
 }
 
@@ -139,6 +145,15 @@ void Scheduler::enqueue(Waiter waiter, Arrival arrival) {
   index(arrival, waiter);
   waiting_.emplace(arrival, std::move(waiter));
   admissionMayChange_ = true;
+}
+
+void Scheduler::forgetArrival(RequestId id, Arrival arrival) {
+  auto [begin, end] = arrivalOf_.equal_range(id);
+  for (auto it = begin; it != end; ++it)
+    if (it->second == arrival) {
+      arrivalOf_.erase(it);
+      return;
+    }
 }
 
 void Scheduler::index(Arrival arrival, const Waiter &waiter) {
@@ -376,11 +391,13 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     // Pages for what the prefill computes now, and room for the output the
     // new-token ratio expects, allocated as decode reaches it.
     int64_t pages = ceilDiv(length, pageSize) - waiter.cached;
-    int64_t expected =
-        length + static_cast<int64_t>(std::ceil(
-                     newTokenRatio_ *
-                     static_cast<double>(request.maxTokens - outputSoFar)));
-    int64_t needed = ceilDiv(expected, pageSize) - waiter.cached;
+    // Branches yet to fork expect their outputs too, and copies of the
+    // prompt's partial last page.
+    int64_t expectedOutput = static_cast<int64_t>(std::ceil(
+        newTokenRatio_ * static_cast<double>(request.maxTokens - outputSoFar)));
+    int64_t needed =
+        ceilDiv(length + expectedOutput, pageSize) - waiter.cached +
+        int64_t(request.n - 1) * (ceilDiv(expectedOutput, pageSize) + 1);
     // A request waiting for KV in flight keeps its place in the order: the
     // memory it will need is not given to requests behind it.
     if (waitsForInFlight(waiter)) {
@@ -412,6 +429,7 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
 
     RunningRequest running;
     running.request = request;
+    running.branch = waiter.branch;
     running.request.prompt.resize(size_t(waiter.promptLength));
     running.output.assign(request.prompt.begin() + waiter.promptLength,
                           request.prompt.end());
@@ -424,7 +442,7 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     int64_t now = std::min(extend, budget);
     running.fed = match.tokens + now;
     running.admission = admissions_++;
-    running.arrival = arrival;
+    running.arrival = arrival - uint64_t(waiter.branch);
     running.arrivalStep = waiter.arrivalStep;
     budget -= now;
     stats.prefillTokens += now;
@@ -460,7 +478,7 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
   std::vector<std::pair<Arrival, Waiter>> taken;
   for (Arrival arrival : admitted) {
     auto it = waiting_.find(arrival);
-    arrivalOf_.erase(it->second.request.id);
+    forgetArrival(it->second.request.id, arrival);
     unindex(arrival, it->second);
     taken.emplace_back(arrival, std::move(it->second));
     waiting_.erase(it);
@@ -571,15 +589,20 @@ Status Scheduler::preempt(size_t index) {
     return status;
   ++totals_.preemptions;
   newTokenRatio_ = config_.initialNewTokenRatio;
+  Arrival arrival = running.arrival + uint64_t(running.branch);
+  enqueue(continuation(std::move(running)), arrival);
+  return Status();
+}
 
+Scheduler::Waiter Scheduler::continuation(RunningRequest running) const {
   Waiter waiter;
   waiter.promptLength = static_cast<int64_t>(running.request.prompt.size());
+  waiter.branch = running.branch;
   waiter.request = std::move(running.request);
   waiter.request.prompt.insert(waiter.request.prompt.end(),
                                running.output.begin(), running.output.end());
   waiter.arrivalStep = running.arrivalStep;
-  enqueue(std::move(waiter), running.arrival);
-  return Status();
+  return waiter;
 }
 
 Status Scheduler::cacheComputed(RunningRequest &running, int64_t tokens) {
@@ -623,8 +646,43 @@ Status Scheduler::finish(RunningRequest &running) {
       !status.ok())
     return status;
   withdrawInFlight(running);
-  ++totals_.finished;
   return cache_.unlock(running.locked);
+}
+
+Status Scheduler::fork(size_t index) {
+  int32_t n = running_[index].request.n;
+  running_[index].request.n = 1;
+  int64_t pageSize = pool_.pageSize();
+  for (int32_t branch = 1; branch < n; ++branch) {
+    const RunningRequest &parent = running_[index];
+    RunningRequest child = parent;
+    child.branch = branch;
+    child.admission = admissions_++;
+    child.pages.resize(parent.ownedFrom);
+    bool partial = parent.pages.size() > parent.ownedFrom;
+    if (partial && pool_.numFreePages() == 0)
+      totals_.evictedTokens += cache_.evict(pageSize);
+    if (partial && pool_.numFreePages() == 0) {
+      // No page to copy into: the branch is computed again from the
+      // cache once it has its first token (commit queues it).
+      unforked_.push_back(std::move(child));
+      continue;
+    }
+    if (partial) {
+      StatusOr<std::vector<PageId>> page = pool_.allocate(1);
+      if (!page.ok())
+        return page.status();
+      if (Status status = pool_.copyPageContents(parent.pages[parent.ownedFrom],
+                                                 page->front());
+          !status.ok())
+        return status;
+      child.pages.push_back(page->front());
+    }
+    cache_.lock(child.locked);
+    inFlight_.insert(child.hashes.begin(), child.hashes.end());
+    running_.push_back(std::move(child));
+  }
+  return Status();
 }
 
 void Scheduler::withdrawInFlight(const RunningRequest &running) {
@@ -633,32 +691,37 @@ void Scheduler::withdrawInFlight(const RunningRequest &running) {
 }
 
 Status Scheduler::abort(RequestId id) {
-  if (auto queued = arrivalOf_.find(id); queued != arrivalOf_.end()) {
-    auto it = waiting_.find(queued->second);
-    unindex(it->first, it->second);
-    waiting_.erase(it);
-    arrivalOf_.erase(queued);
-    // A request the queue's head could not fit may have been blocking it.
-    admissionMayChange_ = true;
-    return Status();
+  if (!liveBranches_.count(id))
+    return Status::error(ErrorCode::NotFound,
+                         "request " + std::to_string(id) +
+                             " is neither queued nor running");
+  liveBranches_.erase(id);
+  auto [begin, end] = arrivalOf_.equal_range(id);
+  for (auto it = begin; it != end; ++it) {
+    auto waiter = waiting_.find(it->second);
+    unindex(waiter->first, waiter->second);
+    waiting_.erase(waiter);
   }
-  for (auto it = running_.begin(); it != running_.end(); ++it) {
-    if (it->request.id != id)
+  arrivalOf_.erase(id);
+  Status result;
+  std::vector<RunningRequest> stillRunning;
+  for (RunningRequest &running : running_) {
+    if (running.request.id != id) {
+      stillRunning.push_back(std::move(running));
       continue;
-    if (Status status = pool_.release(std::vector<PageId>(
-            it->pages.begin() + it->ownedFrom, it->pages.end()));
-        !status.ok())
-      return status;
-    withdrawInFlight(*it);
-    Status unlocked = cache_.unlock(it->locked);
-    running_.erase(it);
-    // Its memory and the prefixes it held may admit others now.
-    admissionMayChange_ = true;
-    return unlocked;
+    }
+    Status released = pool_.release(std::vector<PageId>(
+        running.pages.begin() + running.ownedFrom, running.pages.end()));
+    withdrawInFlight(running);
+    Status unlocked = cache_.unlock(running.locked);
+    if (result.ok())
+      result = !released.ok() ? released : unlocked;
   }
-  return Status::error(ErrorCode::NotFound,
-                       "request " + std::to_string(id) +
-                           " is neither queued nor running");
+  running_ = std::move(stillRunning);
+  // Its memory and the prefixes it held may admit others now; a request
+  // the queue's head could not fit may have been blocking it.
+  admissionMayChange_ = true;
+  return result;
 }
 
 EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
@@ -669,6 +732,7 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
   for (const Fed &f : fed) {
     const RunningRequest &running = running_[f.index];
     batch.requests.push_back(running.request.id);
+    batch.branches.push_back(running.branch);
     for (int64_t position = f.begin; position < f.begin + f.count; ++position) {
       batch.tokens.push_back(running.tokenAt(position));
       batch.positions.push_back(static_cast<int32_t>(position));
@@ -686,10 +750,12 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
     batch.pageTable.lastPageLen.push_back(
         static_cast<int32_t>(keys - (pages - 1) * pageSize));
     // Everything known is fed: the pass yields the next token.
-    if (keys == running.length()) {
-      batch.samplers.push_back(running.request.id);
-      batch.sampleRows.push_back(batch.qoIndptr.back() - 1);
-    }
+    if (keys == running.length())
+      for (int32_t branch = 0; branch < running.request.n; ++branch) {
+        batch.samplers.push_back(running.request.id);
+        batch.samplerBranches.push_back(running.branch + branch);
+        batch.sampleRows.push_back(batch.qoIndptr.back() - 1);
+      }
   }
   return batch;
 }
@@ -752,7 +818,9 @@ StatusOr<StepStats> Scheduler::step() {
     (void)cache_.takeChanges();
   stats.batch = batchOf(fed);
   stats.batch.numDecodes = decodes;
-  awaitingSamples_ = stats.batch.samplers;
+  for (size_t k = 0; k < stats.batch.samplers.size(); ++k)
+    awaitingSamples_.push_back(
+        {stats.batch.samplers[k], stats.batch.samplerBranches[k]});
 
   // Prompt chunks enter the cache as this pass computes them, for the
   // requests that share them.
@@ -772,25 +840,76 @@ Scheduler::commit(const std::vector<Sample> &samples) {
         ErrorCode::InvalidArgument,
         "the last step has " + std::to_string(awaitingSamples_.size()) +
             " samplers, got " + std::to_string(samples.size()) + " samples");
+  auto name = [](RequestId id, int32_t branch) {
+    return "request " + std::to_string(id) +
+           (branch ? " branch " + std::to_string(branch) : "");
+  };
   for (size_t k = 0; k < samples.size(); ++k)
-    if (samples[k].request != awaitingSamples_[k])
-      return Status::error(ErrorCode::InvalidArgument,
-                           "sample " + std::to_string(k) + " is for request " +
-                               std::to_string(samples[k].request) +
-                               ", the step's sampler " + std::to_string(k) +
-                               " is request " +
-                               std::to_string(awaitingSamples_[k]));
+    if (samples[k].request != awaitingSamples_[k].first ||
+        samples[k].branch != awaitingSamples_[k].second)
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          "sample " + std::to_string(k) + " is for " +
+              name(samples[k].request, samples[k].branch) +
+              ", the step's sampler " + std::to_string(k) + " is " +
+              name(awaitingSamples_[k].first, awaitingSamples_[k].second));
   awaitingSamples_.clear();
-  std::unordered_map<RequestId, size_t> indexOf;
-  for (size_t i = 0; i < running_.size(); ++i)
-    indexOf.emplace(running_[i].request.id, i);
+  using Key = std::pair<RequestId, int32_t>;
+  auto indexOf = [&] {
+    std::map<Key, size_t> index;
+    for (size_t i = 0; i < running_.size(); ++i)
+      index.emplace(Key{running_[i].request.id, running_[i].branch}, i);
+    return index;
+  };
+  // Prompts this step completed fork into their branches first.
+  std::map<Key, size_t> index = indexOf();
+  std::set<RequestId> forking;
+  for (const Sample &sample : samples) {
+    auto it = index.find({sample.request, 0});
+    if (sample.branch == 0 && it != index.end() &&
+        running_[it->second].request.n > 1)
+      forking.insert(sample.request);
+  }
+  for (RequestId id : forking)
+    if (Status status = fork(index.at({id, 0})); !status.ok())
+      return status;
+  if (!forking.empty())
+    index = indexOf();
+  std::map<Key, RunningRequest> unforked;
+  for (RunningRequest &branch : unforked_)
+    unforked.emplace(Key{branch.request.id, branch.branch}, std::move(branch));
+  unforked_.clear();
+
   int64_t pageSize = pool_.pageSize();
   std::vector<bool> done(running_.size(), false);
   std::vector<RequestId> finished;
+  auto branchFinished = [&](RequestId id) {
+    auto live = liveBranches_.find(id);
+    if (live != liveBranches_.end() && --live->second == 0) {
+      liveBranches_.erase(live);
+      finished.push_back(id);
+      ++totals_.finished;
+    }
+    admissionMayChange_ = true;
+  };
   for (const Sample &sample : samples) {
-    auto it = indexOf.find(sample.request);
-    if (it == indexOf.end())
-      continue; // aborted since the step
+    auto it = index.find({sample.request, sample.branch});
+    if (it == index.end()) {
+      auto waiting = unforked.find({sample.request, sample.branch});
+      if (waiting == unforked.end())
+        continue; // aborted since the step
+      // A branch that got no page at the fork: its prompt is in the cache,
+      // its first token computed again from there.
+      RunningRequest &branch = waiting->second;
+      branch.output.push_back(sample.token);
+      if (sample.stop || branch.request.maxTokens <= 1) {
+        branchFinished(sample.request);
+        continue;
+      }
+      Arrival arrival = branch.arrival + uint64_t(branch.branch);
+      enqueue(continuation(std::move(branch)), arrival);
+      continue;
+    }
     RunningRequest &running = running_[it->second];
     running.output.push_back(sample.token);
     // A page of output completed: its KV may be waited for from now on.
@@ -813,8 +932,7 @@ Scheduler::commit(const std::vector<Sample> &samples) {
       if (Status status = finish(running); !status.ok())
         return status;
       done[it->second] = true;
-      finished.push_back(running.request.id);
-      admissionMayChange_ = true;
+      branchFinished(sample.request);
     }
   }
   std::vector<RunningRequest> stillRunning;

@@ -102,7 +102,10 @@ Status checkConfig(const SchedulerConfig &config);
 
 /// One scheduled request as the attention kernels see it.
 struct RunningRequest {
+  /// Its n is 1 once the request's branches are forked.
   Request request;
+  /// Which of the request's n samples this sequence is.
+  int32_t branch = 0;
   /// Tokens sampled so far, kept across preemptions.
   std::vector<Token> output;
   /// Every page of the request's sequence, root first: the cached prefix's
@@ -153,7 +156,9 @@ struct RunningRequest {
 /// the step's attention before the next step's appends, as one stream
 /// does.
 struct EngineBatch {
+  /// A request with n > 1 appears once per branch (`branches`) once forked.
   std::vector<RequestId> requests;
+  std::vector<int32_t> branches;
   int64_t numDecodes = 0;
   std::vector<int32_t> qoIndptr;
   /// Each new token's id, its position in its request's sequence, and its
@@ -166,13 +171,17 @@ struct EngineBatch {
   /// The requests that sample a token from this pass (every decode, and
   /// each prompt whose last chunk this is), in batch order, and the row of
   /// `tokens` whose logits they sample from: what Scheduler::commit takes.
+  /// The pass that completes the prompt of a request with n > 1 samples
+  /// its n branches from the same row.
   std::vector<RequestId> samplers;
+  std::vector<int32_t> samplerBranches;
   std::vector<int32_t> sampleRows;
 };
 
 /// What the model sampled for one of a step's samplers.
 struct Sample {
   RequestId request = 0;
+  int32_t branch = 0;
   Token token = 0;
   /// The engine stops the request here (end of sequence, a stop string);
   /// it stops at its max_tokens regardless.
@@ -221,8 +230,13 @@ public:
   StatusOr<StepStats> step();
 
   /// Takes what the model sampled from the last step: one sample per
-  /// `batch.samplers`, in that order. A request finishes when its sample
-  /// says stop or it reaches max_tokens; its computed KV enters the cache.
+  /// `batch.samplers` (and branch), in that order. A branch finishes when
+  /// its sample says stop or it reaches max_tokens, and its computed KV
+  /// enters the cache; a request finishes with its last branch. A request
+  /// with n > 1 whose prompt this step completed forks into its branches
+  /// here, after the step ran: each shares the prompt's whole pages and
+  /// gets a copy of its partial last page (the pool copies it), or, with
+  /// no page to spare, is queued to compute that part again from the cache.
   /// Returns the finished requests.
   StatusOr<std::vector<RequestId>> commit(const std::vector<Sample> &samples);
 
@@ -250,6 +264,7 @@ private:
     /// A preempted request's prompt is followed by what it had sampled:
     /// both are computed again.
     Request request;
+    int32_t branch = 0;
     int64_t promptLength = 0;
     bool preempted() const {
       return static_cast<int64_t>(request.prompt.size()) > promptLength;
@@ -271,8 +286,10 @@ private:
     int64_t begin, count;
   };
 
-  /// Queues `waiter` at `arrival` (a preempted request keeps its own).
+  /// Queues `waiter` at `arrival` (a preempted request keeps its own);
+  /// arrivals step by kMaxParallelSamples, a request's branches within.
   void enqueue(Waiter waiter, Arrival arrival);
+  void forgetArrival(RequestId id, Arrival arrival);
   /// Files a waiter under its next and deepest page, and in LPM order.
   void index(Arrival arrival, const Waiter &waiter);
   void unindex(Arrival arrival, const Waiter &waiter);
@@ -309,6 +326,11 @@ private:
   /// prefix; pages the cache held already replace the request's copies.
   Status cacheComputed(RunningRequest &running, int64_t tokens);
   Status finish(RunningRequest &running);
+  /// Branches 1..n-1 of running_[index], whose prompt the last step
+  /// completed.
+  Status fork(size_t index);
+  /// A waiter continuing `running`: its prompt and output computed again.
+  Waiter continuation(RunningRequest running) const;
   /// No request waits any more for the KV `running` was computing.
   void withdrawInFlight(const RunningRequest &running);
 
@@ -317,7 +339,9 @@ private:
   RadixCache &cache_;
   std::map<Arrival, Waiter> waiting_;
   Arrival arrivals_ = 0;
-  std::unordered_map<RequestId, Arrival> arrivalOf_;
+  std::multimap<RequestId, Arrival> arrivalOf_;
+  /// Branches of each live request not finished yet.
+  std::unordered_map<RequestId, int32_t> liveBranches_;
   /// The orders within priorities (highest first): arrival (FCFS), and
   /// most cached pages, then arrival (LPM).
   std::set<std::pair<int64_t, Arrival>> byPriority_;
@@ -339,8 +363,11 @@ private:
   SchedulerTotals totals_;
   double newTokenRatio_;
   uint64_t admissions_ = 0;
-  /// The samplers of the last step, until commit takes their samples.
-  std::vector<RequestId> awaitingSamples_;
+  /// The samplers of the last step and their branches, until commit takes
+  /// their samples.
+  std::vector<std::pair<RequestId, int32_t>> awaitingSamples_;
+  /// Branches the last fork found no page for, until commit queues them.
+  std::vector<RunningRequest> unforked_;
   /// Whether anything happened since the last admission attempt that could
   /// change its outcome (an arrival, a finish, a prompt entering the cache).
   bool admissionMayChange_ = true;

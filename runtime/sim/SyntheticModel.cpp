@@ -5,24 +5,30 @@
 namespace attnc {
 
 void SyntheticModel::add(const TracedRequest &request) {
-  answers_[request.id] = {request.id, request.outputLen, 0};
+  answers_[request.id] = {request.outputLen, {}};
+}
+
+Token SyntheticModel::token(RequestId request, int32_t branch,
+                            int64_t position) {
+  if (branch == 0)
+    return outputToken(request, position);
+  // Other branches: ids no request has (negative), one per branch.
+  return outputToken(-(request * kMaxParallelSamples + branch), position);
 }
 
 std::vector<Sample> SyntheticModel::sample(const EngineBatch &batch) {
   std::vector<Sample> samples;
-  for (RequestId id : batch.samplers) {
+  for (size_t k = 0; k < batch.samplers.size(); ++k) {
     Sample sample;
-    sample.request = id;
-    auto it = answers_.find(id);
-    if (it == answers_.end()) {
-      // Unknown to the model: one token, then stop.
-      sample.token = outputToken(id, 0);
-      sample.stop = true;
-    } else {
-      Answer &answer = it->second;
-      sample.token = outputToken(id, answer.sampled);
-      sample.stop = ++answer.sampled >= answer.outputLen;
-    }
+    sample.request = batch.samplers[k];
+    sample.branch = batch.samplerBranches[k];
+    auto it = answers_.find(sample.request);
+    // A request the model was not told of answers one token.
+    int64_t outputLen = it == answers_.end() ? 1 : it->second.outputLen;
+    int64_t &sampled = answers_[sample.request].sampled[sample.branch];
+    answers_[sample.request].outputLen = outputLen;
+    sample.token = token(sample.request, sample.branch, sampled);
+    sample.stop = ++sampled >= outputLen;
     samples.push_back(sample);
   }
   return samples;
@@ -42,9 +48,12 @@ StatusOr<SimulatedStep> SyntheticModel::step(Scheduler &scheduler) {
   return result;
 }
 
-int64_t SyntheticModel::sampled(RequestId request) const {
+int64_t SyntheticModel::sampled(RequestId request, int32_t branch) const {
   auto it = answers_.find(request);
-  return it == answers_.end() ? 0 : it->second.sampled;
+  if (it == answers_.end())
+    return 0;
+  auto count = it->second.sampled.find(branch);
+  return count == it->second.sampled.end() ? 0 : count->second;
 }
 
 } // namespace attnc

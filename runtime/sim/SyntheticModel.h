@@ -27,21 +27,23 @@ public:
   /// Answers `request` from now on; a request added again starts over.
   void add(const TracedRequest &request);
 
-  /// One sample per sampler of `batch`: each request's next output token,
-  /// stop at its outputLen.
+  /// One sample per sampler of `batch`: each branch's next output token,
+  /// stop at its request's outputLen.
   std::vector<Sample> sample(const EngineBatch &batch);
 
   /// Forms a step, samples it and commits the samples.
   StatusOr<SimulatedStep> step(Scheduler &scheduler);
 
-  /// Output tokens sampled for `request` so far.
-  int64_t sampled(RequestId request) const;
+  /// Output tokens sampled for a branch of `request` so far.
+  int64_t sampled(RequestId request, int32_t branch = 0) const;
+
+  /// Token `position` of a branch's answer.
+  static Token token(RequestId request, int32_t branch, int64_t position);
 
 private:
   struct Answer {
-    RequestId id = 0;
     int64_t outputLen = 1;
-    int64_t sampled = 0;
+    std::unordered_map<int32_t, int64_t> sampled;
   };
   std::unordered_map<RequestId, Answer> answers_;
 };

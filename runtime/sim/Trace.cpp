@@ -158,6 +158,13 @@ public:
         maxTokensAt = pos_;
         status = parseInteger({"max_tokens", outputRange()}, 1,
                               double(kMaxTraceOutputLen), request.maxTokens);
+      } else if (key == "n") {
+        int64_t n = 1;
+        status =
+            parseInteger({"n", "an integer in [1, " +
+                                   std::to_string(kMaxParallelSamples) + "]"},
+                         1, kMaxParallelSamples, n);
+        request.n = int32_t(n);
       } else if (key == "priority") {
         int64_t priority = 0;
         status = parseInteger({"priority", "an integer in [-1000000, 1000000]"},

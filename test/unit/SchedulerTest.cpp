@@ -60,11 +60,13 @@ TracedRequest makeRequest(RequestId id, std::vector<Token> prompt,
   return request;
 }
 
-/// The token at `position` of the request's prompt and answer.
-Token tokenAt(const TracedRequest &request, int64_t position) {
+/// The token at `position` of the request's prompt and a branch's answer.
+Token tokenAt(const TracedRequest &request, int64_t position,
+              int32_t branch = 0) {
   int64_t prompt = int64_t(request.prompt.size());
-  return position < prompt ? request.prompt[size_t(position)]
-                           : outputToken(request.id, position - prompt);
+  return position < prompt
+             ? request.prompt[size_t(position)]
+             : SyntheticModel::token(request.id, branch, position - prompt);
 }
 
 std::vector<Token> range(Token from, int count) {
@@ -94,6 +96,26 @@ TEST(Scheduler, RejectsRequestsThatCanNeverFit) {
   EXPECT_EQ(status.code(), ErrorCode::OutOfMemory);
   EXPECT_TRUE(f.scheduler->idle());
   EXPECT_EQ(f.add(makeRequest(1, {}, 2)).code(), ErrorCode::InvalidArgument);
+}
+
+// Parallel samples are bounded, and the pool must hold the prompt and
+// every branch's max_tokens.
+TEST(Scheduler, ChecksParallelSamples) {
+  Fixture f(Policy::FCFS, /*pages=*/8);
+  TracedRequest none = makeRequest(0, range(1, 5), 2);
+  none.n = 0;
+  EXPECT_EQ(f.add(none).message(),
+            "request 0 asks for 0 parallel samples: n must be in [1, 256]");
+  TracedRequest many = makeRequest(1, range(1, 5), /*outputLen=*/8);
+  many.n = 3;
+  // 5 prompt + 8 tokens: 4 pages; 2 more branches: 2 pages of 8 tokens
+  // and a copy of the partial prompt page each.
+  Status status = f.add(many);
+  EXPECT_EQ(status.code(), ErrorCode::OutOfMemory);
+  EXPECT_EQ(status.message(),
+            "request 1 needs 10 pages of KV cache (prompt, and max_tokens "
+            "for each of its 3 samples), the pool holds 8");
+  EXPECT_TRUE(f.scheduler->idle());
 }
 
 TEST(Scheduler, LongestPrefixMatchComesFirst) {
@@ -212,10 +234,11 @@ namespace {
 /// The stand-in for a model's key of the token at `position`: it depends
 /// on the whole prefix, as real keys do, so a page read in the wrong
 /// place, or one whose KV was never computed, shows.
-std::array<uint16_t, 8> keyOf(const TracedRequest &request, int64_t position) {
+std::array<uint16_t, 8> keyOf(const TracedRequest &request, int64_t position,
+                              int32_t branch = 0) {
   uint64_t hash = 0xcbf29ce484222325ull;
   for (int64_t i = 0; i <= position; ++i)
-    hash = (hash ^ uint32_t(tokenAt(request, i))) * 0x100000001b3ull;
+    hash = (hash ^ uint32_t(tokenAt(request, i, branch))) * 0x100000001b3ull;
   std::array<uint16_t, 8> key{};
   for (int i = 0; i < 4; ++i)
     key[size_t(i)] = uint16_t(hash >> (16 * i));
@@ -238,10 +261,12 @@ namespace {
 /// `longestAnswer` tokens long, within max_tokens of 2 x that, and
 /// admission expects `newTokenRatio` of it. The first `queuedAtStart`
 /// requests are queued at once, the others one every third step; a step
-/// feeds `tokenBudget` tokens at most.
+/// feeds `tokenBudget` tokens at most. Requests take 1 to `maxSamples`
+/// parallel samples.
 void replayThroughAHostPool(int64_t pages, int64_t longestAnswer,
                             double newTokenRatio, size_t queuedAtStart,
-                            int64_t tokenBudget, bool expectPreemptions) {
+                            int64_t tokenBudget, bool expectPreemptions,
+                            int32_t maxSamples = 1) {
   SCOPED_TRACE("pool of " + std::to_string(pages) + " pages");
   PoolConfig config;
   config.numPages = pages;
@@ -267,6 +292,8 @@ void replayThroughAHostPool(int64_t pages, int64_t longestAnswer,
     std::vector<Token> own = range(Token(100 * (id + 1)), 1 + int(rng() % 9));
     requests.push_back(makeRequest(
         id, concat(prompt, own), 1 + rng() % longestAnswer, 2 * longestAnswer));
+    if (maxSamples > 1)
+      requests.back().n = int32_t(1 + rng() % maxSamples);
   }
   std::map<RequestId, TracedRequest> byId;
   for (size_t i = 0; i < queuedAtStart; ++i) {
@@ -292,9 +319,9 @@ void replayThroughAHostPool(int64_t pages, int64_t longestAnswer,
       model.add(request);
       byId[request.id] = request;
     }
-    StatusOr<SimulatedStep> step = model.step(scheduler);
+    StatusOr<StepStats> step = scheduler.step();
     ASSERT_TRUE(step.ok()) << step.status().toString();
-    const EngineBatch &batch = step->stats.batch;
+    const EngineBatch &batch = step->batch;
     size_t count = batch.requests.size();
     ASSERT_EQ(batch.qoIndptr.size(), count + 1);
     ASSERT_EQ(batch.pageTable.indptr.size(), count + 1);
@@ -314,9 +341,11 @@ void replayThroughAHostPool(int64_t pages, int64_t longestAnswer,
       if (int64_t(r) < batch.numDecodes)
         ASSERT_EQ(batch.qoIndptr[r + 1] - batch.qoIndptr[r], 1);
       for (int32_t t = batch.qoIndptr[r]; t < batch.qoIndptr[r + 1]; ++t) {
-        ASSERT_EQ(batch.tokens[size_t(t)],
-                  tokenAt(request, batch.positions[size_t(t)]));
-        keys.push_back(keyOf(request, batch.positions[size_t(t)]));
+        ASSERT_EQ(
+            batch.tokens[size_t(t)],
+            tokenAt(request, batch.positions[size_t(t)], batch.branches[r]));
+        keys.push_back(
+            keyOf(request, batch.positions[size_t(t)], batch.branches[r]));
       }
     }
     auto address = [](const void *p) { return reinterpret_cast<uint64_t>(p); };
@@ -338,20 +367,25 @@ void replayThroughAHostPool(int64_t pages, int64_t longestAnswer,
         PageId page = batch.pageTable.indices[size_t(first + j / 4)];
         const auto *stored =
             reinterpret_cast<const uint16_t *>(pool->keyAt(page, j % 4, 0));
-        std::array<uint16_t, 8> want = keyOf(request, j);
+        std::array<uint16_t, 8> want = keyOf(request, j, batch.branches[r]);
         ASSERT_TRUE(std::equal(want.begin(), want.end(), stored))
             << "request " << request.id << " key " << j << " (page " << page
-            << ") in step " << steps;
+            << ") branch " << batch.branches[r] << " in step " << steps;
         ++checkedKeys;
       }
     }
-    finished.insert(finished.end(), step->finished.begin(),
-                    step->finished.end());
+    // The model samples once the step has run.
+    StatusOr<std::vector<RequestId>> done =
+        scheduler.commit(model.sample(batch));
+    ASSERT_TRUE(done.ok()) << done.status().toString();
+    finished.insert(finished.end(), done->begin(), done->end());
   }
   EXPECT_EQ(finished.size(), requests.size());
   for (const TracedRequest &request : requests)
-    EXPECT_EQ(model.sampled(request.id), request.outputLen)
-        << "request " << request.id << " lost or repeated tokens";
+    for (int32_t branch = 0; branch < request.n; ++branch)
+      EXPECT_EQ(model.sampled(request.id, branch), request.outputLen)
+          << "request " << request.id << " branch " << branch
+          << " lost or repeated tokens";
   EXPECT_GT(scheduler.totals().cachedTokens, 0) << "no prefix was reused";
   EXPECT_GT(checkedKeys, 0);
   if (expectPreemptions)
@@ -374,6 +408,16 @@ TEST(Scheduler, PreemptedRequestsAreRecomputedWithoutLosingTokens) {
   replayThroughAHostPool(/*pages=*/24, /*longestAnswer=*/16,
                          /*newTokenRatio=*/0.1, /*queuedAtStart=*/12,
                          /*tokenBudget=*/64, true);
+}
+
+// Requests of n parallel samples compute their prompt once and fork: each
+// branch reads the shared prompt pages and its own answer, through
+// copy-on-write of the prompt's partial page, chunked prefill, prefix
+// reuse.
+TEST(Scheduler, ParallelSamplesForkAndReadTheirOwnBranches) {
+  replayThroughAHostPool(/*pages=*/64, /*longestAnswer=*/6,
+                         /*newTokenRatio=*/1.0, /*queuedAtStart=*/8,
+                         /*tokenBudget=*/12, false, /*maxSamples=*/3);
 }
 
 namespace {
@@ -792,17 +836,17 @@ TEST(Scheduler, CommitTakesExactlyTheLastStepsSamples) {
   EXPECT_EQ(early.status().message(),
             "the last step's 2 samples were not committed");
   StatusOr<std::vector<RequestId>> few =
-      f.scheduler->commit({Sample{0, 7, false}});
+      f.scheduler->commit({Sample{0, 0, 7, false}});
   EXPECT_EQ(few.status().message(),
             "the last step has 2 samplers, got 1 samples");
   StatusOr<std::vector<RequestId>> swapped =
-      f.scheduler->commit({Sample{1, 7, false}, Sample{0, 7, false}});
+      f.scheduler->commit({Sample{1, 0, 7, false}, Sample{0, 0, 7, false}});
   EXPECT_EQ(swapped.status().message(),
             "sample 0 is for request 1, the step's sampler 0 is request 0");
 
   ASSERT_TRUE(f.scheduler->abort(1).ok());
   StatusOr<std::vector<RequestId>> done =
-      f.scheduler->commit({Sample{0, 7, true}, Sample{1, 8, false}});
+      f.scheduler->commit({Sample{0, 0, 7, true}, Sample{1, 0, 8, false}});
   ASSERT_TRUE(done.ok()) << done.status().toString();
   EXPECT_EQ(*done, (std::vector<RequestId>{0}));
   EXPECT_TRUE(f.scheduler->idle());
@@ -830,4 +874,48 @@ TEST(Scheduler, ChecksItsConfiguration) {
   EXPECT_EQ(
       message([](SchedulerConfig &c) { c.newTokenRatioDecay = std::nan(""); }),
       "scheduler new-token ratio decay must be in [0, 1], got nan");
+}
+
+namespace {
+
+/// Serves `first` and then `second` (n = 2), queued together, over a pool
+/// of 4-token pages that admits on prompts alone; returns the totals.
+SchedulerTotals serveTwo(int64_t pages, int64_t budget,
+                         const TracedRequest &first,
+                         const TracedRequest &second) {
+  Fixture f(Policy::FCFS, pages, /*pageSize=*/4, budget);
+  SchedulerConfig config;
+  config.tokenBudget = budget;
+  config.initialNewTokenRatio = config.minNewTokenRatio = 0.0;
+  f.scheduler = std::make_unique<Scheduler>(config, *f.pool, *f.cache);
+  EXPECT_TRUE(f.add(first).ok());
+  EXPECT_TRUE(f.add(second).ok());
+  f.runToCompletion();
+  for (const TracedRequest *request : {&first, &second})
+    for (int32_t branch = 0; branch < request->n; ++branch)
+      EXPECT_EQ(f.model.sampled(request->id, branch), request->outputLen)
+          << "request " << request->id << " branch " << branch;
+  EXPECT_EQ(f.scheduler->totals().finished, 2);
+  expectNoLeaks(f);
+  return f.scheduler->totals();
+}
+
+} // namespace
+
+// A branch is preempted and recomputed alone; a fork that finds no page
+// for its copy of the prompt's partial page queues the branch, which
+// computes that page again from the cache. Every branch gets its tokens.
+TEST(Scheduler, BranchesArePreemptedAndForkedWithoutLosingTokens) {
+  TracedRequest grower = makeRequest(0, range(500, 3), /*outputLen=*/12);
+  TracedRequest sampled = makeRequest(1, range(100, 10), /*outputLen=*/7);
+  sampled.n = 2;
+  SchedulerTotals preempting = serveTwo(8, 64, grower, sampled);
+  EXPECT_GT(preempting.preemptions, 0);
+
+  TracedRequest shortGrower = makeRequest(0, range(500, 3), /*outputLen=*/8);
+  TracedRequest late = makeRequest(1, range(100, 10), /*outputLen=*/2);
+  late.n = 2;
+  SchedulerTotals deferred = serveTwo(5, 4, shortGrower, late);
+  EXPECT_EQ(deferred.preemptions, 0);
+  EXPECT_GT(deferred.recomputedTokens, 0) << "every fork found a page";
 }

@@ -431,6 +431,13 @@ TEST(Trace, ReadsMaxTokens) {
   EXPECT_EQ(trace->requests[0].maxTokens, 9);
   EXPECT_EQ(trace->requests[0].outputLen, 4);
   EXPECT_EQ(trace->requests[1].maxTokens, 5);
+  EXPECT_EQ(trace->requests[1].n, 1);
+  StatusOr<Workload> sampled =
+      parseTrace("{\"prompt\": [1, 2], \"output_len\": 4, \"n\": 3}\n", "t");
+  ASSERT_TRUE(sampled.ok()) << sampled.status().toString();
+  EXPECT_EQ(sampled->requests[0].n, 3);
+  EXPECT_EQ(parseError("{\"prompt\": [1], \"output_len\": 4, \"n\": 0}"),
+            "line 1, column 39: \"n\" must be an integer in [1, 256], got 0");
   EXPECT_EQ(parseError("{\"prompt\": [1], \"output_len\": 4, "
                        "\"max_tokens\": 3}"),
             "line 1, column 48: \"max_tokens\" 3 is less than "
