@@ -32,8 +32,10 @@ extern "C" {
 #endif
 
 /* 3: destroy functions return a status; attnc_role_name. 5: fp8 caches
- * (ATTNC_F8E4M3, ATTNC_F8E5M2, kv_dtype and kv_scales in the spec). */
-#define ATTNC_C_API_VERSION 5
+ * (ATTNC_F8E4M3, ATTNC_F8E5M2, kv_dtype and kv_scales in the spec).
+ * 6: the serving runtime: attnc_kv_pool, attnc_radix_cache,
+ * attnc_scheduler and attnc_step (the second half of this file). */
+#define ATTNC_C_API_VERSION 6
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -207,6 +209,233 @@ attnc_status attnc_run(attnc_kernel kernel, attnc_plan plan,
                        const uint64_t *outputs, int num_outputs,
                        const int64_t *const *buffer_sizes,
                        const int *buffer_ranks, void *stream);
+
+/*===----------------------------------------------------------------------===*\
+|* The serving runtime (version 6)                                            *|
+|*                                                                            *|
+|* A paged KV pool (pages of keys and values in the layout the kernels read), *|
+|* a radix prefix cache over it, and a cache-aware scheduler that forms each  *|
+|* forward pass: attnc_scheduler_step returns the step's attention inputs     *|
+|* (an attnc_step), the engine runs its model on them, and                    *|
+|* attnc_scheduler_commit takes the tokens it sampled.                        *|
+|*                                                                            *|
+|* Lifetimes: a radix cache keeps its pool alive, and a scheduler its cache   *|
+|* and pool, so handles may be destroyed in any order; a pool's memory is     *|
+|* freed when its handle and every cache and scheduler over it are gone.      *|
+|* (Destroying a pool's handle first makes the handle dead at once, the pool  *|
+|* stays for the objects that use it.) A step is a copy of the step's arrays, *|
+|* independent of the scheduler; its pointers are valid until it is           *|
+|* destroyed. A cache serves at most one live scheduler at a time.            *|
+|*                                                                            *|
+|* Calls on a pool, its caches and its schedulers are serialized by one lock  *|
+|* per pool, so they may come from several threads.                           *|
+\*===----------------------------------------------------------------------===*/
+
+typedef struct attnc_kv_pool_st *attnc_kv_pool;
+typedef struct attnc_radix_cache_st *attnc_radix_cache;
+typedef struct attnc_scheduler_st *attnc_scheduler;
+typedef struct attnc_step_st *attnc_step;
+
+/* Where a pool's pages live; attnc_kv_memory_name gives the names ("host",
+ * "device", "accounting"). */
+typedef enum attnc_kv_memory {
+  ATTNC_KV_HOST = 0,      /* host memory: tests and CPU-side tools */
+  ATTNC_KV_DEVICE = 1,    /* one device allocation; needs a GPU and NVRTC */
+  ATTNC_KV_ACCOUNTING = 2 /* no K/V storage, only the page accounting */
+} attnc_kv_memory;
+
+/* attnc_kv_pool_config_init fills the defaults; num_pages must be set. */
+typedef struct attnc_kv_pool_config {
+  int64_t num_pages;    /* 1 .. 2^31-1 */
+  int64_t page_size;    /* tokens a page: attnc_limits' min/max_page_size */
+  int64_t num_kv_heads; /* 1 .. max_heads */
+  int64_t head_dim;     /* 1 .. max_head_dim */
+  attnc_dtype dtype;    /* BF16, F16, F32, F8E4M3 or F8E5M2 */
+  attnc_page_order page_order; /* NHD: [pages, page, heads, dim]; HND */
+  attnc_kv_memory memory;
+  /* A device pool's compiled kernels: NULL or "": the default cache; "-":
+   * none. */
+  const char *cache_dir;
+} attnc_kv_pool_config;
+
+void attnc_kv_pool_config_init(attnc_kv_pool_config *config);
+const char *attnc_kv_memory_name(int memory);
+attnc_status attnc_kv_pool_create(const attnc_kv_pool_config *config,
+                                  attnc_kv_pool *out);
+attnc_status attnc_kv_pool_destroy(attnc_kv_pool pool);
+/* 0 for a bad handle, with attnc_last_error set. */
+int64_t attnc_kv_pool_num_pages(attnc_kv_pool pool);
+int64_t attnc_kv_pool_page_size(attnc_kv_pool pool);
+int64_t attnc_kv_pool_num_free_pages(attnc_kv_pool pool);
+/* Addresses of the key and value caches, each [num_pages, page_size,
+ * num_kv_heads, head_dim] (NHD) or [num_pages, num_kv_heads, page_size,
+ * head_dim] (HND): device addresses for a device pool, host addresses for
+ * a host pool; 0 for an accounting pool or a bad handle. */
+uint64_t attnc_kv_pool_key_cache(attnc_kv_pool pool);
+uint64_t attnc_kv_pool_value_cache(attnc_kv_pool pool);
+/* Writes `tokens` rows of keys and values to the int64 `slots` (a step's
+ * slot_mapping; a negative slot is skipped): token t's head h is at element
+ * t * key_stride + h * head_dim of `keys` (value_stride and `values`
+ * alike). Device addresses on `stream` for a device pool, which neither
+ * synchronizes nor writes a slot past the pool; host addresses for a host
+ * pool, which refuses such a slot before writing anything. A device pool's
+ * addresses and strides must be aligned to its row chunk (16 bytes for rows
+ * of a multiple of 16 bytes). An accounting pool refuses. */
+attnc_status attnc_kv_pool_append_slots(attnc_kv_pool pool, uint64_t keys,
+                                        uint64_t values, int64_t key_stride,
+                                        int64_t value_stride, uint64_t slots,
+                                        int64_t tokens, void *stream);
+
+attnc_status attnc_radix_cache_create(attnc_kv_pool pool,
+                                      attnc_radix_cache *out);
+attnc_status attnc_radix_cache_destroy(attnc_radix_cache cache);
+/* Tokens the cache holds, and those of them no request has locked (what
+ * eviction may free); 0 for a bad handle. */
+int64_t attnc_radix_cache_cached_tokens(attnc_radix_cache cache);
+int64_t attnc_radix_cache_evictable_tokens(attnc_radix_cache cache);
+/* The longest cached prefix of tokens[0 .. num_tokens) in whole pages,
+ * within `cache_namespace`: *matched_tokens tokens held by the pages it
+ * writes to `pages`. *num_pages is the capacity of `pages` on entry and the
+ * match's page count on return; `pages` may be NULL to ask for the count
+ * only, and num_tokens / page_size entries always suffice (a smaller
+ * capacity than the match is ATTNC_INVALID_ARGUMENT, with the count set).
+ * Nothing is locked: the pages stay cached until eviction takes them. */
+attnc_status attnc_radix_cache_match_prefix(attnc_radix_cache cache,
+                                            const int32_t *tokens,
+                                            int64_t num_tokens,
+                                            uint64_t cache_namespace,
+                                            int64_t *matched_tokens,
+                                            int32_t *pages, int64_t *num_pages);
+/* Frees least-recently-used unlocked prefixes until at least `tokens` are
+ * evicted or none is left; *evicted (may be NULL) gets the count. */
+attnc_status attnc_radix_cache_evict(attnc_radix_cache cache, int64_t tokens,
+                                     int64_t *evicted);
+
+/* attnc_policy_name gives the names ("fcfs", "lpm", "dfs-weight"). */
+typedef enum attnc_policy {
+  ATTNC_POLICY_FCFS = 0,
+  ATTNC_POLICY_LPM = 1, /* longest prefix match */
+  ATTNC_POLICY_DFS_WEIGHT = 2
+} attnc_policy;
+
+/* Mirrors attnc::SchedulerConfig (runtime/sched/Scheduler.h, where each
+ * field is explained); attnc_scheduler_config_init fills its defaults and
+ * attnc::checkConfig judges the values (its message names the field). */
+typedef struct attnc_scheduler_config {
+  attnc_policy policy;
+  int64_t token_budget; /* tokens fed per pass, decodes included: >= 1 */
+  int64_t max_running;  /* >= 1 */
+  int64_t in_flight_share_threshold; /* 1 .. 2^31-1 tokens */
+  int protect_waiting_prefixes;      /* 0 or 1 */
+  int64_t aging_steps;               /* >= 0; 0: never */
+  /* 0 <= min_new_token_ratio <= initial_new_token_ratio <= 1 and
+   * 0 <= new_token_ratio_decay <= 1. */
+  double initial_new_token_ratio, min_new_token_ratio, new_token_ratio_decay;
+} attnc_scheduler_config;
+
+/* A request as it arrives; attnc_request_init fills the defaults. */
+typedef struct attnc_request {
+  int64_t id; /* unique among the requests queued or running */
+  const int32_t *prompt;
+  int64_t prompt_len;       /* >= 1 */
+  int64_t max_tokens;       /* >= 1; prompt_len + max_tokens <= 2^31-1 */
+  int32_t priority;         /* higher goes first */
+  uint64_t cache_namespace; /* requests share cached KV only within one */
+  /* Parallel samples, 1 .. 256: the prompt is computed once and forks into
+   * n branches when it completes (each a request of the batch, named by
+   * its branch). */
+  int32_t n;
+} attnc_request;
+
+/* What the model sampled for one of a step's samplers. */
+typedef struct attnc_sample {
+  int64_t request;
+  int32_t token;
+  int32_t stop;   /* 0 or 1: the engine stops the request here */
+  int32_t branch; /* which of the request's n samples, 0 for n = 1 */
+} attnc_sample;
+
+/* The arrays of one step (attnc::EngineBatch and StepStats), valid until
+ * the step is destroyed; an array is NULL when its count is 0. Requests
+ * come in batch order, decodes first: request i feeds tokens
+ * [qo_indptr[i], qo_indptr[i+1]) and reads the pages
+ * page_indices[page_indptr[i] .. page_indptr[i+1]), its last page holding
+ * last_page_len[i] tokens, as PagedAttention.plan and attnc_batch take
+ * them. The model writes each token's keys and values at slot_mapping
+ * (attnc_kv_pool_append_slots) before attention reads them. */
+typedef struct attnc_step_info {
+  int64_t num_requests;
+  const int64_t *requests;
+  const int32_t *branches;  /* num_requests: each request's branch */
+  int64_t num_decodes;      /* the first num_decodes requests decode */
+  const int32_t *qo_indptr; /* num_requests + 1 */
+  int64_t num_tokens;
+  const int32_t *tokens;       /* num_tokens token ids */
+  const int32_t *positions;    /* num_tokens: in its request's sequence */
+  const int64_t *slot_mapping; /* num_tokens: page * page_size + offset */
+  const int32_t *page_indptr;  /* num_requests + 1 */
+  int64_t num_page_indices;
+  const int32_t *page_indices;  /* num_page_indices */
+  const int32_t *last_page_len; /* num_requests */
+  /* The requests that sample from this pass, in batch order, and the row
+   * of `tokens` whose logits each samples: what commit takes samples for
+   * (the pass completing a prompt of n > 1 samples its n branches from one
+   * row). */
+  int64_t num_samplers;
+  const int64_t *samplers;
+  const int32_t *sampler_branches;
+  const int32_t *sample_rows;
+  int64_t num_admitted;
+  const int64_t *admitted;
+  /* Sent back to the queue to free pages, to be computed again. */
+  int64_t num_preempted;
+  const int64_t *preempted;
+  int64_t prefill_tokens, decode_tokens;
+} attnc_step_info;
+
+/* A scheduler's queue and its totals since it was made (prompt tokens are
+ * counted at a request's first admission; attnc::SchedulerTotals). */
+typedef struct attnc_scheduler_stats {
+  int64_t num_waiting, num_running;
+  int64_t prompt_tokens, cached_tokens, computed_prefill_tokens;
+  int64_t recomputed_tokens, evicted_tokens, preemptions, finished;
+} attnc_scheduler_stats;
+
+void attnc_scheduler_config_init(attnc_scheduler_config *config);
+void attnc_request_init(attnc_request *request);
+const char *attnc_policy_name(int policy);
+/* `cache` must be a cache over `pool` that serves no other live scheduler. */
+attnc_status attnc_scheduler_create(const attnc_scheduler_config *config,
+                                    attnc_kv_pool pool, attnc_radix_cache cache,
+                                    attnc_scheduler *out);
+/* Releases what its running requests hold (their pages, their locks). */
+attnc_status attnc_scheduler_destroy(attnc_scheduler scheduler);
+/* Queues a copy of the request. ATTNC_OUT_OF_MEMORY when its prompt and
+ * max_tokens could never fit the pool; ATTNC_INVALID_ARGUMENT when a
+ * request of its id is queued or running. */
+attnc_status attnc_scheduler_add(attnc_scheduler scheduler,
+                                 const attnc_request *request);
+/* Forms the next forward pass into a new step (the caller destroys it).
+ * The last step's samples must have been committed. */
+attnc_status attnc_scheduler_step(attnc_scheduler scheduler, attnc_step *out);
+attnc_status attnc_step_get_info(attnc_step step, attnc_step_info *out);
+attnc_status attnc_step_destroy(attnc_step step);
+/* One sample for each of the last step's samplers, in that order. The
+ * requests that finished (a stop, or max_tokens reached) are written to
+ * `finished` (NULL, or room for num_samples ids), their count to
+ * *num_finished (may be NULL). */
+attnc_status attnc_scheduler_commit(attnc_scheduler scheduler,
+                                    const attnc_sample *samples,
+                                    int64_t num_samples, int64_t *finished,
+                                    int64_t *num_finished);
+/* Drops a queued or running request; ATTNC_NOT_FOUND when there is none of
+ * that id. Between a step and its commit, its sample is ignored. */
+attnc_status attnc_scheduler_abort(attnc_scheduler scheduler, int64_t request);
+/* 1 when nothing waits or runs, 0 otherwise; -1 for a bad handle (so that a
+ * `while (!attnc_scheduler_idle(s))` loop ends). */
+int attnc_scheduler_idle(attnc_scheduler scheduler);
+attnc_status attnc_scheduler_get_stats(attnc_scheduler scheduler,
+                                       attnc_scheduler_stats *out);
 
 #ifdef __cplusplus
 }

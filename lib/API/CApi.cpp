@@ -1,14 +1,15 @@
 //===- CApi.cpp - the C API over attnc.h ----------------------------------===//
 //
-// Handles are not pointers to the objects: each is a number drawn once from
-// a counter and looked up in its type's registry on every call, so that a
-// destroyed, foreign or made-up handle is an error value rather than a
-// dereference, even after its memory has been reused.
+// Variants, kernels and plans. Handles are numbers looked up in registries
+// on every call (CApiSupport.h); the serving runtime's handles are in
+// ServingCApi.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attnc/attnc.h"
 #include "attnc/attnc_c.h"
+
+#include "CApiSupport.h"
 
 #include <atomic>
 #include <cstdint>
@@ -48,96 +49,28 @@ ATTNC_SAME(ATTNC_ROLE_LSE, attnc::TensorSpec::Role::Lse)
 ATTNC_SAME(ATTNC_ROLE_BUFFER, attnc::TensorSpec::Role::Buffer)
 #undef ATTNC_SAME
 
-namespace {
+namespace attnc::capi {
 
+namespace {
 thread_local std::string lastError;
+/// Handle values: drawn from one counter for every type and never reused.
+std::atomic<uintptr_t> nextHandle{uintptr_t(0xA7C0) << 48};
+} // namespace
 
 attnc_status fail(attnc_status code, std::string message) {
   lastError = std::move(message);
   return code;
 }
 
-attnc_status fail(const attnc::Status &status) {
-  return fail(static_cast<attnc_status>(status.code()), status.message());
-}
+const char *lastErrorMessage() { return lastError.c_str(); }
 
-attnc_status invalid(std::string message) {
-  return fail(ATTNC_INVALID_ARGUMENT, std::move(message));
-}
+uintptr_t drawHandle() { return nextHandle.fetch_add(1); }
 
-/// The C boundary: nothing may unwind through it.
-template <typename F> attnc_status guarded(F &&body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return fail(ATTNC_OUT_OF_MEMORY, "out of host memory");
-  } catch (const std::exception &e) {
-    return fail(ATTNC_INTERNAL, e.what());
-  }
-}
+} // namespace attnc::capi
 
-/// Handle values: drawn from one counter for every type and never reused.
-/// They start far above any address a process maps, so that no pointer to
-/// real memory is ever mistaken for a handle.
-std::atomic<uintptr_t> nextHandle{uintptr_t(0xA7C0) << 48};
+using namespace attnc::capi;
 
-/// The live handles of one type and the objects they stand for. Calls hold
-/// a reference to the object while they use it, so destroying a handle
-/// while another thread uses it frees the object after that call.
-template <typename Handle, typename Object> class Registry {
-public:
-  explicit Registry(const char *typeName) : typeName_(typeName) {}
-
-  Handle add(Object object) {
-    auto shared = std::make_shared<Object>(std::move(object));
-    uintptr_t id = nextHandle.fetch_add(1);
-    std::lock_guard<std::mutex> lock(mutex_);
-    live_.emplace(id, std::move(shared));
-    return reinterpret_cast<Handle>(id);
-  }
-
-  /// The object of `handle`, or null with the reason in attnc_last_error.
-  std::shared_ptr<Object> find(Handle handle, const char *argument) {
-    if (!handle) {
-      fail(ATTNC_INVALID_ARGUMENT, std::string(argument) + " is null");
-      return nullptr;
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = live_.find(reinterpret_cast<uintptr_t>(handle));
-    if (it == live_.end()) {
-      fail(ATTNC_INVALID_ARGUMENT, notLive(argument));
-      return nullptr;
-    }
-    return it->second;
-  }
-
-  /// Forgets `handle`; its object goes when the last call using it ends.
-  attnc_status remove(Handle handle, const char *argument) {
-    if (!handle)
-      return ATTNC_OK; // like free(NULL)
-    std::shared_ptr<Object> object;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = live_.find(reinterpret_cast<uintptr_t>(handle));
-      if (it == live_.end())
-        return fail(ATTNC_INVALID_ARGUMENT, notLive(argument));
-      object = std::move(it->second);
-      live_.erase(it);
-    }
-    object.reset(); // outside the lock: freeing may call the CUDA driver
-    return ATTNC_OK;
-  }
-
-private:
-  std::string notLive(const char *argument) const {
-    return std::string(argument) + " is not a live " + typeName_ +
-           " (destroyed, or not made by attnc)";
-  }
-
-  const char *typeName_;
-  std::mutex mutex_;
-  std::unordered_map<uintptr_t, std::shared_ptr<Object>> live_;
-};
+namespace {
 
 // Never destroyed: objects still alive at exit must not be freed after the
 // CUDA driver they use has been unloaded.
@@ -165,20 +98,6 @@ attnc_tensor_spec toC(const attnc::TensorSpec &spec) {
   out.layout = static_cast<attnc_layout>(spec.layout);
   out.seq_len = spec.seqLen;
   return out;
-}
-
-/// A C flag: 0 or 1, so that garbage in a struct (one not filled by
-/// attnc_variant_spec_init, or of another API version) is not read as true.
-bool isFlag(int value) { return value == 0 || value == 1; }
-
-/// The int a C caller stored in an enum field. C lets it be any int, while
-/// C++ may assume an unscoped enum holds only its enumerators' range, so the
-/// field is read as the bytes of an int, never as the enum.
-template <typename Enum> int enumBits(const Enum &field) {
-  static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized here");
-  int value;
-  std::memcpy(&value, &field, sizeof value);
-  return value;
 }
 
 /// Checks the encoding of a C spec (flags, the -1 and 0 sentinels, the
@@ -251,7 +170,7 @@ static_assert(sizeof(kRoleNames) / sizeof(*kRoleNames) ==
 
 extern "C" {
 
-const char *attnc_last_error(void) { return lastError.c_str(); }
+const char *attnc_last_error(void) { return lastErrorMessage(); }
 
 const char *attnc_status_name(attnc_status status) {
   if (status == ATTNC_OK)

@@ -6,13 +6,22 @@ PyTorch tensors through libattnc's C API (ctypes; no compiled extension).
     wrapper = attnc.PagedAttention(32, 8, 128, page_size=16)
     wrapper.plan(kv_indptr, kv_indices, kv_last_page_len)
     out = wrapper.run(q, k_cache, v_cache)                 # every layer
+
+    pool = attnc.KVPool(4096, page_size=16, num_kv_heads=8, head_dim=128)
+    scheduler = attnc.Scheduler(pool, attnc.RadixCache(pool))
+    scheduler.add(0, prompt, max_tokens=64)
+    step = scheduler.step()                                # a forward pass
+    scheduler.commit([attnc.Sample(0, token)])             # what it sampled
 """
 
 from .errors import AttncError, InvalidArgumentError
 from .functional import attention, merge_states
 from .kernel import Kernel, Plan, Variant
 from .paged import PagedAttention
+from .serving import KVPool, RadixCache, Sample, Scheduler, SchedulerStats, \
+    Step
 
-__all__ = ["AttncError", "InvalidArgumentError", "Kernel", "PagedAttention",
-           "Plan", "Variant", "attention", "merge_states"]
+__all__ = ["AttncError", "InvalidArgumentError", "KVPool", "Kernel",
+           "PagedAttention", "Plan", "RadixCache", "Sample", "Scheduler",
+           "SchedulerStats", "Step", "Variant", "attention", "merge_states"]
 __version__ = "0.1.0"

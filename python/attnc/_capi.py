@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .errors import AttncError, InvalidArgumentError
 
-API_VERSION = 5  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
+API_VERSION = 6  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
@@ -50,6 +50,65 @@ class Limits(ctypes.Structure):
         "max_seq_len", "max_heads", "max_head_dim", "min_page_size",
         "max_page_size", "max_kv_splits", "max_merge_states", "max_captures",
         "max_capture_rank")]
+
+
+class KVPoolConfig(ctypes.Structure):
+    _fields_ = [
+        ("num_pages", c_int64), ("page_size", c_int64),
+        ("num_kv_heads", c_int64), ("head_dim", c_int64), ("dtype", c_int),
+        ("page_order", c_int), ("memory", c_int), ("cache_dir", c_char_p),
+    ]
+
+
+class SchedulerConfig(ctypes.Structure):
+    _fields_ = [
+        ("policy", c_int), ("token_budget", c_int64),
+        ("max_running", c_int64), ("in_flight_share_threshold", c_int64),
+        ("protect_waiting_prefixes", c_int), ("aging_steps", c_int64),
+        ("initial_new_token_ratio", ctypes.c_double),
+        ("min_new_token_ratio", ctypes.c_double),
+        ("new_token_ratio_decay", ctypes.c_double),
+    ]
+
+
+class Request(ctypes.Structure):
+    _fields_ = [
+        ("id", c_int64), ("prompt", ctypes.POINTER(ctypes.c_int32)),
+        ("prompt_len", c_int64), ("max_tokens", c_int64),
+        ("priority", ctypes.c_int32), ("cache_namespace", ctypes.c_uint64),
+        ("n", ctypes.c_int32),
+    ]
+
+
+class Sample(ctypes.Structure):
+    _fields_ = [("request", c_int64), ("token", ctypes.c_int32),
+                ("stop", ctypes.c_int32), ("branch", ctypes.c_int32)]
+
+
+_I32P, _I64P = ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(c_int64)
+
+
+class StepInfo(ctypes.Structure):
+    _fields_ = [
+        ("num_requests", c_int64), ("requests", _I64P),
+        ("branches", _I32P), ("num_decodes", c_int64), ("qo_indptr", _I32P),
+        ("num_tokens", c_int64), ("tokens", _I32P), ("positions", _I32P),
+        ("slot_mapping", _I64P), ("page_indptr", _I32P),
+        ("num_page_indices", c_int64), ("page_indices", _I32P),
+        ("last_page_len", _I32P), ("num_samplers", c_int64),
+        ("samplers", _I64P), ("sampler_branches", _I32P),
+        ("sample_rows", _I32P),
+        ("num_admitted", c_int64), ("admitted", _I64P),
+        ("num_preempted", c_int64), ("preempted", _I64P),
+        ("prefill_tokens", c_int64), ("decode_tokens", c_int64),
+    ]
+
+
+class SchedulerStats(ctypes.Structure):
+    _fields_ = [(name, c_int64) for name in (
+        "num_waiting", "num_running", "prompt_tokens", "cached_tokens",
+        "computed_prefill_tokens", "recomputed_tokens", "evicted_tokens",
+        "preemptions", "finished")]
 
 
 def _candidates():
@@ -112,6 +171,42 @@ def _declare(lib):
         "attnc_run": (c_int, [c_void_p, c_void_p, P(ctypes.c_uint64), c_int,
                               P(ctypes.c_uint64), c_int,
                               P(P(ctypes.c_int64)), P(c_int), c_void_p]),
+        # The serving runtime (version 6).
+        "attnc_kv_pool_config_init": (None, [P(KVPoolConfig)]),
+        "attnc_kv_memory_name": (c_char_p, [c_int]),
+        "attnc_kv_pool_create": (c_int, [P(KVPoolConfig), P(c_void_p)]),
+        "attnc_kv_pool_destroy": (c_int, [c_void_p]),
+        "attnc_kv_pool_num_pages": (c_int64, [c_void_p]),
+        "attnc_kv_pool_page_size": (c_int64, [c_void_p]),
+        "attnc_kv_pool_num_free_pages": (c_int64, [c_void_p]),
+        "attnc_kv_pool_key_cache": (ctypes.c_uint64, [c_void_p]),
+        "attnc_kv_pool_value_cache": (ctypes.c_uint64, [c_void_p]),
+        "attnc_kv_pool_append_slots": (c_int, [
+            c_void_p, ctypes.c_uint64, ctypes.c_uint64, c_int64, c_int64,
+            ctypes.c_uint64, c_int64, c_void_p]),
+        "attnc_radix_cache_create": (c_int, [c_void_p, P(c_void_p)]),
+        "attnc_radix_cache_destroy": (c_int, [c_void_p]),
+        "attnc_radix_cache_cached_tokens": (c_int64, [c_void_p]),
+        "attnc_radix_cache_evictable_tokens": (c_int64, [c_void_p]),
+        "attnc_radix_cache_match_prefix": (c_int, [
+            c_void_p, _I32P, c_int64, ctypes.c_uint64, P(c_int64), _I32P,
+            P(c_int64)]),
+        "attnc_radix_cache_evict": (c_int, [c_void_p, c_int64, P(c_int64)]),
+        "attnc_scheduler_config_init": (None, [P(SchedulerConfig)]),
+        "attnc_request_init": (None, [P(Request)]),
+        "attnc_policy_name": (c_char_p, [c_int]),
+        "attnc_scheduler_create": (c_int, [P(SchedulerConfig), c_void_p,
+                                           c_void_p, P(c_void_p)]),
+        "attnc_scheduler_destroy": (c_int, [c_void_p]),
+        "attnc_scheduler_add": (c_int, [c_void_p, P(Request)]),
+        "attnc_scheduler_step": (c_int, [c_void_p, P(c_void_p)]),
+        "attnc_step_get_info": (c_int, [c_void_p, P(StepInfo)]),
+        "attnc_step_destroy": (c_int, [c_void_p]),
+        "attnc_scheduler_commit": (c_int, [c_void_p, P(Sample), c_int64,
+                                           _I64P, P(c_int64)]),
+        "attnc_scheduler_abort": (c_int, [c_void_p, c_int64]),
+        "attnc_scheduler_idle": (c_int, [c_void_p]),
+        "attnc_scheduler_get_stats": (c_int, [c_void_p, P(SchedulerStats)]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -139,6 +234,8 @@ LAYOUTS = _names(lib.attnc_layout_name)          # {"dense": ..., ...}
 PAGE_ORDERS = _names(lib.attnc_page_order_name)  # {"nhd": ..., "hnd": ...}
 ROLES = _names(lib.attnc_role_name)              # {"query": ..., ...}
 KV_SCALES = _names(lib.attnc_kv_scales_name)     # {"none": ..., ...}
+KV_MEMORY = _names(lib.attnc_kv_memory_name)     # {"host": ..., ...}
+POLICIES = _names(lib.attnc_policy_name)         # {"fcfs": ..., ...}
 _limits = lib.attnc_get_limits().contents
 LIMITS = {name: getattr(_limits, name) for name, _ in Limits._fields_}
 
@@ -158,6 +255,7 @@ def _status_codes():
 STATUS = _status_codes()
 OK = STATUS["ok"]
 INVALID_ARGUMENT = STATUS["invalid argument"]
+NOT_FOUND = STATUS["not found"]
 
 
 def last_error():

@@ -3,6 +3,7 @@
 #include "sched/Scheduler.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <unordered_map>
@@ -46,8 +47,9 @@ Status checkConfig(const SchedulerConfig &config) {
   if (config.maxRunning < 1)
     return bad("running limit", "at least 1",
                std::to_string(config.maxRunning));
-  if (config.inFlightShareThreshold < 1)
-    return bad("in-flight share threshold", "at least 1",
+  if (config.inFlightShareThreshold < 1 ||
+      config.inFlightShareThreshold > INT32_MAX)
+    return bad("in-flight share threshold", "in [1, 2147483647]",
                std::to_string(config.inFlightShareThreshold));
   if (config.agingSteps < 0)
     return bad("aging steps", "0 (never) or more",
@@ -102,6 +104,14 @@ Status Scheduler::add(const Request &request) {
   if (request.prompt.empty() || request.maxTokens < 1)
     return Status::error(ErrorCode::InvalidArgument,
                          name + " needs a prompt and max_tokens of at least 1");
+  // A step's positions are int32: so is every sequence.
+  if (request.maxTokens >
+      INT32_MAX - static_cast<int64_t>(request.prompt.size()))
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        name + ": prompt (" + std::to_string(request.prompt.size()) +
+            " tokens) and max_tokens (" + std::to_string(request.maxTokens) +
+            ") exceed 2147483647 positions");
   if (request.n < 1 || request.n > kMaxParallelSamples)
     return Status::error(ErrorCode::InvalidArgument,
                          name + " asks for " + std::to_string(request.n) +

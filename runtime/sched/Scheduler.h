@@ -95,8 +95,8 @@ struct SchedulerConfig {
   double newTokenRatioDecay = 0.001;
 };
 
-/// InvalidArgument naming the first field out of range: a token budget,
-/// running cap or share threshold below 1, negative aging steps, ratios
+/// InvalidArgument naming the first field out of range: a token budget or
+/// running cap below 1, a share threshold outside [1, 2^31), negative aging steps, ratios
 /// outside [0, 1] or a minimum above the initial ratio, a negative decay.
 Status checkConfig(const SchedulerConfig &config);
 

@@ -36,14 +36,16 @@ constexpr int64_t kRow = kKVHeads * kHeadDim; // elements of a token's K or V
 /// A model's keys and values depend on the whole prefix; these do too, so
 /// that a page read for the wrong request or position shows.
 struct StandInModel {
-  /// K (which = 0) or V (1) of the token at `position` of `request`.
-  static void kv(const TracedRequest &request, int64_t position, int which,
-                 uint16_t *row) {
+  /// K (which = 0) or V (1) of the token at `position` of `request`, or
+  /// of a branch's sequence (n > 1: each continues the prompt alone).
+  static void kv(const TracedRequest &request, int32_t branch, int64_t position,
+                 int which, uint16_t *row) {
     uint64_t hash = 0xcbf29ce484222325ull ^ uint64_t(which);
     int64_t prompt = int64_t(request.prompt.size());
     for (int64_t i = 0; i <= position; ++i) {
-      Token token = i < prompt ? request.prompt[size_t(i)]
-                               : outputToken(request.id, i - prompt);
+      Token token = i < prompt
+                        ? request.prompt[size_t(i)]
+                        : SyntheticModel::token(request.id, branch, i - prompt);
       hash = (hash ^ uint32_t(token)) * 0x100000001b3ull;
     }
     std::mt19937_64 rng(hash);
@@ -74,7 +76,7 @@ contiguousAttention(const EngineBatch &batch,
     contiguous.kvLen = batch.positions[size_t(batch.qoIndptr[r + 1] - 1)] + 1;
     for (int64_t j = 0; j < contiguous.kvLen; ++j)
       for (int which = 0; which < 2; ++which) {
-        StandInModel::kv(request, j, which, row.data());
+        StandInModel::kv(request, batch.branches[r], j, which, row.data());
         for (uint16_t bits : row)
           (which ? contiguous.v : contiguous.k).push_back(fromBF16(bits));
       }
@@ -141,6 +143,9 @@ TEST(EngineLoopGpu, EveryStepMatchesContiguousAttention) {
       request.prompt.push_back(Token(1000 * (id + 1) + i));
     request.outputLen = 1 + int64_t(rng() % 8);
     request.maxTokens = 8;
+    // Some ask for parallel samples: their branches fork on the device
+    // (copy-on-write of the prompt's partial page).
+    request.n = id % 4 == 1 ? 2 : 1;
     return request;
   };
   std::vector<RequestId> finished;
@@ -182,10 +187,10 @@ TEST(EngineLoopGpu, EveryStepMatchesContiguousAttention) {
     for (size_t r = 0; r < batch.requests.size(); ++r)
       for (int32_t t = batch.qoIndptr[r]; t < batch.qoIndptr[r + 1]; ++t) {
         const TracedRequest &request = requests.at(batch.requests[r]);
-        StandInModel::kv(request, batch.positions[size_t(t)], 0,
-                         &k[size_t(t * kRow)]);
-        StandInModel::kv(request, batch.positions[size_t(t)], 1,
-                         &v[size_t(t * kRow)]);
+        StandInModel::kv(request, batch.branches[r], batch.positions[size_t(t)],
+                         0, &k[size_t(t * kRow)]);
+        StandInModel::kv(request, batch.branches[r], batch.positions[size_t(t)],
+                         1, &v[size_t(t * kRow)]);
       }
     cuda::DeviceBuffer kd = upload(driver, k.data(), k.size() * 2);
     cuda::DeviceBuffer vd = upload(driver, v.data(), v.size() * 2);

@@ -106,6 +106,10 @@ TEST(Scheduler, ChecksParallelSamples) {
   none.n = 0;
   EXPECT_EQ(f.add(none).message(),
             "request 0 asks for 0 parallel samples: n must be in [1, 256]");
+  TracedRequest huge = makeRequest(2, range(1, 5), 2, INT64_MAX);
+  EXPECT_EQ(f.add(huge).message(),
+            "request 2: prompt (5 tokens) and max_tokens "
+            "(9223372036854775807) exceed 2147483647 positions");
   TracedRequest many = makeRequest(1, range(1, 5), /*outputLen=*/8);
   many.n = 3;
   // 5 prompt + 8 tokens: 4 pages; 2 more branches: 2 pages of 8 tokens
@@ -863,6 +867,10 @@ TEST(Scheduler, ChecksItsConfiguration) {
   EXPECT_TRUE(checkConfig(SchedulerConfig()).ok());
   EXPECT_EQ(message([](SchedulerConfig &c) { c.maxRunning = 0; }),
             "scheduler running limit must be at least 1, got 0");
+  EXPECT_EQ(
+      message([](SchedulerConfig &c) { c.inFlightShareThreshold = INT64_MAX; }),
+      "scheduler in-flight share threshold must be in [1, 2147483647], "
+      "got 9223372036854775807");
   EXPECT_EQ(message([](SchedulerConfig &c) { c.agingSteps = -3; }),
             "scheduler aging steps must be 0 (never) or more, got -3");
   EXPECT_EQ(message([](SchedulerConfig &c) { c.initialNewTokenRatio = 1.5; }),

@@ -1,0 +1,1273 @@
+//===- ServingCApiTest.cpp - the serving runtime through libattnc.so ------===//
+//
+// The pool, radix cache and scheduler handles of attnc_c.h: a C scheduler
+// driven in lockstep with the C++ Scheduler on the same requests and
+// samples (every array of every step must agree), host-pool appends read
+// back through the cache addresses, lifetimes, and every error path.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnc/attnc_c.h"
+
+#include "kv/PagedKVPool.h"
+#include "radix/RadixCache.h"
+#include "sched/Scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+std::string lastError() { return attnc_last_error(); }
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+#define EXPECT_ERROR(call, code, part)                                         \
+  do {                                                                         \
+    attnc_status status_ = (call);                                             \
+    EXPECT_EQ(status_, code) << #call << ": " << lastError();                  \
+    EXPECT_TRUE(contains(lastError(), part))                                   \
+        << #call << ": expected \"" << (part) << "\" in \"" << lastError()     \
+        << "\"";                                                               \
+  } while (0)
+
+attnc_kv_pool_config accountingConfig(int64_t pages, int64_t pageSize) {
+  attnc_kv_pool_config config;
+  attnc_kv_pool_config_init(&config);
+  config.num_pages = pages;
+  config.page_size = pageSize;
+  config.memory = ATTNC_KV_ACCOUNTING;
+  return config;
+}
+
+/// A pool, a cache over it and a scheduler over both, destroyed in reverse.
+struct Stack {
+  attnc_kv_pool pool = nullptr;
+  attnc_radix_cache cache = nullptr;
+  attnc_scheduler scheduler = nullptr;
+
+  explicit Stack(int64_t pages, int64_t pageSize = 4,
+                 const attnc_scheduler_config *given = nullptr) {
+    attnc_kv_pool_config poolConfig = accountingConfig(pages, pageSize);
+    EXPECT_EQ(attnc_kv_pool_create(&poolConfig, &pool), ATTNC_OK)
+        << lastError();
+    EXPECT_EQ(attnc_radix_cache_create(pool, &cache), ATTNC_OK) << lastError();
+    attnc_scheduler_config config;
+    attnc_scheduler_config_init(&config);
+    if (given)
+      config = *given;
+    EXPECT_EQ(attnc_scheduler_create(&config, pool, cache, &scheduler),
+              ATTNC_OK)
+        << lastError();
+  }
+  ~Stack() {
+    attnc_scheduler_destroy(scheduler);
+    attnc_radix_cache_destroy(cache);
+    attnc_kv_pool_destroy(pool);
+  }
+};
+
+std::vector<int32_t> range(int32_t from, int count) {
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < count; ++i)
+    tokens.push_back(from + i);
+  return tokens;
+}
+
+std::vector<int32_t> concat(std::vector<int32_t> a,
+                            const std::vector<int32_t> &b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+attnc_status add(attnc_scheduler scheduler, int64_t id,
+                 const std::vector<int32_t> &prompt, int64_t maxTokens,
+                 int32_t priority = 0, uint64_t space = 0, int32_t n = 1) {
+  attnc_request request;
+  attnc_request_init(&request);
+  request.id = id;
+  request.prompt = prompt.data();
+  request.prompt_len = int64_t(prompt.size());
+  request.max_tokens = maxTokens;
+  request.priority = priority;
+  request.cache_namespace = space;
+  request.n = n;
+  return attnc_scheduler_add(scheduler, &request);
+}
+
+/// A step's arrays read through attnc_step_get_info, as the runtime's types.
+attnc::StepStats readStep(attnc_step step) {
+  attnc_step_info info;
+  EXPECT_EQ(attnc_step_get_info(step, &info), ATTNC_OK) << lastError();
+  auto copy = [](auto *data, int64_t count) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(data)>>;
+    EXPECT_EQ(data == nullptr, count == 0) << "NULL exactly when empty";
+    return data ? std::vector<T>(data, data + count) : std::vector<T>();
+  };
+  attnc::StepStats stats;
+  attnc::EngineBatch &batch = stats.batch;
+  int64_t requests = info.num_requests;
+  batch.requests = copy(info.requests, requests);
+  batch.branches = copy(info.branches, requests);
+  batch.numDecodes = info.num_decodes;
+  batch.qoIndptr = copy(info.qo_indptr, requests + 1);
+  batch.tokens = copy(info.tokens, info.num_tokens);
+  batch.positions = copy(info.positions, info.num_tokens);
+  batch.slotMapping = copy(info.slot_mapping, info.num_tokens);
+  batch.pageTable.indptr = copy(info.page_indptr, requests + 1);
+  batch.pageTable.indices = copy(info.page_indices, info.num_page_indices);
+  batch.pageTable.lastPageLen = copy(info.last_page_len, requests);
+  batch.samplers = copy(info.samplers, info.num_samplers);
+  batch.samplerBranches = copy(info.sampler_branches, info.num_samplers);
+  batch.sampleRows = copy(info.sample_rows, info.num_samplers);
+  stats.admitted = copy(info.admitted, info.num_admitted);
+  stats.preempted = copy(info.preempted, info.num_preempted);
+  stats.prefillTokens = info.prefill_tokens;
+  stats.decodeTokens = info.decode_tokens;
+  // The counts agree with the arrays they size.
+  EXPECT_EQ(batch.qoIndptr.back(), info.num_tokens);
+  EXPECT_EQ(batch.pageTable.indptr.back(), info.num_page_indices);
+  EXPECT_EQ(info.prefill_tokens + info.decode_tokens, info.num_tokens);
+  return stats;
+}
+
+void expectSameStep(const attnc::StepStats &c, const attnc::StepStats &cpp) {
+  const attnc::EngineBatch &a = c.batch, &b = cpp.batch;
+  EXPECT_EQ(a.requests, b.requests);
+  EXPECT_EQ(a.branches, b.branches);
+  EXPECT_EQ(a.numDecodes, b.numDecodes);
+  EXPECT_EQ(a.qoIndptr, b.qoIndptr);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.positions, b.positions);
+  EXPECT_EQ(a.slotMapping, b.slotMapping);
+  EXPECT_EQ(a.pageTable.indptr, b.pageTable.indptr);
+  EXPECT_EQ(a.pageTable.indices, b.pageTable.indices);
+  EXPECT_EQ(a.pageTable.lastPageLen, b.pageTable.lastPageLen);
+  EXPECT_EQ(a.samplers, b.samplers);
+  EXPECT_EQ(a.samplerBranches, b.samplerBranches);
+  EXPECT_EQ(a.sampleRows, b.sampleRows);
+  EXPECT_EQ(c.admitted, cpp.admitted);
+  EXPECT_EQ(c.preempted, cpp.preempted);
+  EXPECT_EQ(c.prefillTokens, cpp.prefillTokens);
+  EXPECT_EQ(c.decodeTokens, cpp.decodeTokens);
+}
+
+/// A request of the lockstep workload and the answer its model gives.
+struct Traced {
+  int64_t id;
+  std::vector<int32_t> prompt;
+  int64_t maxTokens, outputLen;
+  int32_t priority = 0;
+  uint64_t space = 0;
+  int32_t n = 1;
+};
+
+/// The stand-in model: request `id`'s token at output position `n` of a
+/// branch, distinct from every prompt token.
+int32_t sampledToken(int64_t id, int64_t n, int32_t branch = 0) {
+  return int32_t(1000000 + id * 1000 + n + 100000 * branch);
+}
+
+} // namespace
+
+TEST(ServingCApi, DefaultsAndNamesComeFromTheRuntime) {
+  EXPECT_EQ(ATTNC_C_API_VERSION, 6);
+  EXPECT_EQ(attnc_api_version(), 6);
+  attnc_scheduler_config config;
+  attnc_scheduler_config_init(&config);
+  attnc::SchedulerConfig defaults;
+  EXPECT_EQ(int(config.policy), int(defaults.policy));
+  EXPECT_EQ(config.token_budget, defaults.tokenBudget);
+  EXPECT_EQ(config.max_running, defaults.maxRunning);
+  EXPECT_EQ(config.in_flight_share_threshold, defaults.inFlightShareThreshold);
+  EXPECT_EQ(config.protect_waiting_prefixes,
+            int(defaults.protectWaitingPrefixes));
+  EXPECT_EQ(config.aging_steps, defaults.agingSteps);
+  EXPECT_EQ(config.initial_new_token_ratio, defaults.initialNewTokenRatio);
+  EXPECT_EQ(config.min_new_token_ratio, defaults.minNewTokenRatio);
+  EXPECT_EQ(config.new_token_ratio_decay, defaults.newTokenRatioDecay);
+
+  attnc_kv_pool_config pool;
+  attnc_kv_pool_config_init(&pool);
+  attnc::PoolConfig poolDefaults;
+  EXPECT_EQ(pool.num_pages, 0);
+  EXPECT_EQ(pool.page_size, poolDefaults.pageSize);
+  EXPECT_EQ(pool.head_dim, poolDefaults.headDim);
+  EXPECT_EQ(pool.memory, ATTNC_KV_HOST);
+  EXPECT_EQ(pool.cache_dir, nullptr);
+
+  attnc_request request;
+  std::memset(&request, 0x5a, sizeof request);
+  attnc_request_init(&request);
+  EXPECT_EQ(request.max_tokens, 1);
+  EXPECT_EQ(request.prompt, nullptr);
+  EXPECT_EQ(request.cache_namespace, 0u);
+
+  EXPECT_STREQ(attnc_policy_name(ATTNC_POLICY_FCFS), "fcfs");
+  EXPECT_STREQ(attnc_policy_name(ATTNC_POLICY_LPM), "lpm");
+  EXPECT_STREQ(attnc_policy_name(ATTNC_POLICY_DFS_WEIGHT), "dfs-weight");
+  EXPECT_STREQ(attnc_policy_name(3), "");
+  EXPECT_STREQ(attnc_policy_name(-1), "");
+  EXPECT_STREQ(attnc_kv_memory_name(ATTNC_KV_HOST), "host");
+  EXPECT_STREQ(attnc_kv_memory_name(ATTNC_KV_DEVICE), "device");
+  EXPECT_STREQ(attnc_kv_memory_name(ATTNC_KV_ACCOUNTING), "accounting");
+  EXPECT_STREQ(attnc_kv_memory_name(3), "");
+  // The init functions take NULL like destroy does.
+  attnc_scheduler_config_init(nullptr);
+  attnc_kv_pool_config_init(nullptr);
+  attnc_request_init(nullptr);
+}
+
+namespace {
+
+/// Serves `requests` through a C scheduler and a C++ Scheduler of the same
+/// configuration in lockstep, with the same samples, aborting `abortAt`
+/// (request id -> step) in both between a step and its commit; checks every
+/// step's arrays, the finished requests, the totals and the pools. Returns
+/// the preemptions, the cached prompt tokens and the aborts that found
+/// their request.
+void lockstep(const std::vector<Traced> &requests,
+              const attnc_scheduler_config &cConfig,
+              const attnc::SchedulerConfig &config, int64_t pages,
+              int64_t pageSize, const std::map<int64_t, int> &abortAt,
+              int64_t *preemptions, int64_t *cachedTokens,
+              int64_t *abortsDone) {
+  Stack c(pages, pageSize, &cConfig);
+  attnc::PoolConfig poolConfig;
+  poolConfig.numPages = pages;
+  poolConfig.pageSize = pageSize;
+  poolConfig.memory = attnc::PoolMemory::AccountingOnly;
+  auto pool = std::move(*attnc::PagedKVPool::create(poolConfig));
+  auto cache = std::make_unique<attnc::RadixCache>(*pool);
+  auto cpp = std::make_unique<attnc::Scheduler>(config, *pool, *cache);
+
+  std::map<int64_t, const Traced *> byId;
+  for (const Traced &r : requests) {
+    byId[r.id] = &r;
+    ASSERT_EQ(
+        add(c.scheduler, r.id, r.prompt, r.maxTokens, r.priority, r.space, r.n),
+        ATTNC_OK)
+        << lastError();
+    attnc::Request request;
+    request.id = r.id;
+    request.prompt = r.prompt;
+    request.maxTokens = r.maxTokens;
+    request.priority = r.priority;
+    request.cacheNamespace = r.space;
+    request.n = r.n;
+    ASSERT_TRUE(cpp->add(request).ok());
+  }
+  std::map<std::pair<int64_t, int32_t>, int64_t> sampled;
+  std::vector<int64_t> finishedC, finishedCpp, aborted;
+  int step = 0;
+  for (; step < 2000 && attnc_scheduler_idle(c.scheduler) == 0; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    attnc_step handle = nullptr;
+    ASSERT_EQ(attnc_scheduler_step(c.scheduler, &handle), ATTNC_OK)
+        << lastError();
+    attnc::StepStats ours = readStep(handle);
+    ASSERT_EQ(attnc_step_destroy(handle), ATTNC_OK);
+    attnc::StatusOr<attnc::StepStats> theirs = cpp->step();
+    ASSERT_TRUE(theirs.ok()) << theirs.status().toString();
+    expectSameStep(ours, *theirs);
+    if (::testing::Test::HasFailure())
+      return;
+    // Every sampler's row is the last token it feeds.
+    const attnc::EngineBatch &batch = ours.batch;
+    // (branches a fork makes sample from their first branch's row).
+    for (size_t k = 0; k < batch.samplers.size(); ++k) {
+      auto rowOf = [&](int32_t branch) -> int64_t {
+        for (size_t i = 0; i < batch.requests.size(); ++i)
+          if (batch.requests[i] == batch.samplers[k] &&
+              batch.branches[i] == branch)
+            return batch.qoIndptr[i + 1] - 1;
+        return -1;
+      };
+      int64_t row = rowOf(batch.samplerBranches[k]);
+      if (row < 0)
+        row = rowOf(0);
+      ASSERT_GE(row, 0);
+      EXPECT_EQ(batch.sampleRows[k], row);
+    }
+
+    std::vector<attnc_sample> samples;
+    std::vector<attnc::Sample> cppSamples;
+    for (size_t k = 0; k < batch.samplers.size(); ++k) {
+      int64_t id = batch.samplers[k];
+      int32_t branch = batch.samplerBranches[k];
+      const Traced &r = *byId.at(id);
+      int64_t n = sampled[{id, branch}]++;
+      attnc_sample sample{id, sampledToken(id, n, branch), n + 1 >= r.outputLen,
+                          branch};
+      samples.push_back(sample);
+      attnc::Sample cppSample;
+      cppSample.request = id;
+      cppSample.branch = branch;
+      cppSample.token = sample.token;
+      cppSample.stop = sample.stop == 1;
+      cppSamples.push_back(cppSample);
+    }
+    for (auto [id, when] : abortAt)
+      if (when == step) {
+        attnc_status status = attnc_scheduler_abort(c.scheduler, id);
+        attnc::Status cppStatus = cpp->abort(id);
+        EXPECT_EQ(int(status), int(cppStatus.code())) << lastError();
+        if (status == ATTNC_OK)
+          aborted.push_back(id);
+      }
+    std::vector<int64_t> finished(samples.size() + 1, -1);
+    int64_t numFinished = -1;
+    ASSERT_EQ(attnc_scheduler_commit(c.scheduler, samples.data(),
+                                     int64_t(samples.size()), finished.data(),
+                                     &numFinished),
+              ATTNC_OK)
+        << lastError();
+    attnc::StatusOr<std::vector<attnc::RequestId>> done =
+        cpp->commit(cppSamples);
+    ASSERT_TRUE(done.ok()) << done.status().toString();
+    finished.resize(size_t(numFinished));
+    EXPECT_EQ(finished, *done);
+    finishedC.insert(finishedC.end(), finished.begin(), finished.end());
+    finishedCpp.insert(finishedCpp.end(), done->begin(), done->end());
+
+    attnc_scheduler_stats stats;
+    ASSERT_EQ(attnc_scheduler_get_stats(c.scheduler, &stats), ATTNC_OK);
+    EXPECT_EQ(stats.num_waiting, int64_t(cpp->numWaiting()));
+    EXPECT_EQ(stats.num_running, int64_t(cpp->running().size()));
+    EXPECT_EQ(attnc_kv_pool_num_free_pages(c.pool), pool->numFreePages());
+    EXPECT_EQ(attnc_radix_cache_cached_tokens(c.cache), cache->totalSize());
+    EXPECT_EQ(attnc_radix_cache_evictable_tokens(c.cache),
+              cache->evictableSize());
+  }
+  EXPECT_EQ(attnc_scheduler_idle(c.scheduler), 1);
+  EXPECT_TRUE(cpp->idle());
+  EXPECT_EQ(finishedC, finishedCpp);
+  // Every request not aborted finished once, having sampled its answer.
+  std::vector<int64_t> expected;
+  for (const Traced &r : requests)
+    if (std::find(aborted.begin(), aborted.end(), r.id) == aborted.end()) {
+      expected.push_back(r.id);
+      for (int32_t branch = 0; branch < r.n; ++branch)
+        EXPECT_EQ((sampled[{r.id, branch}]), std::min(r.outputLen, r.maxTokens))
+            << "request " << r.id << " branch " << branch;
+    }
+  std::sort(finishedC.begin(), finishedC.end());
+  EXPECT_EQ(finishedC, expected);
+
+  attnc_scheduler_stats stats;
+  ASSERT_EQ(attnc_scheduler_get_stats(c.scheduler, &stats), ATTNC_OK);
+  const attnc::SchedulerTotals &totals = cpp->totals();
+  EXPECT_EQ(stats.prompt_tokens, totals.promptTokens);
+  EXPECT_EQ(stats.cached_tokens, totals.cachedTokens);
+  EXPECT_EQ(stats.computed_prefill_tokens, totals.computedPrefillTokens);
+  EXPECT_EQ(stats.recomputed_tokens, totals.recomputedTokens);
+  EXPECT_EQ(stats.evicted_tokens, totals.evictedTokens);
+  EXPECT_EQ(stats.preemptions, totals.preemptions);
+  EXPECT_EQ(stats.finished, int64_t(expected.size()));
+  EXPECT_EQ(stats.num_waiting, 0);
+  EXPECT_EQ(stats.num_running, 0);
+  *preemptions = stats.preemptions;
+  *cachedTokens = stats.cached_tokens;
+  *abortsDone = int64_t(aborted.size());
+}
+
+/// Requests sharing two prefixes (one also in another namespace), with
+/// priorities, answers shorter than their max_tokens and a long prompt
+/// that a small token budget chunks.
+std::vector<Traced> lockstepWorkload() {
+  std::vector<int32_t> system = range(1, 10), other = range(100, 7);
+  std::vector<Traced> requests;
+  for (int64_t id = 0; id < 12; ++id) {
+    Traced r;
+    r.id = 10 + 3 * id; // ids need not be dense
+    r.prompt = concat(id % 3 == 2 ? other : system,
+                      range(int32_t(200 + 10 * id), int(1 + id % 5)));
+    r.outputLen = 2 + (id * 7) % 9;
+    // Some stop before their answer's end, at max_tokens.
+    r.maxTokens = r.outputLen + (id % 4 == 0 ? 3 : id % 4 == 1 ? -1 : 0);
+    r.priority = id % 5 == 4 ? 2 : 0;
+    r.space = id == 7 ? 9 : 0;
+    r.n = id == 5 ? 2 : 1;
+    requests.push_back(r);
+  }
+  Traced longPrompt{99, concat(system, range(500, 30)), 4, 4, 1, 0};
+  requests.push_back(longPrompt);
+  return requests;
+}
+
+} // namespace
+
+TEST(ServingCApi, StepsMatchTheRuntimeSchedulerUnderEveryPolicy) {
+  for (attnc_policy policy :
+       {ATTNC_POLICY_FCFS, ATTNC_POLICY_LPM, ATTNC_POLICY_DFS_WEIGHT}) {
+    SCOPED_TRACE(attnc_policy_name(policy));
+    attnc_scheduler_config c;
+    attnc_scheduler_config_init(&c);
+    c.policy = policy;
+    c.token_budget = 16;
+    c.max_running = 6;
+    c.in_flight_share_threshold = 8;
+    c.aging_steps = 4;
+    c.protect_waiting_prefixes = 0;
+    c.initial_new_token_ratio = 0.5;
+    c.min_new_token_ratio = 0.05;
+    c.new_token_ratio_decay = 0.05;
+    attnc::SchedulerConfig config;
+    config.policy = attnc::Policy(policy);
+    config.tokenBudget = 16;
+    config.maxRunning = 6;
+    config.inFlightShareThreshold = 8;
+    config.agingSteps = 4;
+    config.protectWaitingPrefixes = false;
+    config.initialNewTokenRatio = 0.5;
+    config.minNewTokenRatio = 0.05;
+    config.newTokenRatioDecay = 0.05;
+    int64_t preemptions = 0, cached = 0, aborts = 0;
+    // Request 13 is aborted early, 25 (ten tokens long) mid-answer.
+    lockstep(lockstepWorkload(), c, config, /*pages=*/24, /*pageSize=*/4,
+             {{13, 1}, {25, 6}}, &preemptions, &cached, &aborts);
+    EXPECT_GT(cached, 0) << "the workload shares prefixes";
+    EXPECT_EQ(aborts, 2) << "each abort found its request queued or running";
+  }
+}
+
+TEST(ServingCApi, PreemptionsMatchTheRuntimeScheduler) {
+  // No output reserved at admission and a small pool: decodes run out of
+  // pages and preempt.
+  attnc_scheduler_config c;
+  attnc_scheduler_config_init(&c);
+  c.initial_new_token_ratio = 0;
+  c.min_new_token_ratio = 0;
+  c.protect_waiting_prefixes = 0;
+  attnc::SchedulerConfig config;
+  config.initialNewTokenRatio = 0;
+  config.minNewTokenRatio = 0;
+  config.protectWaitingPrefixes = false;
+  for (int64_t pages : {12, 14, 20}) {
+    SCOPED_TRACE(std::to_string(pages) + " pages");
+    int64_t preemptions = 0, cached = 0, aborts = 0;
+    lockstep(lockstepWorkload(), c, config, pages, /*pageSize=*/4, {},
+             &preemptions, &cached, &aborts);
+    EXPECT_GT(preemptions, 0) << "the pool is small enough to preempt";
+  }
+}
+
+// Random configurations, pools and workloads (shared prefixes, namespaces,
+// priorities, aborts): whatever a field of the C config or request does,
+// the C scheduler must do the same as the C++ one given the same values.
+TEST(ServingCApi, RandomConfigurationsMatchTheRuntimeScheduler) {
+  std::mt19937 rng(20240611);
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return lo + int64_t(rng() % uint64_t(hi - lo + 1));
+  };
+  int64_t preemptionsSeen = 0, cachedSeen = 0, abortsSeen = 0;
+  for (int round = 0; round < 40; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    attnc_scheduler_config c;
+    attnc_scheduler_config_init(&c);
+    c.policy = attnc_policy(uniform(0, 2));
+    c.token_budget = uniform(1, 48);
+    c.max_running = uniform(1, 8);
+    c.in_flight_share_threshold = uniform(1, 16);
+    c.protect_waiting_prefixes = int(uniform(0, 1));
+    c.aging_steps = uniform(0, 6);
+    c.initial_new_token_ratio = double(uniform(0, 10)) / 10;
+    c.min_new_token_ratio =
+        c.initial_new_token_ratio * double(uniform(0, 10)) / 10;
+    c.new_token_ratio_decay = double(uniform(0, 20)) / 100;
+    attnc::SchedulerConfig config;
+    config.policy = attnc::Policy(c.policy);
+    config.tokenBudget = c.token_budget;
+    config.maxRunning = c.max_running;
+    config.inFlightShareThreshold = c.in_flight_share_threshold;
+    config.protectWaitingPrefixes = c.protect_waiting_prefixes == 1;
+    config.agingSteps = c.aging_steps;
+    config.initialNewTokenRatio = c.initial_new_token_ratio;
+    config.minNewTokenRatio = c.min_new_token_ratio;
+    config.newTokenRatioDecay = c.new_token_ratio_decay;
+
+    int64_t pageSize = int64_t(1) << uniform(0, 3);
+    std::vector<std::vector<int32_t>> prefixes = {
+        range(1, int(uniform(1, 20))), range(300, int(uniform(1, 20)))};
+    std::vector<Traced> requests;
+    int64_t longest = 0;
+    std::map<int64_t, int> abortAt;
+    for (int64_t id = 0, n = uniform(4, 16); id < n; ++id) {
+      Traced r;
+      r.id = id;
+      r.prompt = concat(prefixes[size_t(uniform(0, 1))],
+                        range(int32_t(1000 + 20 * id), int(uniform(1, 12))));
+      r.outputLen = uniform(1, 12);
+      r.maxTokens = std::max<int64_t>(1, r.outputLen + uniform(-2, 2));
+      r.priority = int32_t(uniform(-1, 1));
+      r.space = uint64_t(uniform(0, 3) == 0 ? 1 : 0);
+      r.n = int32_t(uniform(0, 3) == 0 ? uniform(2, 3) : 1);
+      // What the scheduler asks of the pool for the prompt and each
+      // branch's answer.
+      int64_t answerPages = (r.maxTokens + pageSize - 1) / pageSize + 1;
+      longest = std::max(longest, int64_t(r.prompt.size()) + r.maxTokens +
+                                      (r.n - 1) * answerPages * pageSize);
+      if (uniform(0, 5) == 0)
+        abortAt[id] = int(uniform(0, 10));
+      requests.push_back(r);
+    }
+    int64_t pages = (longest + pageSize - 1) / pageSize + uniform(0, 30);
+    int64_t preemptions = 0, cached = 0, aborts = 0;
+    lockstep(requests, c, config, pages, pageSize, abortAt, &preemptions,
+             &cached, &aborts);
+    if (::testing::Test::HasFailure())
+      return;
+    preemptionsSeen += preemptions;
+    cachedSeen += cached;
+    abortsSeen += aborts;
+  }
+  // The rounds reached what they are there for.
+  EXPECT_GT(preemptionsSeen, 0);
+  EXPECT_GT(cachedSeen, 0);
+  EXPECT_GT(abortsSeen, 0);
+}
+
+TEST(ServingCApi, HostPoolAppendsAtTheSlotsInBothPageOrders) {
+  for (attnc_page_order order : {ATTNC_NHD, ATTNC_HND}) {
+    SCOPED_TRACE(attnc_page_order_name(order));
+    const int64_t pages = 3, pageSize = 4, heads = 2, dim = 8;
+    attnc_kv_pool_config config;
+    attnc_kv_pool_config_init(&config);
+    config.num_pages = pages;
+    config.page_size = pageSize;
+    config.num_kv_heads = heads;
+    config.head_dim = dim;
+    config.dtype = ATTNC_F32;
+    config.page_order = order;
+    attnc_kv_pool pool = nullptr;
+    ASSERT_EQ(attnc_kv_pool_create(&config, &pool), ATTNC_OK) << lastError();
+    auto *keyCache = reinterpret_cast<float *>(attnc_kv_pool_key_cache(pool));
+    auto *valueCache =
+        reinterpret_cast<float *>(attnc_kv_pool_value_cache(pool));
+    ASSERT_NE(keyCache, nullptr);
+    ASSERT_NE(valueCache, nullptr);
+    size_t elements = size_t(pages * pageSize * heads * dim);
+    std::fill(keyCache, keyCache + elements, -1.0f);
+    std::fill(valueCache, valueCache + elements, -1.0f);
+
+    // Three tokens, rows padded to a stride of 20 elements (16 used).
+    const int64_t stride = 20, tokens = 3;
+    std::vector<float> keys(size_t(tokens * stride)),
+        values(size_t(tokens * stride));
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t e = 0; e < heads * dim; ++e) {
+        keys[size_t(t * stride + e)] = float(100 * t + e);
+        values[size_t(t * stride + e)] = float(-100 * t - e - 1);
+      }
+    std::vector<int64_t> slots = {5, -1, 11}; // token 1 is skipped
+    ASSERT_EQ(attnc_kv_pool_append_slots(
+                  pool, reinterpret_cast<uint64_t>(keys.data()),
+                  reinterpret_cast<uint64_t>(values.data()), stride, stride,
+                  reinterpret_cast<uint64_t>(slots.data()), tokens, nullptr),
+              ATTNC_OK)
+        << lastError();
+    auto at = [&](int64_t slot, int64_t head) {
+      int64_t page = slot / pageSize, inPage = slot % pageSize;
+      int64_t row = order == ATTNC_NHD
+                        ? (page * pageSize + inPage) * heads + head
+                        : (page * heads + head) * pageSize + inPage;
+      return size_t(row * dim);
+    };
+    for (int64_t t : {0, 2})
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t d = 0; d < dim; ++d) {
+          size_t e = size_t(t * stride + h * dim + d);
+          EXPECT_EQ(keyCache[at(slots[size_t(t)], h) + size_t(d)], keys[e]);
+          EXPECT_EQ(valueCache[at(slots[size_t(t)], h) + size_t(d)], values[e]);
+        }
+    size_t written = 0;
+    for (size_t e = 0; e < elements; ++e)
+      written += keyCache[e] != -1.0f;
+    EXPECT_EQ(written, size_t(2 * heads * dim)) << "only the two slots";
+
+    // A slot past the pool is refused before anything is written.
+    std::vector<int64_t> past = {0, pages * pageSize};
+    EXPECT_ERROR(attnc_kv_pool_append_slots(
+                     pool, reinterpret_cast<uint64_t>(keys.data()),
+                     reinterpret_cast<uint64_t>(values.data()), stride, stride,
+                     reinterpret_cast<uint64_t>(past.data()), 2, nullptr),
+                 ATTNC_INVALID_ARGUMENT, "slot 12 of token 1 is past the pool");
+    EXPECT_EQ(keyCache[at(0, 0)], -1.0f);
+    EXPECT_ERROR(attnc_kv_pool_append_slots(
+                     pool, reinterpret_cast<uint64_t>(keys.data()),
+                     reinterpret_cast<uint64_t>(values.data()), 8, stride,
+                     reinterpret_cast<uint64_t>(slots.data()), 1, nullptr),
+                 ATTNC_INVALID_ARGUMENT,
+                 "token strides must hold a token's 16");
+    EXPECT_ERROR(
+        attnc_kv_pool_append_slots(pool, 0, 0, stride, stride, 0, 1, nullptr),
+        ATTNC_INVALID_ARGUMENT, "needs keys, values and slots");
+    EXPECT_ERROR(
+        attnc_kv_pool_append_slots(pool, 0, 0, stride, stride, 0, -1, nullptr),
+        ATTNC_INVALID_ARGUMENT, "cannot append -1 tokens");
+    EXPECT_EQ(attnc_kv_pool_destroy(pool), ATTNC_OK);
+  }
+}
+
+TEST(ServingCApi, AnAccountingPoolHasNoCachesToWrite) {
+  attnc_kv_pool_config config = accountingConfig(8, 16);
+  attnc_kv_pool pool = nullptr;
+  ASSERT_EQ(attnc_kv_pool_create(&config, &pool), ATTNC_OK) << lastError();
+  EXPECT_EQ(attnc_kv_pool_num_pages(pool), 8);
+  EXPECT_EQ(attnc_kv_pool_page_size(pool), 16);
+  EXPECT_EQ(attnc_kv_pool_num_free_pages(pool), 8);
+  EXPECT_EQ(attnc_kv_pool_key_cache(pool), 0u);
+  EXPECT_EQ(attnc_kv_pool_value_cache(pool), 0u);
+  int64_t slot = 0;
+  float row[128] = {};
+  EXPECT_ERROR(
+      attnc_kv_pool_append_slots(pool, reinterpret_cast<uint64_t>(row),
+                                 reinterpret_cast<uint64_t>(row), 128, 128,
+                                 reinterpret_cast<uint64_t>(&slot), 1, nullptr),
+      ATTNC_INVALID_ARGUMENT, "this pool keeps only accounts");
+  attnc_kv_pool_destroy(pool);
+}
+
+TEST(ServingCApi, ADevicePoolNeedsAGpu) {
+  attnc_kv_pool_config config;
+  attnc_kv_pool_config_init(&config);
+  config.num_pages = 4;
+  config.num_kv_heads = 2;
+  config.head_dim = 64;
+  config.memory = ATTNC_KV_DEVICE;
+  config.cache_dir = "-";
+  attnc_kv_pool pool = nullptr;
+  attnc_status status = attnc_kv_pool_create(&config, &pool);
+  if (status == ATTNC_OK) {
+    EXPECT_NE(attnc_kv_pool_key_cache(pool), 0u);
+    EXPECT_GT(attnc_kv_pool_value_cache(pool), attnc_kv_pool_key_cache(pool));
+    EXPECT_EQ(attnc_kv_pool_destroy(pool), ATTNC_OK);
+    return;
+  }
+  // Without a GPU (or its driver, or NVRTC): an error with its reason.
+  EXPECT_EQ(pool, nullptr);
+  EXPECT_TRUE(status == ATTNC_NO_DEVICE || status == ATTNC_CUDA_ERROR ||
+              status == ATTNC_COMPILE_ERROR)
+      << attnc_status_name(status) << ": " << lastError();
+  EXPECT_FALSE(lastError().empty());
+}
+
+TEST(ServingCApi, PoolConfigIsChecked) {
+  struct Case {
+    const char *what;
+    void (*change)(attnc_kv_pool_config &);
+    attnc_status status;
+    const char *message;
+  };
+  const Case cases[] = {
+      {"no pages", [](attnc_kv_pool_config &c) { c.num_pages = 0; },
+       ATTNC_INVALID_ARGUMENT,
+       "a pool needs between 1 and 2^31-1 pages, got 0"},
+      {"page size 0", [](attnc_kv_pool_config &c) { c.page_size = 0; },
+       ATTNC_INVALID_ARGUMENT, "page size must be between 1 and 256, got 0"},
+      {"no heads", [](attnc_kv_pool_config &c) { c.num_kv_heads = 0; },
+       ATTNC_INVALID_ARGUMENT, "head count and head dim must be in"},
+      {"i32 elements", [](attnc_kv_pool_config &c) { c.dtype = ATTNC_I32; },
+       ATTNC_INVALID_ARGUMENT,
+       "a KV pool's dtype must be bf16, f16, f32, f8E4M3FN or f8E5M2, got i32"},
+      {"dtype 99",
+       [](attnc_kv_pool_config &c) { c.dtype = static_cast<attnc_dtype>(99); },
+       ATTNC_INVALID_ARGUMENT, "got unknown dtype 99"},
+      {"page order 5",
+       [](attnc_kv_pool_config &c) {
+         c.page_order = static_cast<attnc_page_order>(5);
+       },
+       ATTNC_INVALID_ARGUMENT, "unknown page order 5"},
+      {"memory -1",
+       [](attnc_kv_pool_config &c) {
+         c.memory = static_cast<attnc_kv_memory>(-1);
+       },
+       ATTNC_INVALID_ARGUMENT, "unknown KV pool memory -1"},
+      // Within the limits, but more host memory than any machine has.
+      {"too large",
+       [](attnc_kv_pool_config &c) {
+         c.num_pages = INT32_MAX;
+         c.page_size = 256;
+         c.num_kv_heads = 1024;
+         c.head_dim = 1024;
+         c.dtype = ATTNC_F32;
+         c.memory = ATTNC_KV_HOST;
+       },
+       ATTNC_OUT_OF_MEMORY, "cannot allocate"},
+  };
+  for (const Case &c : cases) {
+    attnc_kv_pool_config config = accountingConfig(4, 16);
+    c.change(config);
+    attnc_kv_pool pool = nullptr;
+    EXPECT_EQ(attnc_kv_pool_create(&config, &pool), c.status) << c.what;
+    EXPECT_TRUE(contains(lastError(), c.message))
+        << c.what << ": got \"" << lastError() << "\"";
+    EXPECT_EQ(pool, nullptr) << c.what;
+  }
+  attnc_kv_pool pool = nullptr;
+  EXPECT_ERROR(attnc_kv_pool_create(nullptr, &pool), ATTNC_INVALID_ARGUMENT,
+               "config and out must not be null");
+  attnc_kv_pool_config config = accountingConfig(4, 16);
+  EXPECT_ERROR(attnc_kv_pool_create(&config, nullptr), ATTNC_INVALID_ARGUMENT,
+               "config and out must not be null");
+}
+
+TEST(ServingCApi, SchedulerConfigIsChecked) {
+  struct Case {
+    const char *what;
+    void (*change)(attnc_scheduler_config &);
+    const char *message;
+  };
+  const Case cases[] = {
+      {"policy 3",
+       [](attnc_scheduler_config &c) {
+         c.policy = static_cast<attnc_policy>(3);
+       },
+       "unknown policy 3: expected fcfs, lpm or dfs-weight"},
+      {"budget 0", [](attnc_scheduler_config &c) { c.token_budget = 0; },
+       "scheduler token budget must be at least 1, got 0"},
+      {"no running", [](attnc_scheduler_config &c) { c.max_running = -2; },
+       "scheduler running limit must be at least 1, got -2"},
+      {"threshold 0",
+       [](attnc_scheduler_config &c) { c.in_flight_share_threshold = 0; },
+       "scheduler in-flight share threshold must be in [1, 2147483647], "
+       "got 0"},
+      {"threshold 2^40",
+       [](attnc_scheduler_config &c) {
+         c.in_flight_share_threshold = int64_t(1) << 40;
+       },
+       "scheduler in-flight share threshold must be in [1, 2147483647], "
+       "got 1099511627776"},
+      {"protect 2",
+       [](attnc_scheduler_config &c) { c.protect_waiting_prefixes = 2; },
+       "protect_waiting_prefixes must be 0 or 1, got 2"},
+      {"aging -1", [](attnc_scheduler_config &c) { c.aging_steps = -1; },
+       "scheduler aging steps must be 0 (never) or more, got -1"},
+      {"ratio above 1",
+       [](attnc_scheduler_config &c) { c.initial_new_token_ratio = 1.5; },
+       "scheduler initial new-token ratio must be in [0, 1], got 1.5"},
+      {"min above initial",
+       [](attnc_scheduler_config &c) {
+         c.initial_new_token_ratio = 0.2;
+         c.min_new_token_ratio = 0.3;
+       },
+       "scheduler minimum new-token ratio must be in [0, initial ratio], got "
+       "0.3"},
+      {"NaN ratio",
+       [](attnc_scheduler_config &c) { c.min_new_token_ratio = NAN; },
+       "scheduler minimum new-token ratio must be in [0, initial ratio]"},
+      {"negative decay",
+       [](attnc_scheduler_config &c) { c.new_token_ratio_decay = -0.5; },
+       "scheduler new-token ratio decay must be in [0, 1]"},
+      {"infinite decay",
+       [](attnc_scheduler_config &c) { c.new_token_ratio_decay = INFINITY; },
+       "scheduler new-token ratio decay must be in [0, 1]"},
+  };
+  attnc_kv_pool_config poolConfig = accountingConfig(16, 4);
+  attnc_kv_pool pool = nullptr;
+  ASSERT_EQ(attnc_kv_pool_create(&poolConfig, &pool), ATTNC_OK);
+  attnc_radix_cache cache = nullptr;
+  ASSERT_EQ(attnc_radix_cache_create(pool, &cache), ATTNC_OK);
+  for (const Case &c : cases) {
+    attnc_scheduler_config config;
+    attnc_scheduler_config_init(&config);
+    c.change(config);
+    attnc_scheduler scheduler = nullptr;
+    EXPECT_EQ(attnc_scheduler_create(&config, pool, cache, &scheduler),
+              ATTNC_INVALID_ARGUMENT)
+        << c.what;
+    EXPECT_TRUE(contains(lastError(), c.message))
+        << c.what << ": got \"" << lastError() << "\"";
+    EXPECT_EQ(scheduler, nullptr);
+  }
+  // None of the refused configs left the cache served.
+  attnc_scheduler_config config;
+  attnc_scheduler_config_init(&config);
+  attnc_scheduler scheduler = nullptr;
+  EXPECT_EQ(attnc_scheduler_create(&config, pool, cache, &scheduler), ATTNC_OK)
+      << lastError();
+  EXPECT_ERROR(attnc_scheduler_create(nullptr, pool, cache, &scheduler),
+               ATTNC_INVALID_ARGUMENT, "config and out must not be null");
+  attnc_scheduler_destroy(scheduler);
+  attnc_radix_cache_destroy(cache);
+  attnc_kv_pool_destroy(pool);
+}
+
+TEST(ServingCApi, ACacheServesOneSchedulerOfItsOwnPool) {
+  attnc_kv_pool_config config = accountingConfig(16, 4);
+  attnc_kv_pool pool = nullptr, other = nullptr;
+  ASSERT_EQ(attnc_kv_pool_create(&config, &pool), ATTNC_OK);
+  ASSERT_EQ(attnc_kv_pool_create(&config, &other), ATTNC_OK);
+  attnc_radix_cache cache = nullptr;
+  ASSERT_EQ(attnc_radix_cache_create(pool, &cache), ATTNC_OK);
+  attnc_scheduler_config sched;
+  attnc_scheduler_config_init(&sched);
+  attnc_scheduler first = nullptr, second = nullptr;
+  EXPECT_ERROR(attnc_scheduler_create(&sched, other, cache, &first),
+               ATTNC_INVALID_ARGUMENT,
+               "cache is a cache over another attnc_kv_pool than pool");
+  ASSERT_EQ(attnc_scheduler_create(&sched, pool, cache, &first), ATTNC_OK);
+  EXPECT_ERROR(attnc_scheduler_create(&sched, pool, cache, &second),
+               ATTNC_INVALID_ARGUMENT, "cache already serves a live");
+  EXPECT_EQ(second, nullptr);
+  // Once the first is gone, the cache may serve another.
+  ASSERT_EQ(attnc_scheduler_destroy(first), ATTNC_OK);
+  EXPECT_EQ(attnc_scheduler_create(&sched, pool, cache, &second), ATTNC_OK)
+      << lastError();
+  attnc_scheduler_destroy(second);
+  attnc_radix_cache_destroy(cache);
+  attnc_kv_pool_destroy(other);
+  attnc_kv_pool_destroy(pool);
+}
+
+TEST(ServingCApi, RequestsAreChecked) {
+  Stack s(/*pages=*/8, /*pageSize=*/4);
+  std::vector<int32_t> prompt = range(1, 6);
+  ASSERT_EQ(add(s.scheduler, 7, prompt, 3), ATTNC_OK) << lastError();
+  EXPECT_ERROR(add(s.scheduler, 7, range(50, 3), 2), ATTNC_INVALID_ARGUMENT,
+               "request 7 is queued or running already");
+  EXPECT_ERROR(add(s.scheduler, 8, {}, 2), ATTNC_INVALID_ARGUMENT,
+               "request 8 needs a prompt and max_tokens of at least 1");
+  EXPECT_ERROR(add(s.scheduler, 9, prompt, 0), ATTNC_INVALID_ARGUMENT,
+               "request 9 needs a prompt and max_tokens of at least 1");
+  // 30 + 3 tokens need 9 pages of 4; the pool has 8.
+  EXPECT_ERROR(add(s.scheduler, 10, range(1, 30), 3), ATTNC_OUT_OF_MEMORY,
+               "request 10 needs");
+  EXPECT_ERROR(add(s.scheduler, 11, prompt, INT64_MAX), ATTNC_INVALID_ARGUMENT,
+               "request 11: prompt (6 tokens) and max_tokens "
+               "(9223372036854775807) exceed 2147483647 positions");
+  attnc_request request;
+  attnc_request_init(&request);
+  request.id = 12;
+  request.prompt_len = 4; // and no prompt
+  EXPECT_ERROR(attnc_scheduler_add(s.scheduler, &request),
+               ATTNC_INVALID_ARGUMENT,
+               "request 12: prompt must be an array of prompt_len");
+  request.prompt = prompt.data();
+  request.prompt_len = -1;
+  EXPECT_ERROR(attnc_scheduler_add(s.scheduler, &request),
+               ATTNC_INVALID_ARGUMENT, "(non-negative) token ids, got -1");
+  EXPECT_ERROR(attnc_scheduler_add(s.scheduler, nullptr),
+               ATTNC_INVALID_ARGUMENT, "request must not be null");
+  attnc_scheduler_stats stats;
+  ASSERT_EQ(attnc_scheduler_get_stats(s.scheduler, &stats), ATTNC_OK);
+  EXPECT_EQ(stats.num_waiting, 1) << "only request 7 was queued";
+}
+
+TEST(ServingCApi, CommitTakesExactlyTheLastStepsSamples) {
+  Stack s(/*pages=*/16, /*pageSize=*/4);
+  ASSERT_EQ(add(s.scheduler, 1, range(1, 5), 4), ATTNC_OK);
+  ASSERT_EQ(add(s.scheduler, 2, range(40, 6), 4), ATTNC_OK);
+  attnc_step step = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK) << lastError();
+  attnc_step_info info;
+  ASSERT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+  ASSERT_EQ(info.num_samplers, 2);
+  EXPECT_EQ(info.samplers[0], 1);
+  EXPECT_EQ(info.samplers[1], 2);
+  EXPECT_EQ(info.num_decodes, 0);
+  EXPECT_EQ(info.num_admitted, 2);
+  EXPECT_EQ(info.num_preempted, 0);
+  EXPECT_EQ(info.preempted, nullptr);
+
+  attnc_step again = nullptr;
+  EXPECT_ERROR(attnc_scheduler_step(s.scheduler, &again),
+               ATTNC_INVALID_ARGUMENT,
+               "the last step's 2 samples were not committed");
+  EXPECT_EQ(again, nullptr);
+
+  attnc_sample samples[2] = {{1, 500, 0}, {2, 501, 0}};
+  EXPECT_ERROR(
+      attnc_scheduler_commit(s.scheduler, samples, 1, nullptr, nullptr),
+      ATTNC_INVALID_ARGUMENT, "the last step has 2 samplers, got 1");
+  attnc_sample swapped[2] = {samples[1], samples[0]};
+  EXPECT_ERROR(
+      attnc_scheduler_commit(s.scheduler, swapped, 2, nullptr, nullptr),
+      ATTNC_INVALID_ARGUMENT,
+      "sample 0 is for request 2, the step's sampler 0 is request 1");
+  attnc_sample badStop[2] = {samples[0], {2, 501, 2}};
+  EXPECT_ERROR(
+      attnc_scheduler_commit(s.scheduler, badStop, 2, nullptr, nullptr),
+      ATTNC_INVALID_ARGUMENT, "samples[1].stop must be 0 or 1, got 2");
+  EXPECT_ERROR(
+      attnc_scheduler_commit(s.scheduler, nullptr, 2, nullptr, nullptr),
+      ATTNC_INVALID_ARGUMENT, "samples must be an array of");
+  EXPECT_ERROR(
+      attnc_scheduler_commit(s.scheduler, samples, -1, nullptr, nullptr),
+      ATTNC_INVALID_ARGUMENT, "(non-negative) samples, got -1");
+
+  // Request 2 stops here; its id comes back.
+  samples[1].stop = 1;
+  int64_t finished[2] = {-1, -1}, numFinished = -1;
+  ASSERT_EQ(
+      attnc_scheduler_commit(s.scheduler, samples, 2, finished, &numFinished),
+      ATTNC_OK)
+      << lastError();
+  EXPECT_EQ(numFinished, 1);
+  EXPECT_EQ(finished[0], 2);
+  // The step's arrays outlive the commit and the next step.
+  attnc_step next = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &next), ATTNC_OK) << lastError();
+  EXPECT_EQ(info.samplers[1], 2);
+  ASSERT_EQ(attnc_step_get_info(next, &info), ATTNC_OK);
+  EXPECT_EQ(info.num_decodes, 1);
+  EXPECT_EQ(info.requests[0], 1);
+  EXPECT_EQ(info.tokens[0], 500) << "the decode feeds the sampled token";
+  EXPECT_EQ(info.positions[0], 5);
+  EXPECT_EQ(attnc_step_destroy(step), ATTNC_OK);
+  EXPECT_EQ(attnc_step_destroy(next), ATTNC_OK);
+  // A commit with no place for the finished ids is fine too.
+  attnc_sample last = {1, 502, 1};
+  EXPECT_EQ(attnc_scheduler_commit(s.scheduler, &last, 1, nullptr, nullptr),
+            ATTNC_OK)
+      << lastError();
+  EXPECT_EQ(attnc_scheduler_idle(s.scheduler), 1);
+}
+
+TEST(ServingCApi, AbortingWhatIsNotThereIsNotFound) {
+  Stack s(/*pages=*/16, /*pageSize=*/4);
+  ASSERT_EQ(add(s.scheduler, 3, range(1, 5), 2), ATTNC_OK);
+  EXPECT_ERROR(attnc_scheduler_abort(s.scheduler, 4), ATTNC_NOT_FOUND,
+               "request 4 is neither queued nor running");
+  EXPECT_EQ(attnc_scheduler_abort(s.scheduler, 3), ATTNC_OK) << lastError();
+  EXPECT_ERROR(attnc_scheduler_abort(s.scheduler, 3), ATTNC_NOT_FOUND,
+               "request 3 is neither queued nor running");
+  EXPECT_EQ(attnc_scheduler_idle(s.scheduler), 1);
+}
+
+TEST(ServingCApi, MatchPrefixReturnsTheCachedPages) {
+  Stack s(/*pages=*/16, /*pageSize=*/4);
+  std::vector<int32_t> prompt = range(1, 10);
+  ASSERT_EQ(add(s.scheduler, 1, prompt, 1), ATTNC_OK);
+  attnc_step step = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK);
+  attnc_step_info info;
+  ASSERT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+  std::vector<int32_t> requestPages(info.page_indices,
+                                    info.page_indices + info.num_page_indices);
+  attnc_sample sample = {1, 77, 1};
+  ASSERT_EQ(attnc_scheduler_commit(s.scheduler, &sample, 1, nullptr, nullptr),
+            ATTNC_OK);
+  attnc_step_destroy(step);
+  // The finished request's 10 computed tokens: two whole pages cached.
+  EXPECT_EQ(attnc_radix_cache_cached_tokens(s.cache), 8);
+  EXPECT_EQ(attnc_radix_cache_evictable_tokens(s.cache), 8);
+
+  std::vector<int32_t> query = concat(range(1, 9), range(900, 3));
+  int64_t matched = -1, count = 0;
+  ASSERT_EQ(attnc_radix_cache_match_prefix(s.cache, query.data(),
+                                           int64_t(query.size()), 0, &matched,
+                                           nullptr, &count),
+            ATTNC_OK)
+      << lastError();
+  EXPECT_EQ(matched, 8);
+  EXPECT_EQ(count, 2);
+  std::vector<int32_t> pages(1, -1);
+  count = 1;
+  EXPECT_ERROR(attnc_radix_cache_match_prefix(s.cache, query.data(),
+                                              int64_t(query.size()), 0,
+                                              &matched, pages.data(), &count),
+               ATTNC_INVALID_ARGUMENT,
+               "pages holds 1 entries, the match has 2");
+  EXPECT_EQ(count, 2);
+  pages.assign(size_t(query.size()) / 4, -1);
+  count = int64_t(pages.size());
+  ASSERT_EQ(attnc_radix_cache_match_prefix(s.cache, query.data(),
+                                           int64_t(query.size()), 0, &matched,
+                                           pages.data(), &count),
+            ATTNC_OK);
+  ASSERT_EQ(count, 2);
+  EXPECT_EQ(
+      std::vector<int32_t>(pages.begin(), pages.begin() + 2),
+      std::vector<int32_t>(requestPages.begin(), requestPages.begin() + 2))
+      << "the pages the request computed them in";
+  // Another namespace shares nothing.
+  ASSERT_EQ(attnc_radix_cache_match_prefix(s.cache, query.data(),
+                                           int64_t(query.size()), 5, &matched,
+                                           nullptr, &count),
+            ATTNC_OK);
+  EXPECT_EQ(matched, 0);
+  EXPECT_EQ(count, 0);
+  EXPECT_ERROR(attnc_radix_cache_match_prefix(s.cache, nullptr, 3, 0, &matched,
+                                              nullptr, &count),
+               ATTNC_INVALID_ARGUMENT, "tokens must be an array of num_tokens");
+  EXPECT_ERROR(attnc_radix_cache_match_prefix(s.cache, query.data(), 3, 0,
+                                              nullptr, nullptr, &count),
+               ATTNC_INVALID_ARGUMENT,
+               "matched_tokens and num_pages must not be null");
+  count = -1;
+  EXPECT_ERROR(attnc_radix_cache_match_prefix(s.cache, query.data(), 3, 0,
+                                              &matched, pages.data(), &count),
+               ATTNC_INVALID_ARGUMENT, "must not be negative, got -1");
+
+  int64_t evicted = -1;
+  EXPECT_ERROR(attnc_radix_cache_evict(s.cache, -4, &evicted),
+               ATTNC_INVALID_ARGUMENT, "cannot evict -4 tokens");
+  ASSERT_EQ(attnc_radix_cache_evict(s.cache, 1, &evicted), ATTNC_OK);
+  EXPECT_EQ(evicted, 8) << "a whole leaf goes";
+  EXPECT_EQ(attnc_radix_cache_cached_tokens(s.cache), 0);
+  EXPECT_EQ(attnc_kv_pool_num_free_pages(s.pool), 16);
+  EXPECT_EQ(attnc_radix_cache_evict(s.cache, 100, nullptr), ATTNC_OK);
+}
+
+TEST(ServingCApi, HandlesMayBeDestroyedInAnyOrder) {
+  // The pool's handle goes first: the cache and scheduler keep it alive.
+  attnc_kv_pool_config config = accountingConfig(16, 4);
+  attnc_kv_pool pool = nullptr;
+  ASSERT_EQ(attnc_kv_pool_create(&config, &pool), ATTNC_OK);
+  attnc_radix_cache cache = nullptr;
+  ASSERT_EQ(attnc_radix_cache_create(pool, &cache), ATTNC_OK);
+  attnc_scheduler_config sched;
+  attnc_scheduler_config_init(&sched);
+  attnc_scheduler scheduler = nullptr;
+  ASSERT_EQ(attnc_scheduler_create(&sched, pool, cache, &scheduler), ATTNC_OK);
+  ASSERT_EQ(add(scheduler, 1, range(1, 9), 3), ATTNC_OK);
+  ASSERT_EQ(attnc_kv_pool_destroy(pool), ATTNC_OK);
+  EXPECT_EQ(attnc_kv_pool_num_free_pages(pool), 0);
+  EXPECT_TRUE(contains(lastError(), "pool is not a live attnc_kv_pool"));
+  ASSERT_EQ(attnc_radix_cache_destroy(cache), ATTNC_OK);
+  EXPECT_EQ(attnc_radix_cache_cached_tokens(cache), 0);
+  EXPECT_TRUE(contains(lastError(), "cache is not a live attnc_radix_cache"));
+  // The scheduler still serves its request over both.
+  int64_t tokensSampled = 0;
+  for (int i = 0; i < 20 && attnc_scheduler_idle(scheduler) == 0; ++i) {
+    attnc_step step = nullptr;
+    ASSERT_EQ(attnc_scheduler_step(scheduler, &step), ATTNC_OK) << lastError();
+    attnc_step_info info;
+    ASSERT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+    std::vector<attnc_sample> samples;
+    for (int64_t k = 0; k < info.num_samplers; ++k)
+      samples.push_back({info.samplers[k], int32_t(300 + tokensSampled++), 0});
+    ASSERT_EQ(attnc_scheduler_commit(scheduler, samples.data(),
+                                     int64_t(samples.size()), nullptr, nullptr),
+              ATTNC_OK)
+        << lastError();
+    attnc_step_destroy(step);
+  }
+  EXPECT_EQ(attnc_scheduler_idle(scheduler), 1);
+  EXPECT_EQ(tokensSampled, 3) << "max_tokens";
+  EXPECT_EQ(attnc_scheduler_destroy(scheduler), ATTNC_OK);
+}
+
+TEST(ServingCApi, DestroyingASchedulerReleasesWhatItsRequestsHold) {
+  attnc_kv_pool_config config = accountingConfig(16, 4);
+  attnc_kv_pool pool = nullptr;
+  ASSERT_EQ(attnc_kv_pool_create(&config, &pool), ATTNC_OK);
+  attnc_radix_cache cache = nullptr;
+  ASSERT_EQ(attnc_radix_cache_create(pool, &cache), ATTNC_OK);
+  attnc_scheduler_config sched;
+  attnc_scheduler_config_init(&sched);
+  attnc_scheduler scheduler = nullptr;
+  ASSERT_EQ(attnc_scheduler_create(&sched, pool, cache, &scheduler), ATTNC_OK);
+  ASSERT_EQ(add(scheduler, 1, range(1, 13), 8), ATTNC_OK);
+  ASSERT_EQ(add(scheduler, 2, range(100, 6), 8), ATTNC_OK);
+  attnc_step step = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(scheduler, &step), ATTNC_OK);
+  attnc_step_destroy(step);
+  // Mid-step (samples not committed): both requests hold pages, the cache
+  // holds request 1's computed whole pages, locked.
+  EXPECT_LT(attnc_kv_pool_num_free_pages(pool), 16 - 4);
+  EXPECT_EQ(attnc_radix_cache_cached_tokens(cache), 16);
+  EXPECT_EQ(attnc_radix_cache_evictable_tokens(cache), 0);
+  ASSERT_EQ(attnc_scheduler_destroy(scheduler), ATTNC_OK);
+  // What the cache holds is all that is left, and evictable now.
+  EXPECT_EQ(attnc_radix_cache_evictable_tokens(cache), 16);
+  EXPECT_EQ(attnc_kv_pool_num_free_pages(pool), 16 - 16 / 4);
+  ASSERT_EQ(attnc_radix_cache_destroy(cache), ATTNC_OK);
+  EXPECT_EQ(attnc_kv_pool_num_free_pages(pool), 16);
+  ASSERT_EQ(attnc_kv_pool_destroy(pool), ATTNC_OK);
+}
+
+TEST(ServingCApi, BadHandlesAreErrorsNotCrashes) {
+  Stack s(/*pages=*/8, /*pageSize=*/4);
+  attnc_step step = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK);
+  int local = 0;
+  auto fakePool = reinterpret_cast<attnc_kv_pool>(&local);
+  auto fakeCache = reinterpret_cast<attnc_radix_cache>(&local);
+  auto fakeScheduler = reinterpret_cast<attnc_scheduler>(&local);
+  auto fakeStep = reinterpret_cast<attnc_step>(&local);
+  // A live handle of one type is no handle of another.
+  auto poolAsCache = reinterpret_cast<attnc_radix_cache>(s.pool);
+  auto cacheAsPool = reinterpret_cast<attnc_kv_pool>(s.cache);
+  auto schedulerAsStep = reinterpret_cast<attnc_step>(s.scheduler);
+  auto stepAsScheduler = reinterpret_cast<attnc_scheduler>(step);
+
+  for (attnc_kv_pool pool : {fakePool, cacheAsPool}) {
+    EXPECT_ERROR(attnc_kv_pool_destroy(pool), ATTNC_INVALID_ARGUMENT,
+                 "pool is not a live attnc_kv_pool");
+    EXPECT_EQ(attnc_kv_pool_num_pages(pool), 0);
+    EXPECT_EQ(attnc_kv_pool_page_size(pool), 0);
+    EXPECT_EQ(attnc_kv_pool_num_free_pages(pool), 0);
+    EXPECT_EQ(attnc_kv_pool_key_cache(pool), 0u);
+    EXPECT_EQ(attnc_kv_pool_value_cache(pool), 0u);
+    EXPECT_ERROR(attnc_kv_pool_append_slots(pool, 0, 0, 0, 0, 0, 0, nullptr),
+                 ATTNC_INVALID_ARGUMENT, "pool is not a live attnc_kv_pool");
+    attnc_radix_cache cache = nullptr;
+    EXPECT_ERROR(attnc_radix_cache_create(pool, &cache), ATTNC_INVALID_ARGUMENT,
+                 "pool is not a live attnc_kv_pool");
+    attnc_scheduler_config config;
+    attnc_scheduler_config_init(&config);
+    attnc_scheduler scheduler = nullptr;
+    EXPECT_ERROR(attnc_scheduler_create(&config, pool, s.cache, &scheduler),
+                 ATTNC_INVALID_ARGUMENT, "pool is not a live attnc_kv_pool");
+  }
+  for (attnc_radix_cache cache : {fakeCache, poolAsCache}) {
+    EXPECT_ERROR(attnc_radix_cache_destroy(cache), ATTNC_INVALID_ARGUMENT,
+                 "cache is not a live attnc_radix_cache");
+    EXPECT_EQ(attnc_radix_cache_cached_tokens(cache), 0);
+    EXPECT_EQ(attnc_radix_cache_evictable_tokens(cache), 0);
+    int64_t matched = 0, count = 0;
+    int32_t token = 1;
+    EXPECT_ERROR(attnc_radix_cache_match_prefix(cache, &token, 1, 0, &matched,
+                                                nullptr, &count),
+                 ATTNC_INVALID_ARGUMENT,
+                 "cache is not a live attnc_radix_cache");
+    EXPECT_ERROR(attnc_radix_cache_evict(cache, 1, nullptr),
+                 ATTNC_INVALID_ARGUMENT,
+                 "cache is not a live attnc_radix_cache");
+    attnc_scheduler_config config;
+    attnc_scheduler_config_init(&config);
+    attnc_scheduler scheduler = nullptr;
+    EXPECT_ERROR(attnc_scheduler_create(&config, s.pool, cache, &scheduler),
+                 ATTNC_INVALID_ARGUMENT,
+                 "cache is not a live attnc_radix_cache");
+  }
+  for (attnc_scheduler scheduler : {fakeScheduler, stepAsScheduler}) {
+    EXPECT_ERROR(attnc_scheduler_destroy(scheduler), ATTNC_INVALID_ARGUMENT,
+                 "scheduler is not a live attnc_scheduler");
+    std::vector<int32_t> prompt = range(1, 3);
+    EXPECT_ERROR(add(scheduler, 1, prompt, 1), ATTNC_INVALID_ARGUMENT,
+                 "scheduler is not a live attnc_scheduler");
+    attnc_step made = nullptr;
+    EXPECT_ERROR(attnc_scheduler_step(scheduler, &made), ATTNC_INVALID_ARGUMENT,
+                 "scheduler is not a live attnc_scheduler");
+    EXPECT_EQ(made, nullptr);
+    EXPECT_ERROR(
+        attnc_scheduler_commit(scheduler, nullptr, 0, nullptr, nullptr),
+        ATTNC_INVALID_ARGUMENT, "scheduler is not a live attnc_scheduler");
+    EXPECT_ERROR(attnc_scheduler_abort(scheduler, 1), ATTNC_INVALID_ARGUMENT,
+                 "scheduler is not a live attnc_scheduler");
+    EXPECT_EQ(attnc_scheduler_idle(scheduler), -1);
+    attnc_scheduler_stats stats;
+    EXPECT_ERROR(attnc_scheduler_get_stats(scheduler, &stats),
+                 ATTNC_INVALID_ARGUMENT,
+                 "scheduler is not a live attnc_scheduler");
+  }
+  for (attnc_step bad : {fakeStep, schedulerAsStep}) {
+    attnc_step_info info;
+    EXPECT_ERROR(attnc_step_get_info(bad, &info), ATTNC_INVALID_ARGUMENT,
+                 "step is not a live attnc_step");
+    EXPECT_ERROR(attnc_step_destroy(bad), ATTNC_INVALID_ARGUMENT,
+                 "step is not a live attnc_step");
+  }
+  EXPECT_EQ(local, 0) << "nothing wrote through a made-up handle";
+
+  // NULL: destroying it does nothing; anything else names the argument.
+  EXPECT_EQ(attnc_kv_pool_destroy(nullptr), ATTNC_OK);
+  EXPECT_EQ(attnc_radix_cache_destroy(nullptr), ATTNC_OK);
+  EXPECT_EQ(attnc_scheduler_destroy(nullptr), ATTNC_OK);
+  EXPECT_EQ(attnc_step_destroy(nullptr), ATTNC_OK);
+  EXPECT_EQ(attnc_kv_pool_num_pages(nullptr), 0);
+  EXPECT_EQ(lastError(), "pool is null");
+  EXPECT_EQ(attnc_radix_cache_cached_tokens(nullptr), 0);
+  EXPECT_EQ(lastError(), "cache is null");
+  EXPECT_EQ(attnc_scheduler_idle(nullptr), -1);
+  EXPECT_EQ(lastError(), "scheduler is null");
+  attnc_step_info info;
+  EXPECT_ERROR(attnc_step_get_info(nullptr, &info), ATTNC_INVALID_ARGUMENT,
+               "step is null");
+  EXPECT_ERROR(attnc_step_get_info(step, nullptr), ATTNC_INVALID_ARGUMENT,
+               "out must not be null");
+  EXPECT_ERROR(attnc_scheduler_step(s.scheduler, nullptr),
+               ATTNC_INVALID_ARGUMENT, "out must not be null");
+  EXPECT_ERROR(attnc_scheduler_get_stats(s.scheduler, nullptr),
+               ATTNC_INVALID_ARGUMENT, "out must not be null");
+  EXPECT_ERROR(attnc_radix_cache_create(s.pool, nullptr),
+               ATTNC_INVALID_ARGUMENT, "out must not be null");
+
+  // Destroyed handles stay dead; new ones never take their values.
+  ASSERT_EQ(attnc_step_destroy(step), ATTNC_OK);
+  EXPECT_ERROR(attnc_step_destroy(step), ATTNC_INVALID_ARGUMENT,
+               "step is not a live attnc_step");
+  EXPECT_ERROR(attnc_step_get_info(step, &info), ATTNC_INVALID_ARGUMENT,
+               "step is not a live attnc_step");
+  attnc_sample none[1] = {};
+  ASSERT_EQ(attnc_scheduler_commit(s.scheduler, none, 0, nullptr, nullptr),
+            ATTNC_OK)
+      << lastError();
+  attnc_step fresh = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &fresh), ATTNC_OK);
+  EXPECT_NE(fresh, step);
+  attnc_step_destroy(fresh);
+  attnc_scheduler dead = s.scheduler;
+  ASSERT_EQ(attnc_scheduler_destroy(dead), ATTNC_OK);
+  s.scheduler = nullptr;
+  EXPECT_EQ(attnc_scheduler_idle(dead), -1);
+  EXPECT_TRUE(contains(lastError(), "scheduler is not a live attnc_scheduler"));
+  EXPECT_ERROR(attnc_scheduler_destroy(dead), ATTNC_INVALID_ARGUMENT,
+               "scheduler is not a live attnc_scheduler");
+}
+
+TEST(ServingCApi, CallsFromSeveralThreadsAreSerialized) {
+  Stack s(/*pages=*/32, /*pageSize=*/4);
+  for (int64_t id = 0; id < 16; ++id)
+    ASSERT_EQ(add(s.scheduler, id,
+                  concat(range(1, 8), range(int32_t(50 * id), 5)), 4),
+              ATTNC_OK);
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> reads{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 3; ++t)
+    readers.emplace_back([&] {
+      std::vector<int32_t> query = range(1, 12);
+      while (!done) {
+        int64_t matched = 0, count = 0;
+        EXPECT_EQ(attnc_radix_cache_match_prefix(s.cache, query.data(), 12, 0,
+                                                 &matched, nullptr, &count),
+                  ATTNC_OK);
+        attnc_scheduler_stats stats;
+        EXPECT_EQ(attnc_scheduler_get_stats(s.scheduler, &stats), ATTNC_OK);
+        EXPECT_LE(attnc_kv_pool_num_free_pages(s.pool), 32);
+        ++reads;
+      }
+    });
+  // The readers are running before the scheduler starts.
+  while (reads < 3)
+    std::this_thread::yield();
+  std::map<int64_t, int> sampled;
+  for (int i = 0; i < 500 && attnc_scheduler_idle(s.scheduler) == 0; ++i) {
+    attnc_step step = nullptr;
+    ASSERT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK);
+    attnc_step_info info;
+    ASSERT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+    std::vector<attnc_sample> samples;
+    for (int64_t k = 0; k < info.num_samplers; ++k) {
+      int64_t id = info.samplers[k];
+      samples.push_back({id, sampledToken(id, sampled[id]++), 0});
+    }
+    ASSERT_EQ(attnc_scheduler_commit(s.scheduler, samples.data(),
+                                     int64_t(samples.size()), nullptr, nullptr),
+              ATTNC_OK);
+    attnc_step_destroy(step);
+  }
+  done = true;
+  for (std::thread &reader : readers)
+    reader.join();
+  EXPECT_EQ(attnc_scheduler_idle(s.scheduler), 1);
+  for (int64_t id = 0; id < 16; ++id)
+    EXPECT_EQ(sampled[id], 4);
+}
