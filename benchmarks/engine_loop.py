@@ -78,6 +78,36 @@ def check_step(step, q, out, kc, vc, page_size, picks):
     return worst
 
 
+def time_split(step, q, joint, kc, vc, decode_part, prefill_part, layers):
+    """The step's decodes and prefill chunks as two launches: their time,
+    after checking that they compute what the joint launch did."""
+    d = step.num_decodes
+    indptr, indices, last = step.page_table
+    qo = step.tensor("qo_indptr")
+    decode_part.plan(indptr[:d + 1].clone(), indices, last[:d].clone())
+    first = int(indptr[d])
+    prefill_part.plan(indptr[d:] - first, indices[first:].clone(),
+                      last[d:].clone(), qo_indptr=qo[d:] - int(qo[d]))
+    tokens = int(qo[d])
+    q_decode, q_prefill = q[:tokens], q[tokens:]
+    out_decode = torch.full_like(q_decode, float("nan"))
+    out_prefill = torch.full_like(q_prefill, float("nan"))
+    begin = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    begin.record()
+    for _ in range(layers):
+        decode_part.run(q_decode, kc, vc, out=out_decode)
+        prefill_part.run(q_prefill, kc, vc, out=out_prefill)
+    end.record()
+    end.synchronize()
+    split = torch.cat([out_decode, out_prefill]).float()
+    error = ((split - joint.float()).norm() / joint.float().norm()).item()
+    if not error < 1e-2:
+        raise SystemExit(f"the split launches differ from the joint one by "
+                         f"{error}")
+    return begin.elapsed_time(end)
+
+
 def serve(args, requests, reuse):
     pool = attnc.KVPool(args.pages, page_size=args.page_size,
                         num_kv_heads=args.kv_heads, head_dim=args.head_dim,
@@ -91,6 +121,16 @@ def serve(args, requests, reuse):
                                      args.head_dim, args.page_size,
                                      kv_layout="NHD", dtype="bfloat16",
                                      causal=True)
+    # Mixed steps are also timed split into a decode launch and a prefill
+    # launch, each planned as such, to see what one ragged launch costs.
+    decode_part = attnc.PagedAttention(args.q_heads, args.kv_heads,
+                                       args.head_dim, args.page_size,
+                                       kv_layout="NHD", dtype="bfloat16",
+                                       causal=True)
+    prefill_part = attnc.PagedAttention(args.q_heads, args.kv_heads,
+                                        args.head_dim, args.page_size,
+                                        kv_layout="NHD", dtype="bfloat16",
+                                        causal=True)
     answers = {}
     for request in requests:
         scheduler.add(request["id"], request["prompt"],
@@ -101,7 +141,8 @@ def serve(args, requests, reuse):
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
     rng = random.Random(args.seed)
     steps = fed = checked = 0
-    attention_ms, worst = 0.0, 0.0
+    attention_ms, decode_only_ms, worst = 0.0, 0.0, 0.0
+    mixed_steps, mixed_ms, mixed_split_ms = 0, 0.0, 0.0
     wall = time.perf_counter()
     while not scheduler.idle:
         step = scheduler.step()
@@ -123,7 +164,16 @@ def serve(args, requests, reuse):
                 attention.run(q, kc, vc, out=out)
             end.record()
             end.synchronize()
-            attention_ms += begin.elapsed_time(end)
+            elapsed = begin.elapsed_time(end)
+            attention_ms += elapsed
+            if step.prefill_tokens == 0:
+                decode_only_ms += elapsed
+            elif step.num_decodes:
+                mixed_steps += 1
+                mixed_ms += elapsed
+                mixed_split_ms += time_split(step, q, out, kc, vc,
+                                             decode_part, prefill_part,
+                                             args.layers)
             fed += tokens
             if steps % args.check_every == 1:
                 picks = rng.sample(range(step.num_requests),
@@ -147,6 +197,8 @@ def serve(args, requests, reuse):
         reuse=reuse, steps=steps, fed_tokens=fed,
         prompt_tokens=prompt_tokens, cached_tokens=stats.cached_tokens,
         preemptions=stats.preemptions, attention_ms=attention_ms,
+        decode_only_steps_ms=decode_only_ms, mixed_steps=mixed_steps,
+        mixed_steps_ms=mixed_ms, mixed_steps_split_ms=mixed_split_ms,
         wall_s=wall, checked_requests=checked, worst_error=worst,
         prompt_tokens_per_attention_s=prompt_tokens / (attention_ms / 1e3),
         fed_tokens_per_attention_s=fed / (attention_ms / 1e3))
@@ -194,13 +246,20 @@ def main():
               f"{r['steps']} steps, {r['fed_tokens']} tokens fed, "
               f"{r['cached_tokens']} of {r['prompt_tokens']} prompt tokens "
               f"from the cache, {r['preemptions']} preemptions, attention "
-              f"{r['attention_ms']:.1f} ms, "
+              f"{r['attention_ms']:.1f} ms ({r['decode_only_steps_ms']:.1f} "
+              f"in decode-only steps), "
               f"{r['prompt_tokens_per_attention_s'] / 1e6:.2f} M prompt "
               f"tokens/s of attention, wall {r['wall_s']:.1f} s, "
               f"{r['checked_requests']} requests checked (worst error "
               f"{r['worst_error']:.1e})")
     print(f"  prefix reuse: {without['attention_ms'] / with_reuse['attention_ms']:.2f}x "
           f"less attention time for the same requests")
+    for r in results:
+        if r["mixed_steps"]:
+            print(f"  {'with' if r['reuse'] else 'without'} reuse, "
+                  f"{r['mixed_steps']} mixed steps: one ragged launch "
+                  f"{r['mixed_steps_ms']:.1f} ms, a decode and a prefill "
+                  f"launch {r['mixed_steps_split_ms']:.1f} ms")
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "results.json"), "w") as f:

@@ -114,10 +114,15 @@ class PagedAttention:
             require(all(q <= k for q, k in zip(q_lens, kv_lens)),
                     "a request has more queries than keys")
             q_len, tokens = max(q_lens), qo[-1]
-        spec = (self._decode_spec() if decode else
-                dict(self._spec, query_layout="ragged",
-                     queries_per_request=0))
-        self._kernel = kernel_for(spec)
+        # Leading one-token requests (an engine's decodes, which come first)
+        # take the decode schedule: GQA groups packed into a tile's rows and
+        # KV split across CTAs. Planned as prefill, each would take a whole
+        # tile of query rows per head to walk its keys alone (2.8-3.7x the
+        # time of the two launches in docs/PERFORMANCE.md's engine loop).
+        decodes = batch if decode else 0
+        if not decode and qo[0] == 0:
+            while decodes < batch and q_lens[decodes] == 1:
+                decodes += 1
         import torch
         device = torch.device("cuda", 0)
 
@@ -135,12 +140,29 @@ class PagedAttention:
                                         device=device).expand(
                                             self._scale_count()).contiguous()
                              if self._fp8 else None)
-        self._plan = self._kernel.plan(
-            batch, q_len, max(kv_lens), tokens, kv_tokens=sum(kv_lens),
-            q_indptr=self._qo.data_ptr() if self._qo is not None else 0,
-            kv_indptr=self._indptr.data_ptr(),
-            page_indices=self._indices.data_ptr(),
-            last_page_len=self._last.data_ptr())
+        # Each part reads its requests' entries of the same device arrays
+        # (int32: 4 bytes an entry) and writes its rows of the same output.
+        self._parts = []
+        if decodes:
+            kernel = kernel_for(self._decode_spec())
+            self._parts.append((kernel, kernel.plan(
+                decodes, 1, max(kv_lens[:decodes]), decodes,
+                kv_tokens=sum(kv_lens[:decodes]),
+                kv_indptr=self._indptr.data_ptr(),
+                page_indices=self._indices.data_ptr(),
+                last_page_len=self._last.data_ptr())))
+        if decodes < batch:
+            kernel = kernel_for(dict(self._spec, query_layout="ragged",
+                                     queries_per_request=0))
+            self._parts.append((kernel, kernel.plan(
+                batch - decodes, max(q_lens[decodes:]),
+                max(kv_lens[decodes:]), tokens,
+                kv_tokens=sum(kv_lens[decodes:]),
+                q_indptr=self._qo.data_ptr() + 4 * decodes,
+                kv_indptr=self._indptr.data_ptr() + 4 * decodes,
+                page_indices=self._indices.data_ptr(),
+                last_page_len=self._last.data_ptr() + 4 * decodes)))
+        self._plan = self._parts[-1][1]
         return self
 
     def _scale_count(self):
@@ -213,9 +235,9 @@ class PagedAttention:
             require(lse is None, "lse given, but the wrapper was made "
                     "without return_lse")
         scales = self._scales(k_scale, v_scale, q.device)
-        self._kernel.run(self._plan,
-                         [q.data_ptr(), k_cache.data_ptr(),
-                          v_cache.data_ptr()] +
-                         [s.data_ptr() for s in scales],
-                         outputs, current_stream(q))
+        inputs = ([q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr()] +
+                  [s.data_ptr() for s in scales])
+        stream = current_stream(q)
+        for kernel, plan in self._parts:
+            kernel.run(plan, inputs, outputs, stream)
         return (out, lse) if self.return_lse else out

@@ -244,3 +244,46 @@ def test_fp8_paged_decode_with_float_scales_matches_sdpa():
         ref = sdpa(q[None, b:b + 1], k[None].double() * 0.5,
                    v[None].double() * 1.75, causal=False)[0, 0]
         assert relative_error(out[b], ref) < 1e-2, f"request {b}"
+
+
+@pytest.mark.parametrize("q_lens", [
+    [1, 1, 1, 40, 7, 300],   # an engine's step: decodes, then prefill chunks
+    [1, 1, 1, 1],            # decodes given with qo_indptr
+    [5, 1, 1, 9],            # a one-token request after a longer one
+])
+def test_mixed_paged_steps_match_sdpa_per_request(q_lens):
+    """Leading one-token requests take the decode schedule and the rest the
+    prefill schedule, two launches writing one output and one LSE."""
+    torch.manual_seed(len(q_lens) + sum(q_lens))
+    heads, kv_heads, dim, page_size = 32, 8, 128, 16
+    kv_lens = [q + extra for q, extra in zip(q_lens, [900, 17, 3000, 64, 7,
+                                                      500])]
+    total, order, indptr, last = page_table(kv_lens, page_size, 5)
+    k_cache = torch.randn(total, page_size, kv_heads, dim, device="cuda",
+                          dtype=torch.bfloat16)
+    v_cache = torch.randn_like(k_cache)
+    qo = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)),
+                      dtype=torch.int32)
+    q = torch.randn(int(qo[-1]), heads, dim, device="cuda",
+                    dtype=torch.bfloat16)
+    wrapper = attnc.PagedAttention(heads, kv_heads, dim, page_size,
+                                   causal=True, return_lse=True)
+    wrapper.plan(indptr, order, last, qo_indptr=qo)
+    lse = torch.full((q.shape[0], heads), float("nan"), device="cuda")
+    out, lse = wrapper.run(q, k_cache, v_cache, out=poisoned(q), lse=lse)
+    for b, (n, kv) in enumerate(zip(q_lens, kv_lens)):
+        pages = order[indptr[b]:indptr[b + 1]].long().cuda()
+        k = k_cache[pages].reshape(-1, kv_heads, dim)[:kv]
+        v = v_cache[pages].reshape(-1, kv_heads, dim)[:kv]
+        rows = slice(int(qo[b]), int(qo[b + 1]))
+        ref = sdpa(q[None, rows], k[None], v[None], causal=True)[0]
+        assert relative_error(out[rows], ref) < 1e-2, f"request {b}"
+        group = heads // kv_heads
+        scores = torch.einsum("qhd,khd->qhk", q[rows].double(),
+                              k.double().repeat_interleave(group, dim=1))
+        scores = scores / math.sqrt(dim)
+        causal = (torch.arange(kv, device="cuda")[None, :] <=
+                  torch.arange(n, device="cuda")[:, None] + (kv - n))
+        scores = scores.masked_fill(~causal[:, None, :], float("-inf"))
+        ref_lse = torch.logsumexp(scores, dim=-1)
+        assert relative_error(lse[rows], ref_lse) < 1e-3, f"request {b} lse"

@@ -47,7 +47,8 @@ PagedKVPool::create(const PoolConfig &config) {
   cuda::DeviceBuffer device;
   std::optional<PoolKernels> kernels;
   if (config.memory == PoolMemory::Host) {
-    storage.reset(new (std::nothrow) std::byte[bytes]);
+    // Zeroed, like the device pool below.
+    storage.reset(new (std::nothrow) std::byte[bytes]());
     if (!storage)
       return Status::error(ErrorCode::OutOfMemory,
                            "cannot allocate " + str(bytes) +
@@ -69,6 +70,12 @@ PagedKVPool::create(const PoolConfig &config) {
                                " bytes of device memory for the KV pool: " +
                                buffer.status().message());
     device = std::move(*buffer);
+    // Attention reads whole pages: the slots of a request's last page past
+    // its end are masked, but a masked score times a NaN value is NaN.
+    // Fresh device memory can hold any bits; zero is finite.
+    if (Status zeroed = (*driver)->fill(device.get(), 0, size_t(bytes));
+        !zeroed.ok())
+      return zeroed;
   }
   std::unique_ptr<PagedKVPool> pool;
   try {

@@ -10,6 +10,10 @@
 // once written; the partial last page of a shared sequence is copied before
 // it is written (copy-on-write).
 //
+// A new pool's caches are zero: attention reads whole pages, and a slot no
+// token was written to must hold finite values (a masked score times a NaN
+// value is NaN).
+//
 // Every operation either succeeds completely or returns an error and changes
 // nothing.
 //

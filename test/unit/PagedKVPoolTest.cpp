@@ -421,3 +421,18 @@ TEST(PagedKVPool, KernelsCompileForEveryLayout) {
     }
   }
 }
+
+// Attention reads whole pages, slots past a request's end included: a new
+// pool's caches hold zeros there, never bits that could be NaN.
+TEST(PagedKVPool, ANewPoolIsZero) {
+  PoolConfig config = smallPool();
+  std::unique_ptr<PagedKVPool> pool = *PagedKVPool::create(config);
+  for (PageId page = 0; page < PageId(config.numPages); ++page)
+    for (int64_t slot = 0; slot < config.pageSize; ++slot)
+      for (int64_t head = 0; head < config.numKVHeads; ++head)
+        for (const std::byte *row :
+             {pool->keyAt(page, slot, head), pool->valueAt(page, slot, head)})
+          for (int64_t b = 0; b < config.headDim * config.elementBytes; ++b)
+            ASSERT_EQ(row[b], std::byte{0})
+                << "page " << page << " slot " << slot << " head " << head;
+}
