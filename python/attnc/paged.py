@@ -21,6 +21,13 @@ class PagedAttention:
     holding kv_last_page_len[b] tokens. Decode (qo_indptr None at plan) takes
     q [batch, heads, dim]; prefill and chunked prefill take ragged q
     [tokens, heads, dim] with qo_indptr, bottom-right aligned (causal).
+    A batch's leading one-token requests (an engine's decodes) run on the
+    decode schedule, the rest on the prefill schedule.
+
+    Every slot of a request's last page must hold finite values, written or
+    not: on sm_90a the prefill schedule copies whole pages, and a masked
+    probability (0) times a NaN value is NaN. attnc.KVPool's caches start
+    zeroed; allocate caches of your own with torch.zeros, not torch.empty.
 
     kv_dtype float8_e4m3fn or float8_e5m2 makes the caches fp8, holding
     k / k_scale and v / v_scale; run takes both scales or neither (then
