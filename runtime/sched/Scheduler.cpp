@@ -328,12 +328,53 @@ std::vector<size_t> Scheduler::order() {
 }
 
 bool Scheduler::waitsForInFlight(const Waiter &waiter) const {
-  int64_t sharedPages =
-      ceilDiv(config_.inFlightShareThreshold, cache_.pageSize());
-  size_t probe =
-      static_cast<size_t>(waiter.cached + std::max<int64_t>(sharedPages, 1));
-  return probe <= waiter.hashes.size() &&
-         inFlight_.count(waiter.hashes[probe - 1]) > 0;
+  // The pages of the waiter's prompt past its cached prefix that running
+  // requests are computing: a prefix of them, as hashes are of prefixes.
+  int64_t pageSize = cache_.pageSize();
+  int64_t known = waiter.cached;
+  while (known < waiter.matchable &&
+         inFlight_.count(waiter.hashes[size_t(known)]))
+    ++known;
+  int64_t sharedPages = ceilDiv(config_.inFlightShareThreshold, pageSize);
+  if (known - waiter.cached >= std::max<int64_t>(sharedPages, 1))
+    return true;
+  // A running request whose whole sequence so far is where the waiter's
+  // prompt goes (a conversation's next turn queued while the answer it
+  // quotes is being generated) is still computing that prompt: wait while
+  // what it produced matches, so that the answer is read from the cache.
+  if (known >= waiter.matchable)
+    return false;
+  auto it = frontiers_.find(
+      known > 0 ? waiter.hashes[size_t(known - 1)]
+                : emptyPrefixHash(waiter.request.cacheNamespace));
+  if (it == frontiers_.end())
+    return false;
+  const std::vector<Token> &prompt = waiter.request.prompt;
+  for (size_t index : it->second) {
+    const RunningRequest &running = running_[index];
+    int64_t to = running.length();
+    if (to >= static_cast<int64_t>(prompt.size()) ||
+        running.request.cacheNamespace != waiter.request.cacheNamespace)
+      continue;
+    bool matches = true;
+    for (int64_t position = known * pageSize; position < to && matches;
+         ++position)
+      matches = running.tokenAt(position) == prompt[size_t(position)];
+    if (matches)
+      return true;
+  }
+  return false;
+}
+
+void Scheduler::findFrontiers() {
+  frontiers_.clear();
+  for (size_t i = 0; i < running_.size(); ++i) {
+    const RunningRequest &running = running_[i];
+    frontiers_[running.hashes.empty()
+                   ? emptyPrefixHash(running.request.cacheNamespace)
+                   : running.hashes.back()]
+        .push_back(i);
+  }
 }
 
 Status Scheduler::allocateFor(RunningRequest &running, int64_t pages) {
@@ -353,6 +394,7 @@ Status Scheduler::allocateFor(RunningRequest &running, int64_t pages) {
 StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
                                 std::vector<Fed> &fed) {
   std::vector<Arrival> dfsOrder = prepareOrder();
+  findFrontiers();
   int64_t pageSize = pool_.pageSize();
   // The unlocked cached pages of a waiter's match, deepest first; a locked
   // page's ancestors are locked too.
@@ -411,6 +453,9 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     // A request waiting for KV in flight keeps its place in the order: the
     // memory it will need is not given to requests behind it.
     if (waitsForInFlight(waiter)) {
+      // What it waits for changes with every token generated: look again
+      // at the next step.
+      retry = true;
       available -= needed * pageSize;
       // Every request needs a page at least: with less left the pass is
       // over (the cap and the budget, checked first, have not changed).
@@ -471,6 +516,12 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     inFlight_.insert(running.hashes.begin(), running.hashes.end());
 
     running_.push_back(std::move(running));
+    // Later waiters of this pass see what it computes.
+    const RunningRequest &admittedNow = running_.back();
+    frontiers_[admittedNow.hashes.empty()
+                   ? emptyPrefixHash(request.cacheNamespace)
+                   : admittedNow.hashes.back()]
+        .push_back(running_.size() - 1);
     allocations.push_back(
         {running_.size() - 1, pages, now, extend, waiter.preempted()});
     fed.push_back({running_.size() - 1, match.tokens, now});

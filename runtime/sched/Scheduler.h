@@ -28,9 +28,14 @@
 //      (every token but the last sampled) enters the cache.
 //
 // A waiting request whose uncached prompt starts with KV that a running
-// request is computing (its prompt, or the output it is generating) waits,
-// so that it reads that prefix from the cache instead of computing it
-// again.
+// request is computing waits, so that it reads that prefix from the cache
+// instead of computing it again: when that shared part is long enough
+// (inFlightShareThreshold), or when the waiter's prompt continues the
+// running request's whole sequence as far as it has been generated (a
+// conversation's next turn queued while the answer it quotes is being
+// written), for as long as the generated tokens keep matching. Only tokens
+// already produced are compared: the scheduler never sees an answer
+// before it exists.
 //
 // The queue is matched incrementally: each waiting request knows how many
 // pages of its prompt are cached, indexed by the prefix hash of the next
@@ -96,8 +101,9 @@ struct SchedulerConfig {
 };
 
 /// InvalidArgument naming the first field out of range: a token budget or
-/// running cap below 1, a share threshold outside [1, 2^31), negative aging steps, ratios
-/// outside [0, 1] or a minimum above the initial ratio, a negative decay.
+/// running cap below 1, a share threshold outside [1, 2^31), negative aging
+/// steps, ratios outside [0, 1] or a minimum above the initial ratio, a
+/// negative decay.
 Status checkConfig(const SchedulerConfig &config);
 
 /// One scheduled request as the attention kernels see it.
@@ -306,6 +312,8 @@ private:
                     const std::function<bool(Arrival)> &visit);
   std::vector<Arrival> dfsWeightOrder();
   bool waitsForInFlight(const Waiter &waiter) const;
+  /// Files the running requests by the hash of their last whole page.
+  void findFrontiers();
   /// Admits waiting requests in order; returns whether admission stopped
   /// for a reason that can pass by the next step (token budget, running
   /// cap).
@@ -360,6 +368,9 @@ private:
   /// The union of the running requests' page hashes (the KV they are
   /// computing), counted.
   std::unordered_multiset<uint64_t> inFlight_;
+  /// Running requests (indices) by the hash of their last whole page, as
+  /// of the admission pass.
+  std::unordered_map<uint64_t, std::vector<size_t>> frontiers_;
   SchedulerTotals totals_;
   double newTokenRatio_;
   uint64_t admissions_ = 0;

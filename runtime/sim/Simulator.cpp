@@ -141,18 +141,19 @@ StatusOr<SimResult> simulate(const Workload &workload,
   std::unordered_map<RequestId, std::vector<RequestId>> followers;
   std::unordered_map<RequestId, const TracedRequest *> byId;
   SyntheticModel model;
-  // Offline, every request is queued at time 0 but a follow-up, which
-  // quotes an output that cannot exist before its request finishes: it is
-  // queued then, with no think time. Online, requests arrive at their own
-  // times and a follow-up thinks before it is queued.
+  // Offline, every request is queued at time 0, follow-ups included, as a
+  // trace replay does: a follow-up's prompt quotes its predecessor's answer
+  // before it is generated (the scheduler waits while what is generated
+  // matches). Online, a follow-up is queued once its predecessor has
+  // finished and its think time has passed.
   for (const TracedRequest &request : workload.requests) {
     byId[request.id] = &request;
-    if (request.after)
+    if (options.arrival == ArrivalMode::Offline)
+      releases.push({0.0, request.id});
+    else if (request.after)
       followers[*request.after].push_back(request.id);
     else
-      releases.push(
-          {options.arrival == ArrivalMode::Offline ? 0.0 : request.arrival,
-           request.id});
+      releases.push({request.arrival, request.id});
   }
 
   SimResult result;
@@ -213,10 +214,7 @@ StatusOr<SimResult> simulate(const Workload &workload,
                        double(request.outputLen - 1));
       ++finished;
       for (RequestId follower : followers[id])
-        releases.push({now + (options.arrival == ArrivalMode::Offline
-                                  ? 0.0
-                                  : byId.at(follower)->thinkTime),
-                       follower});
+        releases.push({now + byId.at(follower)->thinkTime, follower});
     }
   }
 

@@ -18,8 +18,8 @@
 namespace attnc {
 
 enum class ArrivalMode {
-  /// Every request queued at the start, but a follow-up (which quotes its
-  /// predecessor's output) as soon as that has finished.
+  /// Every request queued at the start, follow-ups included, as a trace
+  /// replay does (a follow-up's prompt quotes an answer not generated yet).
   Offline,
   /// Requests arrive at their own times; a follow-up once what it follows
   /// has finished and its think time has passed.

@@ -222,6 +222,42 @@ TEST(Scheduler, RequestQuotingARunningOutputWaitsAndKeepsItsPlace) {
   EXPECT_EQ(f.scheduler->totals().cachedTokens, 28);
 }
 
+// Without knowing the answer, the scheduler sees a queued prompt that
+// continues a running request's sequence exactly as far as it has been
+// generated: the follow-up waits while the answer grows and matches, then
+// reads all of it from the cache.
+TEST(Scheduler, AFollowUpWaitsWhileTheAnswerItQuotesIsGenerated) {
+  Fixture f(Policy::LongestPrefixMatch, 64);
+  TracedRequest first = makeRequest(0, range(100, 16), /*outputLen=*/40);
+  TracedRequest followUp =
+      makeRequest(1, concat(fullSequence(first), range(1, 4)), 2);
+  ASSERT_TRUE(f.add(first).ok());
+  ASSERT_TRUE(f.add(followUp).ok());
+  f.runToCompletion();
+  // 16 + 39 computed tokens: 13 whole pages of 4.
+  EXPECT_EQ(f.scheduler->totals().cachedTokens, 52);
+  // An answer that stops matching releases the wait.
+  TracedRequest other = makeRequest(2, range(500, 16), /*outputLen=*/20);
+  std::vector<Token> diverging = other.prompt;
+  for (int64_t i = 0; i < 8; ++i)
+    diverging.push_back(outputToken(2, i));
+  diverging.push_back(7); // not the answer's next token
+  for (int64_t i = 9; i < 20; ++i)
+    diverging.push_back(outputToken(2, i));
+  TracedRequest elsewhere = makeRequest(3, diverging, 2);
+  ASSERT_TRUE(f.add(other).ok());
+  ASSERT_TRUE(f.add(elsewhere).ok());
+  std::vector<RequestId> finishedOrder;
+  for (int i = 0; i < 200 && !f.scheduler->idle(); ++i) {
+    StatusOr<SimulatedStep> step = f.step();
+    ASSERT_TRUE(step.ok());
+    finishedOrder.insert(finishedOrder.end(), step->finished.begin(),
+                         step->finished.end());
+  }
+  EXPECT_EQ(finishedOrder, (std::vector<RequestId>{3, 2}))
+      << "the diverging request waited for the whole answer";
+}
+
 TEST(Scheduler, EvictsToAdmitWhenThePoolIsFull) {
   Fixture f(Policy::LongestPrefixMatch, 8);
   for (RequestId id = 0; id < 6; ++id) {
