@@ -82,8 +82,9 @@ fuzz() { # TARGET CORPUS SEEDS
       # The last coverage line, then libFuzzer's final statistics.
       grep -E '^#[0-9]+' "$each" | tail -n 1
       grep -E '^(Done|stat::)' "$each"
+      # A log may hold several jobs' statistics: add them all.
       runs=$((runs + $(grep -oE '^stat::number_of_executed_units: *[0-9]+' \
-        "$each" | grep -oE '[0-9]+$' || echo 0)))
+        "$each" | awk -F: '{ total += $NF } END { print total + 0 }')))
       grep -qE '==ERROR|runtime error|deadly signal|Test unit written' \
         "$each" || continue
       found=1
