@@ -117,6 +117,11 @@ Status Scheduler::add(const Request &request) {
                          name + " asks for " + std::to_string(request.n) +
                              " parallel samples: n must be in [1, " +
                              std::to_string(kMaxParallelSamples) + "]");
+  if (request.n > config_.maxRunning)
+    return Status::error(ErrorCode::InvalidArgument,
+                         name + " asks for " + std::to_string(request.n) +
+                             " parallel samples, the scheduler runs at most " +
+                             std::to_string(config_.maxRunning) + " sequences");
   // The prompt once, each branch's output, and a copy of the prompt's
   // partial last page for every branch but the first.
   int64_t pageSize = pool_.pageSize();
@@ -420,6 +425,10 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
   int64_t available = cache_.evictableSize() -
                       static_cast<int64_t>(wanted.size()) * pageSize +
                       pool_.numFreePages() * pageSize - reservedOutputTokens();
+  // Running sequences, each request's branches to fork counted.
+  int64_t sequences = 0;
+  for (const RunningRequest &running : running_)
+    sequences += running.request.n;
   std::vector<Arrival> admitted;
   struct Allocation {
     size_t index; // in running_
@@ -431,7 +440,7 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
   std::vector<std::pair<Arrival, int64_t>> misfiled; // arrival, cached pages
   // Admits one waiter; false stops the pass.
   auto admitOne = [&](Arrival arrival) {
-    if (static_cast<int64_t>(running_.size()) >= config_.maxRunning ||
+    if (sequences + waiting_.at(arrival).request.n > config_.maxRunning ||
         budget <= 0) {
       retry = true;
       return false;
@@ -503,18 +512,19 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     stats.prefillTokens += now;
     stats.admitted.push_back(request.id);
 
-    if (waiter.preempted()) {
-      totals_.recomputedTokens += extend;
-    } else {
+    running.recomputing = waiter.preempted();
+    (running.recomputing ? totals_.recomputedTokens
+                         : totals_.computedPrefillTokens) += now;
+    if (!running.recomputing) {
       totals_.promptTokens += length;
       totals_.cachedTokens += match.tokens;
-      totals_.computedPrefillTokens += extend;
     }
     // What the request computes: the tokens it prefills, then its output's
     // pages as they are sampled.
     running.hashes = waiter.hashes;
     inFlight_.insert(running.hashes.begin(), running.hashes.end());
 
+    sequences += request.n;
     running_.push_back(std::move(running));
     // Later waiters of this pass see what it computes.
     const RunningRequest &admittedNow = running_.back();
@@ -556,12 +566,11 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
       RunningRequest &running = running_[a.index];
       (void)cache_.unlock(running.locked);
       withdrawInFlight(running);
-      if (a.preempted) {
-        totals_.recomputedTokens -= a.extend;
-      } else {
+      (a.preempted ? totals_.recomputedTokens
+                   : totals_.computedPrefillTokens) -= a.prefilled;
+      if (!a.preempted) {
         totals_.promptTokens -= running.prefillEnd;
         totals_.cachedTokens -= running.cachedTokens;
-        totals_.computedPrefillTokens -= a.extend;
       }
       stats.prefillTokens -= a.prefilled;
       budget += a.prefilled;
@@ -584,12 +593,15 @@ int64_t Scheduler::reservedOutputTokens() const {
   for (const RunningRequest &running : running_) {
     int64_t left =
         running.request.maxTokens - static_cast<int64_t>(running.output.size());
-    int64_t expected =
-        running.length() +
+    int64_t output =
         static_cast<int64_t>(std::ceil(newTokenRatio_ * double(left)));
     int64_t have = static_cast<int64_t>(running.pages.size()) * pageSize;
-    reserved +=
-        std::max<int64_t>(0, ceilDiv(expected, pageSize) * pageSize - have);
+    reserved += std::max<int64_t>(
+        0, ceilDiv(running.length() + output, pageSize) * pageSize - have);
+    // Branches not forked yet: their outputs, and each a copy of the
+    // prompt's partial page.
+    reserved += int64_t(running.request.n - 1) *
+                (ceilDiv(output, pageSize) + 1) * pageSize;
   }
   return reserved;
 }
@@ -735,8 +747,10 @@ Status Scheduler::fork(size_t index) {
         return page.status();
       if (Status status = pool_.copyPageContents(parent.pages[parent.ownedFrom],
                                                  page->front());
-          !status.ok())
+          !status.ok()) {
+        (void)pool_.release(*page);
         return status;
+      }
       child.pages.push_back(page->front());
     }
     cache_.lock(child.locked);
@@ -822,11 +836,12 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
 }
 
 StatusOr<StepStats> Scheduler::step() {
-  if (!awaitingSamples_.empty())
+  if (!committed_)
     return Status::error(ErrorCode::InvalidArgument,
                          "the last step's " +
                              std::to_string(awaitingSamples_.size()) +
                              " samples were not committed");
+  committed_ = false;
   StepStats stats;
   std::vector<Fed> fed;
   ++steps_;
@@ -860,10 +875,12 @@ StatusOr<StepStats> Scheduler::step() {
       int64_t now = std::min(running.prefillEnd - running.fed, budget);
       if (now > 0)
         fed.push_back({i, running.fed, now});
-      if (now > 0)
-        running.fed += now;
-      budget -= std::max<int64_t>(now, 0);
-      stats.prefillTokens += std::max<int64_t>(now, 0);
+      now = std::max<int64_t>(now, 0);
+      running.fed += now;
+      budget -= now;
+      stats.prefillTokens += now;
+      (running.recomputing ? totals_.recomputedTokens
+                           : totals_.computedPrefillTokens) += now;
     }
   }
 
@@ -883,14 +900,10 @@ StatusOr<StepStats> Scheduler::step() {
     awaitingSamples_.push_back(
         {stats.batch.samplers[k], stats.batch.samplerBranches[k]});
 
-  // Prompt chunks enter the cache as this pass computes them, for the
-  // requests that share them.
-  for (size_t k = size_t(decodes); k < fed.size(); ++k) {
-    RunningRequest &running = running_[fed[k].index];
-    if (Status status = cacheComputed(running, running.fed); !status.ok())
-      return status;
-    admissionMayChange_ = true;
-  }
+  // Prompt chunks enter the cache once the pass has computed them (commit).
+  for (size_t k = size_t(decodes); k < fed.size(); ++k)
+    prefilled_.push_back(
+        {running_[fed[k].index].request.id, running_[fed[k].index].branch});
   return stats;
 }
 
@@ -915,6 +928,7 @@ Scheduler::commit(const std::vector<Sample> &samples) {
               ", the step's sampler " + std::to_string(k) + " is " +
               name(awaitingSamples_[k].first, awaitingSamples_[k].second));
   awaitingSamples_.clear();
+  committed_ = true;
   using Key = std::pair<RequestId, int32_t>;
   auto indexOf = [&] {
     std::map<Key, size_t> index;
@@ -922,8 +936,20 @@ Scheduler::commit(const std::vector<Sample> &samples) {
       index.emplace(Key{running_[i].request.id, running_[i].branch}, i);
     return index;
   };
-  // Prompts this step completed fork into their branches first.
   std::map<Key, size_t> index = indexOf();
+  // The step ran: the prompt chunks it computed enter the cache, for the
+  // requests that share them (a request aborted since has none).
+  for (const Key &key : prefilled_) {
+    auto it = index.find(key);
+    if (it == index.end())
+      continue;
+    RunningRequest &running = running_[it->second];
+    if (Status status = cacheComputed(running, running.fed); !status.ok())
+      return status;
+    admissionMayChange_ = true;
+  }
+  prefilled_.clear();
+  // Prompts this step completed fork into their branches first.
   std::set<RequestId> forking;
   for (const Sample &sample : samples) {
     auto it = index.find({sample.request, 0});

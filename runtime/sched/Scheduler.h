@@ -128,6 +128,8 @@ struct RunningRequest {
   /// Tokens whose keys and values are computed, or fed in the step formed
   /// last.
   int64_t fed = 0;
+  /// Whether its prefill computes again what a preemption dropped.
+  bool recomputing = false;
   /// When the request was admitted: preemption takes the latest first.
   uint64_t admission = 0;
   /// Its place in the queue and the step it arrived before: a preempted
@@ -209,9 +211,9 @@ struct SchedulerTotals {
   /// admission, and the part of them read from the cache then.
   int64_t promptTokens = 0;
   int64_t cachedTokens = 0;
+  /// Prompt tokens fed (computed) for the first time, and tokens fed again
+  /// after preemptions (recomputation).
   int64_t computedPrefillTokens = 0;
-  /// Tokens fed again after preemptions (recomputation), beside the
-  /// tokens those re-admissions read from the cache.
   int64_t recomputedTokens = 0;
   int64_t evictedTokens = 0;
   int64_t preemptions = 0;
@@ -232,7 +234,9 @@ public:
   /// decode the page its token goes to (evicting cached prefixes, then
   /// preempting the latest-admitted requests of the lowest priority when
   /// the pool runs out), and returns the batch. The engine runs it, then
-  /// calls commit before the next step.
+  /// calls commit (with no samples when the batch has no samplers) before
+  /// the next step. maxRunning counts sequences: a request of n parallel
+  /// samples takes n; decodes are never cut by the token budget.
   StatusOr<StepStats> step();
 
   /// Takes what the model sampled from the last step: one sample per
@@ -379,6 +383,10 @@ private:
   std::vector<std::pair<RequestId, int32_t>> awaitingSamples_;
   /// Branches the last fork found no page for, until commit queues them.
   std::vector<RunningRequest> unforked_;
+  /// Whether the last step's samples were committed, and the sequences it
+  /// fed a prompt chunk, cached once it has run (at commit).
+  bool committed_ = true;
+  std::vector<std::pair<RequestId, int32_t>> prefilled_;
   /// Whether anything happened since the last admission attempt that could
   /// change its outcome (an arrival, a finish, a prompt entering the cache).
   bool admissionMayChange_ = true;

@@ -102,6 +102,11 @@ TEST(Scheduler, RejectsRequestsThatCanNeverFit) {
 // every branch's max_tokens.
 TEST(Scheduler, ChecksParallelSamples) {
   Fixture f(Policy::FCFS, /*pages=*/8);
+  TracedRequest wide = makeRequest(3, range(1, 5), 2);
+  wide.n = 129;
+  EXPECT_EQ(f.add(wide).message(),
+            "request 3 asks for 129 parallel samples, the scheduler runs at "
+            "most 128 sequences");
   TracedRequest none = makeRequest(0, range(1, 5), 2);
   none.n = 0;
   EXPECT_EQ(f.add(none).message(),
@@ -827,6 +832,31 @@ TEST(Scheduler, DecodeOutOfPagesPreemptsTheLatestAdmitted) {
 }
 
 // The step's token budget counts its decodes: prompt chunks get the rest.
+// maxRunning counts sequences: a request of n samples takes n places,
+// before it forks as after.
+TEST(Scheduler, EveryBranchTakesARunningPlace) {
+  Fixture f(Policy::FCFS, 256);
+  SchedulerConfig config;
+  config.maxRunning = 4;
+  f.scheduler = std::make_unique<Scheduler>(config, *f.pool, *f.cache);
+  TracedRequest three = makeRequest(0, range(1, 6), 5);
+  three.n = 3;
+  ASSERT_TRUE(f.add(three).ok());
+  ASSERT_TRUE(f.add(makeRequest(1, range(100, 6), 5)).ok());
+  ASSERT_TRUE(f.add(makeRequest(2, range(200, 6), 5)).ok());
+  size_t most = 0;
+  std::vector<RequestId> admitted;
+  for (int i = 0; i < 100 && !f.scheduler->idle(); ++i) {
+    StatusOr<SimulatedStep> step = f.step();
+    ASSERT_TRUE(step.ok());
+    admitted.insert(admitted.end(), step->stats.admitted.begin(),
+                    step->stats.admitted.end());
+    most = std::max(most, f.scheduler->running().size());
+  }
+  EXPECT_EQ(admitted, (std::vector<RequestId>{0, 1, 2}));
+  EXPECT_EQ(most, 4u);
+}
+
 TEST(Scheduler, TheTokenBudgetCountsDecodes) {
   Fixture f(Policy::FCFS, 64, 4, /*budget=*/8);
   for (RequestId id = 0; id < 3; ++id)
@@ -884,12 +914,16 @@ TEST(Scheduler, CommitTakesExactlyTheLastStepsSamples) {
   EXPECT_EQ(swapped.status().message(),
             "sample 0 is for request 1, the step's sampler 0 is request 0");
 
+  // Aborted before its step ran: none of what the step was to compute
+  // for it is cached.
   ASSERT_TRUE(f.scheduler->abort(1).ok());
   StatusOr<std::vector<RequestId>> done =
       f.scheduler->commit({Sample{0, 0, 7, true}, Sample{1, 0, 8, false}});
   ASSERT_TRUE(done.ok()) << done.status().toString();
   EXPECT_EQ(*done, (std::vector<RequestId>{0}));
   EXPECT_TRUE(f.scheduler->idle());
+  // Request 0's 5 prompt tokens and 1 token of answer never fed: 4 cached.
+  EXPECT_EQ(f.cache->totalSize(), 4);
   expectNoLeaks(f);
 }
 

@@ -514,7 +514,8 @@ TEST(ServingCApi, RandomConfigurationsMatchTheRuntimeScheduler) {
       r.maxTokens = std::max<int64_t>(1, r.outputLen + uniform(-2, 2));
       r.priority = int32_t(uniform(-1, 1));
       r.space = uint64_t(uniform(0, 3) == 0 ? 1 : 0);
-      r.n = int32_t(uniform(0, 3) == 0 ? uniform(2, 3) : 1);
+      r.n = int32_t(std::min<int64_t>(uniform(0, 3) == 0 ? uniform(2, 3) : 1,
+                                      c.max_running));
       // What the scheduler asks of the pool for the prompt and each
       // branch's answer.
       int64_t answerPages = (r.maxTokens + pageSize - 1) / pageSize + 1;
@@ -1077,15 +1078,27 @@ TEST(ServingCApi, DestroyingASchedulerReleasesWhatItsRequestsHold) {
   attnc_step step = nullptr;
   ASSERT_EQ(attnc_scheduler_step(scheduler, &step), ATTNC_OK);
   attnc_step_destroy(step);
-  // Mid-step (samples not committed): both requests hold pages, the cache
-  // holds request 1's computed whole pages, locked.
+  // Mid-step (samples not committed): both requests hold pages; nothing
+  // is cached before the step has run (commit).
   EXPECT_LT(attnc_kv_pool_num_free_pages(pool), 16 - 4);
-  EXPECT_EQ(attnc_radix_cache_cached_tokens(cache), 16);
+  EXPECT_EQ(attnc_radix_cache_cached_tokens(cache), 0);
+  ASSERT_EQ(attnc_scheduler_destroy(scheduler), ATTNC_OK);
+  EXPECT_EQ(attnc_kv_pool_num_free_pages(pool), 16);
+  // After a commit, the computed whole pages of request 1's prompt (12 of
+  // its 13 tokens) stay in the cache, evictable, once the scheduler goes.
+  ASSERT_EQ(attnc_scheduler_create(&sched, pool, cache, &scheduler), ATTNC_OK);
+  ASSERT_EQ(add(scheduler, 1, range(1, 13), 8), ATTNC_OK);
+  ASSERT_EQ(attnc_scheduler_step(scheduler, &step), ATTNC_OK);
+  attnc_step_destroy(step);
+  attnc_sample samples[1] = {{1, 7, 0, 0}};
+  ASSERT_EQ(attnc_scheduler_commit(scheduler, samples, 1, nullptr, nullptr),
+            ATTNC_OK)
+      << lastError();
+  EXPECT_EQ(attnc_radix_cache_cached_tokens(cache), 12);
   EXPECT_EQ(attnc_radix_cache_evictable_tokens(cache), 0);
   ASSERT_EQ(attnc_scheduler_destroy(scheduler), ATTNC_OK);
-  // What the cache holds is all that is left, and evictable now.
-  EXPECT_EQ(attnc_radix_cache_evictable_tokens(cache), 16);
-  EXPECT_EQ(attnc_kv_pool_num_free_pages(pool), 16 - 16 / 4);
+  EXPECT_EQ(attnc_radix_cache_evictable_tokens(cache), 12);
+  EXPECT_EQ(attnc_kv_pool_num_free_pages(pool), 16 - 3);
   ASSERT_EQ(attnc_radix_cache_destroy(cache), ATTNC_OK);
   EXPECT_EQ(attnc_kv_pool_num_free_pages(pool), 16);
   ASSERT_EQ(attnc_kv_pool_destroy(pool), ATTNC_OK);
