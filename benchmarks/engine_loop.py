@@ -117,20 +117,15 @@ def serve(args, requests, reuse):
                                 token_budget=args.token_budget,
                                 max_running=args.max_running)
     kc, vc = pool.caches()
-    attention = attnc.PagedAttention(args.q_heads, args.kv_heads,
-                                     args.head_dim, args.page_size,
-                                     kv_layout="NHD", dtype="bfloat16",
-                                     causal=True)
+    def wrapper():
+        return attnc.PagedAttention(args.q_heads, args.kv_heads,
+                                    args.head_dim, args.page_size,
+                                    kv_layout="NHD", dtype="bfloat16",
+                                    causal=True)
+    attention = wrapper()
     # Mixed steps are also timed split into a decode launch and a prefill
     # launch, each planned as such, to see what one ragged launch costs.
-    decode_part = attnc.PagedAttention(args.q_heads, args.kv_heads,
-                                       args.head_dim, args.page_size,
-                                       kv_layout="NHD", dtype="bfloat16",
-                                       causal=True)
-    prefill_part = attnc.PagedAttention(args.q_heads, args.kv_heads,
-                                        args.head_dim, args.page_size,
-                                        kv_layout="NHD", dtype="bfloat16",
-                                        causal=True)
+    decode_part, prefill_part = wrapper(), wrapper()
     answers = {}
     for request in requests:
         scheduler.add(request["id"], request["prompt"],

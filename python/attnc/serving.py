@@ -33,7 +33,7 @@ from . import _capi
 from ._capi import check, lib
 from ._tensors import IR_NAMES, check_tensor, current_stream, require
 from ._values import INT32, INT64, UINT64, as_flag, as_int, as_sequence
-from .kernel import _live, _optional_text
+from .kernel import _enum, _live, _optional_text
 
 # The element types a pool holds, by torch's names.
 POOL_TYPES = ("bfloat16", "float16", "float32", "float8_e4m3fn",
@@ -53,17 +53,6 @@ and its totals since it was made: prompt tokens of admitted requests
 (counted at first admission) and those read from the cache, prefill tokens
 computed and recomputed after preemptions, tokens evicted, preemptions,
 finished requests."""
-
-
-def _enum(name, value, names):
-    """The library's name of an enumerator, or its int (which the library
-    checks)."""
-    if isinstance(value, str):
-        if value not in names:
-            raise ValueError(f"{name} must be one of {', '.join(names)}, "
-                             f"got {value!r}")
-        return names[value]
-    return as_int(name, value, INT32)
 
 
 def _int_array(name, values, ctype, bounds):

@@ -92,11 +92,8 @@ Scheduler::Scheduler(const SchedulerConfig &config, PagedKVPool &pool,
 
 Scheduler::~Scheduler() {
   cache_.stopRecording();
-  for (RunningRequest &running : running_) {
-    (void)cache_.unlock(running.locked);
-    (void)pool_.release(std::vector<PageId>(
-        running.pages.begin() + running.ownedFrom, running.pages.end()));
-  }
+  for (RunningRequest &running : running_)
+    (void)retire(running, 0);
 }
 
 Status Scheduler::add(const Request &request) {
@@ -371,15 +368,15 @@ bool Scheduler::waitsForInFlight(const Waiter &waiter) const {
   return false;
 }
 
+uint64_t RunningRequest::frontier() const {
+  return hashes.empty() ? emptyPrefixHash(request.cacheNamespace)
+                        : hashes.back();
+}
+
 void Scheduler::findFrontiers() {
   frontiers_.clear();
-  for (size_t i = 0; i < running_.size(); ++i) {
-    const RunningRequest &running = running_[i];
-    frontiers_[running.hashes.empty()
-                   ? emptyPrefixHash(running.request.cacheNamespace)
-                   : running.hashes.back()]
-        .push_back(i);
-  }
+  for (size_t i = 0; i < running_.size(); ++i)
+    frontiers_[running_[i].frontier()].push_back(i);
 }
 
 Status Scheduler::allocateFor(RunningRequest &running, int64_t pages) {
@@ -527,11 +524,7 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     sequences += request.n;
     running_.push_back(std::move(running));
     // Later waiters of this pass see what it computes.
-    const RunningRequest &admittedNow = running_.back();
-    frontiers_[admittedNow.hashes.empty()
-                   ? emptyPrefixHash(request.cacheNamespace)
-                   : admittedNow.hashes.back()]
-        .push_back(running_.size() - 1);
+    frontiers_[running_.back().frontier()].push_back(running_.size() - 1);
     allocations.push_back(
         {running_.size() - 1, pages, now, extend, waiter.preempted()});
     fed.push_back({running_.size() - 1, match.tokens, now});
@@ -651,14 +644,7 @@ Status Scheduler::preempt(size_t index) {
   running_.erase(running_.begin() + static_cast<ptrdiff_t>(index));
   // What it computed stays in the cache, unlocked: its recomputation reads
   // whatever eviction leaves of it.
-  if (Status status = cacheComputed(running, running.fed); !status.ok())
-    return status;
-  if (Status status = pool_.release(std::vector<PageId>(
-          running.pages.begin() + running.ownedFrom, running.pages.end()));
-      !status.ok())
-    return status;
-  withdrawInFlight(running);
-  if (Status status = cache_.unlock(running.locked); !status.ok())
+  if (Status status = retire(running, running.fed); !status.ok())
     return status;
   ++totals_.preemptions;
   newTokenRatio_ = config_.initialNewTokenRatio;
@@ -709,17 +695,13 @@ Status Scheduler::cacheComputed(RunningRequest &running, int64_t tokens) {
   return Status();
 }
 
-Status Scheduler::finish(RunningRequest &running) {
-  // The last sampled token was never fed: its KV does not exist.
-  if (Status status = cacheComputed(running, running.length() - 1);
-      !status.ok())
-    return status;
-  if (Status status = pool_.release(std::vector<PageId>(
-          running.pages.begin() + running.ownedFrom, running.pages.end()));
-      !status.ok())
-    return status;
+Status Scheduler::retire(RunningRequest &running, int64_t computed) {
+  Status cached = cacheComputed(running, computed);
+  Status released = pool_.release(std::vector<PageId>(
+      running.pages.begin() + running.ownedFrom, running.pages.end()));
   withdrawInFlight(running);
-  return cache_.unlock(running.locked);
+  Status unlocked = cache_.unlock(running.locked);
+  return !cached.ok() ? cached : !released.ok() ? released : unlocked;
 }
 
 Status Scheduler::fork(size_t index) {
@@ -785,12 +767,11 @@ Status Scheduler::abort(RequestId id) {
       stillRunning.push_back(std::move(running));
       continue;
     }
-    Status released = pool_.release(std::vector<PageId>(
-        running.pages.begin() + running.ownedFrom, running.pages.end()));
-    withdrawInFlight(running);
-    Status unlocked = cache_.unlock(running.locked);
+    // Nothing it computed is cached beyond what its prompt chunks put
+    // there.
+    Status retired = retire(running, 0);
     if (result.ok())
-      result = !released.ok() ? released : unlocked;
+      result = retired;
   }
   running_ = std::move(stillRunning);
   // Its memory and the prefixes it held may admit others now; a request
@@ -1006,17 +987,15 @@ Scheduler::commit(const std::vector<Sample> &samples) {
       std::vector<Token> page;
       for (int64_t p = length - pageSize; p < length; ++p)
         page.push_back(running.tokenAt(p));
-      uint64_t hash = continuePrefixHash(
-          running.hashes.empty()
-              ? emptyPrefixHash(running.request.cacheNamespace)
-              : running.hashes.back(),
-          page.data(), pageSize);
+      uint64_t hash =
+          continuePrefixHash(running.frontier(), page.data(), pageSize);
       running.hashes.push_back(hash);
       inFlight_.insert(hash);
     }
     if (sample.stop || static_cast<int64_t>(running.output.size()) >=
                            running.request.maxTokens) {
-      if (Status status = finish(running); !status.ok())
+      // The last sampled token was never fed: its KV does not exist.
+      if (Status status = retire(running, running.length() - 1); !status.ok())
         return status;
       done[it->second] = true;
       branchFinished(sample.request);

@@ -150,6 +150,9 @@ struct RunningRequest {
   }
   /// prompt followed by output.
   std::vector<Token> sequence() const;
+  /// The prefix hash of its sequence's last whole page (of the empty
+  /// prefix before the first).
+  uint64_t frontier() const;
   bool prefillDone() const { return fed >= prefillEnd; }
 };
 
@@ -337,7 +340,11 @@ private:
   /// into the cache and locks them for the request instead of its older
   /// prefix; pages the cache held already replace the request's copies.
   Status cacheComputed(RunningRequest &running, int64_t tokens);
-  Status finish(RunningRequest &running);
+  /// Ends `running`'s hold on the pool and the cache: the whole pages of
+  /// its first `computed` tokens enter the cache, its other pages return,
+  /// its prefix is unlocked, nobody waits for its KV any more. Every part
+  /// is done; the first error is returned.
+  Status retire(RunningRequest &running, int64_t computed);
   /// Branches 1..n-1 of running_[index], whose prompt the last step
   /// completed.
   Status fork(size_t index);

@@ -16,19 +16,25 @@ Token SyntheticModel::token(RequestId request, int32_t branch,
   return outputToken(-(request * kMaxParallelSamples + branch), position);
 }
 
+Token SyntheticModel::tokenAt(const TracedRequest &request, int64_t position,
+                              int32_t branch) {
+  int64_t prompt = static_cast<int64_t>(request.prompt.size());
+  return position < prompt ? request.prompt[size_t(position)]
+                           : token(request.id, branch, position - prompt);
+}
+
 std::vector<Sample> SyntheticModel::sample(const EngineBatch &batch) {
   std::vector<Sample> samples;
   for (size_t k = 0; k < batch.samplers.size(); ++k) {
     Sample sample;
     sample.request = batch.samplers[k];
     sample.branch = batch.samplerBranches[k];
-    auto it = answers_.find(sample.request);
-    // A request the model was not told of answers one token.
-    int64_t outputLen = it == answers_.end() ? 1 : it->second.outputLen;
-    int64_t &sampled = answers_[sample.request].sampled[sample.branch];
-    answers_[sample.request].outputLen = outputLen;
+    // A request the model was not told of answers one token (a default
+    // Answer).
+    Answer &answer = answers_[sample.request];
+    int64_t &sampled = answer.sampled[sample.branch];
     sample.token = token(sample.request, sample.branch, sampled);
-    sample.stop = ++sampled >= outputLen;
+    sample.stop = ++sampled >= answer.outputLen;
     samples.push_back(sample);
   }
   return samples;

@@ -39,6 +39,10 @@ public:
 
   /// Token `position` of a branch's answer.
   static Token token(RequestId request, int32_t branch, int64_t position);
+  /// Token `position` of the request's prompt followed by a branch's
+  /// answer.
+  static Token tokenAt(const TracedRequest &request, int64_t position,
+                       int32_t branch = 0);
 
 private:
   struct Answer {

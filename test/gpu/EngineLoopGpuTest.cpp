@@ -41,13 +41,9 @@ struct StandInModel {
   static void kv(const TracedRequest &request, int32_t branch, int64_t position,
                  int which, uint16_t *row) {
     uint64_t hash = 0xcbf29ce484222325ull ^ uint64_t(which);
-    int64_t prompt = int64_t(request.prompt.size());
-    for (int64_t i = 0; i <= position; ++i) {
-      Token token = i < prompt
-                        ? request.prompt[size_t(i)]
-                        : SyntheticModel::token(request.id, branch, i - prompt);
-      hash = (hash ^ uint32_t(token)) * 0x100000001b3ull;
-    }
+    for (int64_t i = 0; i <= position; ++i)
+      hash = (hash ^ uint32_t(SyntheticModel::tokenAt(request, i, branch))) *
+             0x100000001b3ull;
     std::mt19937_64 rng(hash);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     for (int64_t e = 0; e < kRow; ++e)

@@ -60,14 +60,7 @@ TracedRequest makeRequest(RequestId id, std::vector<Token> prompt,
   return request;
 }
 
-/// The token at `position` of the request's prompt and a branch's answer.
-Token tokenAt(const TracedRequest &request, int64_t position,
-              int32_t branch = 0) {
-  int64_t prompt = int64_t(request.prompt.size());
-  return position < prompt
-             ? request.prompt[size_t(position)]
-             : SyntheticModel::token(request.id, branch, position - prompt);
-}
+using Model = SyntheticModel;
 
 std::vector<Token> range(Token from, int count) {
   std::vector<Token> tokens;
@@ -283,7 +276,8 @@ std::array<uint16_t, 8> keyOf(const TracedRequest &request, int64_t position,
                               int32_t branch = 0) {
   uint64_t hash = 0xcbf29ce484222325ull;
   for (int64_t i = 0; i <= position; ++i)
-    hash = (hash ^ uint32_t(tokenAt(request, i, branch))) * 0x100000001b3ull;
+    hash = (hash ^ uint32_t(Model::tokenAt(request, i, branch))) *
+           0x100000001b3ull;
   std::array<uint16_t, 8> key{};
   for (int i = 0; i < 4; ++i)
     key[size_t(i)] = uint16_t(hash >> (16 * i));
@@ -386,9 +380,9 @@ void replayThroughAHostPool(int64_t pages, int64_t longestAnswer,
       if (int64_t(r) < batch.numDecodes)
         ASSERT_EQ(batch.qoIndptr[r + 1] - batch.qoIndptr[r], 1);
       for (int32_t t = batch.qoIndptr[r]; t < batch.qoIndptr[r + 1]; ++t) {
-        ASSERT_EQ(
-            batch.tokens[size_t(t)],
-            tokenAt(request, batch.positions[size_t(t)], batch.branches[r]));
+        ASSERT_EQ(batch.tokens[size_t(t)],
+                  Model::tokenAt(request, batch.positions[size_t(t)],
+                                 batch.branches[r]));
         keys.push_back(
             keyOf(request, batch.positions[size_t(t)], batch.branches[r]));
       }
