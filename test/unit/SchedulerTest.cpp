@@ -908,6 +908,12 @@ TEST(Scheduler, CommitTakesExactlyTheLastStepsSamples) {
   EXPECT_EQ(swapped.status().message(),
             "sample 0 is for request 1, the step's sampler 0 is request 0");
 
+  StatusOr<std::vector<RequestId>> otherBranch =
+      f.scheduler->commit({Sample{0, 1, 7, false}, Sample{1, 0, 7, false}});
+  EXPECT_EQ(otherBranch.status().message(),
+            "sample 0 is for request 0 branch 1, the step's sampler 0 is "
+            "request 0");
+
   // Aborted before its step ran: none of what the step was to compute
   // for it is cached.
   ASSERT_TRUE(f.scheduler->abort(1).ok());
