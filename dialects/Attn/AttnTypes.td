@@ -114,6 +114,18 @@ def Attn_LatentKVType : Attn_Type<"LatentKV", "latent_kv"> {
   );
   let extraClassDeclaration = [{
     int64_t getLatentDim() const { return getHeadDim() - getRopeDim(); }
+    /// The cache as the kernels read it: one key head of every column, and
+    /// one value head of the latent columns of the same rows.
+    KVType asKeys() const {
+      return KVType::get(getContext(), getSeqLen(), 1, getHeadDim(),
+                         getElementType(), getLayout(), getPageSize(),
+                         getPageOrder());
+    }
+    KVType asValues() const {
+      return KVType::get(getContext(), getSeqLen(), 1, getLatentDim(),
+                         getElementType(), getLayout(), getPageSize(),
+                         getPageOrder());
+    }
   }];
 }
 

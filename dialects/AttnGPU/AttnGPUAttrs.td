@@ -9,7 +9,8 @@ include "mlir/IR/EnumAttr.td"
 def AttnGPU_Schedule : I32EnumAttr<"Schedule", "kernel schedule", [
     I32EnumAttrCase<"prefill", 0>,
     I32EnumAttrCase<"decode", 1>,
-    I32EnumAttrCase<"warp_specialized", 2>]> {
+    I32EnumAttrCase<"warp_specialized", 2>,
+    I32EnumAttrCase<"latent", 3>]> {
   let cppNamespace = "::mlir::attn_gpu";
   let genSpecializedAttr = 0;
 }
@@ -54,6 +55,11 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     loads tiles with the bulk tensor copy engine and `c` consumer warpgroups
     of 64 rows each (`block = 64c x N`) computing with wgmma; a CTA's rows
     are one query head's tokens.
+    `latent` (sm_90a) is multi-head latent attention: `warps = 12 x 1` are a
+    producer, a scorer and a value warpgroup; a CTA's 64 rows are a
+    request's (token, head) pairs, every query head packed, and the scorer
+    hands each tile's probabilities to the value warpgroup through shared
+    memory, each keeping half of the output's columns.
     `kv_splits` is the most KV splits a launch may use (split-KV decode).
   }];
   let parameters = (ins
@@ -70,18 +76,27 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t getThreads() const { return 32 * getWarpsM() * getWarpsN(); }
-    /// Whether this is the sm_90a producer/consumer schedule.
+    /// Whether this is an sm_90a producer/consumer schedule: the
+    /// FlashAttention-3 one or the latent one.
     bool isWarpSpecialized() const {
-      return getSchedule() == Schedule::warp_specialized;
+      return getSchedule() == Schedule::warp_specialized || isLatent();
+    }
+    /// Whether this is the multi-head latent attention schedule.
+    bool isLatent() const { return getSchedule() == Schedule::latent; }
+    /// Rows of one query tile the producer loads: a consumer's 64, or the
+    /// latent CTA's whole block (its value warpgroup reads no queries).
+    int64_t getQueryBoxRows() const {
+      return isLatent() ? getBlockM() : getBlockM() / getConsumers();
     }
     /// Consumer warpgroups of a warp-specialized plan (0 otherwise).
     int64_t getConsumers() const {
       return isWarpSpecialized() ? getWarpsM() / 4 - 1 : 0;
     }
     /// Query heads whose rows one CTA holds: a KV head's GQA group for the
-    /// mma.sync schedules, one head for the warp-specialized one.
+    /// mma.sync schedules and the latent one (every query head), one head
+    /// for the warp-specialized one.
     int64_t getPackedHeads(int64_t group) const {
-      return isWarpSpecialized() ? 1 : group;
+      return getSchedule() == Schedule::warp_specialized ? 1 : group;
     }
     /// Dynamic shared memory of a kernel with this plan, in bytes, for
     /// keys and values stored in `kvBytes` bytes per element.

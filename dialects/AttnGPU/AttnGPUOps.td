@@ -232,6 +232,40 @@ def AttnGPU_IsProducerOp : AttnGPU_DeviceOp<"is_producer", [Pure]> {
   let assemblyFormat = "attr-dict `:` type($producer)";
 }
 
+def AttnGPU_IsScorerOp : AttnGPU_DeviceOp<"is_scorer", [Pure]> {
+  let summary = "whether this consumer computes the scores (latent plans)";
+  let description = [{
+    A `latent` plan's consumers have different programs: the scorer
+    computes S = Q K^T, the softmax and its half of the output's columns;
+    the value consumer only adds P V into the other half. The two programs
+    are the branches of one `scf.if`, so that no wgmma of one is in flight
+    on the other's paths (ptxas would serialize them).
+  }];
+  let results = (outs I1:$scorer);
+  let assemblyFormat = "attr-dict `:` type($scorer)";
+}
+
+def AttnGPU_AwaitProbabilitiesOp
+    : AttnGPU_DeviceOp<"await_probabilities"> {
+  let summary = "wait for the scorer's P of a tile and rescale the output";
+  let description = [{
+    The value consumer of a `latent` plan: waits until the scorer has
+    written the tile's probabilities and the rows' rescale factors to shared
+    memory, and rescales its output columns by them.
+  }];
+  let arguments = (ins Index:$tile);
+  let assemblyFormat = "$tile attr-dict";
+}
+
+def AttnGPU_WaitValuesOp : AttnGPU_DeviceOp<"wait_values"> {
+  let summary = "wait for this consumer's P V and release what it read";
+  let description = [{
+    The value consumer of a `latent` plan: once its P V is done, the KV
+    stage is released to the producer and P to the scorer.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def AttnGPU_BeginProducerOp : AttnGPU_DeviceOp<"begin_producer"> {
   let summary = "give the registers away; whether this thread copies";
   let description = [{

@@ -375,7 +375,16 @@ Status Run::evaluateReference(func::FuncOp func,
         request.kvLen = problem.kvLens[b];
         request.q = values[attention.getQuery()].requests[b];
         request.k = values[attention.getKey()].requests[b];
-        request.v = values[attention.getValue()].requests[b];
+        if (attention.isLatent()) {
+          // The values are the leading (latent) columns of each key row.
+          for (int j = 0; j < request.kvLen; ++j)
+            request.v.insert(request.v.end(),
+                             request.k.begin() + j * variant.qkDim,
+                             request.k.begin() + j * variant.qkDim +
+                                 variant.vDim);
+        } else {
+          request.v = values[attention.getValue()].requests[b];
+        }
         if (attention.getKeyScale()) {
           // The reference attends over the dequantized cache.
           // x is [kvLen][kvHeads][dim]; a scale per tensor or per head.

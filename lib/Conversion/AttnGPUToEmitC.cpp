@@ -260,10 +260,11 @@ private:
     b.setInsertionPointToStart(entry);
     emitc::VerbatimOp::create(
         b, loc, "extern __shared__ __align__(16) char attnc_smem[];");
-    Type ctaType = emitc::OpaqueType::get(
-        ctx, (warpSpecialized ? "attnc::WarpSpecializedCta<"
-                              : "attnc::AttentionCta<") +
-                 name + "_config>");
+    StringRef ctaTemplate = kernel.getPlan().isLatent() ? "attnc::LatentCta<"
+                            : warpSpecialized ? "attnc::WarpSpecializedCta<"
+                                              : "attnc::AttentionCta<";
+    Type ctaType =
+        emitc::OpaqueType::get(ctx, ctaTemplate.str() + name + "_config>");
     auto cta =
         emitc::VariableOp::create(b, loc, emitc::LValueType::get(ctaType),
                                   emitc::OpaqueAttr::get(ctx, ""));
@@ -376,6 +377,18 @@ private:
         })
         .Case([&](gpu::BeginRowsOp) {
           call(loc, "attnc::beginRows", {});
+          return success();
+        })
+        .Case([&](gpu::IsScorerOp scorer) {
+          values.map(scorer.getScorer(), call(loc, "attnc::isScorer", i1));
+          return success();
+        })
+        .Case([&](gpu::AwaitProbabilitiesOp await) {
+          call(loc, "attnc::awaitProbabilities", {}, {tile(await.getTile())});
+          return success();
+        })
+        .Case([&](gpu::WaitValuesOp) {
+          call(loc, "attnc::waitValues", {});
           return success();
         })
         .Case([&](gpu::ReleaseQueryOp) {
@@ -527,13 +540,20 @@ struct AttnGPUToEmitCPass
     b.setInsertionPointToStart(&file.getBodyRegion().front());
     emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/attention.h");
     emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/merge.h");
-    bool warpSpecialized = llvm::any_of(kernels, [](Operation *op) {
-      auto kernel = dyn_cast<gpu::KernelOp>(op);
-      return kernel && kernel.getPlan().isWarpSpecialized();
-    });
-    if (warpSpecialized)
+    auto anyPlan = [&](auto predicate) {
+      return llvm::any_of(kernels, [&](Operation *op) {
+        auto kernel = dyn_cast<gpu::KernelOp>(op);
+        return kernel && predicate(kernel.getPlan());
+      });
+    };
+    if (anyPlan([](gpu::PlanAttr plan) {
+          return plan.getSchedule() == gpu::Schedule::warp_specialized;
+        }))
       emitc::IncludeOp::create(b, module.getLoc(),
                                "attnc/device/hopper/prefill.h");
+    if (anyPlan([](gpu::PlanAttr plan) { return plan.isLatent(); }))
+      emitc::IncludeOp::create(b, module.getLoc(),
+                               "attnc/device/hopper/latent.h");
     for (Operation *op : kernels) {
       LogicalResult result =
           isa<gpu::KernelOp>(op)

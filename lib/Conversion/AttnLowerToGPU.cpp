@@ -70,8 +70,8 @@ void buildForEachItem(OpBuilder &b, Location loc,
 /// The first tile is peeled, so that no wgmma or wait depends on a
 /// condition inside the loop (ptxas serializes every wgmma of a kernel
 /// where one does).
-void buildConsumerItem(OpBuilder &b, Location loc,
-                       gpu::MaskAnalysisAttr masks) {
+void buildConsumerItem(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
+                       bool takeTurns) {
   gpu::BeginRowsOp::create(b, loc);
   auto range =
       gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
@@ -82,15 +82,23 @@ void buildConsumerItem(OpBuilder &b, Location loc,
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifAny.thenBlock());
+    auto awaitTurn = [&] {
+      if (takeTurns)
+        gpu::AwaitTurnOp::create(b, loc);
+    };
+    auto passTurn = [&](bool final) {
+      if (takeTurns)
+        gpu::PassTurnOp::create(b, loc, final);
+    };
     auto scoreTile = [&](Value tile, int64_t pending) {
-      gpu::AwaitTurnOp::create(b, loc);
+      awaitTurn();
       gpu::IssueScoresOp::create(b, loc, tile);
       if (pending)
         gpu::IssueValuesOp::create(
             b, loc,
             arith::SubIOp::create(b, loc, tile,
                                   arith::ConstantIndexOp::create(b, loc, 1)));
-      gpu::PassTurnOp::create(b, loc, /*final=*/false);
+      passTurn(/*final=*/false);
       gpu::WaitScoresOp::create(b, loc, pending);
       buildModifyScores(b, loc, masks, tile);
       gpu::SoftmaxUpdateOp::create(b, loc);
@@ -104,17 +112,57 @@ void buildConsumerItem(OpBuilder &b, Location loc,
       b.setInsertionPointToStart(loop.getBody());
       scoreTile(loop.getInductionVar(), /*pending=*/1);
     }
-    gpu::AwaitTurnOp::create(b, loc);
+    awaitTurn();
     gpu::IssueValuesOp::create(b, loc, arith::SubIOp::create(b, loc, end, one));
-    gpu::PassTurnOp::create(b, loc, /*final=*/true);
+    passTurn(/*final=*/true);
   }
   gpu::ReleaseQueryOp::create(b, loc);
   gpu::StoreStateOp::create(b, loc);
 }
 
+/// One work item of a latent plan's value consumer: for each tile, once
+/// the scorer has written its P, O += P.V on its half of the columns.
+void buildValueConsumerItem(OpBuilder &b, Location loc) {
+  gpu::BeginRowsOp::create(b, loc);
+  auto range =
+      gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop =
+      scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    gpu::AwaitProbabilitiesOp::create(b, loc, loop.getInductionVar());
+    gpu::IssueValuesOp::create(b, loc, loop.getInductionVar());
+    gpu::WaitValuesOp::create(b, loc);
+  }
+  gpu::StoreStateOp::create(b, loc);
+}
+
+/// The consumers of a plan: FlashAttention-3's take turns; a latent plan's
+/// are a scorer and a value consumer, two programs.
+void buildConsumers(OpBuilder &b, Location loc, gpu::PlanAttr plan,
+                    gpu::MaskAnalysisAttr masks) {
+  gpu::BeginConsumerOp::create(b, loc);
+  if (!plan.isLatent()) {
+    buildForEachItem(b, loc, [&] {
+      buildConsumerItem(b, loc, masks, /*takeTurns=*/true);
+    });
+    return;
+  }
+  auto scorer = gpu::IsScorerOp::create(b, loc, b.getI1Type());
+  auto roles = scf::IfOp::create(b, loc, scorer, /*withElseRegion=*/true);
+  b.setInsertionPointToStart(roles.thenBlock());
+  buildForEachItem(b, loc, [&] {
+    buildConsumerItem(b, loc, masks, /*takeTurns=*/false);
+  });
+  b.setInsertionPointToStart(roles.elseBlock());
+  buildForEachItem(b, loc, [&] { buildValueConsumerItem(b, loc); });
+}
+
 /// The warp-specialized CTA, persistent over its work items: the producer
 /// streams each item's tiles, the consumers compute them.
-void buildWarpSpecializedBody(OpBuilder &b, Location loc,
+void buildWarpSpecializedBody(OpBuilder &b, Location loc, gpu::PlanAttr plan,
                               gpu::MaskAnalysisAttr masks) {
   auto producer = gpu::IsProducerOp::create(b, loc, b.getI1Type());
   auto roles = scf::IfOp::create(b, loc, producer, /*withElseRegion=*/true);
@@ -124,8 +172,7 @@ void buildWarpSpecializedBody(OpBuilder &b, Location loc,
   b.setInsertionPointToStart(ifIssuer.thenBlock());
   buildForEachItem(b, loc, [&] { gpu::ProduceTilesOp::create(b, loc); });
   b.setInsertionPointToStart(roles.elseBlock());
-  gpu::BeginConsumerOp::create(b, loc);
-  buildForEachItem(b, loc, [&] { buildConsumerItem(b, loc, masks); });
+  buildConsumers(b, loc, plan, masks);
 }
 
 /// Builds the body of one attention kernel: the per-CTA program that the
@@ -136,7 +183,7 @@ void buildAttentionBody(OpBuilder &b, Location loc, gpu::PlanAttr plan,
   auto ifLive = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifLive.thenBlock());
   if (plan.isWarpSpecialized())
-    return buildWarpSpecializedBody(b, loc, masks);
+    return buildWarpSpecializedBody(b, loc, plan, masks);
   gpu::LoadQueryOp::create(b, loc);
   auto range =
       gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
@@ -204,14 +251,21 @@ struct AttnLowerToGPUPass
     Location loc = op.getLoc();
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(getOperation().getBody());
-    Type value =
-        op.getValue() ? op.getValue().getType() : op.getKey().getType();
+    // A latent cache is described to the kernel as the key and value heads
+    // it reads (the values are the keys' leading columns).
+    Type key = op.getKey().getType(), value = key;
+    if (auto latent = dyn_cast<LatentKVType>(key)) {
+      key = latent.asKeys();
+      value = latent.asValues();
+    } else if (op.getValue()) {
+      value = op.getValue().getType();
+    }
     SmallVector<Type> captureTypes(op.getCaptures().getTypes());
     FloatAttr softcap = op.getSoftcapAttr();
     auto kernel = gpu::KernelOp::create(
         b, loc, b.getStringAttr("attention"), target, plan, masks,
         TypeAttr::get(op.getQuery().getType()),
-        TypeAttr::get(op.getKey().getType()), TypeAttr::get(value),
+        TypeAttr::get(key), TypeAttr::get(value),
         TypeAttr::get(op.getOutput().getType()),
         unitIf(b, op.getLse() != nullptr), op.getCausalAttr(),
         op.getWindowAttr(), op.getSinksAttr(),
@@ -229,7 +283,7 @@ struct AttnLowerToGPUPass
     });
     Block *body = b.createBlock(&kernel.getBody());
     b.setInsertionPointToStart(body);
-    buildAttentionBody(b, loc, plan, masks, op.getKey().getType());
+    buildAttentionBody(b, loc, plan, masks, key);
 
     int64_t splits = op.getKvSplits().value_or(1);
     auto geometry = gpu::LaunchAttr::get(ctx, plan.getThreads(),

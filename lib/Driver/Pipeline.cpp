@@ -126,10 +126,8 @@ FailureOr<DType> dtypeOf(Type type, Location loc) {
   return emitError(loc) << "no GPU buffers of type " << type << " yet";
 }
 
-FailureOr<ValueSpec> describeValue(Value value) {
+FailureOr<ValueSpec> describeValue(Type type, Location loc) {
   ValueSpec spec;
-  Type type = value.getType();
-  Location loc = value.getLoc();
   auto setHeads = [&](auto t, ValueSpec::Kind kind) -> LogicalResult {
     spec.kind = kind;
     spec.seqLen = ShapedType::isDynamic(t.getSeqLen()) ? -1 : t.getSeqLen();
@@ -145,6 +143,9 @@ FailureOr<ValueSpec> describeValue(Value value) {
   if (auto q = dyn_cast<attn::QueryType>(type)) {
     if (failed(setHeads(q, ValueSpec::Kind::Query)))
       return failure();
+  } else if (auto latent = dyn_cast<attn::LatentKVType>(type)) {
+    // One cache operand; the kernel reads its values from the key rows.
+    return describeValue(latent.asKeys(), loc);
   } else if (auto kv = dyn_cast<attn::KVType>(type)) {
     if (failed(setHeads(kv, ValueSpec::Kind::KV)))
       return failure();
@@ -187,7 +188,7 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
     auto it = ids.find(v);
     if (it != ids.end())
       return it->second;
-    FailureOr<ValueSpec> spec = describeValue(v);
+    FailureOr<ValueSpec> spec = describeValue(v.getType(), v.getLoc());
     if (failed(spec))
       return failure();
     ids[v] = int(program.values.size());
@@ -232,8 +233,8 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
       attn_gpu::PlanAttr plan = attention.getPlan();
       spec.packedHeads = plan.getPackedHeads(spec.group);
       spec.blockN = plan.getBlockN();
-      if (int64_t consumers = plan.getConsumers()) {
-        spec.qBoxRows = plan.getBlockM() / consumers;
+      if (plan.getConsumers()) {
+        spec.qBoxRows = plan.getQueryBoxRows();
         spec.kvBoxRows = attention.getKVBoxRows();
       }
       spec.hasLse = attention.getHasLse();

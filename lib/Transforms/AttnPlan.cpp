@@ -51,11 +51,55 @@ int64_t kvElementBytes(AttentionOp op) {
   return elementBytes(op.getKVElementType());
 }
 
+std::string typeName(Type type) {
+  std::string name;
+  llvm::raw_string_ostream(name) << type;
+  return name;
+}
+
+/// Names the first feature of a multi-head latent attention that its
+/// kernel (hopper/latent.h) cannot compile for `arch`, or returns "".
+std::string unsupportedLatentFeature(AttentionOp op, LatentKVType latent,
+                                     StringRef arch) {
+  using namespace attnc::limits;
+  if (arch != "sm_90a")
+    return "multi-head latent attention on " + arch.str() +
+           " (its kernel is sm_90a's wgmma)";
+  Type query = op.getQuery().getType().getElementType();
+  if ((!query.isBF16() && !query.isF16()) ||
+      latent.getElementType() != query)
+    return "multi-head latent attention over a " +
+           typeName(latent.getElementType()) + " cache with " +
+           typeName(query) + " queries (bf16 or f16, both alike)";
+  int64_t dim = latent.getHeadDim(), values = latent.getLatentDim();
+  if (dim % kKernelHeadDimStep != 0 || dim > kMaxLatentHeadDim ||
+      values % kLatentDimStep != 0 || values > kMaxLatentDim)
+    return "a latent cache of " + std::to_string(values) + " latent and " +
+           std::to_string(latent.getRopeDim()) +
+           " rope dims (the latent dims must be a multiple of " +
+           std::to_string(kLatentDimStep) + " up to " +
+           std::to_string(kMaxLatentDim) + ", all dims a multiple of " +
+           std::to_string(kKernelHeadDimStep) + " up to " +
+           std::to_string(kMaxLatentHeadDim) + ", e.g. 512 + 64)";
+  if (latent.getLayout() == TokenLayout::Paged &&
+      !attnc::hopper::boxesFillAtoms(int(latent.getPageSize())))
+    return "a paged latent cache of " + std::to_string(latent.getPageSize()) +
+           "-slot pages (its pages must hold a multiple of 8 slots)";
+  if (op.getAlibi())
+    return "ALiBi with a latent cache";
+  if (op.getQuerySegments())
+    return "document segments with a latent cache";
+  Type out = op.getOutput().getType().getElementType();
+  if (!out.isBF16() && !out.isF16() && !out.isF32())
+    return "an output of another type than bf16, f16 or f32";
+  return "";
+}
+
 /// Names the first feature of `op` that the GPU pipeline cannot compile
 /// for `arch`, or returns an empty string.
 std::string unsupportedFeature(AttentionOp op, StringRef arch) {
-  if (op.isLatent())
-    return "multi-head latent attention (!attn.latent_kv)";
+  if (auto latent = dyn_cast<LatentKVType>(op.getKey().getType()))
+    return unsupportedLatentFeature(op, latent, arch);
   auto key = cast<KVType>(op.getKey().getType());
   Type element = key.getElementType();
   Type query = op.getQuery().getType().getElementType();
@@ -171,6 +215,24 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     return plan(2);
   }
 
+  /// Multi-head latent attention (hopper/latent.h): 64 packed (token,
+  /// head) rows and 64-key tiles, as many stages as fit (a tile is a whole
+  /// cache row per key: 72 KiB at 576 dims, so two there); split-KV keeps
+  /// the SMs busy when requests times row blocks are few.
+  PlanAttr latentPlan(AttentionOp op) {
+    auto plan = [&](int64_t stages) {
+      return PlanAttr::get(&getContext(), Schedule::latent,
+                           attnc::hopper::kWgmmaM, 64, 12, 1, stages, maxSplits,
+                           /*queryInRegisters=*/false);
+    };
+    int64_t stages = 2;
+    while (stages < 4 &&
+           plan(stages + 1).getSharedMemoryBytes(op.getQKHeadDim(),
+                                                 op.getVHeadDim()) <= smem)
+      ++stages;
+    return plan(stages);
+  }
+
   FailureOr<PlanAttr> choosePlan(AttentionOp op) {
     MLIRContext *ctx = &getContext();
     int64_t qkDim = op.getQKHeadDim(), vDim = op.getVHeadDim();
@@ -179,7 +241,9 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       return plan.getSharedMemoryBytes(qkDim, vDim, kvBytes) <= smem;
     };
     PlanAttr plan;
-    if (op.getQuery().getType().getSeqLen() == 1) {
+    if (op.isLatent()) {
+      plan = latentPlan(op);
+    } else if (op.getQuery().getType().getSeqLen() == 1) {
       // A thread keeps its query fragments (qkDim / 4 registers) beside its
       // output accumulators (vDim / 2) unless per-score work would then run
       // out of registers. Measured on sm_90a: every plain variant fits up to

@@ -520,6 +520,19 @@ Status Executor::encodeOperandMaps(const LaunchSpec &launch,
     auto address = reinterpret_cast<uint64_t>(o.address);
     bool paged = o.spec.kind == ValueSpec::Kind::KV &&
                  o.spec.layout == TokenLayout::Paged;
+    // A CTA whose rows pack every query head of its tokens (the latent
+    // schedule) loads consecutive (token, head) rows: one head of
+    // tokens x heads rows.
+    if (o.spec.kind == ValueSpec::Kind::Query && launch.packedHeads > 1) {
+      StatusOr<cuda::TensorMapArgs> args = cuda::attentionOperandMap(
+          address, o.spec.dtype, rows(o.tokens * o.spec.heads), 1, o.spec.dim,
+          int(o.boxRows));
+      if (!args.ok())
+        return args.status();
+      if (Status s = driver_.encodeTensorMap(o.map, *args); !s.ok())
+        return s;
+      continue;
+    }
     StatusOr<cuda::TensorMapArgs> args =
         paged ? cuda::pagedOperandMap(address, o.spec.dtype, o.spec.pageOrder,
                                       o.spec.pageSize, o.spec.heads, o.spec.dim,

@@ -1,4 +1,4 @@
-// RUN: attn-opt %s -split-input-file -attn-plan="arch=sm_90a" | FileCheck %s
+// RUN: attn-opt %s -split-input-file -verify-diagnostics -attn-plan="arch=sm_90a" | FileCheck %s
 
 // Hopper prefill is warp-specialized: a producer warpgroup and two consumer
 // warpgroups of 64 rows (12 warps, 128 rows), 128-key tiles up to head dim
@@ -123,4 +123,53 @@ func.func @fp8_chunked_prefill(%q: !attn.q<?x32x128xf16, ragged>, %k: !attn.kv<?
       : !attn.q<?x32x128xf16, ragged>, !attn.kv<?x8x128xf8E5M2, paged<16, hnd>>,
         !attn.kv<?x8x128xf8E5M2, paged<16, hnd>> -> !attn.out<?x32x128xf16, ragged>
   return %out : !attn.out<?x32x128xf16, ragged>
+}
+
+// -----
+
+// Multi-head latent attention takes the latent schedule: 64 packed (token,
+// head) rows, 64-key tiles of whole 576-element cache rows, two stages (all
+// that fits beside the query tile), split-KV allowed.
+// CHECK-LABEL: func.func @mla_decode
+// CHECK: attn_gpu.plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 16, q_in_regs = false>
+func.func @mla_decode(%q: !attn.q<1x128x576xbf16>, %kv: !attn.latent_kv<?x576xbf16, rope = 64, paged<64, nhd>>)
+    -> !attn.out<1x128x512xbf16> {
+  %out = attn.attention(%q, %kv) {scale = 0.0721687824 : f32}
+      : !attn.q<1x128x576xbf16>, !attn.latent_kv<?x576xbf16, rope = 64, paged<64, nhd>> -> !attn.out<1x128x512xbf16>
+  return %out : !attn.out<1x128x512xbf16>
+}
+
+// -----
+
+// Narrower cache rows leave room for more stages: four at 256 + 64.
+// CHECK-LABEL: func.func @mla_narrow
+// CHECK: attn_gpu.plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 4, kv_splits = 16, q_in_regs = false>
+func.func @mla_narrow(%q: !attn.q<?x16x320xbf16, ragged>, %kv: !attn.latent_kv<?x320xbf16, rope = 64, ragged>)
+    -> !attn.out<?x16x256xbf16, ragged> {
+  %out = attn.attention(%q, %kv) {causal}
+      : !attn.q<?x16x320xbf16, ragged>, !attn.latent_kv<?x320xbf16, rope = 64, ragged> -> !attn.out<?x16x256xbf16, ragged>
+  return %out : !attn.out<?x16x256xbf16, ragged>
+}
+
+// -----
+
+// The value columns split between two warpgroups in whole 64-column blocks:
+// other latent widths are named.
+func.func @mla_latent_448(%q: !attn.q<1x16x512xbf16>, %kv: !attn.latent_kv<?x512xbf16, rope = 64>)
+    -> !attn.out<1x16x448xbf16> {
+  // expected-error @below {{cannot be compiled for the GPU yet: a latent cache of 448 latent and 64 rope dims (the latent dims must be a multiple of 128 up to 512, all dims a multiple of 16 up to 576, e.g. 512 + 64)}}
+  %out = attn.attention(%q, %kv)
+      : !attn.q<1x16x512xbf16>, !attn.latent_kv<?x512xbf16, rope = 64> -> !attn.out<1x16x448xbf16>
+  return %out : !attn.out<1x16x448xbf16>
+}
+
+// -----
+
+// The latent kernel applies no ALiBi slopes.
+func.func @mla_alibi(%q: !attn.q<1x16x576xbf16>, %kv: !attn.latent_kv<?x576xbf16, rope = 64>)
+    -> !attn.out<1x16x512xbf16> {
+  // expected-error @below {{cannot be compiled for the GPU yet: ALiBi with a latent cache}}
+  %out = attn.attention(%q, %kv) {alibi}
+      : !attn.q<1x16x576xbf16>, !attn.latent_kv<?x576xbf16, rope = 64> -> !attn.out<1x16x512xbf16>
+  return %out : !attn.out<1x16x512xbf16>
 }

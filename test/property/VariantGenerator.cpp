@@ -196,6 +196,7 @@ struct Draw {
   bool paged = false;
   int qHeads = 8, kvHeads = 8, qkDim = 128, vDim = 128;
   std::string elem = "bf16", kvElem = "bf16", outElem = "bf16";
+  int pageSize = 0;
   bool latent = false;
   int ropeDim = 0;
   std::vector<std::string> attrs;
@@ -268,6 +269,7 @@ void drawLayouts(Random &rng, Draw &d) {
     static const int kPageSizes[] = {1, 2, 3, 8, 16, 16, 32, 64, 100, 128, 256};
     int page = rng.pick(kPageSizes);
     d.paged = true;
+    d.pageSize = page;
     d.kvLayout = "paged<" + std::to_string(page) + ", " +
                  (rng.chance(50) ? "nhd" : "hnd") + ">";
   } else if (kv <= 75) {
@@ -330,6 +332,20 @@ void drawElements(Random &rng, Draw &d) {
       d.vScaleSize = rng.chance(50) ? 1 : d.kvHeads;
     }
   }
+}
+
+/// What the latent schedule refuses by name (attn-plan): fp8 caches, ALiBi,
+/// pages that are not whole swizzle atoms.
+std::vector<std::string> latentRefusals(const Draw &d) {
+  std::vector<std::string> refusals;
+  if (d.kvElem != d.elem)
+    refusals.push_back("multi-head latent attention over");
+  for (const std::string &attr : d.attrs)
+    if (attr == "alibi")
+      refusals.push_back("ALiBi with a latent cache");
+  if (d.paged && d.pageSize % 8 != 0)
+    refusals.push_back("a paged latent cache of");
+  return refusals;
 }
 
 std::string seqText(int seq) { return seq > 0 ? std::to_string(seq) : "?"; }
@@ -475,16 +491,29 @@ Variant generateVariant(uint64_t seed, uint64_t index,
   drawDims(rng, d, options, refusals);
   drawSemantics(rng, d, options, refusals);
   drawElements(rng, d);
-  if (options.unsupported && rng.chance(3)) {
-    // A latent (MLA) cache: one KV head, V the latent part of K.
+  if (rng.chance(6)) {
+    // A latent (MLA) cache: one KV head whose leading columns are the
+    // values, 64 rope columns after them.
+    static const int kLatentDims[] = {128, 256, 512};
     d.latent = true;
     d.ropeDim = 64;
-    d.qkDim = 192;
-    d.vDim = 128;
+    d.vDim = rng.pick(kLatentDims);
+    d.qkDim = d.vDim + d.ropeDim;
     d.kvHeads = 1;
     d.segments = false;
     d.kScaleSize = d.vScaleSize = 0;
-    refusals = {"multi-head latent attention"};
+    if (!options.unsupported) {
+      // Only what the latent schedule compiles.
+      d.kvElem = d.elem;
+      if (d.paged && d.pageSize % 8 != 0) {
+        d.pageSize = 64;
+        d.kvLayout = "paged<64, nhd>";
+      }
+      for (std::vector<std::string> *list : {&d.attrs, &d.features})
+        list->erase(std::remove(list->begin(), list->end(), "alibi"),
+                    list->end());
+    }
+    refusals = latentRefusals(d);
   }
   v.decode = d.decode;
   v.expectedRefusals = refusals;

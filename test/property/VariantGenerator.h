@@ -39,8 +39,8 @@ struct Variant {
 };
 
 struct GeneratorOptions {
-  /// Allow features the GPU pipeline refuses by name (latent caches,
-  /// head dims off the grid, segments with pages).
+  /// Allow features the GPU pipeline refuses by name (head dims off the
+  /// grid, segments with pages).
   bool unsupported = true;
   /// Cap query heads and sequence lengths so that the double-precision
   /// reference stays quick (GPU runs).

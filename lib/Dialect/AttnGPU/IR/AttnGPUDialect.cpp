@@ -86,6 +86,18 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (kvSplits < 1 || kvSplits > limits::kMaxKVSplits)
     return emitError() << "kv_splits must be in [1, " << limits::kMaxKVSplits
                        << "], got " << kvSplits;
+  if (schedule == Schedule::latent) {
+    if (warpsM != 12 || warpsN != 1 || blockM != attnc::hopper::kWgmmaM)
+      return emitError() << "a latent plan has 12 x 1 warps and 64-row "
+                            "blocks, got "
+                         << warpsM << " x " << warpsN << " warps and "
+                         << blockM << " rows";
+    if (blockN % attnc::hopper::kAtomRows != 0 || blockN % 16 != 0 ||
+        blockN > 256 || stages < 2)
+      return emitError() << "a latent plan's KV tile must be a multiple of "
+                            "16 keys up to 256, in at least 2 stages, got "
+                         << blockN << " keys in " << stages;
+  }
   if (schedule == Schedule::warp_specialized) {
     // A producer warpgroup, then consumer warpgroups of 64 rows each; the
     // wgmma products step over 16 keys and the ring needs two stages.
@@ -137,6 +149,21 @@ LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim,
                                        int64_t kvBytes) const {
+  namespace hopper = attnc::hopper;
+  auto tileBytes = [](int64_t rows, int64_t cols) {
+    constexpr int64_t blockCols = hopper::kSwizzleBytes / 2;
+    return rows * hopper::kSwizzleBytes * ((cols + blockCols - 1) / blockCols);
+  };
+  if (isLatent()) {
+    // LatentShape<C>::kSmemBytes (hopper/latent.h): the query tile, the
+    // KV stages (keys and values are one tile), the probabilities' tile,
+    // a rescale factor and a normalizer per row, the barriers (Q full and
+    // empty, KV full and empty per stage) and the alignment slack.
+    return tileBytes(getBlockM(), qkDim) +
+           getStages() * tileBytes(getBlockN(), qkDim) +
+           tileBytes(getBlockM(), getBlockN()) + 2 * 4 * getBlockM() +
+           8 * (2 + 2 * getStages()) + hopper::kAtomBytes;
+  }
   if (isWarpSpecialized()) {
     // WarpSpecializedShape<C>::kSmemBytes, which static_asserts agreement:
     // 128-byte swizzled tiles stored as 64-column blocks (a part-filled
@@ -144,12 +171,6 @@ int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim,
     // and V tiles per stage, 8-byte barriers (Q full and empty per
     // consumer; K and V full and empty per stage) and 1024 bytes of
     // alignment slack.
-    namespace hopper = attnc::hopper;
-    auto tileBytes = [](int64_t rows, int64_t cols) {
-      constexpr int64_t blockCols = hopper::kSwizzleBytes / 2;
-      return rows * hopper::kSwizzleBytes *
-             ((cols + blockCols - 1) / blockCols);
-    };
     int64_t consumers = getConsumers();
     return consumers * tileBytes(hopper::kWgmmaM, qkDim) +
            getStages() *

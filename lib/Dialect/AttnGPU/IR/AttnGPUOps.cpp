@@ -47,6 +47,21 @@ LogicalResult KernelOp::verify() {
            << key.getNumHeads() << ")";
   // What the device library's tiles hold (abi.h); attn-plan refuses other
   // dims by name, so only a hand-written kernel can get here with one.
+  using namespace attnc::limits;
+  if (getPlan().isLatent()) {
+    int64_t qk = query.getHeadDim(), v = output.getHeadDim();
+    if (key.getNumHeads() != 1 || key.getHeadDim() != qk ||
+        value.getHeadDim() != v || qk % kKernelHeadDimStep != 0 ||
+        qk > kMaxLatentHeadDim || v % kLatentDimStep != 0 ||
+        v > kMaxLatentDim || v >= qk)
+      return emitOpError("a latent kernel reads one cache head of the "
+                         "queries' head dim (a multiple of ")
+             << kKernelHeadDimStep << " up to " << kMaxLatentHeadDim
+             << ") whose first columns, a multiple of " << kLatentDimStep
+             << " up to " << kMaxLatentDim << ", are the values; got "
+             << key.getNumHeads() << " heads of " << key.getHeadDim()
+             << " for queries of " << qk << " and outputs of " << v;
+  } else
   for (int64_t dim : {query.getHeadDim(), output.getHeadDim()})
     if (dim % attnc::limits::kKernelHeadDimStep != 0 ||
         dim > attnc::limits::kMaxKernelHeadDim)

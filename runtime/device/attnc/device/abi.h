@@ -82,6 +82,13 @@ constexpr i64 kMaxHeadDim = 1024;
 /// 256 columns are the most its registers hold.
 constexpr i64 kKernelHeadDimStep = 16;
 constexpr i64 kMaxKernelHeadDim = 256;
+/// Multi-head latent attention (hopper/latent.h): its query/key rows are
+/// the latent and rope parts of one cache row, and each of its two
+/// consumer warpgroups holds half of the latent (value) columns, whole
+/// 64-column blocks of at most one 256-wide wgmma.
+constexpr i64 kMaxLatentHeadDim = 576;
+constexpr i64 kLatentDimStep = 128;
+constexpr i64 kMaxLatentDim = 512;
 /// Query/key head dims whose fp8 keys the mma.sync kernels widen in
 /// registers, straight from their swizzled stage (rows of whole pairs of
 /// 16-byte chunks); other fp8 keys are widened through shared memory.

@@ -1,0 +1,569 @@
+//===- hopper/latent.h - multi-head latent attention on wgmma -------------===//
+//
+// The sm_90a schedule for multi-head latent attention (DeepSeek's MLA with
+// the up-projections absorbed into the queries): every query head reads one
+// shared cache row of D = latent + rope elements per token, and the value is
+// the row's first DV (latent) elements. A CTA's 64 rows are consecutive
+// (token, head) pairs of one request, all of its query heads packed, so a
+// KV tile loaded once serves every head. A CTA is persistent over the work
+// items of work_order.h and has three warpgroups:
+//
+// - the producer loads the item's query rows and then each KV tile (keys
+//   and values at once: the same bytes) into a ring of kStages stages;
+// - the scorer (consumer 0) computes S = Q.K^T over all D columns, the
+//   masks and the online softmax, and hands each tile's probabilities P
+//   and the rows' rescale factors to the other consumer through shared
+//   memory; it keeps the output's first DV / 2 columns;
+// - the value consumer (consumer 1) keeps the other DV / 2 columns: for
+//   each tile it rescales them and adds P.V.
+//
+// A 64 x DV f32 output is too many registers for one warpgroup (DV / 2 a
+// thread); split by columns, each consumer holds DV / 4. The scorer issues
+// tile t's scores, then its half of tile t-1's P.V, and computes tile t's
+// softmax while both halves of that P.V run on the tensor cores.
+//
+// Generated kernels drive the CTA through free functions, one per attn_gpu
+// op, as the warp-specialized prefill (prefill.h) does; the scorer and the
+// value consumer run separate programs (attn_gpu.is_scorer).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_DEVICE_HOPPER_LATENT_H
+#define ATTNC_DEVICE_HOPPER_LATENT_H
+
+#include "attnc/device/hopper/mbarrier.h"
+#include "attnc/device/hopper/params.h"
+#include "attnc/device/hopper/smem_layout.h"
+#include "attnc/device/hopper/tma.h"
+#include "attnc/device/hopper/wgmma.h"
+#include "attnc/device/hopper/work_order.h"
+#include "attnc/device/masked_rows.h"
+#include "attnc/device/math.h"
+#include "attnc/device/mma.h"
+#include "attnc/device/prelude.h"
+
+namespace attnc {
+
+/// What the latent kernel derives from the generated configuration `C`.
+template <class C> struct LatentShape {
+  static_assert(C::kWarpsN == 1 && C::kWarpsM == 12,
+                "a producer, a scorer and a value warpgroup");
+  static_assert(C::kNumKVHeads == 1 && C::kGroup == C::kNumQHeads,
+                "one latent head serves every query head");
+  static_assert(sizeof(typename C::KVElem) == 2 && !C::kKVScales,
+                "wgmma reads the latent tiles as loaded");
+  static constexpr int kD = C::kHeadDimQK;
+  static constexpr int kDV = C::kHeadDimV;
+  /// Each consumer's output columns: whole 64-column blocks, so that the
+  /// value consumer's half of V starts on a block (smem_layout.h).
+  static constexpr int kHalfDV = kDV / 2;
+  static_assert(kHalfDV % 64 == 0 && kHalfDV <= 256 && kDV < kD,
+                "the value halves are whole column blocks of one wgmma");
+  static constexpr int kBlockM = hopper::kWgmmaM;
+  static constexpr int kBlockN = C::kBlockN;
+  static constexpr int kStages = C::kStages;
+  static constexpr int kThreads = 32 * C::kWarpsM;
+  static constexpr bool kPaged = C::kKVLayout == TokenLayout::Paged;
+  static constexpr int kKVBoxRows = C::kKVBoxRows;
+  static_assert(hopper::boxesFillAtoms(kKVBoxRows) &&
+                    kBlockN % kKVBoxRows == 0 &&
+                    (!kPaged || C::kPageSize % kKVBoxRows == 0),
+                "latent tiles are bulk-copied in whole swizzle atoms");
+  static constexpr int kKVBoxes = kBlockN / kKVBoxRows;
+  static constexpr int kCopyThreads = kPaged && kKVBoxes > 1 ? 32 : 1;
+  using QTile = hopper::Sw128Tile<kBlockM, kD>;
+  using KVTile = hopper::Sw128Tile<kBlockN, kD>;
+  using PTile = hopper::Sw128Tile<kBlockM, kBlockN>;
+  /// Shared memory from a 1024-byte aligned base: Q, the KV stages, P, the
+  /// rows' rescale factors and normalizers (f32), then the barriers (Q full
+  /// and empty; KV full and empty per stage).
+  static constexpr int kQOffset = 0;
+  static constexpr int kKVOffset = kQOffset + QTile::kBytes;
+  static constexpr int kPOffset = kKVOffset + kStages * KVTile::kBytes;
+  static constexpr int kAlphaOffset = kPOffset + PTile::kBytes;
+  static constexpr int kNormOffset = kAlphaOffset + 4 * kBlockM;
+  static constexpr int kBarrierOffset = kNormOffset + 4 * kBlockM;
+  static constexpr int kBarriers = 2 + 2 * kStages;
+  static constexpr int kSmemBytes =
+      kBarrierOffset + 8 * kBarriers + hopper::kAtomBytes;
+  static_assert(kSmemBytes == C::kSmemBytes,
+                "the tiles must fill the shared memory the planner sized");
+  /// setmaxnreg budgets, as in the prefill (prefill.h): the producer keeps
+  /// 40, the consumers share the rest of the launch's pool.
+  static constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters =
+      (kThreads * kLaunchRegisters - 128 * kProducerRegisters) / 256 / 8 * 8;
+};
+
+#if ATTNC_IS_DEVICE
+
+template <class C>
+struct LatentCta
+    : MaskedRows<C, LatentShape<C>::kBlockM, LatentShape<C>::kBlockN,
+                 C::kNumQHeads> {
+  using S = LatentShape<C>;
+  using Rows = MaskedRows<C, S::kBlockM, S::kBlockN, C::kNumQHeads>;
+  using Elem = typename C::Elem;
+  using Out = typename C::Out;
+  using QTile = typename S::QTile;
+  using KVTile = typename S::KVTile;
+  using PTile = typename S::PTile;
+  using Rows::rowBegin, Rows::rows, Rows::qToken0, Rows::kvToken0,
+      Rows::tileBegin, Rows::tileEnd, Rows::p, Rows::split, Rows::tileAt;
+
+  const TmaAttnParams *tp;
+  u32 base; // shared address of the aligned tiles
+  hopper::Mbarrier *bars;
+  float *alphas; // the rows' rescale factors of the latest tile
+  float *norms;  // the rows' final normalizers
+  int ring, itemTiles, liveItems, qRound; // as in prefill.h
+  // Consumers only.
+  int consumer, thread;
+  hopper::Accumulator<S::kHalfDV> o;
+  hopper::Accumulator<S::kBlockN> s;
+  float rowMax[2], rowSum[2];
+  int scoredTile, valuesTile;
+
+  ATTNC_DEVICE hopper::Mbarrier &qFull() { return bars[0]; }
+  ATTNC_DEVICE hopper::Mbarrier &qEmpty() { return bars[1]; }
+  ATTNC_DEVICE hopper::Mbarrier &kvFull(int stage) { return bars[2 + stage]; }
+  ATTNC_DEVICE hopper::Mbarrier &kvEmpty(int stage) {
+    return bars[2 + S::kStages + stage];
+  }
+  ATTNC_DEVICE u32 qTile() const { return base + S::kQOffset; }
+  ATTNC_DEVICE u32 kvTile(int stage) const {
+    return base + S::kKVOffset + stage * KVTile::kBytes;
+  }
+  ATTNC_DEVICE u32 pTile() const { return base + S::kPOffset; }
+  ATTNC_DEVICE int stageOf(int t) const {
+    return (ring + (t - tileBegin)) % S::kStages;
+  }
+  ATTNC_DEVICE u32 phaseOf(int t) const {
+    return u32((ring + (t - tileBegin)) / S::kStages) & 1u;
+  }
+
+  // --- Setup ----------------------------------------------------------------
+  ATTNC_DEVICE bool begin(const TmaAttnParams &params, void *sharedMem) {
+    tp = &params;
+    ring = 0;
+    itemTiles = 0;
+    liveItems = 0;
+    u32 raw = sharedAddress(sharedMem);
+    u32 pad =
+        (hopper::kAtomBytes - raw % hopper::kAtomBytes) % hopper::kAtomBytes;
+    base = raw + pad;
+    u8 *aligned = static_cast<u8 *>(sharedMem) + pad;
+    alphas = reinterpret_cast<float *>(aligned + S::kAlphaOffset);
+    norms = reinterpret_cast<float *>(aligned + S::kNormOffset);
+    bars = reinterpret_cast<hopper::Mbarrier *>(aligned + S::kBarrierOffset);
+    if (threadIdx.x == 0) {
+      qFull().init(1);
+      qEmpty().init(4); // the scorer's warps
+      for (int stage = 0; stage < S::kStages; ++stage) {
+        kvFull(stage).init(1);
+        kvEmpty(stage).init(8); // every consumer warp, once its P.V is done
+      }
+      hopper::fenceBarrierInit();
+    }
+    __syncthreads();
+    return true;
+  }
+
+  ATTNC_DEVICE int workItems() const {
+    return workSlots(tp->order, int(gridDim.x));
+  }
+
+  /// Locates the item in the CTA's slot `k`: a block of one request's
+  /// (token, head) rows and a share of its keys.
+  ATTNC_DEVICE bool beginItem(int k) {
+    ring += itemTiles;
+    itemTiles = 0;
+    int item = itemOfSlot(tp->order, int(blockIdx.x), int(gridDim.x), k);
+    if (item < 0)
+      return false;
+    WorkItem w = workItem(tp->order, item, 1, tp->attn.num_splits);
+    if (!this->locate(tp->attn, w.batch, 0, w.split, w.row_block * S::kBlockM))
+      return false;
+    itemTiles = tileEnd - tileBegin;
+    qRound = liveItems++;
+    return true;
+  }
+
+  ATTNC_DEVICE int warpgroup() const {
+    return __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
+  }
+  ATTNC_DEVICE bool isProducer() const { return warpgroup() == 0; }
+
+  // --- Producer -------------------------------------------------------------
+  ATTNC_DEVICE bool beginProducer() {
+    hopper::lowerRegisterLimit<S::kProducerRegisters>();
+    if (threadIdx.x == 0) {
+      hopper::prefetchTensorMap(tp->q);
+      hopper::prefetchTensorMap(tp->k);
+    }
+    return int(threadIdx.x) < S::kCopyThreads;
+  }
+
+  /// The item's query rows (the queries' (token, head) rows are
+  /// consecutive: the map has one head), then its KV tiles.
+  ATTNC_DEVICE void produce() {
+    if (threadIdx.x == 0) {
+      qEmpty().wait(u32(qRound & 1) ^ 1u);
+      qFull().arriveExpectTx(QTile::kBytes);
+      hopper::loadHeadTile<QTile>(
+          qTile(), tp->q, qFull(), qToken0 * C::kNumQHeads + rowBegin, 0);
+    }
+    for (int t = tileBegin; t < tileEnd; ++t) {
+      int stage = stageOf(t);
+      kvEmpty(stage).wait(phaseOf(t) ^ 1u);
+      if (threadIdx.x == 0)
+        kvFull(stage).arriveExpectTx(KVTile::kBytes);
+      if constexpr (S::kCopyThreads > 1)
+        __syncwarp();
+      loadKV(kvTile(stage), kvFull(stage), tileAt(t) * S::kBlockN);
+    }
+  }
+
+  /// Keys [key, key + kBlockN): a paged box past the request's last page
+  /// reads that page again (masked keys, but finite bytes the barrier
+  /// expects).
+  ATTNC_DEVICE void loadKV(u32 dst, hopper::Mbarrier &bar, int key) {
+    if constexpr (!S::kPaged) {
+      hopper::loadHeadTile<KVTile>(dst, tp->k, bar, kvToken0 + key, 0);
+    } else {
+      constexpr int page = C::kPageSize;
+      int lastPage = this->pageBegin + (this->kvLen + page - 1) / page - 1;
+#pragma unroll 1
+      for (int box = threadIdx.x; box < S::kKVBoxes; box += S::kCopyThreads) {
+        int row = box * S::kKVBoxRows;
+        int slotKey = key + row;
+        int entry = this->pageBegin + slotKey / page;
+        entry = entry < lastPage ? entry : lastPage;
+        hopper::loadPageRows<KVTile, S::kKVBoxRows,
+                             C::kPageOrder == PageOrder::HND>(
+            dst, tp->k, bar, row, p->page_indices[entry], slotKey % page, 0);
+      }
+    }
+  }
+
+  // --- Consumers ------------------------------------------------------------
+  // Named barriers between the consumers (256 threads): the scorer waits
+  // until P is free (the value consumer's P.V of the previous tile is
+  // done) and arrives once the next P is written; the value consumer does
+  // the converse. The scorer's own warps meet on a third before they read
+  // the P they wrote together, and on the fourth the normalizers are handed
+  // over.
+  static constexpr int kPFree = 1, kPReady = 2, kPWritten = 3, kNormsReady = 4;
+  static constexpr int kPairThreads = 256;
+
+  ATTNC_DEVICE bool isScorer() const { return consumer == 0; }
+
+  ATTNC_DEVICE void beginConsumer() {
+    hopper::raiseRegisterLimit<S::kConsumerRegisters>();
+    consumer = warpgroup() - 1;
+    thread = threadIdx.x % hopper::kWarpgroupThreads;
+  }
+
+  ATTNC_DEVICE int localRow(int half) const {
+    return hopper::AccumulatorLayout::row(thread, 2 * half);
+  }
+
+  ATTNC_DEVICE void beginRows() {
+    for (int half = 0; half < 2; ++half) {
+      rowMax[half] = negInf();
+      rowSum[half] = 0.0f;
+    }
+    hopper::zero(o);
+    scoredTile = -1;
+    valuesTile = -1;
+    // P starts free: the value consumer opens the scorer's first wait.
+    if (!isScorer() && tileBegin < tileEnd)
+      hopper::namedBarrierArrive(kPFree, kPairThreads);
+    if (isScorer())
+      qFull().wait(u32(qRound & 1));
+  }
+
+  ATTNC_DEVICE void releaseQuery() {
+    if (isScorer())
+      release(qEmpty());
+  }
+
+  ATTNC_DEVICE void release(hopper::Mbarrier &empty) {
+    __syncwarp();
+    if (thread % 32 == 0)
+      empty.arrive();
+  }
+
+  // Each function below is one role's: the roles are separate programs
+  // (is_scorer), so that neither writes an accumulator on a path where the
+  // other's wgmma is in flight.
+
+  /// The scorer issues S = Q.K^T for tile `t`.
+  ATTNC_DEVICE void issueScores(int t) {
+    kvFull(stageOf(t)).wait(phaseOf(t));
+    // Opaque to the compiler: the query tile's descriptors (two registers
+    // for each of D / 16 steps) are then made per tile, not held for all.
+    u32 q = qTile();
+    asm volatile("" : "+r"(q));
+    hopper::issueQK<Elem, QTile, KVTile>(s, q, kvTile(stageOf(t)));
+    scoredTile = t;
+  }
+
+  /// The value consumer waits for tile `t`'s P and rescales its columns.
+  ATTNC_DEVICE void awaitProbabilities(int) {
+    hopper::namedBarrierSync(kPReady, kPairThreads);
+    float alpha[2] = {alphas[localRow(0)], alphas[localRow(1)]};
+#pragma unroll
+    for (int i = 0; i < hopper::Accumulator<S::kHalfDV>::kRegs; ++i)
+      o.d[i] *= alpha[(i / 2) % 2];
+  }
+
+  /// Either consumer: O_half += P.V_half for tile `t`, whose P the scorer
+  /// has written.
+  ATTNC_DEVICE void issueValues(int t) {
+    u32 values = kvTile(stageOf(t)) + consumer * (S::kHalfDV / 64) *
+                                          KVTile::kBlockBytes;
+    hopper::fenceOperand(o);
+    hopper::wgmmaFence();
+#pragma unroll
+    for (int step = 0; step < S::kBlockN / hopper::kWgmmaK; ++step)
+      hopper::wgmmaSS<Elem, 1>(o, PTile::kMajor(pTile(), step),
+                               KVTile::mnMajor(values, step), 1);
+    hopper::wgmmaCommit();
+    valuesTile = t;
+  }
+
+  /// The scorer waits for its scores (its P.V issued after them may run
+  /// on).
+  template <int Pending> ATTNC_DEVICE void waitScores() {
+    hopper::wgmmaWait<Pending>(s);
+  }
+
+  /// Waits for this consumer's P.V in flight, if any, and releases its
+  /// stage; the value consumer then hands P back, unless it was the item's
+  /// last (the scorer writes no P after it).
+  ATTNC_DEVICE void waitValues() {
+    hopper::wgmmaWait<0>(o);
+    if (valuesTile < 0)
+      return;
+    release(kvEmpty(stageOf(valuesTile)));
+    if (!isScorer() && valuesTile + 1 < tileEnd)
+      hopper::namedBarrierArrive(kPFree, kPairThreads);
+    valuesTile = -1;
+  }
+
+  template <bool Partial> ATTNC_DEVICE void modifyScores(int t) {
+    int key0 = tileAt(t) * S::kBlockN;
+#pragma unroll
+    for (int i = 0; i < hopper::Accumulator<S::kBlockN>::kRegs; ++i) {
+      int row = rowBegin + localRow((i / 2) % 2);
+      int key = key0 + hopper::AccumulatorLayout::col(thread, i);
+      s.d[i] = this->template logit<Partial, false>(s.d[i], row, key, 0.0f);
+    }
+  }
+
+  ATTNC_DEVICE float rowMaxOf(int half) const {
+    float m = negInf();
+#pragma unroll
+    for (int i = 0; i < hopper::Accumulator<S::kBlockN>::kRegs; ++i)
+      if ((i / 2) % 2 == half)
+        m = maxf(m, s.d[i]);
+    return m;
+  }
+
+  /// The scorer's online softmax on base-2 logits: new maxima and sums,
+  /// then, once P is free, P and the rescale factors written for both
+  /// consumers, and its own output columns rescaled.
+  ATTNC_DEVICE void onlineSoftmax() {
+    constexpr int kRegs = hopper::Accumulator<S::kBlockN>::kRegs;
+    float alpha[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float mx = maxf(rowMax[half], rowMaxOf(half));
+      mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      float shift = mx == negInf() ? 0.0f : mx;
+      alpha[half] = fastExp2(rowMax[half] - shift);
+      rowMax[half] = mx;
+      float sum = rowSum[half] * alpha[half];
+#pragma unroll
+      for (int i = 0; i < kRegs; ++i)
+        if ((i / 2) % 2 == half) {
+          s.d[i] = fastExp2(s.d[i] - shift);
+          sum += s.d[i];
+        }
+      rowSum[half] = sum;
+    }
+    waitValues();
+    hopper::namedBarrierSync(kPFree, kPairThreads);
+    u8 *pBytes = sharedBase() + S::kPOffset;
+#pragma unroll
+    for (int i = 0; i < kRegs; i += 2) {
+      int row = hopper::AccumulatorLayout::row(thread, i);
+      int col = hopper::AccumulatorLayout::col(thread, i);
+      *reinterpret_cast<u32 *>(pBytes + PTile::offset(row, col)) =
+          Mma<Elem>::pack(s.d[i], s.d[i + 1]);
+    }
+    if (thread % 4 == 0) {
+      alphas[localRow(0)] = alpha[0];
+      alphas[localRow(1)] = alpha[1];
+    }
+    hopper::fenceProxyAsync();
+    hopper::namedBarrierSync(kPWritten, hopper::kWarpgroupThreads);
+    hopper::namedBarrierArrive(kPReady, kPairThreads);
+#pragma unroll
+    for (int i = 0; i < hopper::Accumulator<S::kHalfDV>::kRegs; ++i)
+      o.d[i] *= alpha[(i / 2) % 2];
+  }
+
+  /// The generic address of the aligned tiles.
+  ATTNC_DEVICE u8 *sharedBase() const {
+    return reinterpret_cast<u8 *>(alphas) - S::kAlphaOffset;
+  }
+
+  ATTNC_DEVICE static void storePair(float *dst, float a, float b) {
+    *reinterpret_cast<float2 *>(dst) = make_float2(a, b);
+  }
+  template <typename T>
+  ATTNC_DEVICE static void storePair(T *dst, float a, float b) {
+    *reinterpret_cast<u32 *>(dst) = Mma<T>::pack(a, b);
+  }
+
+  /// Normalizes and stores each consumer's columns, and the scorer the LSE
+  /// (or, under split-KV, this split's partial state). The scorer hands the
+  /// normalizers over; an item without tiles has none to hand (zero rows).
+  ATTNC_DEVICE void finish() {
+    waitValues();
+    bool partial = p->num_splits > 1;
+    bool any = tileBegin < tileEnd;
+    float factor[2] = {0.0f, 0.0f};
+    if (isScorer()) {
+      for (int half = 0; half < 2; ++half) {
+        float sum = rowSum[half];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        rowSum[half] = sum;
+        factor[half] = sum > 0.0f ? 1.0f / sum : 0.0f;
+        if (any && thread % 4 == 0)
+          norms[localRow(half)] = factor[half];
+      }
+      if (any)
+        hopper::namedBarrierArrive(kNormsReady, kPairThreads);
+    } else if (any) {
+      hopper::namedBarrierSync(kNormsReady, kPairThreads);
+      factor[0] = norms[localRow(0)];
+      factor[1] = norms[localRow(1)];
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      int row = localRow(half);
+      if (row >= rows)
+        continue;
+      i64 outRow = i64(qToken0) * C::kNumQHeads + rowBegin + row;
+      int col0 = consumer * S::kHalfDV;
+#pragma unroll
+      for (int i = 0; i < hopper::Accumulator<S::kHalfDV>::kRegs; i += 2) {
+        if ((i / 2) % 2 != half)
+          continue;
+        int col = col0 + hopper::AccumulatorLayout::col(thread, i);
+        float a = o.d[i] * factor[half], b = o.d[i + 1] * factor[half];
+        if (partial)
+          storePair(p->partial_out +
+                        (split * p->partial_split_stride + outRow) * S::kDV +
+                        col,
+                    a, b);
+        else
+          storePair(static_cast<Out *>(p->out) + outRow * S::kDV + col, a, b);
+      }
+      if (isScorer() && thread % 4 == 0) {
+        float sum = rowSum[half];
+        float lse =
+            sum > 0.0f ? (rowMax[half] + fastLog2(sum)) * kLn2 : negInf();
+        if (partial)
+          p->partial_lse[split * p->partial_split_stride + outRow] = lse;
+        else if (C::kHasLse)
+          p->lse[outRow] = lse;
+      }
+    }
+  }
+};
+
+// --- One function per attn_gpu op, called by generated kernels --------------
+
+template <class C>
+ATTNC_DEVICE bool ctaBegin(LatentCta<C> *cta, const TmaAttnParams &params,
+                           void *smem) {
+  return cta->begin(params, smem);
+}
+template <class C> ATTNC_DEVICE bool isProducer(LatentCta<C> *cta) {
+  return cta->isProducer();
+}
+template <class C> ATTNC_DEVICE bool beginProducer(LatentCta<C> *cta) {
+  return cta->beginProducer();
+}
+template <class C> ATTNC_DEVICE int workItems(LatentCta<C> *cta) {
+  return cta->workItems();
+}
+template <class C> ATTNC_DEVICE bool beginItem(LatentCta<C> *cta, int k) {
+  return cta->beginItem(k);
+}
+template <class C> ATTNC_DEVICE void produceTiles(LatentCta<C> *cta) {
+  cta->produce();
+}
+template <class C> ATTNC_DEVICE void beginConsumer(LatentCta<C> *cta) {
+  cta->beginConsumer();
+}
+template <class C> ATTNC_DEVICE void beginRows(LatentCta<C> *cta) {
+  cta->beginRows();
+}
+template <class C> ATTNC_DEVICE void releaseQuery(LatentCta<C> *cta) {
+  cta->releaseQuery();
+}
+template <class C> ATTNC_DEVICE int tileBegin(LatentCta<C> *cta) {
+  return cta->tileBegin;
+}
+template <class C> ATTNC_DEVICE int tileEnd(LatentCta<C> *cta) {
+  return cta->tileEnd;
+}
+template <class C> ATTNC_DEVICE void issueScores(LatentCta<C> *cta, int t) {
+  cta->issueScores(t);
+}
+template <class C> ATTNC_DEVICE void issueValues(LatentCta<C> *cta, int t) {
+  cta->issueValues(t);
+}
+template <class C> ATTNC_DEVICE bool isScorer(LatentCta<C> *cta) {
+  return cta->isScorer();
+}
+template <class C>
+ATTNC_DEVICE void awaitProbabilities(LatentCta<C> *cta, int t) {
+  cta->awaitProbabilities(t);
+}
+template <class C> ATTNC_DEVICE void waitValues(LatentCta<C> *cta) {
+  cta->waitValues();
+}
+template <int Pending, class C>
+ATTNC_DEVICE void waitScores(LatentCta<C> *cta) {
+  cta->template waitScores<Pending>();
+}
+template <class C> ATTNC_DEVICE bool tileIsPartial(LatentCta<C> *cta, int t) {
+  return cta->tileIsPartial(cta->tileAt(t));
+}
+template <class C>
+ATTNC_DEVICE void modifyScoresMasked(LatentCta<C> *cta, int t) {
+  cta->template modifyScores<true>(t);
+}
+template <class C> ATTNC_DEVICE void modifyScores(LatentCta<C> *cta, int t) {
+  cta->template modifyScores<false>(t);
+}
+template <class C> ATTNC_DEVICE void onlineSoftmax(LatentCta<C> *cta) {
+  cta->onlineSoftmax();
+}
+template <class C> ATTNC_DEVICE void finish(LatentCta<C> *cta) {
+  cta->finish();
+}
+
+#endif // ATTNC_IS_DEVICE
+
+} // namespace attnc
+
+#endif // ATTNC_DEVICE_HOPPER_LATENT_H
