@@ -70,8 +70,8 @@ void buildForEachItem(OpBuilder &b, Location loc,
 /// The first tile is peeled, so that no wgmma or wait depends on a
 /// condition inside the loop (ptxas serializes every wgmma of a kernel
 /// where one does).
-void buildConsumerItem(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
-                       bool takeTurns) {
+void buildConsumerItem(OpBuilder &b, Location loc,
+                       gpu::MaskAnalysisAttr masks) {
   gpu::BeginRowsOp::create(b, loc);
   auto range =
       gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
@@ -82,23 +82,15 @@ void buildConsumerItem(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifAny.thenBlock());
-    auto awaitTurn = [&] {
-      if (takeTurns)
-        gpu::AwaitTurnOp::create(b, loc);
-    };
-    auto passTurn = [&](bool final) {
-      if (takeTurns)
-        gpu::PassTurnOp::create(b, loc, final);
-    };
     auto scoreTile = [&](Value tile, int64_t pending) {
-      awaitTurn();
+      gpu::AwaitTurnOp::create(b, loc);
       gpu::IssueScoresOp::create(b, loc, tile);
       if (pending)
         gpu::IssueValuesOp::create(
             b, loc,
             arith::SubIOp::create(b, loc, tile,
                                   arith::ConstantIndexOp::create(b, loc, 1)));
-      passTurn(/*final=*/false);
+      gpu::PassTurnOp::create(b, loc, /*final=*/false);
       gpu::WaitScoresOp::create(b, loc, pending);
       buildModifyScores(b, loc, masks, tile);
       gpu::SoftmaxUpdateOp::create(b, loc);
@@ -112,9 +104,37 @@ void buildConsumerItem(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
       b.setInsertionPointToStart(loop.getBody());
       scoreTile(loop.getInductionVar(), /*pending=*/1);
     }
-    awaitTurn();
+    gpu::AwaitTurnOp::create(b, loc);
     gpu::IssueValuesOp::create(b, loc, arith::SubIOp::create(b, loc, end, one));
-    passTurn(/*final=*/true);
+    gpu::PassTurnOp::create(b, loc, /*final=*/true);
+  }
+  gpu::ReleaseQueryOp::create(b, loc);
+  gpu::StoreStateOp::create(b, loc);
+}
+
+/// One work item of a latent plan's scorer: each tile's scores, softmax and
+/// P, then its half of the tile's P.V, waited for before the next tile's
+/// scores. With two stages of whole cache rows, a tile held across the next
+/// one's scores (the prefill's order) would leave none to prefetch into:
+/// waiting here releases the stage a tile's scores and softmax before the
+/// producer's copy into it is needed.
+void buildScorerItem(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks) {
+  gpu::BeginRowsOp::create(b, loc);
+  auto range =
+      gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop =
+      scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value tile = loop.getInductionVar();
+    gpu::IssueScoresOp::create(b, loc, tile);
+    gpu::WaitScoresOp::create(b, loc, /*pending=*/0);
+    buildModifyScores(b, loc, masks, tile);
+    gpu::SoftmaxUpdateOp::create(b, loc);
+    gpu::IssueValuesOp::create(b, loc, tile);
+    gpu::WaitValuesOp::create(b, loc);
   }
   gpu::ReleaseQueryOp::create(b, loc);
   gpu::StoreStateOp::create(b, loc);
@@ -145,17 +165,13 @@ void buildConsumers(OpBuilder &b, Location loc, gpu::PlanAttr plan,
                     gpu::MaskAnalysisAttr masks) {
   gpu::BeginConsumerOp::create(b, loc);
   if (!plan.isLatent()) {
-    buildForEachItem(b, loc, [&] {
-      buildConsumerItem(b, loc, masks, /*takeTurns=*/true);
-    });
+    buildForEachItem(b, loc, [&] { buildConsumerItem(b, loc, masks); });
     return;
   }
   auto scorer = gpu::IsScorerOp::create(b, loc, b.getI1Type());
   auto roles = scf::IfOp::create(b, loc, scorer, /*withElseRegion=*/true);
   b.setInsertionPointToStart(roles.thenBlock());
-  buildForEachItem(b, loc, [&] {
-    buildConsumerItem(b, loc, masks, /*takeTurns=*/false);
-  });
+  buildForEachItem(b, loc, [&] { buildScorerItem(b, loc, masks); });
   b.setInsertionPointToStart(roles.elseBlock());
   buildForEachItem(b, loc, [&] { buildValueConsumerItem(b, loc); });
 }
