@@ -77,6 +77,13 @@ struct VariantSpec {
   std::string maskMod;
   /// Types of the buffers the regions read, e.g. "memref<16x64xf32>".
   std::vector<std::string> captureTypes;
+  /// Multi-head latent attention (DeepSeek's MLA, up-projections absorbed):
+  /// with ropeDim > 0 the cache is one latent row of headDim elements per
+  /// token ([tokens, headDim] dense or ragged, [pages, pageSize, headDim]
+  /// paged), shared by every query head (kvHeads is 1); its first headDim -
+  /// ropeDim elements are the values, so the inputs are q and the cache and
+  /// the output's head dim is headDim - ropeDim. 0: keys and values.
+  int64_t ropeDim = 0;
 };
 
 /// A verified variant: one function of the attn dialect.

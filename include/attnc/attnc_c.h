@@ -34,8 +34,9 @@ extern "C" {
 /* 3: destroy functions return a status; attnc_role_name. 5: fp8 caches
  * (ATTNC_F8E4M3, ATTNC_F8E5M2, kv_dtype and kv_scales in the spec).
  * 6: the serving runtime: attnc_kv_pool, attnc_radix_cache,
- * attnc_scheduler and attnc_step (the second half of this file). */
-#define ATTNC_C_API_VERSION 6
+ * attnc_scheduler and attnc_step (the second half of this file).
+ * 7: multi-head latent attention (rope_dim in the spec). */
+#define ATTNC_C_API_VERSION 7
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -121,6 +122,11 @@ typedef struct attnc_variant_spec {
   int kv_dtype;
   /* An fp8 cache's scales, inputs after k and v (f32 device arrays). */
   attnc_kv_scales kv_scales;
+  /* Multi-head latent attention: > 0, the cache is one latent row of
+   * head_dim elements per token whose first head_dim - rope_dim are the
+   * values (kv_heads 1; the inputs are q and the cache). 0: keys and
+   * values. */
+  int64_t rope_dim;
 } attnc_variant_spec;
 
 typedef struct attnc_tensor_spec {

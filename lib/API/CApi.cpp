@@ -119,6 +119,7 @@ attnc_status specFromC(const attnc_variant_spec &c, attnc::VariantSpec &spec) {
   if (c.kv_dtype != -1)
     spec.kvDtype = attnc::DType(c.kv_dtype);
   spec.kvScales = attnc::KVScales(enumBits(c.kv_scales));
+  spec.ropeDim = c.rope_dim;
   for (auto [name, value] : {std::pair<const char *, int>{"causal", c.causal},
                              {"alibi", c.alibi},
                              {"return_lse", c.return_lse}})

@@ -63,7 +63,8 @@ Status checkSpec(const VariantSpec &s) {
        {std::pair<const char *, int64_t>{"query heads", s.queryHeads},
         {"KV heads", s.kvHeads},
         {"head dim", s.headDim},
-        {"page size", s.pageSize}})
+        {"page size", s.pageSize},
+        {"rope dim", s.ropeDim}})
     if (value < 0)
       return invalid(std::string(name) + " must be positive, got " +
                      std::to_string(value));
@@ -73,6 +74,10 @@ Status checkSpec(const VariantSpec &s) {
                    std::to_string(s.queriesPerRequest));
   if (s.queriesPerRequest > 0 && s.queryLayout != TokenLayout::Dense)
     return invalid("queries per request applies to dense queries only");
+  if (s.ropeDim > 0 && s.kvHeads != 1)
+    return invalid("a latent cache (rope dim " + std::to_string(s.ropeDim) +
+                   ") is one KV head shared by every query head, got " +
+                   std::to_string(s.kvHeads) + " KV heads");
   if (!s.captureTypes.empty() && s.scoreMod.empty() && s.maskMod.empty())
     return invalid("captured buffers need a score_mod or mask_mod to read "
                    "them");
@@ -187,22 +192,32 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
     captureTypes.push_back(printed);
   }
 
-  std::string dims = "x" + std::to_string(s.queryHeads) + "x" +
-                     std::to_string(s.headDim) + "x" + keyword(s.dtype);
+  bool latent = s.ropeDim > 0;
+  std::string heads = "x" + std::to_string(s.queryHeads) + "x";
   std::string queryLen = s.queryLayout == TokenLayout::Ragged
                              ? std::string("?")
                              : seq(s.queriesPerRequest);
-  std::string qType =
-      "!attn.q<" + queryLen + dims + layoutSuffix(s.queryLayout) + ">";
-  std::string outType =
-      "!attn.out<" + queryLen + dims + layoutSuffix(s.queryLayout) + ">";
+  std::string qType = "!attn.q<" + queryLen + heads +
+                      std::to_string(s.headDim) + "x" + keyword(s.dtype) +
+                      layoutSuffix(s.queryLayout) + ">";
+  // A latent cache's values are its first headDim - ropeDim columns.
+  std::string outType = "!attn.out<" + queryLen + heads +
+                        std::to_string(s.headDim - s.ropeDim) + "x" +
+                        keyword(s.dtype) + layoutSuffix(s.queryLayout) + ">";
   std::string lseType = "!attn.lse<" + queryLen + "x" +
                         std::to_string(s.queryHeads) +
                         layoutSuffix(s.queryLayout) + ">";
   std::string kvLayout = layoutSuffix(s.kvLayout, s.pageSize, s.pageOrder);
-  std::string kvType = "!attn.kv<?x" + std::to_string(s.kvHeads) + "x" +
-                       std::to_string(s.headDim) + "x" +
-                       keyword(s.kvDtype.value_or(s.dtype)) + kvLayout + ">";
+  std::string kvType =
+      latent ? "!attn.latent_kv<?x" + std::to_string(s.headDim) + "x" +
+                   keyword(s.kvDtype.value_or(s.dtype)) +
+                   ", rope = " + std::to_string(s.ropeDim) + kvLayout + ">"
+             : "!attn.kv<?x" + std::to_string(s.kvHeads) + "x" +
+                   std::to_string(s.headDim) + "x" +
+                   keyword(s.kvDtype.value_or(s.dtype)) + kvLayout + ">";
+  // The cache operands: one latent cache, or keys and values.
+  std::string kvOperands = latent ? "%attnc_k" : "%attnc_k, %attnc_v";
+  std::string kvTypes = latent ? kvType : kvType + ", " + kvType;
   // The verifier says what scales need (an fp8 cache) and may be.
   std::string scaleType =
       s.kvScales == KVScales::None
@@ -233,8 +248,9 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
   std::vector<std::string> captureNames;
   for (size_t i = 0; i < captureTypes.size(); ++i)
     captureNames.push_back("%attnc_capture" + std::to_string(i));
-  std::vector<std::string> args = {"%attnc_q: " + qType, "%attnc_k: " + kvType,
-                                   "%attnc_v: " + kvType};
+  std::vector<std::string> args = {"%attnc_q: " + qType, "%attnc_k: " + kvType};
+  if (!latent)
+    args.push_back("%attnc_v: " + kvType);
   if (!scaleType.empty()) {
     args.push_back("%attnc_k_scale: " + scaleType);
     args.push_back("%attnc_v_scale: " + scaleType);
@@ -247,7 +263,7 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
   std::ostringstream os;
   os << "func.func @" << s.name << "(" << joined(args) << ") -> (" << results
      << ") {\n";
-  os << "  " << values << " = attn.attention(%attnc_q, %attnc_k, %attnc_v)";
+  os << "  " << values << " = attn.attention(%attnc_q, " << kvOperands << ")";
   if (!scaleType.empty())
     os << " kv_scales(%attnc_k_scale, %attnc_v_scale : " << scaleType << ", "
        << scaleType << ")";
@@ -256,7 +272,7 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
        << ")";
   if (!attrs.empty())
     os << " {" << joined(attrs) << "}";
-  os << "\n      : " << qType << ", " << kvType << ", " << kvType
+  os << "\n      : " << qType << ", " << kvTypes
      << "\n      -> " << results << "\n";
   if (!s.scoreMod.empty())
     os << "      score_mod {\n" << s.scoreMod << "\n      }\n";

@@ -6,6 +6,9 @@ PyTorch tensors through libattnc's C API (ctypes; no compiled extension).
     wrapper = attnc.PagedAttention(32, 8, 128, page_size=16)
     wrapper.plan(kv_indptr, kv_indices, kv_last_page_len)
     out = wrapper.run(q, k_cache, v_cache)                 # every layer
+    mla = attnc.MLAAttention(128, 512, 64, page_size=64)   # DeepSeek MLA
+    mla.plan(qo_indptr, kv_indptr, kv_indices, kv_len_arr)
+    out = mla.run(q_nope, q_pe, cache[..., :512], cache[..., 512:])
 
     pool = attnc.KVPool(4096, page_size=16, num_kv_heads=8, head_dim=128)
     scheduler = attnc.Scheduler(pool, attnc.RadixCache(pool))
@@ -17,11 +20,12 @@ PyTorch tensors through libattnc's C API (ctypes; no compiled extension).
 from .errors import AttncError, InvalidArgumentError
 from .functional import attention, merge_states
 from .kernel import Kernel, Plan, Variant
+from .mla import MLAAttention
 from .paged import PagedAttention
 from .serving import KVPool, RadixCache, Sample, Scheduler, SchedulerStats, \
     Step
 
 __all__ = ["AttncError", "InvalidArgumentError", "KVPool", "Kernel",
-           "PagedAttention", "Plan", "RadixCache", "Sample", "Scheduler",
+           "MLAAttention", "PagedAttention", "Plan", "RadixCache", "Sample", "Scheduler",
            "SchedulerStats", "Step", "Variant", "attention", "merge_states"]
 __version__ = "0.1.0"

@@ -22,9 +22,11 @@ def require(condition, message, error=ValueError):
         raise error(message)
 
 
-def check_tensor(name, tensor, rank=None, dtypes=None, cuda=True):
+def check_tensor(name, tensor, rank=None, dtypes=None, cuda=True,
+                 contiguous=True):
     """rank: an int, a tuple of ints or None; cuda: whether it must be on
-    the GPU attnc runs on (index arrays read on the host need not).
+    the GPU attnc runs on (index arrays read on the host need not), and
+    then contiguous unless the caller checks its strides itself.
     Decode calls run this on every tensor of every step, so the messages
     are formatted only when a check fails."""
     try:
@@ -51,7 +53,7 @@ def check_tensor(name, tensor, rank=None, dtypes=None, cuda=True):
             raise ValueError(f"{name} is on {device}: attnc runs on cuda:0 "
                              f"for now")
         is_contiguous = getattr(tensor, "is_contiguous", None)
-        if is_contiguous is not None and not is_contiguous():
+        if contiguous and is_contiguous is not None and not is_contiguous():
             raise ValueError(f"{name} must be contiguous (call "
                              f".contiguous())")
 

@@ -503,3 +503,12 @@ def test_paged_plan_checks_its_index_values(arrays, words):
     tensors = [index(len(a), a) for a in arrays]
     with pytest.raises(ValueError, match=words):
         wrapper.plan(*tensors)
+
+
+def test_mla_configurations_are_checked_when_made():
+    with pytest.raises(TypeError, match="dtype must be bfloat16 or float16"):
+        attnc.MLAAttention(16, dtype="float32")
+    with pytest.raises(attnc.AttncError):
+        attnc.MLAAttention(0)
+    with pytest.raises(ValueError, match="head_dim_kpe must be positive"):
+        attnc.MLAAttention(16, 512, 0)

@@ -309,6 +309,45 @@ TEST(Api, Fp8CacheTakesItsScalesAfterKeysAndValues) {
   EXPECT_TRUE(contains(specError(spec), "kv_scales dequantize an fp8"));
 }
 
+// A latent (MLA) cache: one operand after the queries, outputs of the
+// latent width, compiled on sm_90a's latent schedule and refused by name on
+// sm_80.
+TEST(Api, LatentSpecTakesOneCacheAndGivesTheLatentWidth) {
+  VariantSpec spec;
+  spec.queryHeads = 128;
+  spec.kvHeads = 1;
+  spec.headDim = 576;
+  spec.ropeDim = 64;
+  spec.queriesPerRequest = 1;
+  spec.kvLayout = TokenLayout::Paged;
+  spec.pageSize = 64;
+  spec.returnLse = true;
+  StatusOr<Variant> variant = Variant::fromSpec(spec);
+  ASSERT_TRUE(variant.ok()) << variant.status().toString();
+  EXPECT_TRUE(contains(variant->mlir(),
+                       "!attn.latent_kv<?x576xbf16, rope = 64, paged<64, "
+                       "nhd>>"));
+  EXPECT_TRUE(contains(variant->mlir(), "!attn.out<1x128x512xbf16>"));
+  StatusOr<Kernel> kernel = Kernel::compile(*variant, {"sm_90a", 132, "-"});
+  ASSERT_TRUE(kernel.ok()) << kernel.status().toString();
+  ASSERT_EQ(kernel->inputs().size(), 2u);
+  EXPECT_EQ(kernel->inputs()[1].role, TensorSpec::Role::KV);
+  EXPECT_EQ(kernel->inputs()[1].heads, 1);
+  EXPECT_EQ(kernel->inputs()[1].dim, 576);
+  EXPECT_EQ(kernel->outputs()[0].dim, 512);
+  StatusOr<Kernel> ampere = Kernel::compile(*variant, {"sm_80", 108, "-"});
+  ASSERT_FALSE(ampere.ok());
+  EXPECT_TRUE(contains(ampere.status().message(),
+                       "multi-head latent attention on sm_80"));
+
+  spec.kvHeads = 2;
+  EXPECT_EQ(specError(spec), "a latent cache (rope dim 64) is one KV head "
+                             "shared by every query head, got 2 KV heads");
+  spec.kvHeads = 1;
+  spec.ropeDim = -64;
+  EXPECT_EQ(specError(spec), "rope dim must be positive, got -64");
+}
+
 TEST(Api, SpecValuesAreTheVerifiers) {
   VariantSpec spec = gqaCausal();
   spec.kvHeads = 0;

@@ -127,6 +127,28 @@ TEST(CApi, CompilesAndDescribesTheKernel) {
   attnc_variant_destroy(variant);
 }
 
+// rope_dim makes the cache a latent one: q and the cache are the inputs.
+TEST(CApi, RopeDimDescribesALatentCache) {
+  attnc_variant_spec spec;
+  attnc_variant_spec_init(&spec);
+  EXPECT_EQ(spec.rope_dim, 0);
+  spec.query_heads = 16;
+  spec.kv_heads = 1;
+  spec.head_dim = 576;
+  spec.rope_dim = 64;
+  spec.queries_per_request = 1;
+  attnc_variant variant = nullptr;
+  ASSERT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_OK) << lastError();
+  EXPECT_TRUE(contains(attnc_variant_mlir(variant),
+                       "!attn.latent_kv<?x576xbf16, rope = 64>"));
+  attnc_kernel kernel = nullptr;
+  ASSERT_EQ(attnc_kernel_compile(variant, "sm_90a", "-", &kernel), ATTNC_OK)
+      << lastError();
+  EXPECT_EQ(attnc_kernel_num_inputs(kernel), 2);
+  attnc_kernel_destroy(kernel);
+  attnc_variant_destroy(variant);
+}
+
 TEST(CApi, CompileErrorsNameTheUnsupportedFeature) {
   attnc_variant_spec spec = gqaCausal();
   spec.head_dim = 40; // not a multiple of the kernels' 16-column steps

@@ -1,0 +1,174 @@
+"""Absorbed MLA decode (DeepSeek-V3: 512 latent + 64 rope dims, one latent
+head) through a paged cache of 64-slot pages: attnc.MLAAttention beside
+FlashInfer's MLA (fa3 and fa2 backends, when its sdist is in .peers/) and
+PyTorch's absorbed MLA (matmuls and a softmax over the gathered cache, as
+engines' fallback paths do), timed alternately in one process, with the
+copy and GEMM ceilings of the same run.
+
+    PYTHONPATH=python:benchmarks python3 benchmarks/mla_bench.py --out DIR
+
+Bandwidth counts the latent rows read once (576 x 2 bytes a key); FLOPs are
+2 x heads x keys x (576 + 512) per request; the roofline fraction is
+max(bytes / copy ceiling, FLOPs / GEMM ceiling) over the time taken."""
+
+import argparse
+import os
+import sys
+
+import torch
+
+import attnc
+from bench import copy_ceiling_gbs, gemm_ceiling_tflops, time_alternately
+
+CKV, KPE, PAGE = 512, 64, 64
+SCALE = 1.0 / (128 + 64) ** 0.5  # DeepSeek-V3's, before the absorption
+
+ROWS = [  # name, query heads, requests, keys per request
+    ("M1", 128, 64, 4096),
+    ("M2", 128, 8, 32768),
+    ("M3", 16, 64, 4096),
+    ("M4", 16, 8, 32768),
+]
+
+
+class Batch:
+    """Queries, a shuffled paged latent cache and its page table."""
+
+    def __init__(self, heads, batch, keys, seed=0):
+        torch.manual_seed(seed)
+        pages_per = keys // PAGE
+        total = batch * pages_per
+        self.heads, self.batch, self.keys = heads, batch, keys
+        self.cache = torch.randn(total, PAGE, CKV + KPE, device="cuda",
+                                 dtype=torch.bfloat16)
+        self.indices = torch.randperm(total, device="cuda").to(torch.int32)
+        self.kv_indptr = torch.arange(0, total + 1, pages_per,
+                                      dtype=torch.int32, device="cuda")
+        self.qo_indptr = torch.arange(batch + 1, dtype=torch.int32,
+                                      device="cuda")
+        self.kv_len = torch.full((batch,), keys, dtype=torch.int32,
+                                 device="cuda")
+        self.q = torch.randn(batch, heads, CKV + KPE, device="cuda",
+                             dtype=torch.bfloat16)
+
+    def gathered(self):
+        """[batch, keys, 576]: each request's rows in order."""
+        rows = self.cache[self.indices.long()].reshape(self.batch, self.keys,
+                                                       CKV + KPE)
+        return rows
+
+    def bytes(self):
+        return self.batch * self.keys * (CKV + KPE) * 2
+
+    def flops(self):
+        return 2 * self.batch * self.heads * self.keys * (CKV + CKV + KPE)
+
+
+def attnc_runner(b):
+    mla = attnc.MLAAttention(b.heads, CKV, KPE, PAGE, sm_scale=SCALE)
+    mla.plan(b.qo_indptr.cpu(), b.kv_indptr.cpu(), b.indices.cpu(),
+             b.kv_len.cpu())
+    out = torch.empty(b.batch, b.heads, CKV, device="cuda",
+                      dtype=torch.bfloat16)
+    args = (b.q[..., :CKV], b.q[..., CKV:], b.cache[..., :CKV],
+            b.cache[..., CKV:])
+    return lambda: mla.run(*args, out=out)
+
+
+def torch_runner(b):
+    kv = b.gathered()
+
+    def run():
+        s = torch.matmul(b.q, kv.transpose(1, 2)) * SCALE
+        p = torch.softmax(s.float(), -1).to(torch.bfloat16)
+        return torch.matmul(p, kv[..., :CKV])
+    return run
+
+
+def flashinfer_runner(fi, b, backend):
+    workspace = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
+    wrapper = fi.mla.BatchMLAPagedAttentionWrapper(workspace, backend=backend)
+    wrapper.plan(b.qo_indptr, b.kv_indptr, b.indices, b.kv_len, b.heads, CKV,
+                 KPE, PAGE, False, SCALE, torch.bfloat16, torch.bfloat16)
+    # Its own tensors for the two parts: the same rows, each contiguous.
+    args = (b.q[..., :CKV].contiguous(), b.q[..., CKV:].contiguous(),
+            b.cache[..., :CKV].contiguous(), b.cache[..., CKV:].contiguous())
+    return lambda: wrapper.run(*args)
+
+
+def reference(b):
+    """The absorbed MLA in float32: the error column's reference."""
+    kv = b.gathered().float()
+    s = torch.matmul(b.q.float(), kv.transpose(1, 2)) * SCALE
+    return torch.matmul(torch.softmax(s, -1), kv[..., :CKV])
+
+
+def relative_error(ours, ref):
+    ours, ref = ours.double(), ref.double()
+    if torch.isnan(ours).any():
+        return float("nan")
+    return ((ours - ref).norm() / ref.norm()).item()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="mla-bench")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--no-flashinfer", action="store_true")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    fi = None
+    if not args.no_flashinfer:
+        try:
+            import flashinfer_peer
+            fi = flashinfer_peer.load()
+            import flashinfer.mla  # noqa: F401
+        except Exception as e:  # the harness runs without it, and says so
+            print(f"FlashInfer unavailable: {str(e).splitlines()[0]}")
+            fi = None
+    copy = copy_ceiling_gbs()
+    gemm = gemm_ceiling_tflops()
+    device = torch.cuda.get_device_name()
+    lines = [f"device: {device}; copy ceiling {copy:.0f} GB/s, bf16 GEMM "
+             f"ceiling {gemm:.0f} TFLOP/s", "",
+             "| row | heads | batch x keys | attnc ms | GB/s | TFLOP/s | "
+             "roofline | torch ms | FI fa3 ms | FI fa2 ms | attnc / best "
+             "peer | rel. error |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, heads, batch, keys in ROWS:
+        b = Batch(heads, batch, keys)
+        timers = {"attnc": attnc_runner(b), "torch": torch_runner(b)}
+        for backend in ("fa3", "fa2"):
+            if fi is None:
+                continue
+            try:
+                timers["fa_" + backend] = flashinfer_runner(fi, b, backend)
+                timers["fa_" + backend]()
+            except Exception as e:
+                print(f"{name}: FlashInfer {backend}: "
+                      f"{str(e).splitlines()[0]}")
+                timers.pop("fa_" + backend, None)
+        error = relative_error(timers["attnc"](), reference(b))
+        times = time_alternately(timers, args.iters)
+        ms = times["attnc"]
+        gbs = b.bytes() / ms / 1e6
+        tflops = b.flops() / ms / 1e9
+        roof = max(gbs / copy, tflops / gemm)
+        peers = [t for k, t in times.items() if k != "attnc"]
+        cell = lambda k: f"{times[k]:.3f}" if k in times else "n/a"
+        lines.append(
+            f"| {name} | {heads} | {batch} x {keys} | {ms:.3f} | {gbs:.0f} | "
+            f"{tflops:.0f} | {100 * roof:.0f}% | {cell('torch')} | "
+            f"{cell('fa_fa3')} | {cell('fa_fa2')} | "
+            f"{min(peers) / ms:.2f} | {error:.1e} |")
+        print(lines[-1], flush=True)
+        del b, timers
+        torch.cuda.empty_cache()
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(os.path.join(args.out, "mla.md"), "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""attnc.MLAAttention on the GPU against a float64 absorbed-MLA reference:
+decode and chunked prefill, 16 to 128 heads, queries given apart or as one
+tensor, CUDA-graph capture, and the cache layouts it refuses."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import attnc  # noqa: E402
+from test_gpu import page_table, poisoned, relative_error  # noqa: E402
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(),
+                       reason="no CUDA GPU on this machine"),
+]
+
+CKV, KPE, SCALE = 512, 64, 0.0721687824
+
+
+def reference(q, rows, cache, pages, kv_len, causal):
+    """Absorbed MLA of one request in float64: scores over whole latent
+    rows, values their first CKV columns; (out, lse)."""
+    kv = cache[pages].reshape(-1, CKV + KPE)[:kv_len].double()
+    scores = torch.einsum("qhd,kd->qhk", q[rows].double(), kv) * SCALE
+    if causal:
+        n = scores.shape[0]
+        visible = (torch.arange(kv_len, device="cuda")[None, :] <=
+                   torch.arange(n, device="cuda")[:, None] + (kv_len - n))
+        scores = scores.masked_fill(~visible[:, None, :], float("-inf"))
+    out = torch.einsum("qhk,kd->qhd", scores.softmax(-1), kv[:, :CKV])
+    return out, torch.logsumexp(scores, -1)
+
+
+def batch_of(q_lens, kv_lens, heads, page_size, seed):
+    torch.manual_seed(seed)
+    total, order, indptr, _ = page_table(kv_lens, page_size, 3)
+    cache = torch.randn(total, page_size, CKV + KPE, device="cuda",
+                        dtype=torch.bfloat16)
+    qo = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)),
+                      dtype=torch.int32)
+    q = torch.randn(int(qo[-1]), heads, CKV + KPE, device="cuda",
+                    dtype=torch.bfloat16)
+    return cache, order, indptr, qo, q, torch.tensor(kv_lens,
+                                                     dtype=torch.int32)
+
+
+@pytest.mark.parametrize("heads, q_lens, causal", [
+    (128, [1, 1, 1, 1], False),
+    (16, [1, 1, 1], False),
+    (32, [3, 1, 7], True),
+])
+def test_mla_matches_the_absorbed_reference(heads, q_lens, causal):
+    page_size = 64
+    kv_lens = [q + extra for q, extra in zip(q_lens, [900, 65, 2000, 1])]
+    cache, order, indptr, qo, q, kv_len = batch_of(q_lens, kv_lens, heads,
+                                                   page_size, heads)
+    mla = attnc.MLAAttention(heads, CKV, KPE, page_size, causal=causal,
+                             sm_scale=SCALE, return_lse=True)
+    mla.plan(qo, indptr, order, kv_len)
+    out = poisoned(q[..., :CKV])
+    lse = torch.full(q.shape[:2], float("nan"), device="cuda")
+    # q_nope and q_pe as two tensors: the wrapper gathers them.
+    out, lse = mla.run(q[..., :CKV].clone(), q[..., CKV:].clone(),
+                       cache[..., :CKV], cache[..., CKV:], out=out, lse=lse)
+    for b, kv in enumerate(kv_lens):
+        rows = slice(int(qo[b]), int(qo[b + 1]))
+        pages = order[indptr[b]:indptr[b + 1]].long().cuda()
+        ref, ref_lse = reference(q, rows, cache, pages, kv, causal)
+        assert relative_error(out[rows], ref) < 1e-2, f"request {b}"
+        assert relative_error(lse[rows], ref_lse) < 1e-3, f"request {b} lse"
+
+
+def test_mla_run_is_captured_by_a_cuda_graph():
+    heads, page_size = 64, 64
+    kv_lens = [700, 130]
+    cache, order, indptr, qo, q, kv_len = batch_of([1, 1], kv_lens, heads,
+                                                   page_size, 5)
+    mla = attnc.MLAAttention(heads, CKV, KPE, page_size, sm_scale=SCALE)
+    mla.plan(qo, indptr, order, kv_len)
+    out = poisoned(q[..., :CKV])
+    args = (q[..., :CKV], q[..., CKV:], cache[..., :CKV], cache[..., CKV:])
+    mla.run(*args, out=out)  # warm: compiled and loaded before capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        mla.run(*args, out=out)
+    out.fill_(float("nan"))
+    q.copy_(torch.randn_like(q))  # new queries, read by the replay
+    graph.replay()
+    torch.cuda.synchronize()
+    for b, kv in enumerate(kv_lens):
+        pages = order[indptr[b]:indptr[b + 1]].long().cuda()
+        ref, _ = reference(q, slice(b, b + 1), cache, pages, kv, False)
+        assert relative_error(out[b:b + 1], ref) < 1e-2
+
+
+def test_mla_refuses_caches_that_are_not_one_tensor():
+    heads, page_size = 16, 64
+    cache, order, indptr, qo, q, kv_len = batch_of([1], [100], heads,
+                                                   page_size, 9)
+    mla = attnc.MLAAttention(heads, CKV, KPE, page_size)
+    mla.plan(qo, indptr, order, kv_len)
+    with pytest.raises(ValueError, match="of one contiguous"):
+        mla.run(q[..., :CKV], q[..., CKV:], cache[..., :CKV].clone(),
+                cache[..., CKV:].clone())
