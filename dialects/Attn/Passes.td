@@ -66,11 +66,15 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     wide output accumulators would spill. Anything else is `prefill`: eight
     warps of 16 query rows, 64-key tiles, two stages, queries in registers
     up to head dim 128; past head dim 128, or with enough per-score work,
-    32-key tiles and fewer queries in registers.
+    32-key tiles and fewer queries in registers. A `!attn.latent_kv`
+    cache (multi-head latent attention) takes the `latent` schedule on
+    sm_90a: every query head of a token packed into 64-row blocks, 64-key
+    tiles of whole cache rows, as many stages as fit.
 
     Features the verifier accepts but the GPU pipeline cannot compile yet
-    (multi-head latent attention, fp8 caches, head dims that are not
-    multiples of 16 from 16 to 256, segments with a paged cache) are
+    (latent caches off sm_90a, in fp8, with ALiBi or with pages that are
+    not a multiple of 8 slots; fp8 caches before sm_89; head dims that are
+    not multiples of 16 from 16 to 256; segments with a paged cache) are
     reported here, by name.
 
     Before:

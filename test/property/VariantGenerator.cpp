@@ -502,6 +502,7 @@ Variant generateVariant(uint64_t seed, uint64_t index,
     d.kvHeads = 1;
     d.segments = false;
     d.kScaleSize = d.vScaleSize = 0;
+    d.features.front() = "mla " + std::to_string(d.qHeads);
     if (!options.unsupported) {
       // Only what the latent schedule compiles.
       d.kvElem = d.elem;
