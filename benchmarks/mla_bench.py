@@ -1,5 +1,6 @@
 """Absorbed MLA decode (DeepSeek-V3: 512 latent + 64 rope dims, one latent
-head) through a paged cache of 64-slot pages: attnc.MLAAttention beside
+head) through a shuffled paged cache of 64-slot pages (and of SGLang's
+1-slot pages, M5 and M6): attnc.MLAAttention beside
 FlashInfer's MLA (fa3 and fa2 backends, when its sdist is in .peers/) and
 PyTorch's absorbed MLA (matmuls and a softmax over the gathered cache, as
 engines' fallback paths do), timed alternately in one process, with the
@@ -20,26 +21,28 @@ import torch
 import attnc
 from bench import copy_ceiling_gbs, gemm_ceiling_tflops, time_alternately
 
-CKV, KPE, PAGE = 512, 64, 64
+CKV, KPE = 512, 64
 SCALE = 1.0 / (128 + 64) ** 0.5  # DeepSeek-V3's, before the absorption
 
-ROWS = [  # name, query heads, requests, keys per request
-    ("M1", 128, 64, 4096),
-    ("M2", 128, 8, 32768),
-    ("M3", 16, 64, 4096),
-    ("M4", 16, 8, 32768),
+ROWS = [  # name, query heads, requests, keys per request, slots per page
+    ("M1", 128, 64, 4096, 64),
+    ("M2", 128, 8, 32768, 64),
+    ("M3", 16, 64, 4096, 64),
+    ("M4", 16, 8, 32768, 64),
+    ("M5", 128, 64, 4096, 1),
+    ("M6", 16, 64, 4096, 1),
 ]
 
 
 class Batch:
     """Queries, a shuffled paged latent cache and its page table."""
 
-    def __init__(self, heads, batch, keys, seed=0):
+    def __init__(self, heads, batch, keys, page, seed=0):
         torch.manual_seed(seed)
-        pages_per = keys // PAGE
+        pages_per = keys // page
         total = batch * pages_per
-        self.heads, self.batch, self.keys = heads, batch, keys
-        self.cache = torch.randn(total, PAGE, CKV + KPE, device="cuda",
+        self.heads, self.batch, self.keys, self.page = heads, batch, keys, page
+        self.cache = torch.randn(total, page, CKV + KPE, device="cuda",
                                  dtype=torch.bfloat16)
         self.indices = torch.randperm(total, device="cuda").to(torch.int32)
         self.kv_indptr = torch.arange(0, total + 1, pages_per,
@@ -65,7 +68,7 @@ class Batch:
 
 
 def attnc_runner(b):
-    mla = attnc.MLAAttention(b.heads, CKV, KPE, PAGE, sm_scale=SCALE)
+    mla = attnc.MLAAttention(b.heads, CKV, KPE, b.page, sm_scale=SCALE)
     mla.plan(b.qo_indptr.cpu(), b.kv_indptr.cpu(), b.indices.cpu(),
              b.kv_len.cpu())
     out = torch.empty(b.batch, b.heads, CKV, device="cuda",
@@ -89,7 +92,7 @@ def flashinfer_runner(fi, b, backend):
     workspace = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
     wrapper = fi.mla.BatchMLAPagedAttentionWrapper(workspace, backend=backend)
     wrapper.plan(b.qo_indptr, b.kv_indptr, b.indices, b.kv_len, b.heads, CKV,
-                 KPE, PAGE, False, SCALE, torch.bfloat16, torch.bfloat16)
+                 KPE, b.page, False, SCALE, torch.bfloat16, torch.bfloat16)
     # Its own tensors for the two parts: the same rows, each contiguous.
     args = (b.q[..., :CKV].contiguous(), b.q[..., CKV:].contiguous(),
             b.cache[..., :CKV].contiguous(), b.cache[..., CKV:].contiguous())
@@ -115,6 +118,8 @@ def main():
     parser.add_argument("--out", default="mla-bench")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--no-flashinfer", action="store_true")
+    parser.add_argument("--rows", default="",
+                        help="comma-separated row names (default: all)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     fi = None
@@ -131,12 +136,15 @@ def main():
     device = torch.cuda.get_device_name()
     lines = [f"device: {device}; copy ceiling {copy:.0f} GB/s, bf16 GEMM "
              f"ceiling {gemm:.0f} TFLOP/s", "",
-             "| row | heads | batch x keys | attnc ms | GB/s | TFLOP/s | "
+             "| row | heads | batch x keys | page | attnc ms | GB/s | TFLOP/s | "
              "roofline | torch ms | FI fa3 ms | FI fa2 ms | attnc / best "
              "peer | rel. error |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, heads, batch, keys in ROWS:
-        b = Batch(heads, batch, keys)
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    chosen = set(args.rows.split(",")) if args.rows else None
+    for name, heads, batch, keys, page in ROWS:
+        if chosen is not None and name not in chosen:
+            continue
+        b = Batch(heads, batch, keys, page)
         timers = {"attnc": attnc_runner(b), "torch": torch_runner(b)}
         for backend in ("fa3", "fa2"):
             if fi is None:
@@ -157,7 +165,8 @@ def main():
         peers = [t for k, t in times.items() if k != "attnc"]
         cell = lambda k: f"{times[k]:.3f}" if k in times else "n/a"
         lines.append(
-            f"| {name} | {heads} | {batch} x {keys} | {ms:.3f} | {gbs:.0f} | "
+            f"| {name} | {heads} | {batch} x {keys} | {page} | {ms:.3f} | "
+            f"{gbs:.0f} | "
             f"{tflops:.0f} | {100 * roof:.0f}% | {cell('torch')} | "
             f"{cell('fa_fa3')} | {cell('fa_fa2')} | "
             f"{min(peers) / ms:.2f} | {error:.1e} |")

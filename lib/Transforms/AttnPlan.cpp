@@ -81,10 +81,6 @@ std::string unsupportedLatentFeature(AttentionOp op, LatentKVType latent,
            std::to_string(kMaxLatentDim) + ", all dims a multiple of " +
            std::to_string(kKernelHeadDimStep) + " up to " +
            std::to_string(kMaxLatentHeadDim) + ", e.g. 512 + 64)";
-  if (latent.getLayout() == TokenLayout::Paged &&
-      !attnc::hopper::boxesFillAtoms(int(latent.getPageSize())))
-    return "a paged latent cache of " + std::to_string(latent.getPageSize()) +
-           "-slot pages (its pages must hold a multiple of 8 slots)";
   if (op.getAlibi())
     return "ALiBi with a latent cache";
   if (op.getQuerySegments())

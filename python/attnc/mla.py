@@ -31,7 +31,8 @@ class MLAAttention:
 
     Requests with one query each (decode) take q [batch, heads, dim];
     otherwise several queries per request, bottom-right aligned (causal
-    masks within the chunk). Pages hold a multiple of 8 slots.
+    masks within the chunk). Pages hold any number of slots (SGLang's 1
+    too); pages of a multiple of 8 are bulk-copied, others gathered.
     """
 
     def __init__(self, num_heads, head_dim_ckv=512, head_dim_kpe=64,

@@ -44,13 +44,14 @@ def batch_of(q_lens, kv_lens, heads, page_size, seed):
                                                      dtype=torch.int32)
 
 
-@pytest.mark.parametrize("heads, q_lens, causal", [
-    (128, [1, 1, 1, 1], False),
-    (16, [1, 1, 1], False),
-    (32, [3, 1, 7], True),
+@pytest.mark.parametrize("heads, q_lens, causal, page_size", [
+    (128, [1, 1, 1, 1], False, 64),
+    (16, [1, 1, 1], False, 64),
+    (32, [3, 1, 7], True, 64),
+    # SGLang's one-slot pages, gathered row by row.
+    (16, [1, 1, 1], False, 1),
 ])
-def test_mla_matches_the_absorbed_reference(heads, q_lens, causal):
-    page_size = 64
+def test_mla_matches_the_absorbed_reference(heads, q_lens, causal, page_size):
     kv_lens = [q + extra for q, extra in zip(q_lens, [900, 65, 2000, 1])]
     cache, order, indptr, qo, q, kv_len = batch_of(q_lens, kv_lens, heads,
                                                    page_size, heads)

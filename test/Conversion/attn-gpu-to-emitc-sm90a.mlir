@@ -48,6 +48,22 @@ func.func @prefill_paged1(%q: !attn.q<?x32x128xbf16, ragged>,
 
 // -----
 
+// A latent cache of one-slot pages: the latent kernel reads the same box
+// rows from the configuration and gathers them.
+// CHECK-LABEL: func.func @mla_paged1
+// CHECK: include "attnc/device/hopper/latent.h"
+// CHECK: static constexpr int kKVBoxRows = 1;
+// CHECK-SAME: static constexpr int kPageSize = 1;
+// CHECK: !emitc.opaque<"attnc::LatentCta<attention_config>">
+func.func @mla_paged1(%q: !attn.q<1x16x576xbf16>, %kv: !attn.latent_kv<?x576xbf16, rope = 64, paged<1, nhd>>)
+    -> !attn.out<1x16x512xbf16> {
+  %out = attn.attention(%q, %kv) {scale = 0.0721687824 : f32}
+      : !attn.q<1x16x576xbf16>, !attn.latent_kv<?x576xbf16, rope = 64, paged<1, nhd>> -> !attn.out<1x16x512xbf16>
+  return %out : !attn.out<1x16x512xbf16>
+}
+
+// -----
+
 // An fp8 cache's element type and its scales reach the kernel's config.
 // CHECK-LABEL: func.func @fp8_decode
 // CHECK: verbatim "struct attention_config {

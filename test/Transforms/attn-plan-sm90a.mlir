@@ -153,6 +153,19 @@ func.func @mla_narrow(%q: !attn.q<?x16x320xbf16, ragged>, %kv: !attn.latent_kv<?
 
 // -----
 
+// SGLang's pages of one slot take the latent schedule too: the producer
+// gathers their rows (the plan is the one of whole pages).
+// CHECK-LABEL: func.func @mla_paged1
+// CHECK: attn_gpu.plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 16, q_in_regs = false>
+func.func @mla_paged1(%q: !attn.q<1x16x576xbf16>, %kv: !attn.latent_kv<?x576xbf16, rope = 64, paged<1, nhd>>)
+    -> !attn.out<1x16x512xbf16> {
+  %out = attn.attention(%q, %kv) {scale = 0.0721687824 : f32}
+      : !attn.q<1x16x576xbf16>, !attn.latent_kv<?x576xbf16, rope = 64, paged<1, nhd>> -> !attn.out<1x16x512xbf16>
+  return %out : !attn.out<1x16x512xbf16>
+}
+
+// -----
+
 // The value columns split between two warpgroups in whole 64-column blocks:
 // other latent widths are named.
 func.func @mla_latent_448(%q: !attn.q<1x16x512xbf16>, %kv: !attn.latent_kv<?x512xbf16, rope = 64>)

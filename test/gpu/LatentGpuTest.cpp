@@ -3,7 +3,8 @@
 // MLA variants (a latent cache whose leading columns are the values) through
 // the whole pipeline on random inputs with poisoned outputs, compared with
 // the double-precision reference: query heads 16 to 128, contiguous, ragged
-// and paged caches, split-KV (chosen and forced), chunked prefill whose
+// and paged caches (pages bulk-copied, and pages of 1 or 12 slots gathered
+// row by row), split-KV (chosen and forced), chunked prefill whose
 // 64-row blocks span several tokens, masks and modifiers, and persistent
 // grids of a few CTAs. Without a GPU each case is skipped with the reason.
 //
@@ -24,7 +25,7 @@ struct LatentCase {
   int heads = 128, dim = 576, rope = 64;
   std::string elem = "bf16";
   bool decode = true;     // one query per request, else ragged queries
-  std::string cache = ""; // "", "ragged", "paged<64, nhd>"
+  std::string cache = ""; // "", "ragged", "paged<64, nhd>", "paged<1, nhd>"
   std::string attrs = ""; // "causal", "softcap = 30.0 : f32"
   RunShape shape;
 };
@@ -76,6 +77,15 @@ std::vector<LatentCase> cases() {
        shapeOf(3, 1, 500)});
   add({"h128_short", 128, 576, 64, "bf16", true, "ragged", "",
        shapeOf(6, 1, 40)});
+  // Pages that are not whole swizzle atoms are gathered row by row: SGLang's
+  // one slot, and 12 slots whose tiles straddle pages; a split's and a
+  // request's last tile clamp to the last key.
+  add({"h16_paged1", 16, 576, 64, "bf16", true, "paged<1, nhd>", "",
+       shapeOf(3, 1, 333)});
+  add({"h128_paged12_hnd_split3", 128, 576, 64, "bf16", true,
+       "paged<12, hnd>", "", shapeOf(2, 1, 701, 3)});
+  add({"h16_chunked_causal_paged1", 16, 576, 64, "bf16", false,
+       "paged<1, nhd>", "causal", shapeOf(2, 7, 150)});
   // One split, and more splits than the planner would choose.
   add({"h128_one_split", 128, 576, 64, "bf16", true, "paged<64, nhd>", "",
        shapeOf(2, 1, 800, 1)});

@@ -343,8 +343,6 @@ std::vector<std::string> latentRefusals(const Draw &d) {
   for (const std::string &attr : d.attrs)
     if (attr == "alibi")
       refusals.push_back("ALiBi with a latent cache");
-  if (d.paged && d.pageSize % 8 != 0)
-    refusals.push_back("a paged latent cache of");
   return refusals;
 }
 

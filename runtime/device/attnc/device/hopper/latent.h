@@ -9,7 +9,9 @@
 // items of work_order.h and has three warpgroups:
 //
 // - the producer loads the item's query rows and then each KV tile (keys
-//   and values at once: the same bytes) into a ring of kStages stages;
+//   and values at once: the same bytes) into a ring of kStages stages,
+//   with the copy engine, or, from pages that are not whole swizzle atoms
+//   (SGLang's pages of one slot), gathering rows with cp.async;
 // - the scorer (consumer 0) computes S = Q.K^T over all D columns, the
 //   masks and the online softmax, and hands each tile's probabilities P
 //   and the rows' rescale factors to the other consumer through shared
@@ -32,6 +34,7 @@
 
 #include "attnc/device/hopper/mbarrier.h"
 #include "attnc/device/hopper/params.h"
+#include "attnc/device/hopper/row_gather.h"
 #include "attnc/device/hopper/smem_layout.h"
 #include "attnc/device/hopper/tma.h"
 #include "attnc/device/hopper/wgmma.h"
@@ -62,14 +65,25 @@ template <class C> struct LatentShape {
   static constexpr int kBlockN = C::kBlockN;
   static constexpr int kStages = C::kStages;
   static constexpr int kThreads = 32 * C::kWarpsM;
+  /// Latent tiles are bulk-copied in boxes of kKVBoxRows slots (the
+  /// compiler's choice, which the host's tensor maps share), or, from pages
+  /// that are not whole swizzle atoms, gathered row by row by the producer
+  /// warpgroup (row_gather.h), as the prefill does.
   static constexpr bool kPaged = C::kKVLayout == TokenLayout::Paged;
   static constexpr int kKVBoxRows = C::kKVBoxRows;
-  static_assert(hopper::boxesFillAtoms(kKVBoxRows) &&
-                    kBlockN % kKVBoxRows == 0 &&
-                    (!kPaged || C::kPageSize % kKVBoxRows == 0),
-                "latent tiles are bulk-copied in whole swizzle atoms");
+  static constexpr bool kGatherKV = !hopper::boxesFillAtoms(kKVBoxRows);
+  static_assert(kBlockN % kKVBoxRows == 0 &&
+                    (!kPaged || C::kPageSize % kKVBoxRows == 0) &&
+                    (kPaged || !kGatherKV),
+                "boxes tile the KV tile and stay inside a page; only pages "
+                "are gathered");
   static constexpr int kKVBoxes = kBlockN / kKVBoxRows;
-  static constexpr int kCopyThreads = kPaged && kKVBoxes > 1 ? 32 : 1;
+  static constexpr int kCopyThreads = kGatherKV ? hopper::kWarpgroupThreads
+                                      : kPaged && kKVBoxes > 1 ? 32
+                                                               : 1;
+  /// Threads that arrive on a stage's full barrier: the one that arms it
+  /// for the copy engine, or every gathering thread.
+  static constexpr int kKVFillers = kGatherKV ? kCopyThreads : 1;
   using QTile = hopper::Sw128Tile<kBlockM, kD>;
   using KVTile = hopper::Sw128Tile<kBlockN, kD>;
   using PTile = hopper::Sw128Tile<kBlockM, kBlockN>;
@@ -88,9 +102,10 @@ template <class C> struct LatentShape {
   static_assert(kSmemBytes == C::kSmemBytes,
                 "the tiles must fill the shared memory the planner sized");
   /// setmaxnreg budgets, as in the prefill (prefill.h): the producer keeps
-  /// 40, the consumers share the rest of the launch's pool.
+  /// 40, or 56 where it gathers rows, the consumers share the rest of the
+  /// launch's pool.
   static constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;
-  static constexpr int kProducerRegisters = 40;
+  static constexpr int kProducerRegisters = kGatherKV ? 56 : 40;
   static constexpr int kConsumerRegisters =
       (kThreads * kLaunchRegisters - 128 * kProducerRegisters) / 256 / 8 * 8;
 };
@@ -160,7 +175,7 @@ struct LatentCta
       qFull().init(1);
       qEmpty().init(4); // the scorer's warps
       for (int stage = 0; stage < S::kStages; ++stage) {
-        kvFull(stage).init(1);
+        kvFull(stage).init(S::kKVFillers);
         kvEmpty(stage).init(8); // every consumer warp, once its P.V is done
       }
       hopper::fenceBarrierInit();
@@ -213,6 +228,13 @@ struct LatentCta
       hopper::loadHeadTile<QTile>(
           qTile(), tp->q, qFull(), qToken0 * C::kNumQHeads + rowBegin, 0);
     }
+    if constexpr (S::kGatherKV)
+      gatherTiles();
+    else
+      copyTiles();
+  }
+
+  ATTNC_DEVICE void copyTiles() {
     for (int t = tileBegin; t < tileEnd; ++t) {
       int stage = stageOf(t);
       kvEmpty(stage).wait(phaseOf(t) ^ 1u);
@@ -221,6 +243,47 @@ struct LatentCta
       if constexpr (S::kCopyThreads > 1)
         __syncwarp();
       loadKV(kvTile(stage), kvFull(stage), tileAt(t) * S::kBlockN);
+    }
+  }
+
+  /// Latent tiles gathered by every producer thread, each warp a quarter
+  /// of the rows; the copies complete each thread's arrival on the stage's
+  /// full barrier. Keys past the request's end read its last key: they are
+  /// masked, and what they read is finite (0 x NaN is not 0). The page ids
+  /// of the next tile are loaded before this tile's copies, so that their
+  /// latency is not paid between a stage's release and its refill.
+  using GatherWarps =
+      hopper::GatherWarps<S::kBlockN, hopper::kWarpgroupThreads>;
+  ATTNC_DEVICE void gatherTiles() {
+    int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const u16 *cache = static_cast<const u16 *>(p->k);
+    auto keyOf = [&](int key) {
+      return key < this->kvLen ? key : this->kvLen - 1;
+    };
+    auto pagesOf = [&](int t) {
+      return hopper::lookUpWarpRows<GatherWarps>(warp, lane, [&](int row) {
+        int key = keyOf(tileAt(t) * S::kBlockN + row);
+        return p->page_indices[this->pageBegin + key / C::kPageSize];
+      });
+    };
+    if (tileBegin >= tileEnd)
+      return; // no keys: no page to look up
+    auto pages = pagesOf(tileBegin);
+    for (int t = tileBegin; t < tileEnd; ++t) {
+      int stage = stageOf(t);
+      int key0 = tileAt(t) * S::kBlockN + warp * GatherWarps::kWarpRows;
+      auto next = t + 1 < tileEnd ? pagesOf(t + 1) : pages;
+      kvEmpty(stage).wait(phaseOf(t) ^ 1u);
+      hopper::gatherWarpRows<KVTile, GatherWarps>(
+          kvTile(stage), warp, lane, [&](int r) {
+            u32 page = u32(pages.of(r));
+            u32 slot = u32(keyOf(key0 + r)) % u32(C::kPageSize);
+            return cache + p->k_page_stride * page +
+                   pagedSlotOffset(C::kPageOrder, 0, int(slot), C::kPageSize,
+                                   1, S::kD);
+          });
+      hopper::arriveWhenCopied(kvFull(stage));
+      pages = next;
     }
   }
 
@@ -250,9 +313,9 @@ struct LatentCta
   // Named barriers between the consumers (256 threads): the scorer waits
   // until P is free (the value consumer's P.V of the previous tile is
   // done) and arrives once the next P is written; the value consumer does
-  // the converse. The scorer's own warps meet on a third before they read
-  // the P they wrote together, and on the fourth the normalizers are handed
-  // over.
+  // the converse. The scorer's own warps meet on a third once they have
+  // written P (which their own wgmma then reads) or the normalizers, and on
+  // the fourth the normalizers are handed over.
   static constexpr int kPFree = 1, kPReady = 2, kPWritten = 3, kNormsReady = 4;
   static constexpr int kPairThreads = 256;
 
@@ -301,6 +364,8 @@ struct LatentCta
   /// The scorer issues S = Q.K^T for tile `t`.
   ATTNC_DEVICE void issueScores(int t) {
     kvFull(stageOf(t)).wait(phaseOf(t));
+    if constexpr (S::kGatherKV)
+      hopper::fenceProxyAsync(); // the gathered rows, before wgmma reads
     // Opaque to the compiler: the query tile's descriptors (two registers
     // for each of D / 16 steps) are then made per tile, not held for all.
     u32 q = qTile();
@@ -312,6 +377,8 @@ struct LatentCta
   /// The value consumer waits for tile `t`'s P and rescales its columns.
   ATTNC_DEVICE void awaitProbabilities(int) {
     hopper::namedBarrierSync(kPReady, kPairThreads);
+    if constexpr (S::kGatherKV)
+      hopper::fenceProxyAsync(); // the gathered rows the scorer waited for
     float alpha[2] = {alphas[localRow(0)], alphas[localRow(1)]};
 #pragma unroll
     for (int i = 0; i < hopper::Accumulator<S::kHalfDV>::kRegs; ++i)
@@ -447,8 +514,13 @@ struct LatentCta
         if (any && thread % 4 == 0)
           norms[localRow(half)] = factor[half];
       }
-      if (any)
+      if (any) {
+        // As for P: the writers meet before they hand over. The arrival
+        // alone orders the normalizers, but compute-sanitizer's racecheck
+        // only sees a handoff that a barrier the writers wait on precedes.
+        hopper::namedBarrierSync(kPWritten, hopper::kWarpgroupThreads);
         hopper::namedBarrierArrive(kNormsReady, kPairThreads);
+      }
     } else if (any) {
       hopper::namedBarrierSync(kNormsReady, kPairThreads);
       factor[0] = norms[localRow(0)];

@@ -88,6 +88,24 @@ ATTNC_DEVICE void gatherWarpRows(u32 dst, int warp, int lane,
       const u16 *src = rowSource(int(r));
       cpAsync16(dst + Tile::offset(firstRow + r, chunk * 8), src + chunk * 8);
     }
+  } else if constexpr (kChunks > 32) {
+    // Rows longer than a warp's copy (latent rows of 40 or 72 chunks): a
+    // lane keeps the chunk columns lane, lane + 32, ..., and the warp walks
+    // its rows, finding each row's source once for all of its copies. The
+    // copies of several rows are independent: unrolled, their address
+    // arithmetic and shuffles overlap instead of running one after another.
+    constexpr u32 kLaneChunks = (kChunks + 31) / 32;
+#pragma unroll 4
+    for (u32 r = 0; r < kWarpRows; ++r) {
+      const u16 *src = rowSource(int(r));
+#pragma unroll
+      for (u32 j = 0; j < kLaneChunks; ++j) {
+        u32 chunk = u32(lane) + 32 * j;
+        if (chunk < kChunks)
+          cpAsync16(dst + Tile::offset(firstRow + r, chunk * 8),
+                    src + chunk * 8);
+      }
+    }
   } else {
     // Rows of 10, 12, 14, ... chunks: the lanes walk the chunks in order.
     constexpr u32 kCopies = kWarpRows * kChunks;
