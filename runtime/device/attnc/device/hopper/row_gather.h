@@ -91,20 +91,24 @@ ATTNC_DEVICE void gatherWarpRows(u32 dst, int warp, int lane,
   } else if constexpr (kChunks > 32) {
     // Rows longer than a warp's copy (latent rows of 40 or 72 chunks): a
     // lane keeps the chunk columns lane, lane + 32, ..., and the warp walks
-    // its rows, finding each row's source once for all of its copies. The
-    // copies of several rows are independent: unrolled, their address
-    // arithmetic and shuffles overlap instead of running one after another.
+    // its rows. A lane's chunks of one row are 256 columns apart, whole
+    // swizzle blocks, so each row's source and destination are computed
+    // once and its copies differ by constant offsets; only the last chunk
+    // column is partial.
+    static_assert(256 % Tile::kBlockCols == 0, "256 columns: whole blocks");
     constexpr u32 kLaneChunks = (kChunks + 31) / 32;
-#pragma unroll 4
+    constexpr u32 kStrideBytes = 256 / Tile::kBlockCols * Tile::kBlockBytes;
+    bool lastInRow = u32(lane) + 32 * (kLaneChunks - 1) < kChunks;
+#pragma unroll 2
     for (u32 r = 0; r < kWarpRows; ++r) {
-      const u16 *src = rowSource(int(r));
+      const u16 *src = rowSource(int(r)) + lane * 8;
+      u32 rowDst = dst + Tile::offset(firstRow + r, u32(lane) * 8);
 #pragma unroll
-      for (u32 j = 0; j < kLaneChunks; ++j) {
-        u32 chunk = u32(lane) + 32 * j;
-        if (chunk < kChunks)
-          cpAsync16(dst + Tile::offset(firstRow + r, chunk * 8),
-                    src + chunk * 8);
-      }
+      for (u32 j = 0; j + 1 < kLaneChunks; ++j)
+        cpAsync16(rowDst + j * kStrideBytes, src + j * 256);
+      if (lastInRow)
+        cpAsync16(rowDst + (kLaneChunks - 1) * kStrideBytes,
+                  src + (kLaneChunks - 1) * 256);
     }
   } else {
     // Rows of 10, 12, 14, ... chunks: the lanes walk the chunks in order.
