@@ -96,7 +96,7 @@ def make_inputs(w):
                     generator=g)
     k = torch.randn(w.batch, w.kv_len, w.kv_heads, w.dim, device=DEV,
                     dtype=BF16, generator=g)
-    v = torch.randn(w.batch, w.kv_len, w.kv_heads, w.dim, device=DEV,
+    v = torch.randn(w.batch, w.kv_len, w.kv_heads, w.v_dim, device=DEV,
                     dtype=BF16, generator=g)
     return q, k, v
 
@@ -131,7 +131,7 @@ class Context:
             return torch.tensor(ends, dtype=torch.int32, device=DEV)
         return (self.q.reshape(-1, w.heads, w.dim),
                 self.k.reshape(-1, w.kv_heads, w.dim),
-                self.v.reshape(-1, w.kv_heads, w.dim),
+                self.v.reshape(-1, w.kv_heads, w.v_dim),
                 indptr(q_lens), indptr(kv_lens), max(q_lens), max(kv_lens))
 
 
@@ -228,7 +228,7 @@ def attnc_runner(ctx):
             q2, k2, v2, q_indptr=q_ptr, kv_indptr=kv_ptr, max_q_len=max_q,
             max_kv_len=max_kv, out=out, **mods)), out.view(q.shape)
     if not w.paged:
-        out = torch.empty_like(q)
+        out = q.new_empty(q.shape[:-1] + (w.v_dim,))
         return lambda: attnc.attention(q, k, v, out=out, **mods), out
     cache = ctx.paged
     if not w.decode:  # paged prefill: ragged queries, one request each
@@ -349,7 +349,8 @@ def reference_attention(ctx):
         distance = (cols - rows).double()
         slopes = torch.tensor(alibi_slopes(w.heads), dtype=torch.float64,
                               device=DEV)
-    out = torch.empty(q.shape, dtype=torch.float64, device=DEV)
+    out = torch.empty(q.shape[:-1] + (w.v_dim,), dtype=torch.float64,
+                      device=DEV)
     chunk = max(1, min(w.heads, (128 << 20) // (w.q_len * w.kv_len)))
     for b in range(w.batch):
         for h0 in range(0, w.heads, chunk):
@@ -670,7 +671,7 @@ def flashinfer_modules(w):
     fp = flashinfer_peer
     if w.decode:
         return [fp.decode_key(w.dim), fp.prefill_key("fa2", w.dim)]
-    return [fp.prefill_key("fa2" if w.alibi else "fa3", w.dim,
+    return [fp.prefill_key("fa2" if w.alibi else "fa3", w.dim, w.v_dim,
                            alibi=w.alibi, window=w.window is not None,
                            softcap=w.softcap)]
 

@@ -198,10 +198,11 @@ def short_error(error):
 
 # -- kernels a workload needs, built before anything is timed ---------------
 
-def prefill_key(backend, head_dim, alibi=False, window=False, softcap=False):
+def prefill_key(backend, head_dim, head_dim_vo=None, alibi=False,
+                window=False, softcap=False):
     """A JIT module's arguments, as the wrappers' plan() derives them."""
-    return ("prefill", backend, head_dim, 2 if alibi else 0, bool(window),
-            bool(softcap))
+    return ("prefill", backend, head_dim, head_dim_vo or head_dim,
+            2 if alibi else 0, bool(window), bool(softcap))
 
 
 def decode_key(head_dim):
@@ -213,9 +214,9 @@ def _spec(fi, key):
     import torch
     bf16, i32 = torch.bfloat16, torch.int32
     if key[0] == "prefill":
-        _, backend, dim, posenc, window, softcap = key
+        _, backend, dim, dim_vo, posenc, window, softcap = key
         return fi.jit.gen_batch_prefill_module(
-            backend, bf16, bf16, bf16, i32, dim, dim, posenc, window,
+            backend, bf16, bf16, bf16, i32, dim, dim_vo, posenc, window,
             softcap, False)
     _, dim = key
     return fi.jit.gen_batch_decode_module(
@@ -330,17 +331,17 @@ def ragged_prefill(fi, q, k, v, qo_indptr, kv_indptr, causal, window=None,
     pos_encoding_mode. Returns (fn, backend); fn() returns out."""
     import torch
     backend = "fa2" if alibi else "fa3"
-    heads, dim = q.shape[1], q.shape[2]
+    heads, dim, dim_vo = q.shape[1], q.shape[2], v.shape[2]
     kv_heads = k.shape[1]
     wrapper = fi.BatchPrefillWithRaggedKVCacheWrapper(
         _workspace(q.device), "NHD", backend=backend)
     wrapper.plan(qo_indptr, kv_indptr, heads, kv_heads, dim,
-                 causal=causal,
+                 head_dim_vo=dim_vo, causal=causal,
                  pos_encoding_mode="ALIBI" if alibi else "NONE",
                  window_left=-1 if window is None else window,
                  logits_soft_cap=softcap,
                  q_data_type=q.dtype, kv_data_type=k.dtype)
-    out = torch.empty_like(q)
+    out = q.new_empty(q.shape[:-1] + (dim_vo,))
     return (lambda: wrapper.run(q, k, v, out=out)), backend
 
 

@@ -38,15 +38,19 @@ class Workload:
     equal-length batch). `kv_dtype` "float8_e4m3fn" or "float8_e5m2": attnc
     reads an fp8 cache (one byte per element), its peers the same values
     dequantized to bf16. `kv_lens`: a ragged decode batch, request b over
-    its first kv_lens[b] keys (the tensors are padded to the longest)."""
+    its first kv_lens[b] keys (the tensors are padded to the longest).
+    `v_dim`: the values' head dim where it is not the queries' and keys'
+    (DeepSeek's non-absorbed MLA prefill: 192 and 128)."""
 
     def __init__(self, name, what, batch, heads, kv_heads, dim, q_len,
                  kv_len, causal=False, window=None, paged=False,
                  softcap=None, alibi=False, docs=None, ragged=False,
-                 page=16, kv_dtype=None, sinks=0, kv_lens=None):
+                 page=16, kv_dtype=None, sinks=0, kv_lens=None,
+                 v_dim=None):
         self.name, self.what = name, what
         self.batch, self.heads, self.kv_heads, self.dim = (batch, heads,
                                                            kv_heads, dim)
+        self.v_dim = dim if v_dim is None else v_dim
         self.q_len, self.kv_len = q_len, kv_len
         self.causal, self.window, self.paged = causal, window, paged
         self.softcap, self.alibi = softcap, alibi
@@ -98,7 +102,8 @@ class Workload:
         return self._pairs(self.q_len, self.kv_len)
 
     def flops(self):
-        return 4 * self.batch * self.heads * self.dim * self.visible_pairs()
+        return (2 * self.batch * self.heads * (self.dim + self.v_dim) *
+                self.visible_pairs())
 
     def kv_bytes(self):
         """Bytes of the keys and values a decode step must read: the
@@ -106,7 +111,7 @@ class Workload:
         element = 1 if self.kv_dtype else 2
         lens = self.request_lengths()[1]
         keys = sum(self._pairs(1, n) if self.decode else n for n in lens)
-        return 2 * keys * self.kv_heads * self.dim * element
+        return keys * self.kv_heads * (self.dim + self.v_dim) * element
 
 
 P6_DOCS = document_lengths(16384, 8, seed=6)
@@ -143,6 +148,11 @@ WORKLOADS = [
              8192, causal=True),
     Workload("P8", "16 short requests, causal GQA 32/8 d128, 16x512 "
              "(ragged)", 16, 32, 8, 128, 512, 512, causal=True, ragged=True),
+    # DeepSeek-V3's MLA prefill in the non-absorbed form (issue 15): plain
+    # attention over 128 heads with qk 192 (128 + 64 rope) and v 128.
+    Workload("P9", "causal MHA 128 heads qk 192 / v 128 (MLA prefill, "
+             "non-absorbed), 1x8192", 1, 128, 128, 192, 8192, 8192,
+             causal=True, v_dim=128),
     Workload("D1", "decode 32/8 d128, 64 x 4096", 64, 32, 8, 128, 1, 4096),
     Workload("D2", "decode 32/8 d128, 8 x 32768", 8, 32, 8, 128, 1, 32768),
     Workload("D3", "decode 28/4 d128, 64 x 4096", 64, 28, 4, 128, 1, 4096),

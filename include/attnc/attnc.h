@@ -84,6 +84,11 @@ struct VariantSpec {
   /// ropeDim elements are the values, so the inputs are q and the cache and
   /// the output's head dim is headDim - ropeDim. 0: keys and values.
   int64_t ropeDim = 0;
+  /// The values' and outputs' head dim where it differs from the queries'
+  /// and keys' headDim (DeepSeek's MLA prefill in the non-absorbed form:
+  /// 192 and 128); 0: headDim. Not with a latent cache, whose values are
+  /// its first headDim - ropeDim columns.
+  int64_t valueHeadDim = 0;
 };
 
 /// A verified variant: one function of the attn dialect.

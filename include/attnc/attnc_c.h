@@ -35,8 +35,9 @@ extern "C" {
  * (ATTNC_F8E4M3, ATTNC_F8E5M2, kv_dtype and kv_scales in the spec).
  * 6: the serving runtime: attnc_kv_pool, attnc_radix_cache,
  * attnc_scheduler and attnc_step (the second half of this file).
- * 7: multi-head latent attention (rope_dim in the spec). */
-#define ATTNC_C_API_VERSION 7
+ * 7: multi-head latent attention (rope_dim in the spec).
+ * 8: value_head_dim in the spec (values of another head dim). */
+#define ATTNC_C_API_VERSION 8
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -127,6 +128,9 @@ typedef struct attnc_variant_spec {
    * values (kv_heads 1; the inputs are q and the cache). 0: keys and
    * values. */
   int64_t rope_dim;
+  /* The values' and outputs' head dim where it differs from head_dim (the
+   * queries' and keys', e.g. 192 and 128); 0: head_dim. 0 with rope_dim. */
+  int64_t value_head_dim;
 } attnc_variant_spec;
 
 typedef struct attnc_tensor_spec {

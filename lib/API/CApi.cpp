@@ -120,6 +120,7 @@ attnc_status specFromC(const attnc_variant_spec &c, attnc::VariantSpec &spec) {
     spec.kvDtype = attnc::DType(c.kv_dtype);
   spec.kvScales = attnc::KVScales(enumBits(c.kv_scales));
   spec.ropeDim = c.rope_dim;
+  spec.valueHeadDim = c.value_head_dim;
   for (auto [name, value] : {std::pair<const char *, int>{"causal", c.causal},
                              {"alibi", c.alibi},
                              {"return_lse", c.return_lse}})

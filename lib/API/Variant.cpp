@@ -64,7 +64,8 @@ Status checkSpec(const VariantSpec &s) {
         {"KV heads", s.kvHeads},
         {"head dim", s.headDim},
         {"page size", s.pageSize},
-        {"rope dim", s.ropeDim}})
+        {"rope dim", s.ropeDim},
+        {"value head dim", s.valueHeadDim}})
     if (value < 0)
       return invalid(std::string(name) + " must be positive, got " +
                      std::to_string(value));
@@ -78,6 +79,11 @@ Status checkSpec(const VariantSpec &s) {
     return invalid("a latent cache (rope dim " + std::to_string(s.ropeDim) +
                    ") is one KV head shared by every query head, got " +
                    std::to_string(s.kvHeads) + " KV heads");
+  if (s.ropeDim > 0 && s.valueHeadDim > 0)
+    return invalid("a latent cache's values are its first head dim - rope "
+                   "dim columns: value head dim must be 0 with rope dim " +
+                   std::to_string(s.ropeDim) + ", got " +
+                   std::to_string(s.valueHeadDim));
   if (!s.captureTypes.empty() && s.scoreMod.empty() && s.maskMod.empty())
     return invalid("captured buffers need a score_mod or mask_mod to read "
                    "them");
@@ -201,23 +207,30 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
                       std::to_string(s.headDim) + "x" + keyword(s.dtype) +
                       layoutSuffix(s.queryLayout) + ">";
   // A latent cache's values are its first headDim - ropeDim columns.
+  int64_t valueDim = latent              ? s.headDim - s.ropeDim
+                     : s.valueHeadDim > 0 ? s.valueHeadDim
+                                          : s.headDim;
   std::string outType = "!attn.out<" + queryLen + heads +
-                        std::to_string(s.headDim - s.ropeDim) + "x" +
-                        keyword(s.dtype) + layoutSuffix(s.queryLayout) + ">";
+                        std::to_string(valueDim) + "x" + keyword(s.dtype) +
+                        layoutSuffix(s.queryLayout) + ">";
   std::string lseType = "!attn.lse<" + queryLen + "x" +
                         std::to_string(s.queryHeads) +
                         layoutSuffix(s.queryLayout) + ">";
   std::string kvLayout = layoutSuffix(s.kvLayout, s.pageSize, s.pageOrder);
+  auto cacheType = [&](int64_t dim) {
+    return "!attn.kv<?x" + std::to_string(s.kvHeads) + "x" +
+           std::to_string(dim) + "x" + keyword(s.kvDtype.value_or(s.dtype)) +
+           kvLayout + ">";
+  };
   std::string kvType =
       latent ? "!attn.latent_kv<?x" + std::to_string(s.headDim) + "x" +
                    keyword(s.kvDtype.value_or(s.dtype)) +
                    ", rope = " + std::to_string(s.ropeDim) + kvLayout + ">"
-             : "!attn.kv<?x" + std::to_string(s.kvHeads) + "x" +
-                   std::to_string(s.headDim) + "x" +
-                   keyword(s.kvDtype.value_or(s.dtype)) + kvLayout + ">";
+             : cacheType(s.headDim);
+  std::string vType = latent ? "" : cacheType(valueDim);
   // The cache operands: one latent cache, or keys and values.
   std::string kvOperands = latent ? "%attnc_k" : "%attnc_k, %attnc_v";
-  std::string kvTypes = latent ? kvType : kvType + ", " + kvType;
+  std::string kvTypes = latent ? kvType : kvType + ", " + vType;
   // The verifier says what scales need (an fp8 cache) and may be.
   std::string scaleType =
       s.kvScales == KVScales::None
@@ -250,7 +263,7 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
     captureNames.push_back("%attnc_capture" + std::to_string(i));
   std::vector<std::string> args = {"%attnc_q: " + qType, "%attnc_k: " + kvType};
   if (!latent)
-    args.push_back("%attnc_v: " + kvType);
+    args.push_back("%attnc_v: " + vType);
   if (!scaleType.empty()) {
     args.push_back("%attnc_k_scale: " + scaleType);
     args.push_back("%attnc_v_scale: " + scaleType);

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .errors import AttncError, InvalidArgumentError
 
-API_VERSION = 7  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
+API_VERSION = 8  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
@@ -27,6 +27,7 @@ class VariantSpec(ctypes.Structure):
         ("score_mod", c_char_p), ("mask_mod", c_char_p),
         ("capture_types", ctypes.POINTER(c_char_p)), ("num_captures", c_int),
         ("kv_dtype", c_int), ("kv_scales", c_int), ("rope_dim", c_int64),
+        ("value_head_dim", c_int64),
     ]
 
 

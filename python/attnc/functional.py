@@ -154,7 +154,9 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
 
     Dense: q [batch, q_len, heads, dim], k and v [batch, kv_len, kv_heads,
     dim]. Ragged: q [tokens, heads, dim] and k, v [tokens, kv_heads, dim]
-    with int32 index pointers q_indptr and kv_indptr [batch + 1]. Queries
+    with int32 index pointers q_indptr and kv_indptr [batch + 1]. v may
+    have another head dim than q and k (DeepSeek's MLA prefill: 192 and
+    128); out and the output then have v's. Queries
     are bottom-right aligned when q_len < kv_len. heads must be a multiple
     of kv_heads (GQA / MQA). window is an int (keys to the left) or a
     (left, right) pair; sinks keeps the first keys visible. score_mod and
@@ -186,9 +188,10 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     heads, dim = q.shape[-2], q.shape[-1]
     kv_heads = k.shape[-2]
     # Messages are formatted only on failure: decode steps come here often.
-    if tuple(k.shape) != tuple(v.shape):
+    if tuple(k.shape[:-1]) != tuple(v.shape[:-1]):
         raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must "
-                         f"have one shape")
+                         f"have one shape but for the head dim")
+    v_dim = v.shape[-1]
     if k.shape[-1] != dim:
         raise ValueError(f"k's head dim {k.shape[-1]} differs from q's {dim}")
     if ragged:
@@ -234,6 +237,7 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     kv_fields, scales = kv_scale_fields(kv_dtype, k_scale, v_scale,
                                         kv_heads, q.device)
     spec = dict(query_heads=heads, kv_heads=kv_heads, head_dim=dim,
+                value_head_dim=0 if v_dim == dim else v_dim,
                 dtype=IR_NAMES[dtype], query_layout=layout, **kv_fields,
                 queries_per_request=1 if decode else 0, kv_layout=layout,
                 score_mod=score_mod, mask_mod=mask_mod,
@@ -242,12 +246,13 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
                                   alibi, return_lse))
     if out is not None:
         check_tensor("out", out, rank, (dtype,))
-        require(tuple(out.shape) == tuple(q.shape), "out must have q's shape")
+        require(tuple(out.shape) == tuple(q.shape[:-1]) + (v_dim,),
+                "out must have q's shape with v's head dim")
     kernel = kernel_for(spec)
 
     import torch
     if out is None:
-        out = torch.empty_like(q)
+        out = q.new_empty(tuple(q.shape[:-1]) + (v_dim,))
     outputs = [out.data_ptr()]
     lse = None
     if return_lse:

@@ -56,6 +56,19 @@ def test_compiles_for_an_explicit_arch_without_a_gpu():
     assert kernel.inputs[1].heads == 4 and kernel.inputs[1].dim == 64
 
 
+def test_values_may_have_their_own_head_dim():
+    # DeepSeek's MLA prefill, not absorbed: qk 192 (128 + 64 rope), v 128.
+    variant = Variant.from_spec(query_heads=16, kv_heads=16, head_dim=192,
+                                value_head_dim=128, causal=1)
+    assert "!attn.kv<?x16x128xbf16>" in variant.mlir
+    kernel = Kernel(variant, arch="sm_90a", cache_dir="-")
+    assert [i.dim for i in kernel.inputs] == [192, 192, 128]
+    assert kernel.outputs[0].dim == 128
+    with pytest.raises(attnc.AttncError, match="value head dim must be 0"):
+        Variant.from_spec(query_heads=16, kv_heads=1, head_dim=576,
+                          rope_dim=64, value_head_dim=512)
+
+
 def test_unsupported_head_dim_is_named():
     # Not a multiple of the kernels' 16-column steps.
     variant = Variant.from_spec(query_heads=8, kv_heads=8, head_dim=40)
@@ -75,6 +88,8 @@ def test_unsupported_head_dim_is_named():
     (dict(k=FakeTensor((2, 16, 3, 64)), v=FakeTensor((2, 16, 3, 64))),
      ValueError, "must be a multiple of key/value heads \\(3\\)"),
     (dict(v=FakeTensor((2, 8, 2, 64))), ValueError, "must have one shape"),
+    (dict(v=FakeTensor((2, 16, 2, 32)), out=FakeTensor((2, 16, 8, 64))),
+     ValueError, "out must have q's shape with v's head dim"),
     (dict(q=FakeTensor((2, 16, 8, 64), contiguous=False)), ValueError,
      "contiguous"),
     (dict(q=object()), TypeError, "q must be a tensor"),

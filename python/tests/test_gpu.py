@@ -59,6 +59,18 @@ def test_gqa_causal_prefill_matches_sdpa(dtype, batch, q_len, kv_len, heads,
     assert relative_error(out, sdpa(q, k, v, causal=True)) < 1e-2
 
 
+@pytest.mark.parametrize("q_len, kv_len", [(777, 777), (64, 1000)])
+def test_values_of_their_own_head_dim_match_sdpa(q_len, kv_len):
+    # DeepSeek's MLA prefill in the non-absorbed form: qk 192, v 128.
+    torch.manual_seed(q_len)
+    q = torch.randn(2, q_len, 16, 192, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(2, kv_len, 16, 192, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(2, kv_len, 16, 128, device="cuda", dtype=torch.bfloat16)
+    out = attnc.attention(q, k, v, causal=True, out=poisoned(v[:, :q_len]))
+    assert out.shape == (2, q_len, 16, 128)
+    assert relative_error(out, sdpa(q, k, v, causal=True)) < 1e-2
+
+
 def test_lse_and_merge_states_rebuild_full_attention():
     torch.manual_seed(7)
     q = torch.randn(2, 64, 8, 128, device="cuda", dtype=torch.bfloat16)

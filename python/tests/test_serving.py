@@ -145,7 +145,7 @@ def test_the_package_exports_the_serving_types():
                  "SchedulerStats"):
         assert name in attnc.__all__
         assert getattr(attnc, name) is getattr(attnc.serving, name)
-    assert _capi.API_VERSION == 7 == _capi.lib.attnc_api_version()
+    assert _capi.API_VERSION == 8 == _capi.lib.attnc_api_version()
     assert set(_capi.POLICIES) == {"fcfs", "lpm", "dfs-weight"}
     assert set(_capi.KV_MEMORY) == {"host", "device", "accounting"}
 

@@ -348,6 +348,39 @@ TEST(Api, LatentSpecTakesOneCacheAndGivesTheLatentWidth) {
   EXPECT_EQ(specError(spec), "rope dim must be positive, got -64");
 }
 
+TEST(Api, ValueHeadDimGivesTheValuesAndOutputsTheirWidth) {
+  // DeepSeek's MLA prefill in the non-absorbed form: qk 192, v 128.
+  VariantSpec spec;
+  spec.queryHeads = 16;
+  spec.kvHeads = 16;
+  spec.headDim = 192;
+  spec.valueHeadDim = 128;
+  spec.causal = true;
+  StatusOr<Variant> variant = Variant::fromSpec(spec);
+  ASSERT_TRUE(variant.ok()) << variant.status().toString();
+  EXPECT_TRUE(contains(variant->mlir(), "!attn.kv<?x16x192xbf16>"));
+  EXPECT_TRUE(contains(variant->mlir(), "!attn.kv<?x16x128xbf16>"));
+  EXPECT_TRUE(contains(variant->mlir(), "!attn.out<?x16x128xbf16>"));
+  for (const char *arch : {"sm_90a", "sm_80"}) {
+    StatusOr<Kernel> kernel = Kernel::compile(*variant, {arch, 132, "-"});
+    ASSERT_TRUE(kernel.ok()) << arch << ": " << kernel.status().toString();
+    ASSERT_EQ(kernel->inputs().size(), 3u);
+    EXPECT_EQ(kernel->inputs()[1].dim, 192);
+    EXPECT_EQ(kernel->inputs()[2].dim, 128);
+    EXPECT_EQ(kernel->outputs()[0].dim, 128);
+  }
+
+  spec.valueHeadDim = -128;
+  EXPECT_EQ(specError(spec), "value head dim must be positive, got -128");
+  spec.valueHeadDim = 512;
+  spec.kvHeads = 1;
+  spec.headDim = 576;
+  spec.ropeDim = 64;
+  EXPECT_EQ(specError(spec), "a latent cache's values are its first head dim "
+                             "- rope dim columns: value head dim must be 0 "
+                             "with rope dim 64, got 512");
+}
+
 TEST(Api, SpecValuesAreTheVerifiers) {
   VariantSpec spec = gqaCausal();
   spec.kvHeads = 0;

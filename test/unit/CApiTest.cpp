@@ -149,6 +149,24 @@ TEST(CApi, RopeDimDescribesALatentCache) {
   attnc_variant_destroy(variant);
 }
 
+TEST(CApi, ValueHeadDimDescribesNarrowerValues) {
+  attnc_variant_spec spec;
+  attnc_variant_spec_init(&spec);
+  EXPECT_EQ(spec.value_head_dim, 0);
+  spec.query_heads = 8;
+  spec.kv_heads = 8;
+  spec.head_dim = 192;
+  spec.value_head_dim = 128;
+  attnc_variant variant = nullptr;
+  ASSERT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_OK) << lastError();
+  EXPECT_TRUE(contains(attnc_variant_mlir(variant), "!attn.kv<?x8x128xbf16>"));
+  EXPECT_TRUE(contains(attnc_variant_mlir(variant), "!attn.out<?x8x128xbf16>"));
+  attnc_variant_destroy(variant);
+  spec.value_head_dim = -1;
+  EXPECT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError().c_str(), "value head dim must be positive"));
+}
+
 TEST(CApi, CompileErrorsNameTheUnsupportedFeature) {
   attnc_variant_spec spec = gqaCausal();
   spec.head_dim = 40; // not a multiple of the kernels' 16-column steps

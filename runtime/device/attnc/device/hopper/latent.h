@@ -32,6 +32,7 @@
 #ifndef ATTNC_DEVICE_HOPPER_LATENT_H
 #define ATTNC_DEVICE_HOPPER_LATENT_H
 
+#include "attnc/device/hopper/kv_copies.h"
 #include "attnc/device/hopper/mbarrier.h"
 #include "attnc/device/hopper/params.h"
 #include "attnc/device/hopper/row_gather.h"
@@ -47,7 +48,9 @@
 namespace attnc {
 
 /// What the latent kernel derives from the generated configuration `C`.
-template <class C> struct LatentShape {
+/// How the producer fills a KV tile (copy engine or gathered rows) is
+/// kv_copies.h's, shared with the prefill.
+template <class C> struct LatentShape : hopper::KVCopies<C> {
   static_assert(C::kWarpsN == 1 && C::kWarpsM == 12,
                 "a producer, a scorer and a value warpgroup");
   static_assert(C::kNumKVHeads == 1 && C::kGroup == C::kNumQHeads,
@@ -65,25 +68,6 @@ template <class C> struct LatentShape {
   static constexpr int kBlockN = C::kBlockN;
   static constexpr int kStages = C::kStages;
   static constexpr int kThreads = 32 * C::kWarpsM;
-  /// Latent tiles are bulk-copied in boxes of kKVBoxRows slots (the
-  /// compiler's choice, which the host's tensor maps share), or, from pages
-  /// that are not whole swizzle atoms, gathered row by row by the producer
-  /// warpgroup (row_gather.h), as the prefill does.
-  static constexpr bool kPaged = C::kKVLayout == TokenLayout::Paged;
-  static constexpr int kKVBoxRows = C::kKVBoxRows;
-  static constexpr bool kGatherKV = !hopper::boxesFillAtoms(kKVBoxRows);
-  static_assert(kBlockN % kKVBoxRows == 0 &&
-                    (!kPaged || C::kPageSize % kKVBoxRows == 0) &&
-                    (kPaged || !kGatherKV),
-                "boxes tile the KV tile and stay inside a page; only pages "
-                "are gathered");
-  static constexpr int kKVBoxes = kBlockN / kKVBoxRows;
-  static constexpr int kCopyThreads = kGatherKV ? hopper::kWarpgroupThreads
-                                      : kPaged && kKVBoxes > 1 ? 32
-                                                               : 1;
-  /// Threads that arrive on a stage's full barrier: the one that arms it
-  /// for the copy engine, or every gathering thread.
-  static constexpr int kKVFillers = kGatherKV ? kCopyThreads : 1;
   using QTile = hopper::Sw128Tile<kBlockM, kD>;
   using KVTile = hopper::Sw128Tile<kBlockN, kD>;
   using PTile = hopper::Sw128Tile<kBlockM, kBlockN>;
@@ -101,13 +85,13 @@ template <class C> struct LatentShape {
       kBarrierOffset + 8 * kBarriers + hopper::kAtomBytes;
   static_assert(kSmemBytes == C::kSmemBytes,
                 "the tiles must fill the shared memory the planner sized");
-  /// setmaxnreg budgets, as in the prefill (prefill.h): the producer keeps
-  /// 40, or 56 where it gathers rows, the consumers share the rest of the
-  /// launch's pool.
+  /// setmaxnreg budgets, as in the prefill (prefill.h): the consumers
+  /// share what the producer leaves of the launch's pool.
   static constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;
-  static constexpr int kProducerRegisters = kGatherKV ? 56 : 40;
   static constexpr int kConsumerRegisters =
-      (kThreads * kLaunchRegisters - 128 * kProducerRegisters) / 256 / 8 * 8;
+      (kThreads * kLaunchRegisters -
+       128 * hopper::KVCopies<C>::kProducerRegisters) /
+      256 / 8 * 8;
 };
 
 #if ATTNC_IS_DEVICE

@@ -34,6 +34,7 @@
 #ifndef ATTNC_DEVICE_HOPPER_PREFILL_H
 #define ATTNC_DEVICE_HOPPER_PREFILL_H
 
+#include "attnc/device/hopper/kv_copies.h"
 #include "attnc/device/hopper/mbarrier.h"
 #include "attnc/device/hopper/params.h"
 #include "attnc/device/hopper/row_gather.h"
@@ -51,7 +52,9 @@ namespace attnc {
 /// What the warp-specialized kernel derives from the generated
 /// configuration `C`: kWarpsM warps are a producer warpgroup and
 /// kWarpsM / 4 - 1 consumer warpgroups (the plan's `warps`).
-template <class C> struct WarpSpecializedShape {
+/// How the producer fills a K or V tile (copy engine or gathered rows) is
+/// kv_copies.h's, shared with the latent schedule.
+template <class C> struct WarpSpecializedShape : hopper::KVCopies<C> {
   static_assert(C::kWarpsN == 1 && C::kWarpsM % 4 == 0 && C::kWarpsM >= 8,
                 "a producer warpgroup and at least one consumer warpgroup");
   static_assert(sizeof(typename C::KVElem) == sizeof(typename C::Elem) &&
@@ -64,28 +67,6 @@ template <class C> struct WarpSpecializedShape {
   static constexpr int kBlockN = C::kBlockN;
   static constexpr int kStages = C::kStages;
   static constexpr int kThreads = 32 * C::kWarpsM;
-  /// K/V tiles are copied in boxes of kKVBoxRows keys: the whole tile, or
-  /// for a paged cache slots inside one page (the compiler's choice, which
-  /// the host's tensor maps share). Boxes that are not whole swizzle atoms
-  /// are gathered row by row by the producer warpgroup instead.
-  static constexpr bool kPaged = C::kKVLayout == TokenLayout::Paged;
-  static constexpr int kKVBoxRows = C::kKVBoxRows;
-  static constexpr bool kGatherKV = !hopper::boxesFillAtoms(kKVBoxRows);
-  static_assert(kBlockN % kKVBoxRows == 0 &&
-                    (!kPaged || C::kPageSize % kKVBoxRows == 0) &&
-                    (kPaged || !kGatherKV),
-                "boxes tile the KV tile and stay inside a page; only pages "
-                "are gathered");
-  /// Producer threads that copy K/V: one issues a contiguous tile's bulk
-  /// copies; a warp issues a paged tile's boxes, a lane per page, so that
-  /// their page-table reads overlap; the warpgroup gathers rows.
-  static constexpr int kKVBoxes = kBlockN / kKVBoxRows;
-  static constexpr int kCopyThreads = kGatherKV ? hopper::kWarpgroupThreads
-                                      : kPaged && kKVBoxes > 1 ? 32
-                                                               : 1;
-  /// Threads that arrive on a K or V stage's full barrier: the one that
-  /// arms it for the copy engine, or every gathering thread.
-  static constexpr int kKVFillers = kGatherKV ? kCopyThreads : 1;
   using QTile = hopper::Sw128Tile<hopper::kWgmmaM, kD>;
   using KTile = hopper::Sw128Tile<kBlockN, kD>;
   using VTile = hopper::Sw128Tile<kBlockN, kDV>;
@@ -105,12 +86,10 @@ template <class C> struct WarpSpecializedShape {
   /// setmaxnreg budgets. The CTA's pool is what its threads hold at launch:
   /// __launch_bounds__(kThreads, 1) gives each the most registers one CTA
   /// per SM allows, a multiple of 8 (168 for 384 threads). The producer
-  /// only issues copies and keeps 40, or 56 where it gathers pages (the
-  /// copy loop, unrolled, needs them: 22 -> 12 instructions per copy);
-  /// the consumers share the rest. An increase the pool cannot cover never
-  /// returns.
+  /// keeps kv_copies.h's budget; the consumers share the rest. An increase
+  /// the pool cannot cover never returns.
   static constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;
-  static constexpr int kProducerRegisters = kGatherKV ? 56 : 40;
+  using hopper::KVCopies<C>::kProducerRegisters;
   static constexpr int kConsumerShare =
       (kThreads * kLaunchRegisters - 128 * kProducerRegisters) /
       (128 * kConsumers) / 8 * 8;
