@@ -221,12 +221,13 @@ def attnc_runner(ctx):
                                         v_scale=v_scale, **mods)), out
     if w.ragged_layout:
         q2, k2, v2, q_ptr, kv_ptr, max_q, max_kv = ctx.ragged()
-        out = torch.empty_like(q2)
+        out = q2.new_empty(q2.shape[:-1] + (w.v_dim,))
         # max_q_len / max_kv_len given: the index pointers stay on the
         # device, unread by the host (attnc.attention's trusted path).
-        return (lambda: attnc.attention(
+        run = lambda: attnc.attention(  # noqa: E731
             q2, k2, v2, q_indptr=q_ptr, kv_indptr=kv_ptr, max_q_len=max_q,
-            max_kv_len=max_kv, out=out, **mods)), out.view(q.shape)
+            max_kv_len=max_kv, out=out, **mods)
+        return run, out.view(q.shape[:-1] + (w.v_dim,))
     if not w.paged:
         out = q.new_empty(q.shape[:-1] + (w.v_dim,))
         return lambda: attnc.attention(q, k, v, out=out, **mods), out
@@ -500,7 +501,7 @@ def flex_runner(ctx):
 def flashinfer_prefill_runner(ctx):
     w, fi = ctx.w, ctx.fi
     q2, k2, v2, q_ptr, kv_ptr, _, _ = ctx.ragged()
-    shape = ctx.q.shape
+    shape = ctx.q.shape[:-1] + (w.v_dim,)
     if w.paged:  # (no such row yet) the paged wrapper, FA3
         if w.alibi:
             raise Skip("FlashInfer's FA3 kernels apply no ALiBi")
