@@ -1,6 +1,8 @@
 """Absorbed MLA decode (DeepSeek-V3: 512 latent + 64 rope dims, one latent
 head) through a shuffled paged cache of 64-slot pages (and of SGLang's
-1-slot pages, M5 and M6): attnc.MLAAttention beside
+1-slot pages, M5 and M6), and chunked prefill in the absorbed form (M7 and
+M8: 64 new tokens per request over its cached keys, causal, bottom-right):
+attnc.MLAAttention beside
 FlashInfer's MLA (fa3 and fa2 backends, when its sdist is in .peers/) and
 PyTorch's absorbed MLA (matmuls and a softmax over the gathered cache, as
 engines' fallback paths do), timed alternately in one process, with the
@@ -9,7 +11,7 @@ copy and GEMM ceilings of the same run.
     PYTHONPATH=python:benchmarks python3 benchmarks/mla_bench.py --out DIR
 
 Bandwidth counts the latent rows read once (576 x 2 bytes a key); FLOPs are
-2 x heads x keys x (576 + 512) per request; the roofline fraction is
+2 x heads x (576 + 512) per visible (query, key) pair; the roofline fraction is
 max(bytes / copy ceiling, FLOPs / GEMM ceiling) over the time taken."""
 
 import argparse
@@ -24,34 +26,40 @@ from bench import copy_ceiling_gbs, gemm_ceiling_tflops, time_alternately
 CKV, KPE = 512, 64
 SCALE = 1.0 / (128 + 64) ** 0.5  # DeepSeek-V3's, before the absorption
 
-ROWS = [  # name, query heads, requests, keys per request, slots per page
-    ("M1", 128, 64, 4096, 64),
-    ("M2", 128, 8, 32768, 64),
-    ("M3", 16, 64, 4096, 64),
-    ("M4", 16, 8, 32768, 64),
-    ("M5", 128, 64, 4096, 1),
-    ("M6", 16, 64, 4096, 1),
+ROWS = [  # name, query heads, requests, keys per request, slots per page,
+    #         queries per request
+    ("M1", 128, 64, 4096, 64, 1),
+    ("M2", 128, 8, 32768, 64, 1),
+    ("M3", 16, 64, 4096, 64, 1),
+    ("M4", 16, 8, 32768, 64, 1),
+    ("M5", 128, 64, 4096, 1, 1),
+    ("M6", 16, 64, 4096, 1, 1),
+    ("M7", 128, 16, 4096, 64, 64),
+    ("M8", 16, 16, 4096, 64, 64),
 ]
 
 
 class Batch:
     """Queries, a shuffled paged latent cache and its page table."""
 
-    def __init__(self, heads, batch, keys, page, seed=0):
+    def __init__(self, heads, batch, keys, page, q_len=1, seed=0):
         torch.manual_seed(seed)
         pages_per = keys // page
         total = batch * pages_per
         self.heads, self.batch, self.keys, self.page = heads, batch, keys, page
+        self.q_len = q_len
+        self.causal = q_len > 1
         self.cache = torch.randn(total, page, CKV + KPE, device="cuda",
                                  dtype=torch.bfloat16)
         self.indices = torch.randperm(total, device="cuda").to(torch.int32)
         self.kv_indptr = torch.arange(0, total + 1, pages_per,
                                       dtype=torch.int32, device="cuda")
-        self.qo_indptr = torch.arange(batch + 1, dtype=torch.int32,
-                                      device="cuda")
+        self.qo_indptr = torch.arange(0, batch * q_len + 1, q_len,
+                                      dtype=torch.int32, device="cuda")
         self.kv_len = torch.full((batch,), keys, dtype=torch.int32,
                                  device="cuda")
-        self.q = torch.randn(batch, heads, CKV + KPE, device="cuda",
+        # [tokens, heads, 576], a request's tokens consecutive.
+        self.q = torch.randn(batch * q_len, heads, CKV + KPE, device="cuda",
                              dtype=torch.bfloat16)
 
     def gathered(self):
@@ -60,18 +68,38 @@ class Batch:
                                                        CKV + KPE)
         return rows
 
+    def rows(self):
+        """[batch, q_len x heads, 576]: a request's (token, head) rows."""
+        return self.q.reshape(self.batch, self.q_len * self.heads, CKV + KPE)
+
+    def hidden(self):
+        """None, or [q_len x heads, keys], true where the causal mask hides
+        the key from the row's token (bottom-right aligned)."""
+        if not self.causal:
+            return None
+        token = torch.arange(self.q_len * self.heads,
+                             device="cuda") // self.heads
+        last = self.keys - self.q_len + token
+        return torch.arange(self.keys, device="cuda")[None, :] > last[:, None]
+
+    def pairs(self):
+        """Visible (query, key) pairs of a request."""
+        return sum(self.keys - self.q_len + i + 1 if self.causal
+                   else self.keys for i in range(self.q_len))
+
     def bytes(self):
         return self.batch * self.keys * (CKV + KPE) * 2
 
     def flops(self):
-        return 2 * self.batch * self.heads * self.keys * (CKV + CKV + KPE)
+        return 2 * self.batch * self.heads * self.pairs() * (CKV + CKV + KPE)
 
 
 def attnc_runner(b):
-    mla = attnc.MLAAttention(b.heads, CKV, KPE, b.page, sm_scale=SCALE)
+    mla = attnc.MLAAttention(b.heads, CKV, KPE, b.page, causal=b.causal,
+                             sm_scale=SCALE)
     mla.plan(b.qo_indptr.cpu(), b.kv_indptr.cpu(), b.indices.cpu(),
              b.kv_len.cpu())
-    out = torch.empty(b.batch, b.heads, CKV, device="cuda",
+    out = torch.empty(b.q.shape[0], b.heads, CKV, device="cuda",
                       dtype=torch.bfloat16)
     args = (b.q[..., :CKV], b.q[..., CKV:], b.cache[..., :CKV],
             b.cache[..., CKV:])
@@ -79,10 +107,12 @@ def attnc_runner(b):
 
 
 def torch_runner(b):
-    kv = b.gathered()
+    kv, q, hidden = b.gathered(), b.rows(), b.hidden()
 
     def run():
-        s = torch.matmul(b.q, kv.transpose(1, 2)) * SCALE
+        s = torch.matmul(q, kv.transpose(1, 2)) * SCALE
+        if hidden is not None:
+            s.masked_fill_(hidden, float("-inf"))
         p = torch.softmax(s.float(), -1).to(torch.bfloat16)
         return torch.matmul(p, kv[..., :CKV])
     return run
@@ -92,7 +122,7 @@ def flashinfer_runner(fi, b, backend):
     workspace = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
     wrapper = fi.mla.BatchMLAPagedAttentionWrapper(workspace, backend=backend)
     wrapper.plan(b.qo_indptr, b.kv_indptr, b.indices, b.kv_len, b.heads, CKV,
-                 KPE, b.page, False, SCALE, torch.bfloat16, torch.bfloat16)
+                 KPE, b.page, b.causal, SCALE, torch.bfloat16, torch.bfloat16)
     # Its own tensors for the two parts: the same rows, each contiguous.
     args = (b.q[..., :CKV].contiguous(), b.q[..., CKV:].contiguous(),
             b.cache[..., :CKV].contiguous(), b.cache[..., CKV:].contiguous())
@@ -102,8 +132,11 @@ def flashinfer_runner(fi, b, backend):
 def reference(b):
     """The absorbed MLA in float32: the error column's reference."""
     kv = b.gathered().float()
-    s = torch.matmul(b.q.float(), kv.transpose(1, 2)) * SCALE
-    return torch.matmul(torch.softmax(s, -1), kv[..., :CKV])
+    s = torch.matmul(b.rows().float(), kv.transpose(1, 2)) * SCALE
+    if b.causal:
+        s.masked_fill_(b.hidden(), float("-inf"))
+    out = torch.matmul(torch.softmax(s, -1), kv[..., :CKV])
+    return out.reshape(b.q.shape[0], b.heads, CKV)
 
 
 def relative_error(ours, ref):
@@ -136,15 +169,15 @@ def main():
     device = torch.cuda.get_device_name()
     lines = [f"device: {device}; copy ceiling {copy:.0f} GB/s, bf16 GEMM "
              f"ceiling {gemm:.0f} TFLOP/s", "",
-             "| row | heads | batch x keys | page | attnc ms | GB/s | TFLOP/s | "
+             "| row | heads | batch x queries x keys | page | attnc ms | GB/s | TFLOP/s | "
              "roofline | torch ms | FI fa3 ms | FI fa2 ms | attnc / best "
              "peer | rel. error |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     chosen = set(args.rows.split(",")) if args.rows else None
-    for name, heads, batch, keys, page in ROWS:
+    for name, heads, batch, keys, page, q_len in ROWS:
         if chosen is not None and name not in chosen:
             continue
-        b = Batch(heads, batch, keys, page)
+        b = Batch(heads, batch, keys, page, q_len)
         timers = {"attnc": attnc_runner(b), "torch": torch_runner(b)}
         for backend in ("fa3", "fa2"):
             if fi is None:
@@ -165,7 +198,8 @@ def main():
         peers = [t for k, t in times.items() if k != "attnc"]
         cell = lambda k: f"{times[k]:.3f}" if k in times else "n/a"
         lines.append(
-            f"| {name} | {heads} | {batch} x {keys} | {page} | {ms:.3f} | "
+            f"| {name} | {heads} | {batch} x {q_len} x {keys} | {page} | "
+            f"{ms:.3f} | "
             f"{gbs:.0f} | "
             f"{tflops:.0f} | {100 * roof:.0f}% | {cell('torch')} | "
             f"{cell('fa_fa3')} | {cell('fa_fa2')} | "
