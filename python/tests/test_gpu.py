@@ -105,6 +105,32 @@ def test_ragged_prefill_matches_sdpa_per_request():
         start += n
 
 
+def test_ragged_prefill_with_narrower_values_matches_sdpa():
+    # MLA's non-absorbed chunked prefill as engines run it: ragged
+    # requests, qk 192 and v 128, the return LSE included.
+    torch.manual_seed(5)
+    lens = [70, 200]
+    indptr = torch.tensor([0, 70, 270], dtype=torch.int32, device="cuda")
+    q = torch.randn(270, 8, 192, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(270, 8, 192, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(270, 8, 128, device="cuda", dtype=torch.bfloat16)
+    out, lse = attnc.attention(q, k, v, causal=True, q_indptr=indptr,
+                               kv_indptr=indptr, return_lse=True,
+                               out=poisoned(v))
+    assert out.shape == (270, 8, 128) and lse.shape == (270, 8)
+    start = 0
+    for n in lens:
+        s = slice(start, start + n)
+        ref = sdpa(q[None, s], k[None, s], v[None, s], causal=True)[0]
+        assert relative_error(out[s], ref) < 1e-2
+        scores = torch.einsum("qhd,khd->hqk", q[s].double(),
+                              k[s].double()) / math.sqrt(192)
+        hidden = torch.ones(n, n, dtype=torch.bool, device="cuda").triu(1)
+        ref_lse = scores.masked_fill(hidden, float("-inf")).logsumexp(-1)
+        assert relative_error(lse[s], ref_lse.transpose(0, 1)) < 1e-3
+        start += n
+
+
 def page_table(kv_lens, page_size, unused):
     """A shuffled CSR page table for requests of `kv_lens` keys, with
     `unused` pages in the cache besides: (pages, kv_indices, kv_indptr,
