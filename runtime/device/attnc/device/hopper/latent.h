@@ -403,23 +403,33 @@ struct LatentCta
     valuesTile = -1;
   }
 
+  /// Scores are held as raw products where nothing but the scale modifies
+  /// them (the prefill's choice, prefill.h): the scale goes into exp2's
+  /// argument (one FFMA a score instead of a multiply and a subtraction),
+  /// and a tile no mask cuts is not touched. A positive scale keeps the
+  /// row maxima of the raw products those of the logits.
+  static constexpr bool kHoldRaw = !Rows::kMods && C::kScale > 0.0f;
+  static constexpr float kLogitScale = kHoldRaw ? C::kScale * kLog2E : 1.0f;
+
   template <bool Partial> ATTNC_DEVICE void modifyScores(int t) {
+    if (kHoldRaw && !Partial)
+      return;
     int key0 = tileAt(t) * S::kBlockN;
 #pragma unroll
     for (int i = 0; i < hopper::Accumulator<S::kBlockN>::kRegs; ++i) {
       int row = rowBegin + localRow((i / 2) % 2);
       int key = key0 + hopper::AccumulatorLayout::col(thread, i);
-      s.d[i] = this->template logit<Partial, false>(s.d[i], row, key, 0.0f);
+      if constexpr (kHoldRaw)
+        s.d[i] = this->template masked<Partial, false>(s.d[i], row, key);
+      else
+        s.d[i] = this->template logit<Partial, false>(s.d[i], row, key, 0.0f);
     }
   }
 
+  /// Four chains of maxima per row: one would be the softmax's critical
+  /// path.
   ATTNC_DEVICE float rowMaxOf(int half) const {
-    float m = negInf();
-#pragma unroll
-    for (int i = 0; i < hopper::Accumulator<S::kBlockN>::kRegs; ++i)
-      if ((i / 2) % 2 == half)
-        m = maxf(m, s.d[i]);
-    return m;
+    return hopper::rowMaxOf<4>(s, half);
   }
 
   /// The scorer's online softmax on base-2 logits: new maxima and sums,
@@ -433,14 +443,15 @@ struct LatentCta
       float mx = maxf(rowMax[half], rowMaxOf(half));
       mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      float shift = mx == negInf() ? 0.0f : mx;
-      alpha[half] = fastExp2(rowMax[half] - shift);
+      // A row that has seen no key keeps -inf; shift by 0 so exp2 stays 0.
+      float shift = mx == negInf() ? 0.0f : mx * kLogitScale;
+      alpha[half] = fastExp2(rowMax[half] * kLogitScale - shift);
       rowMax[half] = mx;
       float sum = rowSum[half] * alpha[half];
 #pragma unroll
       for (int i = 0; i < kRegs; ++i)
         if ((i / 2) % 2 == half) {
-          s.d[i] = fastExp2(s.d[i] - shift);
+          s.d[i] = fastExp2(s.d[i] * kLogitScale - shift);
           sum += s.d[i];
         }
       rowSum[half] = sum;
@@ -534,7 +545,8 @@ struct LatentCta
       if (isScorer() && thread % 4 == 0) {
         float sum = rowSum[half];
         float lse =
-            sum > 0.0f ? (rowMax[half] + fastLog2(sum)) * kLn2 : negInf();
+            sum > 0.0f ? (rowMax[half] * kLogitScale + fastLog2(sum)) * kLn2
+                       : negInf();
         if (partial)
           p->partial_lse[split * p->partial_split_stride + outRow] = lse;
         else if (C::kHasLse)

@@ -531,29 +531,11 @@ struct WarpSpecializedCta
     }
   }
 
-  /// The maximum of this thread's scores in row `half` of the tile, over
-  /// kChains independent chains: one chain of kBlockN / 8 dependent maxima
-  /// would sit on the softmax's critical path, between a consumer's turns.
+  /// Four chains of maxima per row (hopper::rowMaxOf): one chain would sit
+  /// on the softmax's critical path, between a consumer's turns.
   static constexpr int kChains = 4;
   ATTNC_DEVICE float rowMaxOf(int half) const {
-    constexpr int kRegs = hopper::Accumulator<S::kBlockN>::kRegs;
-    float chain[kChains];
-#pragma unroll
-    for (int c = 0; c < kChains; ++c)
-      chain[c] = negInf();
-    int n = 0;
-#pragma unroll
-    for (int i = 0; i < kRegs; ++i)
-      if ((i / 2) % 2 == half) {
-        chain[n % kChains] = maxf(chain[n % kChains], s.d[i]);
-        ++n;
-      }
-#pragma unroll
-    for (int width = kChains / 2; width > 0; width /= 2)
-#pragma unroll
-      for (int c = 0; c < width; ++c)
-        chain[c] = maxf(chain[c], chain[c + width]);
-    return chain[0];
+    return hopper::rowMaxOf<kChains>(s, half);
   }
 
   /// New row maxima, exponentiated scores and their sums; then, once the
