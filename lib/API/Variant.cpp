@@ -207,7 +207,7 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
                       std::to_string(s.headDim) + "x" + keyword(s.dtype) +
                       layoutSuffix(s.queryLayout) + ">";
   // A latent cache's values are its first headDim - ropeDim columns.
-  int64_t valueDim = latent              ? s.headDim - s.ropeDim
+  int64_t valueDim = latent               ? s.headDim - s.ropeDim
                      : s.valueHeadDim > 0 ? s.valueHeadDim
                                           : s.headDim;
   std::string outType = "!attn.out<" + queryLen + heads +
@@ -285,8 +285,8 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
        << ")";
   if (!attrs.empty())
     os << " {" << joined(attrs) << "}";
-  os << "\n      : " << qType << ", " << kvTypes
-     << "\n      -> " << results << "\n";
+  os << "\n      : " << qType << ", " << kvTypes << "\n      -> " << results
+     << "\n";
   if (!s.scoreMod.empty())
     os << "      score_mod {\n" << s.scoreMod << "\n      }\n";
   if (!s.maskMod.empty())

@@ -378,10 +378,9 @@ Status Run::evaluateReference(func::FuncOp func,
         if (attention.isLatent()) {
           // The values are the leading (latent) columns of each key row.
           for (int j = 0; j < request.kvLen; ++j)
-            request.v.insert(request.v.end(),
-                             request.k.begin() + j * variant.qkDim,
-                             request.k.begin() + j * variant.qkDim +
-                                 variant.vDim);
+            request.v.insert(
+                request.v.end(), request.k.begin() + j * variant.qkDim,
+                request.k.begin() + j * variant.qkDim + variant.vDim);
         } else {
           request.v = values[attention.getValue()].requests[b];
         }

@@ -123,8 +123,7 @@ void buildScorerItem(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks) {
   auto range =
       gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto loop =
-      scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
+  auto loop = scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -147,8 +146,7 @@ void buildValueConsumerItem(OpBuilder &b, Location loc) {
   auto range =
       gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto loop =
-      scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
+  auto loop = scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -280,9 +278,8 @@ struct AttnLowerToGPUPass
     FloatAttr softcap = op.getSoftcapAttr();
     auto kernel = gpu::KernelOp::create(
         b, loc, b.getStringAttr("attention"), target, plan, masks,
-        TypeAttr::get(op.getQuery().getType()),
-        TypeAttr::get(key), TypeAttr::get(value),
-        TypeAttr::get(op.getOutput().getType()),
+        TypeAttr::get(op.getQuery().getType()), TypeAttr::get(key),
+        TypeAttr::get(value), TypeAttr::get(op.getOutput().getType()),
         unitIf(b, op.getLse() != nullptr), op.getCausalAttr(),
         op.getWindowAttr(), op.getSinksAttr(),
         b.getF32FloatAttr(op.getEffectiveScale()), softcap, op.getAlibiAttr(),

@@ -66,8 +66,7 @@ std::string unsupportedLatentFeature(AttentionOp op, LatentKVType latent,
     return "multi-head latent attention on " + arch.str() +
            " (its kernel is sm_90a's wgmma)";
   Type query = op.getQuery().getType().getElementType();
-  if ((!query.isBF16() && !query.isF16()) ||
-      latent.getElementType() != query)
+  if ((!query.isBF16() && !query.isF16()) || latent.getElementType() != query)
     return "multi-head latent attention over a " +
            typeName(latent.getElementType()) + " cache with " +
            typeName(query) + " queries (bf16 or f16, both alike)";
@@ -223,8 +222,9 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     };
     int64_t stages = 2;
     while (stages < 4 &&
-           plan(stages + 1).getSharedMemoryBytes(op.getQKHeadDim(),
-                                                 op.getVHeadDim()) <= smem)
+           plan(stages + 1)
+                   .getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim()) <=
+               smem)
       ++stages;
     return plan(stages);
   }

@@ -82,10 +82,10 @@ std::vector<LatentCase> cases() {
   // request's last tile clamp to the last key.
   add({"h16_paged1", 16, 576, 64, "bf16", true, "paged<1, nhd>", "",
        shapeOf(3, 1, 333)});
-  add({"h128_paged12_hnd_split3", 128, 576, 64, "bf16", true,
-       "paged<12, hnd>", "", shapeOf(2, 1, 701, 3)});
-  add({"h16_chunked_causal_paged1", 16, 576, 64, "bf16", false,
-       "paged<1, nhd>", "causal", shapeOf(2, 7, 150)});
+  add({"h128_paged12_hnd_split3", 128, 576, 64, "bf16", true, "paged<12, hnd>",
+       "", shapeOf(2, 1, 701, 3)});
+  add({"h16_chunked_causal_paged1", 16, 576, 64, "bf16", false, "paged<1, nhd>",
+       "causal", shapeOf(2, 7, 150)});
   // One split, and more splits than the planner would choose.
   add({"h128_one_split", 128, 576, 64, "bf16", true, "paged<64, nhd>", "",
        shapeOf(2, 1, 800, 1)});
@@ -106,8 +106,8 @@ std::vector<LatentCase> cases() {
        shapeOf(3, 1, 900)});
   // Persistent grids of a few CTAs walk many items each.
   for (int ctas : {1, 3})
-    add({"h128_paged64_grid" + std::to_string(ctas), 128, 576, 64, "bf16",
-         true, "paged<64, nhd>", "", shapeOf(3, 1, 600, 0, ctas)});
+    add({"h128_paged64_grid" + std::to_string(ctas), 128, 576, 64, "bf16", true,
+         "paged<64, nhd>", "", shapeOf(3, 1, 600, 0, ctas)});
   return all;
 }
 

@@ -90,8 +90,8 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (warpsM != 12 || warpsN != 1 || blockM != attnc::hopper::kWgmmaM)
       return emitError() << "a latent plan has 12 x 1 warps and 64-row "
                             "blocks, got "
-                         << warpsM << " x " << warpsN << " warps and "
-                         << blockM << " rows";
+                         << warpsM << " x " << warpsN << " warps and " << blockM
+                         << " rows";
     if (blockN % attnc::hopper::kAtomRows != 0 || blockN % 16 != 0 ||
         blockN > 256 || stages < 2)
       return emitError() << "a latent plan's KV tile must be a multiple of "

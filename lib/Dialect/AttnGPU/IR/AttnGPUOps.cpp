@@ -62,12 +62,12 @@ LogicalResult KernelOp::verify() {
              << key.getNumHeads() << " heads of " << key.getHeadDim()
              << " for queries of " << qk << " and outputs of " << v;
   } else
-  for (int64_t dim : {query.getHeadDim(), output.getHeadDim()})
-    if (dim % attnc::limits::kKernelHeadDimStep != 0 ||
-        dim > attnc::limits::kMaxKernelHeadDim)
-      return emitOpError("head dims must be multiples of ")
-             << attnc::limits::kKernelHeadDimStep << " up to "
-             << attnc::limits::kMaxKernelHeadDim << ", got " << dim;
+    for (int64_t dim : {query.getHeadDim(), output.getHeadDim()})
+      if (dim % attnc::limits::kKernelHeadDimStep != 0 ||
+          dim > attnc::limits::kMaxKernelHeadDim)
+        return emitOpError("head dims must be multiples of ")
+               << attnc::limits::kKernelHeadDimStep << " up to "
+               << attnc::limits::kMaxKernelHeadDim << ", got " << dim;
   // An fp8 cache's scales, as attn.attention's verifier admits them.
   if (getKeyScale().has_value() != getValueScale().has_value())
     return emitOpError("key and value scales must be given together");

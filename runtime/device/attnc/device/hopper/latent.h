@@ -97,9 +97,8 @@ template <class C> struct LatentShape : hopper::KVCopies<C> {
 #if ATTNC_IS_DEVICE
 
 template <class C>
-struct LatentCta
-    : MaskedRows<C, LatentShape<C>::kBlockM, LatentShape<C>::kBlockN,
-                 C::kNumQHeads> {
+struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
+                              LatentShape<C>::kBlockN, C::kNumQHeads> {
   using S = LatentShape<C>;
   using Rows = MaskedRows<C, S::kBlockM, S::kBlockN, C::kNumQHeads>;
   using Elem = typename C::Elem;
@@ -209,8 +208,8 @@ struct LatentCta
     if (threadIdx.x == 0) {
       qEmpty().wait(u32(qRound & 1) ^ 1u);
       qFull().arriveExpectTx(QTile::kBytes);
-      hopper::loadHeadTile<QTile>(
-          qTile(), tp->q, qFull(), qToken0 * C::kNumQHeads + rowBegin, 0);
+      hopper::loadHeadTile<QTile>(qTile(), tp->q, qFull(),
+                                  qToken0 * C::kNumQHeads + rowBegin, 0);
     }
     if constexpr (S::kGatherKV)
       gatherTiles();
@@ -263,8 +262,8 @@ struct LatentCta
             u32 page = u32(pages.of(r));
             u32 slot = u32(keyOf(key0 + r)) % u32(C::kPageSize);
             return cache + p->k_page_stride * page +
-                   pagedSlotOffset(C::kPageOrder, 0, int(slot), C::kPageSize,
-                                   1, S::kD);
+                   pagedSlotOffset(C::kPageOrder, 0, int(slot), C::kPageSize, 1,
+                                   S::kD);
           });
       hopper::arriveWhenCopied(kvFull(stage));
       pages = next;
@@ -372,8 +371,8 @@ struct LatentCta
   /// Either consumer: O_half += P.V_half for tile `t`, whose P the scorer
   /// has written.
   ATTNC_DEVICE void issueValues(int t) {
-    u32 values = kvTile(stageOf(t)) + consumer * (S::kHalfDV / 64) *
-                                          KVTile::kBlockBytes;
+    u32 values =
+        kvTile(stageOf(t)) + consumer * (S::kHalfDV / 64) * KVTile::kBlockBytes;
     hopper::fenceOperand(o);
     hopper::wgmmaFence();
 #pragma unroll
@@ -544,9 +543,9 @@ struct LatentCta
       }
       if (isScorer() && thread % 4 == 0) {
         float sum = rowSum[half];
-        float lse =
-            sum > 0.0f ? (rowMax[half] * kLogitScale + fastLog2(sum)) * kLn2
-                       : negInf();
+        float lse = sum > 0.0f
+                        ? (rowMax[half] * kLogitScale + fastLog2(sum)) * kLn2
+                        : negInf();
         if (partial)
           p->partial_lse[split * p->partial_split_stride + outRow] = lse;
         else if (C::kHasLse)
