@@ -112,6 +112,19 @@ void buildConsumerItem(OpBuilder &b, Location loc,
   gpu::StoreStateOp::create(b, loc);
 }
 
+/// A loop over the item's tiles in visiting order (`tile_range`), the
+/// latent consumers' programs: `body` builds one tile's ops.
+void buildForEachTile(OpBuilder &b, Location loc,
+                      llvm::function_ref<void(Value tile)> body) {
+  auto range =
+      gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  body(loop.getInductionVar());
+}
+
 /// One work item of a latent plan's scorer: each tile's scores, softmax and
 /// P, then its half of the tile's P.V, waited for before the next tile's
 /// scores. With two stages of whole cache rows, a tile held across the next
@@ -120,21 +133,14 @@ void buildConsumerItem(OpBuilder &b, Location loc,
 /// producer's copy into it is needed.
 void buildScorerItem(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks) {
   gpu::BeginRowsOp::create(b, loc);
-  auto range =
-      gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto loop = scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value tile = loop.getInductionVar();
+  buildForEachTile(b, loc, [&](Value tile) {
     gpu::IssueScoresOp::create(b, loc, tile);
     gpu::WaitScoresOp::create(b, loc, /*pending=*/0);
     buildModifyScores(b, loc, masks, tile);
     gpu::SoftmaxUpdateOp::create(b, loc);
     gpu::IssueValuesOp::create(b, loc, tile);
     gpu::WaitValuesOp::create(b, loc);
-  }
+  });
   gpu::ReleaseQueryOp::create(b, loc);
   gpu::StoreStateOp::create(b, loc);
 }
@@ -143,17 +149,11 @@ void buildScorerItem(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks) {
 /// the scorer has written its P, O += P.V on its half of the columns.
 void buildValueConsumerItem(OpBuilder &b, Location loc) {
   gpu::BeginRowsOp::create(b, loc);
-  auto range =
-      gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto loop = scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    gpu::AwaitProbabilitiesOp::create(b, loc, loop.getInductionVar());
-    gpu::IssueValuesOp::create(b, loc, loop.getInductionVar());
+  buildForEachTile(b, loc, [&](Value tile) {
+    gpu::AwaitProbabilitiesOp::create(b, loc, tile);
+    gpu::IssueValuesOp::create(b, loc, tile);
     gpu::WaitValuesOp::create(b, loc);
-  }
+  });
   gpu::StoreStateOp::create(b, loc);
 }
 

@@ -9,6 +9,7 @@ from ._tensors import ELEMENT_TYPES, IR_NAMES, check_tensor, \
 from ._values import as_int
 from .functional import host_ints, kernel_for, modifier_fields
 from .kernel import Variant
+from .paged import pages_in_use
 
 
 class MLAAttention:
@@ -90,11 +91,7 @@ class MLAAttention:
                     f"request {b}: {n} keys in {p} pages of "
                     f"{self.page_size} (at least its {q_lens[b]} queries, "
                     f"its pages all used)")
-        require(indptr[-1] <= len(indices),
-                "kv_indices is shorter than kv_indptr says")
-        used = indices[indptr[0]:indptr[-1]]
-        require(min(used) >= 0, "kv_indices must not be negative")
-        self._pages_needed = max(used) + 1
+        self._pages_needed = pages_in_use(indptr, indices)
         last = [n - (p - 1) * self.page_size for n, p in zip(kv_lens, pages)]
         decode = all(n == 1 for n in q_lens)
 

@@ -12,6 +12,17 @@ from .functional import host_ints, kernel_for, modifier_fields, \
 from .kernel import Variant
 
 
+def pages_in_use(indptr, indices):
+    """The page count a cache must have for the page table (kv_indptr and
+    kv_indices, as host ints): one more than the largest page used. Checked
+    against the caches at run, without a sync."""
+    require(indptr[-1] <= len(indices),
+            "kv_indices is shorter than kv_indptr says")
+    used = indices[indptr[0]:indptr[-1]]
+    require(min(used) >= 0, "kv_indices must not be negative")
+    return max(used) + 1
+
+
 class PagedAttention:
     """Attention of queries over a paged KV cache.
 
@@ -102,12 +113,7 @@ class PagedAttention:
         require(all(p >= 1 for p in pages), "every request needs a page")
         require(all(1 <= n <= self.page_size for n in last),
                 f"kv_last_page_len must be in 1..{self.page_size}")
-        require(indptr[-1] <= len(indices),
-                "kv_indices is shorter than kv_indptr says")
-        used = indices[indptr[0]:indptr[-1]]
-        require(min(used) >= 0, "kv_indices must not be negative")
-        # Checked against the caches' page count at run, without a sync.
-        self._pages_needed = max(used) + 1
+        self._pages_needed = pages_in_use(indptr, indices)
         kv_lens = [(p - 1) * self.page_size + n for p, n in zip(pages, last)]
         decode = qo_indptr is None
         if decode:

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ReferenceCheck.h"
 #include "attnc/Check/Checker.h"
-#include "cuda/CudaDriver.h"
 
 #include <gtest/gtest.h>
 
@@ -75,20 +75,10 @@ std::string variantText(const Case &c) {
 class AttentionOnGpu : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AttentionOnGpu, MatchesReference) {
-  StatusOr<cuda::Driver *> driver = cuda::Driver::get();
-  if (!driver.ok())
-    GTEST_SKIP() << "no GPU: " << driver.status().message();
   const Case &c = GetParam();
   std::string text = variantText(c);
-  StatusOr<RunReport> report =
-      runAndCheck(text, c.name + ".mlir", CompileOptions(), c.shape, "-");
-  ASSERT_TRUE(report.ok()) << report.status().toString() << "\n" << text;
-  std::string details;
-  for (const std::string &line : report->outputErrors)
-    details += "  " + line + "\n";
-  std::cout << "[ " << c.name << " ] " << report->layoutSummary << "\n"
-            << details;
-  EXPECT_LT(report->maxError, 1e-2) << text << details;
+  testing::expectMatchesReference(text, c.name + ".mlir", c.shape, c.name,
+                                  text);
 }
 
 RunShape shapeOf(int batch, int q, int kv, int splits = 0, unsigned seed = 7) {

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ReferenceCheck.h"
 #include "attnc/Check/Checker.h"
-#include "cuda/CudaDriver.h"
 
 #include <gtest/gtest.h>
 
@@ -114,20 +114,10 @@ std::vector<LatentCase> cases() {
 class LatentOnGpu : public ::testing::TestWithParam<LatentCase> {};
 
 TEST_P(LatentOnGpu, MatchesReference) {
-  StatusOr<cuda::Driver *> driver = cuda::Driver::get();
-  if (!driver.ok())
-    GTEST_SKIP() << "no GPU: " << driver.status().message();
   const LatentCase &c = GetParam();
   std::string text = variantText(c);
-  StatusOr<RunReport> report =
-      runAndCheck(text, c.name + ".mlir", CompileOptions(), c.shape, "-");
-  ASSERT_TRUE(report.ok()) << report.status().toString() << "\n" << text;
-  std::string details;
-  for (const std::string &line : report->outputErrors)
-    details += "  " + line + "\n";
-  std::cout << "[ " << c.name << " ] " << report->layoutSummary << "\n"
-            << details;
-  EXPECT_LT(report->maxError, 1e-2) << text << details;
+  testing::expectMatchesReference(text, c.name + ".mlir", c.shape, c.name,
+                                  text);
 }
 
 INSTANTIATE_TEST_SUITE_P(Latent, LatentOnGpu, ::testing::ValuesIn(cases()),

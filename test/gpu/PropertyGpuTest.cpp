@@ -8,9 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ReferenceCheck.h"
 #include "VariantGenerator.h"
-#include "attnc/Check/Checker.h"
-#include "cuda/CudaDriver.h"
 
 #include <gtest/gtest.h>
 
@@ -28,9 +27,6 @@ uint64_t streamSeed() {
 class RandomVariantOnGpu : public ::testing::TestWithParam<int> {};
 
 TEST_P(RandomVariantOnGpu, MatchesReference) {
-  StatusOr<cuda::Driver *> driver = cuda::Driver::get();
-  if (!driver.ok())
-    GTEST_SKIP() << "no GPU: " << driver.status().message();
   uint64_t seed = streamSeed();
   property::Variant v =
       property::generateVariant(seed, GetParam(), property::gpuStreamOptions());
@@ -42,15 +38,8 @@ TEST_P(RandomVariantOnGpu, MatchesReference) {
   shape.qLen = v.qLen;
   shape.kvLen = v.kvLen;
   shape.seed = unsigned(seed + GetParam());
-  StatusOr<RunReport> report =
-      runAndCheck(v.mlir, v.name + ".mlir", CompileOptions(), shape, "-");
-  ASSERT_TRUE(report.ok()) << report.status().toString() << "\n" << where;
-  std::string details;
-  for (const std::string &line : report->outputErrors)
-    details += "  " + line + "\n";
-  std::cout << "[ " << v.summary << " ] " << report->layoutSummary << "\n"
-            << details;
-  EXPECT_LT(report->maxError, 1e-2) << where << details;
+  testing::expectMatchesReference(v.mlir, v.name + ".mlir", shape, v.summary,
+                                  where);
 }
 
 INSTANTIATE_TEST_SUITE_P(Generated, RandomVariantOnGpu,

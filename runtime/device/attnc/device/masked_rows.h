@@ -46,6 +46,12 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
 
   ATTNC_DEVICE int queryOf(int row) const { return row / RowsPerToken; }
   ATTNC_DEVICE int headOf(int row) const { return head0 + row % RowsPerToken; }
+  /// `key`, or the request's last key for one past its end: a tile's rows
+  /// there are masked, and what a copy reads for them must be finite (a
+  /// masked probability is 0, and 0 x NaN is not), with no predicate on it.
+  ATTNC_DEVICE int lastKeyFrom(int key) const {
+    return key < kvLen ? key : kvLen - 1;
+  }
 
   /// Reads the request's lengths and plans the CTA's tiles; false for a
   /// CTA past the end of its request.

@@ -6,15 +6,20 @@
 // page: the compiler's choice, which the host's tensor maps share), or,
 // from pages that are not whole 8-row swizzle atoms, gathered row by row by
 // the producer warpgroup with cp.async (row_gather.h). Both shapes inherit
-// these facts from here, so that the two kernels cannot disagree on them.
+// these facts from here, so that the two kernels cannot disagree on them,
+// and both producers copy their tiles with the functions below.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_DEVICE_HOPPER_KV_COPIES_H
 #define ATTNC_DEVICE_HOPPER_KV_COPIES_H
 
 #include "attnc/device/abi.h"
+#include "attnc/device/hopper/mbarrier.h"
+#include "attnc/device/hopper/row_gather.h"
 #include "attnc/device/hopper/smem_layout.h"
+#include "attnc/device/hopper/tma.h"
 #include "attnc/device/hopper/wgmma.h"
+#include "attnc/device/params.h"
 #include "attnc/device/prelude.h"
 
 namespace attnc {
@@ -44,6 +49,76 @@ template <class C> struct KVCopies {
   /// 12 instructions per copy at head dim 128).
   static constexpr int kProducerRegisters = kGatherKV ? 56 : 40;
 };
+
+#if ATTNC_IS_DEVICE
+
+/// The gathering warps of a KV tile: the producer warpgroup, a quarter of
+/// the rows each.
+template <class C>
+using KVGatherWarps = GatherWarps<C::kBlockN, kWarpgroupThreads>;
+
+/// The page ids of this warp's rows of the tile whose first key is `key0`
+/// (`rows` is the CTA's MaskedRows: its request's keys and pages).
+template <class C, class Rows>
+ATTNC_DEVICE WarpPageIds<KVGatherWarps<C>::kIdRegs>
+lookUpTilePages(const Rows &rows, int key0) {
+  int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  return lookUpWarpRows<KVGatherWarps<C>>(warp, lane, [&](int row) {
+    int key = rows.lastKeyFrom(key0 + row);
+    return rows.p->page_indices[rows.pageBegin + key / C::kPageSize];
+  });
+}
+
+/// This warp's rows of the K or V tile whose first key is `key0` (Dim
+/// columns of KV head `head`), from the pages lookUpTilePages found; the
+/// caller has the stage's full barrier arrive once they land
+/// (arriveWhenCopied).
+template <class C, typename Tile, int Dim, class Rows>
+ATTNC_DEVICE void
+gatherTileRows(u32 dst, const void *cache, i64 pageStride, const Rows &rows,
+               int key0, int head,
+               const WarpPageIds<KVGatherWarps<C>::kIdRegs> &pages) {
+  const u16 *base = static_cast<const u16 *>(cache);
+  int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  int warpKey0 = key0 + warp * KVGatherWarps<C>::kWarpRows;
+  gatherWarpRows<Tile, KVGatherWarps<C>>(dst, warp, lane, [&](int r) {
+    u32 page = u32(pages.of(r));
+    u32 slot = u32(rows.lastKeyFrom(warpKey0 + r)) % u32(C::kPageSize);
+    return base + pageStride * page +
+           pagedSlotOffset(C::kPageOrder, head, int(slot), C::kPageSize,
+                           C::kNumKVHeads, Dim);
+  });
+}
+
+/// Keys [key, key + kBlockN) of KV head `head` into a tile through the copy
+/// engine, issued by this thread and the others of KVCopies::kCopyThreads.
+/// A paged box past the request's last page reads that page again: the
+/// keys are masked, but every byte the barrier expects must arrive and be
+/// finite (a masked probability is 0, and 0 x NaN is not).
+template <class C, typename Tile, class Rows>
+ATTNC_DEVICE void copyTile(u32 dst, const TensorMap &map, Mbarrier &bar,
+                           const Rows &rows, int key, int head) {
+  using Copies = KVCopies<C>;
+  if constexpr (!Copies::kPaged) {
+    loadHeadTile<Tile>(dst, map, bar, rows.kvToken0 + key, head);
+  } else {
+    constexpr int page = C::kPageSize;
+    int lastPage = rows.pageBegin + (rows.kvLen + page - 1) / page - 1;
+#pragma unroll 1
+    for (int box = threadIdx.x; box < Copies::kKVBoxes;
+         box += Copies::kCopyThreads) {
+      int row = box * Copies::kKVBoxRows;
+      int slotKey = key + row;
+      int entry = rows.pageBegin + slotKey / page;
+      entry = entry < lastPage ? entry : lastPage;
+      loadPageRows<Tile, Copies::kKVBoxRows, C::kPageOrder == PageOrder::HND>(
+          dst, map, bar, row, rows.p->page_indices[entry], slotKey % page,
+          head);
+    }
+  }
+}
+
+#endif // ATTNC_IS_DEVICE
 
 } // namespace hopper
 } // namespace attnc

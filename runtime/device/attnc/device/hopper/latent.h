@@ -34,6 +34,7 @@
 
 #include "attnc/device/hopper/kv_copies.h"
 #include "attnc/device/hopper/mbarrier.h"
+#include "attnc/device/hopper/online_softmax.h"
 #include "attnc/device/hopper/params.h"
 #include "attnc/device/hopper/row_gather.h"
 #include "attnc/device/hopper/smem_layout.h"
@@ -147,8 +148,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     itemTiles = 0;
     liveItems = 0;
     u32 raw = sharedAddress(sharedMem);
-    u32 pad =
-        (hopper::kAtomBytes - raw % hopper::kAtomBytes) % hopper::kAtomBytes;
+    u32 pad = hopper::atomPadding(raw);
     base = raw + pad;
     u8 *aligned = static_cast<u8 *>(sharedMem) + pad;
     alphas = reinterpret_cast<float *>(aligned + S::kAlphaOffset);
@@ -225,70 +225,33 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
         kvFull(stage).arriveExpectTx(KVTile::kBytes);
       if constexpr (S::kCopyThreads > 1)
         __syncwarp();
-      loadKV(kvTile(stage), kvFull(stage), tileAt(t) * S::kBlockN);
+      hopper::copyTile<C, KVTile>(kvTile(stage), tp->k, kvFull(stage), *this,
+                                  tileAt(t) * S::kBlockN, 0);
     }
   }
 
-  /// Latent tiles gathered by every producer thread, each warp a quarter
-  /// of the rows; the copies complete each thread's arrival on the stage's
-  /// full barrier. Keys past the request's end read its last key: they are
-  /// masked, and what they read is finite (0 x NaN is not 0). The page ids
-  /// of the next tile are loaded before this tile's copies, so that their
-  /// latency is not paid between a stage's release and its refill.
-  using GatherWarps =
-      hopper::GatherWarps<S::kBlockN, hopper::kWarpgroupThreads>;
+  /// Latent tiles gathered by every producer thread (kv_copies.h); the
+  /// copies complete each thread's arrival on the stage's full barrier.
+  /// The page ids of the next tile are loaded before this tile's copies,
+  /// so that their latency is not paid between a stage's release and its
+  /// refill.
   ATTNC_DEVICE void gatherTiles() {
-    int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-    const u16 *cache = static_cast<const u16 *>(p->k);
-    auto keyOf = [&](int key) {
-      return key < this->kvLen ? key : this->kvLen - 1;
-    };
-    auto pagesOf = [&](int t) {
-      return hopper::lookUpWarpRows<GatherWarps>(warp, lane, [&](int row) {
-        int key = keyOf(tileAt(t) * S::kBlockN + row);
-        return p->page_indices[this->pageBegin + key / C::kPageSize];
-      });
-    };
     if (tileBegin >= tileEnd)
       return; // no keys: no page to look up
-    auto pages = pagesOf(tileBegin);
+    auto pages =
+        hopper::lookUpTilePages<C>(*this, tileAt(tileBegin) * S::kBlockN);
     for (int t = tileBegin; t < tileEnd; ++t) {
       int stage = stageOf(t);
-      int key0 = tileAt(t) * S::kBlockN + warp * GatherWarps::kWarpRows;
-      auto next = t + 1 < tileEnd ? pagesOf(t + 1) : pages;
+      int key0 = tileAt(t) * S::kBlockN;
+      auto next =
+          t + 1 < tileEnd
+              ? hopper::lookUpTilePages<C>(*this, tileAt(t + 1) * S::kBlockN)
+              : pages;
       kvEmpty(stage).wait(phaseOf(t) ^ 1u);
-      hopper::gatherWarpRows<KVTile, GatherWarps>(
-          kvTile(stage), warp, lane, [&](int r) {
-            u32 page = u32(pages.of(r));
-            u32 slot = u32(keyOf(key0 + r)) % u32(C::kPageSize);
-            return cache + p->k_page_stride * page +
-                   pagedSlotOffset(C::kPageOrder, 0, int(slot), C::kPageSize, 1,
-                                   S::kD);
-          });
+      hopper::gatherTileRows<C, KVTile, S::kD>(
+          kvTile(stage), p->k, p->k_page_stride, *this, key0, 0, pages);
       hopper::arriveWhenCopied(kvFull(stage));
       pages = next;
-    }
-  }
-
-  /// Keys [key, key + kBlockN): a paged box past the request's last page
-  /// reads that page again (masked keys, but finite bytes the barrier
-  /// expects).
-  ATTNC_DEVICE void loadKV(u32 dst, hopper::Mbarrier &bar, int key) {
-    if constexpr (!S::kPaged) {
-      hopper::loadHeadTile<KVTile>(dst, tp->k, bar, kvToken0 + key, 0);
-    } else {
-      constexpr int page = C::kPageSize;
-      int lastPage = this->pageBegin + (this->kvLen + page - 1) / page - 1;
-#pragma unroll 1
-      for (int box = threadIdx.x; box < S::kKVBoxes; box += S::kCopyThreads) {
-        int row = box * S::kKVBoxRows;
-        int slotKey = key + row;
-        int entry = this->pageBegin + slotKey / page;
-        entry = entry < lastPage ? entry : lastPage;
-        hopper::loadPageRows<KVTile, S::kKVBoxRows,
-                             C::kPageOrder == PageOrder::HND>(
-            dst, tp->k, bar, row, p->page_indices[entry], slotKey % page, 0);
-      }
     }
   }
 
@@ -425,11 +388,9 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     }
   }
 
-  /// Four chains of maxima per row: one would be the softmax's critical
-  /// path.
-  ATTNC_DEVICE float rowMaxOf(int half) const {
-    return hopper::rowMaxOf<4>(s, half);
-  }
+  /// Chains of maxima per row (hopper::rowMaxOf): one chain would sit on
+  /// the scorer's critical path.
+  static constexpr int kChains = 4;
 
   /// The scorer's online softmax on base-2 logits: new maxima and sums,
   /// then, once P is free, P and the rescale factors written for both
@@ -437,24 +398,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   ATTNC_DEVICE void onlineSoftmax() {
     constexpr int kRegs = hopper::Accumulator<S::kBlockN>::kRegs;
     float alpha[2];
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float mx = maxf(rowMax[half], rowMaxOf(half));
-      mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      // A row that has seen no key keeps -inf; shift by 0 so exp2 stays 0.
-      float shift = mx == negInf() ? 0.0f : mx * kLogitScale;
-      alpha[half] = fastExp2(rowMax[half] * kLogitScale - shift);
-      rowMax[half] = mx;
-      float sum = rowSum[half] * alpha[half];
-#pragma unroll
-      for (int i = 0; i < kRegs; ++i)
-        if ((i / 2) % 2 == half) {
-          s.d[i] = fastExp2(s.d[i] * kLogitScale - shift);
-          sum += s.d[i];
-        }
-      rowSum[half] = sum;
-    }
+    hopper::exponentiateRows<kChains>(s, rowMax, rowSum, kLogitScale, alpha);
     waitValues();
     hopper::namedBarrierSync(kPFree, kPairThreads);
     u8 *pBytes = sharedBase() + S::kPOffset;
@@ -480,14 +424,6 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   /// The generic address of the aligned tiles.
   ATTNC_DEVICE u8 *sharedBase() const {
     return reinterpret_cast<u8 *>(alphas) - S::kAlphaOffset;
-  }
-
-  ATTNC_DEVICE static void storePair(float *dst, float a, float b) {
-    *reinterpret_cast<float2 *>(dst) = make_float2(a, b);
-  }
-  template <typename T>
-  ATTNC_DEVICE static void storePair(T *dst, float a, float b) {
-    *reinterpret_cast<u32 *>(dst) = Mma<T>::pack(a, b);
   }
 
   /// Normalizes and stores each consumer's columns, and the scorer the LSE
@@ -534,12 +470,13 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
         int col = col0 + hopper::AccumulatorLayout::col(thread, i);
         float a = o.d[i] * factor[half], b = o.d[i + 1] * factor[half];
         if (partial)
-          storePair(p->partial_out +
-                        (split * p->partial_split_stride + outRow) * S::kDV +
-                        col,
-                    a, b);
+          hopper::storePair(
+              p->partial_out +
+                  (split * p->partial_split_stride + outRow) * S::kDV + col,
+              a, b);
         else
-          storePair(static_cast<Out *>(p->out) + outRow * S::kDV + col, a, b);
+          hopper::storePair(static_cast<Out *>(p->out) + outRow * S::kDV + col,
+                            a, b);
       }
       if (isScorer() && thread % 4 == 0) {
         float sum = rowSum[half];

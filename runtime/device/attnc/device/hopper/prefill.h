@@ -36,6 +36,7 @@
 
 #include "attnc/device/hopper/kv_copies.h"
 #include "attnc/device/hopper/mbarrier.h"
+#include "attnc/device/hopper/online_softmax.h"
 #include "attnc/device/hopper/params.h"
 #include "attnc/device/hopper/row_gather.h"
 #include "attnc/device/hopper/smem_layout.h"
@@ -182,8 +183,7 @@ struct WarpSpecializedCta
     itemTiles = 0;
     liveItems = 0;
     u32 raw = sharedAddress(sharedMem);
-    u32 pad =
-        (hopper::kAtomBytes - raw % hopper::kAtomBytes) % hopper::kAtomBytes;
+    u32 pad = hopper::atomPadding(raw);
     base = raw + pad;
     bars = reinterpret_cast<hopper::Mbarrier *>(static_cast<u8 *>(sharedMem) +
                                                 pad + S::kBarrierOffset);
@@ -278,10 +278,12 @@ struct WarpSpecializedCta
       int key = tileAt(t) * S::kBlockN;
       kEmpty(stage).wait(parity);
       armForCopies(kFull(stage), KTile::kBytes);
-      loadKV<KTile>(kTile(stage), tp->k, kFull(stage), key);
+      hopper::copyTile<C, KTile>(kTile(stage), tp->k, kFull(stage), *this, key,
+                                 kvHead);
       vEmpty(stage).wait(parity);
       armForCopies(vFull(stage), VTile::kBytes);
-      loadKV<VTile>(vTile(stage), tp->v, vFull(stage), key);
+      hopper::copyTile<C, VTile>(vTile(stage), tp->v, vFull(stage), *this, key,
+                                 kvHead);
     }
   }
   ATTNC_DEVICE void armForCopies(hopper::Mbarrier &full, u32 bytes) {
@@ -291,78 +293,23 @@ struct WarpSpecializedCta
       __syncwarp();
   }
 
-  /// K/V tiles gathered by every producer thread; the copies complete
-  /// each thread's arrival on the stage's full barrier. A tile's page ids
-  /// are looked up once for its K and its V.
-  using GatherWarps =
-      hopper::GatherWarps<S::kBlockN, hopper::kWarpgroupThreads>;
+  /// K/V tiles gathered by every producer thread (kv_copies.h); the
+  /// copies complete each thread's arrival on the stage's full barrier. A
+  /// tile's page ids are looked up once for its K and its V.
   ATTNC_DEVICE void gatherTiles() {
-    int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     for (int t = tileBegin; t < tileEnd; ++t) {
       int stage = stageOf(t);
       u32 parity = phaseOf(t) ^ 1u; // the first pass finds the stages free
-      int key0 = tileAt(t) * S::kBlockN + warp * GatherWarps::kWarpRows;
-      auto pages =
-          hopper::lookUpWarpRows<GatherWarps>(warp, lane, [&](int row) {
-            int key = lastKeyFrom(tileAt(t) * S::kBlockN + row);
-            return p->page_indices[this->pageBegin + key / C::kPageSize];
-          });
+      int key0 = tileAt(t) * S::kBlockN;
+      auto pages = hopper::lookUpTilePages<C>(*this, key0);
       kEmpty(stage).wait(parity);
-      gatherKV<KTile, S::kD>(kTile(stage), p->k, p->k_page_stride, key0, pages);
+      hopper::gatherTileRows<C, KTile, S::kD>(
+          kTile(stage), p->k, p->k_page_stride, *this, key0, kvHead, pages);
       hopper::arriveWhenCopied(kFull(stage));
       vEmpty(stage).wait(parity);
-      gatherKV<VTile, S::kDV>(vTile(stage), p->v, p->v_page_stride, key0,
-                              pages);
+      hopper::gatherTileRows<C, VTile, S::kDV>(
+          vTile(stage), p->v, p->v_page_stride, *this, key0, kvHead, pages);
       hopper::arriveWhenCopied(vFull(stage));
-    }
-  }
-
-  /// Keys past the request's end read its last key instead: they are
-  /// masked, and what they read is finite (a masked probability is 0, and
-  /// 0 x NaN is not), with no predicate on every copy.
-  ATTNC_DEVICE int lastKeyFrom(int key) const {
-    return key < this->kvLen ? key : this->kvLen - 1;
-  }
-
-  /// This warp's rows of a K or V tile, keys from key0 on, from their
-  /// pages.
-  template <typename Tile, int Dim>
-  ATTNC_DEVICE void
-  gatherKV(u32 dst, const void *cache, i64 pageStride, int key0,
-           const hopper::WarpPageIds<GatherWarps::kIdRegs> &pages) {
-    const u16 *base = static_cast<const u16 *>(cache);
-    int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-    hopper::gatherWarpRows<Tile, GatherWarps>(dst, warp, lane, [&](int r) {
-      u32 page = u32(pages.of(r));
-      u32 slot = u32(lastKeyFrom(key0 + r)) % u32(C::kPageSize);
-      return base + pageStride * page +
-             pagedSlotOffset(C::kPageOrder, kvHead, int(slot), C::kPageSize,
-                             C::kNumKVHeads, Dim);
-    });
-  }
-
-  /// Keys [key, key + kBlockN) of the CTA's KV head into a tile. A paged
-  /// box past the request's last page reads that page again instead: the
-  /// keys are masked, but every byte the barrier expects must arrive and
-  /// be finite (a masked probability is 0, and 0 x NaN is not).
-  template <typename Tile>
-  ATTNC_DEVICE void loadKV(u32 dst, const hopper::TensorMap &map,
-                           hopper::Mbarrier &bar, int key) {
-    if constexpr (!S::kPaged) {
-      hopper::loadHeadTile<Tile>(dst, map, bar, kvToken0 + key, kvHead);
-    } else {
-      constexpr int page = C::kPageSize;
-      int lastPage = this->pageBegin + (this->kvLen + page - 1) / page - 1;
-#pragma unroll 1
-      for (int box = threadIdx.x; box < S::kKVBoxes; box += S::kCopyThreads) {
-        int row = box * S::kKVBoxRows;
-        int slotKey = key + row;
-        int entry = this->pageBegin + slotKey / page;
-        entry = entry < lastPage ? entry : lastPage;
-        hopper::loadPageRows<Tile, S::kKVBoxRows,
-                             C::kPageOrder == PageOrder::HND>(
-            dst, map, bar, row, p->page_indices[entry], slotKey % page, kvHead);
-      }
     }
   }
 
@@ -531,36 +478,15 @@ struct WarpSpecializedCta
     }
   }
 
-  /// Four chains of maxima per row (hopper::rowMaxOf): one chain would sit
-  /// on the softmax's critical path, between a consumer's turns.
+  /// Chains of maxima per row (hopper::rowMaxOf): one chain would sit on
+  /// the softmax's critical path, between a consumer's turns.
   static constexpr int kChains = 4;
-  ATTNC_DEVICE float rowMaxOf(int half) const {
-    return hopper::rowMaxOf<kChains>(s, half);
-  }
 
   /// New row maxima, exponentiated scores and their sums; then, once the
   /// previous tile's P.V has landed, the output rescaled and P rounded.
   ATTNC_DEVICE void onlineSoftmax() {
-    constexpr int kRegs = hopper::Accumulator<S::kBlockN>::kRegs;
     float alpha[2];
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float mx = maxf(rowMax[half], rowMaxOf(half));
-      mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      // A row that has seen no key keeps -inf; shift by 0 so exp2 stays 0.
-      float shift = mx == negInf() ? 0.0f : mx * kLogitScale;
-      alpha[half] = fastExp2(rowMax[half] * kLogitScale - shift);
-      rowMax[half] = mx;
-      float sum = rowSum[half] * alpha[half];
-#pragma unroll
-      for (int i = 0; i < kRegs; ++i)
-        if ((i / 2) % 2 == half) {
-          s.d[i] = fastExp2(s.d[i] * kLogitScale - shift);
-          sum += s.d[i];
-        }
-      rowSum[half] = sum;
-    }
+    hopper::exponentiateRows<kChains>(s, rowMax, rowSum, kLogitScale, alpha);
     waitValues();
 #pragma unroll
     for (int i = 0; i < hopper::Accumulator<S::kDV>::kRegs; ++i)
@@ -569,14 +495,6 @@ struct WarpSpecializedCta
   }
 
   // --- Epilogue -------------------------------------------------------------
-  ATTNC_DEVICE static void storePair(float *dst, float a, float b) {
-    *reinterpret_cast<float2 *>(dst) = make_float2(a, b);
-  }
-  template <typename T>
-  ATTNC_DEVICE static void storePair(T *dst, float a, float b) {
-    *reinterpret_cast<u32 *>(dst) = Mma<T>::pack(a, b);
-  }
-
   /// Normalizes and stores the rows' outputs and LSE (or, under split-KV,
   /// this split's partial state).
   ATTNC_DEVICE void finish() {
@@ -602,12 +520,13 @@ struct WarpSpecializedCta
         int col = hopper::AccumulatorLayout::col(thread, i);
         float a = o.d[i] * factor, b = o.d[i + 1] * factor;
         if (partial)
-          storePair(p->partial_out +
-                        (split * p->partial_split_stride + outRow) * S::kDV +
-                        col,
-                    a, b);
+          hopper::storePair(
+              p->partial_out +
+                  (split * p->partial_split_stride + outRow) * S::kDV + col,
+              a, b);
         else
-          storePair(static_cast<Out *>(p->out) + outRow * S::kDV + col, a, b);
+          hopper::storePair(static_cast<Out *>(p->out) + outRow * S::kDV + col,
+                            a, b);
       }
       if (thread % 4 == 0) {
         if (partial)

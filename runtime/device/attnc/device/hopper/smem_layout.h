@@ -46,6 +46,11 @@ constexpr Swizzle kTileSwizzle = Swizzle::B128;
 constexpr int kSwizzleBytes = 128;
 constexpr int kAtomRows = 8;
 constexpr int kAtomBytes = kAtomRows * kSwizzleBytes;
+/// Bytes from `address` up to the next atom boundary: dynamic shared memory
+/// is only 16-byte aligned, and tiles start on an atom.
+constexpr u32 atomPadding(u32 address) {
+  return (kAtomBytes - address % kAtomBytes) % kAtomBytes;
+}
 /// Whether boxes of `rows` key rows (a page's slots) can be bulk-copied:
 /// the copy engine writes whole swizzle atoms. Tiles of other pages are
 /// gathered row by row by the producer warps (row_gather.h).

@@ -25,8 +25,7 @@
 #include "attnc/device/hopper/wgmma_widths.h"
 #include "attnc/device/prelude.h"
 #if ATTNC_IS_DEVICE
-#include "attnc/device/math.h" // negInf, maxf
-#include "attnc/device/mma.h"  // Mma<T>::pack
+#include "attnc/device/mma.h" // Mma<T>::pack
 #endif
 
 namespace attnc {
@@ -222,31 +221,6 @@ ATTNC_DEVICE void toAFragments(const Accumulator<N> &acc,
     for (int r = 0; r < 4; ++r)
       a[k].r[r] = Mma<T>::pack(acc.d[accumulatorIndexOfA(k, r, 0)],
                                acc.d[accumulatorIndexOfA(k, r, 1)]);
-}
-
-/// The maximum of this thread's values in row `half` (0 or 1) of its two
-/// rows of a 64 x N accumulator, over Chains independent chains: one chain
-/// of N / 8 dependent maxima would sit on the softmax's critical path.
-template <int Chains, int N>
-ATTNC_DEVICE float rowMaxOf(const Accumulator<N> &acc, int half) {
-  constexpr int kRegs = Accumulator<N>::kRegs;
-  float chain[Chains];
-#pragma unroll
-  for (int c = 0; c < Chains; ++c)
-    chain[c] = negInf();
-  int n = 0;
-#pragma unroll
-  for (int i = 0; i < kRegs; ++i)
-    if ((i / 2) % 2 == half) {
-      chain[n % Chains] = maxf(chain[n % Chains], acc.d[i]);
-      ++n;
-    }
-#pragma unroll
-  for (int width = Chains / 2; width > 0; width /= 2)
-#pragma unroll
-    for (int c = 0; c < width; ++c)
-      chain[c] = maxf(chain[c], chain[c + width]);
-  return chain[0];
 }
 
 /// setmaxnreg: moves registers between warpgroups of a warp-specialized

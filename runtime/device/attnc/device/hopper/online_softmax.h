@@ -1,0 +1,90 @@
+//===- hopper/online_softmax.h - a tile's softmax step on wgmma rows ------===//
+//
+// The online softmax of the warp-specialized CTAs (prefill.h, latent.h) on
+// a 64 x N wgmma accumulator: each thread holds parts of two rows (`half`
+// 0 and 1, AccumulatorLayout), which the four lanes of a quad share. One
+// step takes a tile's scores to unnormalized probabilities, moving the
+// rows' maxima and sums on and giving the factor that rescales what the
+// rows accumulated before. Scores may be held in units that `logitScale`
+// turns into base-2 logits inside exp2's argument (one FFMA a score).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_DEVICE_HOPPER_ONLINE_SOFTMAX_H
+#define ATTNC_DEVICE_HOPPER_ONLINE_SOFTMAX_H
+
+#include "attnc/device/hopper/wgmma.h"
+#include "attnc/device/math.h"
+#include "attnc/device/prelude.h"
+
+namespace attnc {
+namespace hopper {
+
+#if ATTNC_IS_DEVICE
+
+/// The maximum of this thread's values in row `half`, over Chains
+/// independent chains: one chain of N / 8 dependent maxima would sit on the
+/// softmax's critical path.
+template <int Chains, int N>
+ATTNC_DEVICE float rowMaxOf(const Accumulator<N> &acc, int half) {
+  constexpr int kRegs = Accumulator<N>::kRegs;
+  float chain[Chains];
+#pragma unroll
+  for (int c = 0; c < Chains; ++c)
+    chain[c] = negInf();
+  int n = 0;
+#pragma unroll
+  for (int i = 0; i < kRegs; ++i)
+    if ((i / 2) % 2 == half) {
+      chain[n % Chains] = maxf(chain[n % Chains], acc.d[i]);
+      ++n;
+    }
+#pragma unroll
+  for (int width = Chains / 2; width > 0; width /= 2)
+#pragma unroll
+    for (int c = 0; c < width; ++c)
+      chain[c] = maxf(chain[c], chain[c + width]);
+  return chain[0];
+}
+
+/// One tile's step: the rows' new maxima (over the quad), the scores
+/// exponentiated in place, the sums moved on, and in `alpha` the factor
+/// that rescales what each row accumulated before this tile.
+template <int Chains, int N>
+ATTNC_DEVICE void exponentiateRows(Accumulator<N> &s, float (&rowMax)[2],
+                                   float (&rowSum)[2], float logitScale,
+                                   float (&alpha)[2]) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float mx = maxf(rowMax[half], rowMaxOf<Chains>(s, half));
+    mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    // A row that has seen no key keeps -inf; shift by 0 so exp2 stays 0.
+    float shift = mx == negInf() ? 0.0f : mx * logitScale;
+    alpha[half] = fastExp2(rowMax[half] * logitScale - shift);
+    rowMax[half] = mx;
+    float sum = rowSum[half] * alpha[half];
+#pragma unroll
+    for (int i = 0; i < Accumulator<N>::kRegs; ++i)
+      if ((i / 2) % 2 == half) {
+        s.d[i] = fastExp2(s.d[i] * logitScale - shift);
+        sum += s.d[i];
+      }
+    rowSum[half] = sum;
+  }
+}
+
+/// Stores two adjacent output columns: f32 as they are, 16-bit types
+/// rounded into one 32-bit word.
+ATTNC_DEVICE void storePair(float *dst, float a, float b) {
+  *reinterpret_cast<float2 *>(dst) = make_float2(a, b);
+}
+template <typename T> ATTNC_DEVICE void storePair(T *dst, float a, float b) {
+  *reinterpret_cast<u32 *>(dst) = Mma<T>::pack(a, b);
+}
+
+#endif // ATTNC_IS_DEVICE
+
+} // namespace hopper
+} // namespace attnc
+
+#endif // ATTNC_DEVICE_HOPPER_ONLINE_SOFTMAX_H
