@@ -154,6 +154,10 @@ def main():
     parser.add_argument("--rows", default="",
                         help="comma-separated row names (default: all)")
     args = parser.parse_args()
+    chosen = {n for n in args.rows.split(",") if n} or None
+    unknown = (chosen or set()) - {row[0] for row in ROWS}
+    if unknown:
+        parser.error(f"unknown rows: {', '.join(sorted(unknown))}")
     os.makedirs(args.out, exist_ok=True)
     fi = None
     if not args.no_flashinfer:
@@ -173,7 +177,6 @@ def main():
              "roofline | torch ms | FI fa3 ms | FI fa2 ms | attnc / best "
              "peer | rel. error |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    chosen = set(args.rows.split(",")) if args.rows else None
     for name, heads, batch, keys, page, q_len in ROWS:
         if chosen is not None and name not in chosen:
             continue

@@ -84,15 +84,12 @@ std::string unsupportedLatentFeature(AttentionOp op, LatentKVType latent,
     return "ALiBi with a latent cache";
   if (op.getQuerySegments())
     return "document segments with a latent cache";
-  Type out = op.getOutput().getType().getElementType();
-  if (!out.isBF16() && !out.isF16() && !out.isF32())
-    return "an output of another type than bf16, f16 or f32";
   return "";
 }
 
-/// Names the first feature of `op` that the GPU pipeline cannot compile
-/// for `arch`, or returns an empty string.
-std::string unsupportedFeature(AttentionOp op, StringRef arch) {
+/// Names the first feature of `op` that the kernel reading its cache (a
+/// latent one, or keys and values) cannot compile for `arch`, or "".
+std::string unsupportedCacheFeature(AttentionOp op, StringRef arch) {
   if (auto latent = dyn_cast<LatentKVType>(op.getKey().getType()))
     return unsupportedLatentFeature(op, latent, arch);
   auto key = cast<KVType>(op.getKey().getType());
@@ -111,6 +108,15 @@ std::string unsupportedFeature(AttentionOp op, StringRef arch) {
     return dims;
   if (op.getQuerySegments() && key.getLayout() == TokenLayout::Paged)
     return "document segments with a paged cache";
+  return "";
+}
+
+/// Names the first feature of `op` that the GPU pipeline cannot compile
+/// for `arch`, or returns an empty string: what its cache's kernel cannot
+/// read, then what no kernel writes.
+std::string unsupportedFeature(AttentionOp op, StringRef arch) {
+  if (std::string why = unsupportedCacheFeature(op, arch); !why.empty())
+    return why;
   Type out = op.getOutput().getType().getElementType();
   if (!out.isBF16() && !out.isF16() && !out.isF32())
     return "an output of another type than bf16, f16 or f32";

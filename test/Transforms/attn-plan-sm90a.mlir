@@ -186,3 +186,14 @@ func.func @mla_alibi(%q: !attn.q<1x16x576xbf16>, %kv: !attn.latent_kv<?x576xbf16
       : !attn.q<1x16x576xbf16>, !attn.latent_kv<?x576xbf16, rope = 64> -> !attn.out<1x16x512xbf16>
   return %out : !attn.out<1x16x512xbf16>
 }
+
+// -----
+
+// The latent kernel keeps no document ids: segments are named.
+func.func @mla_segments(%q: !attn.q<?x16x576xbf16, ragged>, %kv: !attn.latent_kv<?x576xbf16, rope = 64, ragged>,
+                        %qd: memref<?xi32>, %kd: memref<?xi32>) -> !attn.out<?x16x512xbf16, ragged> {
+  // expected-error @below {{cannot be compiled for the GPU yet: document segments with a latent cache}}
+  %out = attn.attention(%q, %kv) segments(%qd, %kd : memref<?xi32>, memref<?xi32>) {causal}
+      : !attn.q<?x16x576xbf16, ragged>, !attn.latent_kv<?x576xbf16, rope = 64, ragged> -> !attn.out<?x16x512xbf16, ragged>
+  return %out : !attn.out<?x16x512xbf16, ragged>
+}

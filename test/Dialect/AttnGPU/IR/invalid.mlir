@@ -252,3 +252,24 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 // expected-error @below {{merge_splits needs a split-KV plan of the mma.sync schedules, got #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 1, q_in_regs = true>}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x8x64xbf16> key = !attn.kv<?x2x64xbf16> value = !attn.kv<?x2x64xbf16> output = !attn.out<1x8x64xbf16> captures = [] attributes {has_lse, merge_splits, scale = 1.250000e-01 : f32} {
 }
+
+// -----
+
+// A latent plan is a producer, a scorer and a value warpgroup over 64 rows.
+// expected-error @below {{a latent plan has 12 x 1 warps and 64-row blocks, got 8 x 1 warps and 64 rows}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 8 x 1, stages = 2, kv_splits = 1, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x16x576xbf16> key = !attn.kv<?x1x576xbf16> value = !attn.kv<?x1x512xbf16> output = !attn.out<1x16x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// A latent plan's KV tiles are whole k16 steps of whole swizzle atoms, in a ring.
+// expected-error @below {{a latent plan's KV tile must be a multiple of 16 keys up to 256, in at least 2 stages, got 60 keys in 2}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 60, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x16x576xbf16> key = !attn.kv<?x1x576xbf16> value = !attn.kv<?x1x512xbf16> output = !attn.out<1x16x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// A latent kernel reads one cache head, shared by every query head.
+// expected-error @below {{a latent kernel reads one cache head of the queries' head dim (a multiple of 16 up to 576) whose first columns, a multiple of 128 up to 512, are the values; got 2 heads of 576 for queries of 576 and outputs of 512}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x16x576xbf16> key = !attn.kv<?x2x576xbf16> value = !attn.kv<?x2x512xbf16> output = !attn.out<1x16x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
