@@ -10,7 +10,8 @@ def AttnGPU_Schedule : I32EnumAttr<"Schedule", "kernel schedule", [
     I32EnumAttrCase<"prefill", 0>,
     I32EnumAttrCase<"decode", 1>,
     I32EnumAttrCase<"warp_specialized", 2>,
-    I32EnumAttrCase<"latent", 3>]> {
+    I32EnumAttrCase<"latent", 3>,
+    I32EnumAttrCase<"transposed_decode", 4>]> {
   let cppNamespace = "::mlir::attn_gpu";
   let genSpecializedAttr = 0;
 }
@@ -50,7 +51,11 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     `prefill` gives each of 4 warps 16 query rows and the whole KV tile;
     `decode` gives one 16-row tile (a request's GQA heads) to warps that each
     take a slice of the KV tile, so few rows still keep every warp loading.
-    Both run on mma.sync (sm_80 and later). `warp_specialized` (sm_90a) is
+    `transposed_decode` is decode for a GQA group of up to 8 query heads:
+    the products are transposed (S^T = K Q^T, O^T += V^T P^T), so the keys
+    fill mma's 16 rows and the group its 8 columns (`block = 8 x N`),
+    rather than the group filling 16 rows of which it leaves most empty.
+    All three run on mma.sync (sm_80 and later). `warp_specialized` (sm_90a) is
     FlashAttention-3's: `warps = 4(c + 1) x 1` are a producer warpgroup that
     loads tiles with the bulk tensor copy engine and `c` consumer warpgroups
     of 64 rows each (`block = 64c x N`) computing with wgmma; a CTA's rows
@@ -80,6 +85,11 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     /// FlashAttention-3 one or the latent one.
     bool isWarpSpecialized() const {
       return getSchedule() == Schedule::warp_specialized || isLatent();
+    }
+    /// Rows of the mma.sync schedules' query tile a warp's products hold:
+    /// 16 (the M side) or, transposed, 8 (the N side).
+    int64_t getRowsPerWarp() const {
+      return getSchedule() == Schedule::transposed_decode ? 8 : 16;
     }
     /// Whether this is the multi-head latent attention schedule.
     bool isLatent() const { return getSchedule() == Schedule::latent; }

@@ -107,6 +107,7 @@ private:
     member("int", "kNumQHeads", q.getNumHeads());
     member("int", "kNumKVHeads", kv.getNumHeads());
     member("int", "kGroup", q.getNumHeads() / kv.getNumHeads());
+    member("int", "kBlockM", plan.getBlockM());
     member("int", "kWarpsM", plan.getWarpsM());
     member("int", "kWarpsN", plan.getWarpsN());
     member("int", "kBlockN", plan.getBlockN());
@@ -260,9 +261,12 @@ private:
     b.setInsertionPointToStart(entry);
     emitc::VerbatimOp::create(
         b, loc, "extern __shared__ __align__(16) char attnc_smem[];");
+    gpu::Schedule schedule = kernel.getPlan().getSchedule();
     StringRef ctaTemplate = kernel.getPlan().isLatent() ? "attnc::LatentCta<"
                             : warpSpecialized ? "attnc::WarpSpecializedCta<"
-                                              : "attnc::AttentionCta<";
+                            : schedule == gpu::Schedule::transposed_decode
+                                ? "attnc::TransposedDecodeCta<"
+                                : "attnc::AttentionCta<";
     Type ctaType =
         emitc::OpaqueType::get(ctx, ctaTemplate.str() + name + "_config>");
     auto cta =
@@ -551,6 +555,11 @@ struct AttnGPUToEmitCPass
         }))
       emitc::IncludeOp::create(b, module.getLoc(),
                                "attnc/device/hopper/prefill.h");
+    if (anyPlan([](gpu::PlanAttr plan) {
+          return plan.getSchedule() == gpu::Schedule::transposed_decode;
+        }))
+      emitc::IncludeOp::create(b, module.getLoc(),
+                               "attnc/device/transposed_decode.h");
     if (anyPlan([](gpu::PlanAttr plan) { return plan.isLatent(); }))
       emitc::IncludeOp::create(b, module.getLoc(),
                                "attnc/device/hopper/latent.h");

@@ -54,3 +54,38 @@ func.func @score_mod(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>,
       }
   return %out : !attn.out<?x8x64xbf16>
 }
+
+// -----
+
+// A decode kernel's CTA follows its plan: a GQA group of 16 fills the 16
+// rows of attention.h's CTA ...
+// CHECK-LABEL: func.func @decode_group16
+// CHECK: include "attnc/device/attention.h"
+// CHECK-NOT: transposed_decode.h
+// CHECK: verbatim "struct attention_config {
+// CHECK-SAME: static constexpr int kBlockM = 16;
+// CHECK: "emitc.variable"
+// CHECK-SAME: attnc::AttentionCta<attention_config>
+func.func @decode_group16(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x2x128xbf16>,
+                          %v: !attn.kv<?x2x128xbf16>) -> !attn.out<1x32x128xbf16> {
+  %out = attn.attention(%q, %k, %v)
+      : !attn.q<1x32x128xbf16>, !attn.kv<?x2x128xbf16>, !attn.kv<?x2x128xbf16> -> !attn.out<1x32x128xbf16>
+  return %out : !attn.out<1x32x128xbf16>
+}
+
+// -----
+
+// ... and a group of 4 the 8 columns of the transposed CTA, whose header
+// the file includes.
+// CHECK-LABEL: func.func @decode_group4
+// CHECK: include "attnc/device/transposed_decode.h"
+// CHECK: verbatim "struct attention_config {
+// CHECK-SAME: static constexpr int kBlockM = 8;
+// CHECK: "emitc.variable"
+// CHECK-SAME: attnc::TransposedDecodeCta<attention_config>
+func.func @decode_group4(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
+                         %v: !attn.kv<?x8x128xbf16>) -> !attn.out<1x32x128xbf16> {
+  %out = attn.attention(%q, %k, %v)
+      : !attn.q<1x32x128xbf16>, !attn.kv<?x8x128xbf16>, !attn.kv<?x8x128xbf16> -> !attn.out<1x32x128xbf16>
+  return %out : !attn.out<1x32x128xbf16>
+}

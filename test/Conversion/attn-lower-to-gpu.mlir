@@ -39,7 +39,7 @@ func.func @prefill(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16
 // Split-KV decode: the attention launch writes partial states that a merge
 // kernel combines; the paged cache shows in the tile loads.
 // CHECK-LABEL: func.func @decode
-// CHECK: %[[P:.+]]:2 = attn_gpu.launch @attention({{.*}}) {geometry = #attn_gpu.launch<threads = 128, smem = {{[0-9]+}}, block_m = 16, kv_splits = 16>}
+// CHECK: %[[P:.+]]:2 = attn_gpu.launch @attention({{.*}}) {geometry = #attn_gpu.launch<threads = 128, smem = {{[0-9]+}}, block_m = 8, kv_splits = 16>}
 // CHECK: attn_gpu.launch @merge(%[[P]]#0, %[[P]]#1)
 // CHECK: attn_gpu.kernel @attention
 // CHECK: attn_gpu.prefetch_tile {{.*}} from !attn.kv<?x8x128xbf16, paged<16, hnd>>

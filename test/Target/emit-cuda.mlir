@@ -3,12 +3,14 @@
 // MLIR's C++ printer turns the device file into CUDA C++ for NVRTC: the
 // tile library's headers, the configuration struct (the compiler's decisions,
 // the shared-memory size and mask classification among them, in the ABI's
-// enums) and the entry point. The decode kernel merges its own KV splits:
-// there is no merge kernel.
+// enums) and the entry point. The decode kernel (a GQA group of 4: the
+// transposed CTA, 8 rows) merges its own KV splits: there is no merge kernel.
 // CHECK: #include "attnc/device/attention.h"
+// CHECK: #include "attnc/device/transposed_decode.h"
 // CHECK: struct attention_config {
 // CHECK: using Elem = attnc::bf16;
 // CHECK: using Out = attnc::bf16;
+// CHECK: static constexpr int kBlockM = 8;
 // CHECK: static constexpr int kSmemBytes = [[SMEM:[0-9]+]];
 // CHECK: static constexpr attnc::TokenLayout kKVLayout = attnc::TokenLayout::Paged;
 // CHECK: static constexpr int kPageSize = 16;
@@ -17,8 +19,8 @@
 // CHECK: static constexpr bool kMergeSplits = true;
 // CHECK: extern "C" __global__ __launch_bounds__(128, 1) void attention(const attnc::AttnParams [[P:v[0-9]+]]) {
 // CHECK: extern __shared__ __align__(16) char attnc_smem[];
-// CHECK: attnc::AttentionCta<attention_config> [[CTA:v[0-9]+]];
-// CHECK: attnc::AttentionCta<attention_config>* [[PTR:v[0-9]+]] = &[[CTA]];
+// CHECK: attnc::TransposedDecodeCta<attention_config> [[CTA:v[0-9]+]];
+// CHECK: attnc::TransposedDecodeCta<attention_config>* [[PTR:v[0-9]+]] = &[[CTA]];
 // CHECK: bool [[LIVE:v[0-9]+]] = attnc::ctaBegin([[PTR]], [[P]], attnc_smem);
 // CHECK: if ([[LIVE]]) {
 // CHECK: for (int32_t [[T:i[0-9]+]] =

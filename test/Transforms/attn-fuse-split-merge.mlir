@@ -3,7 +3,7 @@
 // A decode step's split-KV kernel merges its own splits: one launch with
 // the merge's results, no merge kernel.
 // CHECK-LABEL: func.func @decode
-// CHECK: %[[OUT:.+]]:2 = attn_gpu.launch @attention(%{{.+}}, %{{.+}}, %{{.+}}) {geometry = #attn_gpu.launch<threads = 128, smem = {{[0-9]+}}, block_m = 16, kv_splits = 16>}
+// CHECK: %[[OUT:.+]]:2 = attn_gpu.launch @attention(%{{.+}}, %{{.+}}, %{{.+}}) {geometry = #attn_gpu.launch<threads = 128, smem = {{[0-9]+}}, block_m = 8, kv_splits = 16>}
 // CHECK-SAME: -> (!attn.out<1x32x128xbf16>, !attn.lse<1x32>)
 // CHECK-NOT: attn_gpu.launch
 // CHECK: return %[[OUT]]#0, %[[OUT]]#1

@@ -70,9 +70,10 @@ func.func @paged_prefill_page4(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<
 
 // -----
 
-// Decode stays on the decode schedule.
+// Decode stays on the mma.sync decode schedules (it is memory-bound): a GQA
+// group of up to 8 heads transposed.
 // CHECK-LABEL: func.func @decode
-// CHECK: attn_gpu.plan = #attn_gpu.plan<decode,
+// CHECK: attn_gpu.plan = #attn_gpu.plan<transposed_decode, block = 8 x 64,
 func.func @decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
                   %v: !attn.kv<?x8x128xbf16>) -> !attn.out<1x32x128xbf16> {
   %out = attn.attention(%q, %k, %v)
@@ -102,7 +103,7 @@ func.func @segments_prefill(%q: !attn.q<?x16x128xbf16, ragged>, %k: !attn.kv<?x1
 // takes the mma.sync schedules even on sm_90a: decode with four stages (a
 // stage holds half the bytes of a 16-bit one) ...
 // CHECK-LABEL: func.func @fp8_decode
-// CHECK: attn_gpu.plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 4, kv_splits = 16, q_in_regs = true>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<transposed_decode, block = 8 x 64, warps = 1 x 4, stages = 4, kv_splits = 16, q_in_regs = true>
 func.func @fp8_decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>>,
                       %v: !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>>,
                       %ks: memref<1xf32>, %vs: memref<8xf32>) -> !attn.out<1x32x128xbf16> {

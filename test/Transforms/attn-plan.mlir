@@ -1,16 +1,30 @@
 // RUN: attn-opt %s -split-input-file -verify-diagnostics -attn-plan="arch=sm_80" | FileCheck %s
 
 // On sm_80 (the mma.sync schedules; attn-plan-sm90a.mlir has Hopper's): one
-// query token per request is decode: a 16-row tile of GQA heads, four
-// warps across each KV tile, three stages, split-KV allowed.
+// query token per request is decode. A GQA group of up to 8 heads takes the
+// transposed products (its 8 rows as mma's columns), four warps across each
+// KV tile, three stages, split-KV allowed.
 // CHECK: module attributes {attn_gpu.target = #attn_gpu.target<"sm_80", sms = 132, smem = 232448>}
 // CHECK-LABEL: func.func @decode
 // CHECK: attn.attention
-// CHECK-SAME: attn_gpu.plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = true>
+// CHECK-SAME: attn_gpu.plan = #attn_gpu.plan<transposed_decode, block = 8 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = true>
 func.func @decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xbf16, paged<16, nhd>>,
                   %v: !attn.kv<?x8x128xbf16, paged<16, nhd>>) -> !attn.out<1x32x128xbf16> {
   %out = attn.attention(%q, %k, %v)
       : !attn.q<1x32x128xbf16>, !attn.kv<?x8x128xbf16, paged<16, nhd>>, !attn.kv<?x8x128xbf16, paged<16, nhd>>
+      -> !attn.out<1x32x128xbf16>
+  return %out : !attn.out<1x32x128xbf16>
+}
+
+// -----
+
+// A group of more than 8 heads fills 16 rows: the decode schedule.
+// CHECK-LABEL: func.func @decode_group16
+// CHECK: attn_gpu.plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = true>
+func.func @decode_group16(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x2x128xbf16>,
+                          %v: !attn.kv<?x2x128xbf16>) -> !attn.out<1x32x128xbf16> {
+  %out = attn.attention(%q, %k, %v)
+      : !attn.q<1x32x128xbf16>, !attn.kv<?x2x128xbf16>, !attn.kv<?x2x128xbf16>
       -> !attn.out<1x32x128xbf16>
   return %out : !attn.out<1x32x128xbf16>
 }
@@ -171,7 +185,7 @@ func.func @prefill_d64_softcap_alibi_window(%q: !attn.q<?x8x64xbf16>, %k: !attn.
 
 // Plain decode keeps queries in registers up to head dim 256.
 // CHECK-LABEL: func.func @decode_d256
-// CHECK: attn_gpu.plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = true>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<transposed_decode, block = 8 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = true>
 func.func @decode_d256(%q: !attn.q<1x8x256xbf16>, %k: !attn.kv<?x2x256xbf16, paged<16, nhd>>,
                        %v: !attn.kv<?x2x256xbf16, paged<16, nhd>>) -> !attn.out<1x8x256xbf16> {
   %out = attn.attention(%q, %k, %v)
@@ -185,7 +199,7 @@ func.func @decode_d256(%q: !attn.q<1x8x256xbf16>, %k: !attn.kv<?x2x256xbf16, pag
 // Per-score work beside wide accumulators reads decode queries from shared
 // memory: qk 240 / 4 + v 240 / 2 + 8 per unit of work exceeds 160 registers.
 // CHECK-LABEL: func.func @decode_d240_alibi
-// CHECK: attn_gpu.plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = false>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<transposed_decode, block = 8 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = false>
 func.func @decode_d240_alibi(%q: !attn.q<1x8x240xbf16>, %k: !attn.kv<?x2x240xbf16, paged<16, nhd>>,
                              %v: !attn.kv<?x2x240xbf16, paged<16, nhd>>) -> !attn.out<1x8x240xbf16> {
   %out = attn.attention(%q, %k, %v) {alibi}
@@ -198,7 +212,7 @@ func.func @decode_d240_alibi(%q: !attn.q<1x8x240xbf16>, %k: !attn.kv<?x2x240xbf1
 
 // At head dim 128 the same work leaves room for them.
 // CHECK-LABEL: func.func @decode_d128_window_sinks
-// CHECK: attn_gpu.plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = true>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<transposed_decode, block = 8 x 64, warps = 1 x 4, stages = 3, kv_splits = 16, q_in_regs = true>
 func.func @decode_d128_window_sinks(%q: !attn.q<1x8x128xbf16>, %k: !attn.kv<?x2x128xbf16, paged<16, nhd>>,
                                     %v: !attn.kv<?x2x128xbf16, paged<16, nhd>>) -> !attn.out<1x8x128xbf16> {
   %out = attn.attention(%q, %k, %v) {window = #attn.window<100, 0>, sinks = 4}

@@ -85,8 +85,9 @@ LogicalResult KernelOp::verify() {
   PlanAttr plan = getPlan();
   // The warp-specialized plan's shape is checked by PlanAttr::verify.
   bool mmaSync = !plan.isWarpSpecialized();
-  if (mmaSync && plan.getBlockM() != 16 * plan.getWarpsM())
-    return emitOpError("block_m must be 16 rows per M warp, got ")
+  if (mmaSync && plan.getBlockM() != plan.getRowsPerWarp() * plan.getWarpsM())
+    return emitOpError("block_m must be ")
+           << plan.getRowsPerWarp() << " rows per M warp, got "
            << plan.getBlockM() << " for " << plan.getWarpsM() << " warps";
   if (plan.getBlockN() % (16 * plan.getWarpsN()) != 0)
     return emitOpError("block_n must give each N warp a multiple of 16 keys");

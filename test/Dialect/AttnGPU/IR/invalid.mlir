@@ -255,6 +255,14 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 
 // -----
 
+// The transposed decode's rows are mma's 8 columns: one token's GQA group,
+// with every warp taking a slice of the KV tile.
+// expected-error @below {{a transposed_decode plan has 1 x N warps and 8-row blocks (a token's GQA group), got 1 x 4 warps and 16 rows}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<transposed_decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x32x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<1x32x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
 // A latent plan is a producer, a scorer and a value warpgroup over 64 rows.
 // expected-error @below {{a latent plan has 12 x 1 warps and 64-row blocks, got 8 x 1 warps and 64 rows}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 8 x 1, stages = 2, kv_splits = 1, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x16x576xbf16> key = !attn.kv<?x1x576xbf16> value = !attn.kv<?x1x512xbf16> output = !attn.out<1x16x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
