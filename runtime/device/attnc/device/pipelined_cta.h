@@ -118,11 +118,22 @@ struct PipelinedCta
   /// (pages of 1 slot: 0.77x of contiguous speed when each did). More than
   /// 8 rows per thread (16 at head dim 256) leave no registers for their
   /// pages beside the output accumulators (spills).
+  ///
+  /// Where pages hold a multiple of a copy slice's rows (a decode warp's 16
+  /// keys, a prefill CTA's tile; slices start at multiples of their rows),
+  /// the whole slice lies in one page: one page id per thread and tile, and
+  /// the thread's rows at constant strides from its first, instead of a
+  /// 64-bit page offset per row (a third of an fp8 tile's instructions).
+  static constexpr bool kSliceInOnePage =
+      C::kKVLayout == TokenLayout::Paged && C::kPageSize % kCopyRows == 0;
   static constexpr bool kPagesAhead =
       C::kKVLayout == TokenLayout::Paged && S::kD == S::kDV &&
-      CopyRows<S::kD>::kOneColumn && CopyRows<S::kD>::kCount <= 8;
+      CopyRows<S::kD>::kOneColumn &&
+      (kSliceInOnePage || CopyRows<S::kD>::kCount <= 8);
+  static constexpr int kPageIds =
+      kPagesAhead && !kSliceInOnePage ? CopyRows<S::kD>::kCount : 1;
   int pagesTile = -1; // the visible tile whose pages `pages` holds
-  int pages[kPagesAhead ? CopyRows<S::kD>::kCount : 1];
+  int pages[kPageIds];
   static constexpr int kPageSlots = C::kPageSize > 0 ? C::kPageSize : 1;
 
   ATTNC_DEVICE u16 *qTile() { return reinterpret_cast<u16 *>(smem); }
@@ -214,13 +225,14 @@ struct PipelinedCta
 
   /// Reads into `pages` the pages of the rows this thread copies of
   /// visible tile `t` (a key past the request reads the first page, as the
-  /// zero-filled copy of that row does).
+  /// zero-filled copy of that row does), or its slice's one page.
   ATTNC_DEVICE void readPages(int t) {
     using Rows = CopyRows<S::kD>;
     int n = tileAt(t);
 #pragma unroll
-    for (int i = 0; i < Rows::kCount; ++i) {
-      int key = n * S::kBlockN + copyRow0() + copyThread() / Rows::kChunks +
+    for (int i = 0; i < kPageIds; ++i) {
+      int key = n * S::kBlockN + copyRow0() +
+                (kSliceInOnePage ? 0 : copyThread() / Rows::kChunks) +
                 i * Rows::kStep;
       pages[i] =
           p->page_indices[pageBegin + (key < kvLen ? key : 0) / kPageSlots];
@@ -244,8 +256,18 @@ struct PipelinedCta
       int row = copyRow0() + slot;
       int key = n * S::kBlockN + row;
       bool valid = key < kvLen;
-      const KVElem *src =
-          pagedRow<Dim>(base, pageStride, pages[i], valid ? key : 0);
+      const KVElem *src;
+      if constexpr (kSliceInOnePage) {
+        // Slot `slot` of the slice's page, which holds every row of the
+        // slice (also those past the request: their copies read nothing).
+        constexpr i64 slotStride =
+            C::kPageOrder == PageOrder::HND ? Dim : i64(C::kNumKVHeads) * Dim;
+        src = pagedRow<Dim>(base, pageStride, pages[0],
+                            n * S::kBlockN + copyRow0()) +
+              slot * slotStride;
+      } else {
+        src = pagedRow<Dim>(base, pageStride, pages[i], valid ? key : 0);
+      }
       cpAsync16(sharedAddress(tile + stageOffset<Dim>(row, chunk)),
                 src + chunk * kChunkElems, valid);
     }
