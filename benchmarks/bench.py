@@ -519,10 +519,21 @@ def flashinfer_prefill_runner(ctx):
     return lambda: fn().view(shape)
 
 
+# The GQA groups FlashInfer's plain (CUDA-core) decode kernels are built for
+# (DISPATCH_GQA_GROUP_SIZE in its utils.cuh); its plan rejects others by
+# throwing across its binding, which kills the process (measured: a
+# segmentation fault on D3's group of 7).
+FLASHINFER_DECODE_GROUPS = (1, 2, 3, 4, 8)
+
+
 def flashinfer_decode_runner(ctx, tensor_cores):
     w, cache = ctx.w, ctx.paged
     if w.sinks:
         raise Skip("FlashInfer's decode keeps no sink tokens")
+    group = w.heads // w.kv_heads
+    if not tensor_cores and group not in FLASHINFER_DECODE_GROUPS:
+        raise Skip(f"FlashInfer's decode kernels take GQA groups "
+                   f"{FLASHINFER_DECODE_GROUPS}, not {group}")
     q3 = ctx.q.reshape(w.batch, w.heads, w.dim)
     fn = flashinfer_peer.paged_decode(
         ctx.fi, q3, cache.k, cache.v, cache.indptr, cache.indices,
