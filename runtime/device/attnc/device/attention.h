@@ -31,8 +31,8 @@ template <class C> struct AttentionCta : PipelinedCta<C> {
   using KVElem = typename Base::KVElem;
   using Base::kQueryToF16, Base::queryScale, Base::rowBegin, Base::rows,
       Base::tileBegin, Base::tileAt, Base::lane, Base::wm, Base::wn,
-      Base::qTile, Base::kTile, Base::vTile, Base::kStage, Base::smem,
-      Base::keyFragment, Base::store;
+      Base::qTile, Base::kTile, Base::vTile, Base::kStage, Base::keyFragment,
+      Base::store;
   static_assert(S::kBlockM == 16 * C::kWarpsM, "16 rows per M warp");
 
   float s[S::kNTiles][4];
@@ -215,49 +215,27 @@ template <class C> struct AttentionCta : PipelinedCta<C> {
 
   // --- Epilogue -------------------------------------------------------------
   /// Merges the warps' states, normalizes, and writes the output and LSE
-  /// (or this split's partial state). Warps that split the keys each leave
-  /// their normalized share in a tile of their own, summed as it is stored:
-  /// float atomics on shared memory are compare-and-swap loops, and four
-  /// warps contending for one tile cost a decode CTA tens of microseconds.
+  /// (or this split's partial state) through Base::store.
   ATTNC_DEVICE void finish() {
-    cpAsyncWait<0>();
-    __syncthreads();
-    float *shares = reinterpret_cast<float *>(smem); // [WarpsN][BlockM][DV]
-    float *stats = shares + C::kWarpsN * S::kBlockM * S::kDV;
-    float *maxes = stats, *sums = stats + C::kWarpsN * S::kBlockM;
-    float *lses = sums + C::kWarpsN * S::kBlockM; // [WarpsN][BlockM] x 3
+    auto tiles = this->drainIntoEpilogue();
     for (int half = 0; half < 2; ++half) {
       rowSum[half] += __shfl_xor_sync(0xffffffffu, rowSum[half], 1);
       rowSum[half] += __shfl_xor_sync(0xffffffffu, rowSum[half], 2);
-      if (lane % 4 == 0) {
-        maxes[wn * S::kBlockM + localRow(half)] = rowMax[half];
-        sums[wn * S::kBlockM + localRow(half)] = rowSum[half];
-      }
+      if (lane % 4 == 0)
+        this->publishRow(tiles, localRow(half), rowMax[half], rowSum[half]);
     }
     __syncthreads();
-    float *share = shares + wn * S::kBlockM * S::kDV;
+    float *share = tiles.shares + wn * S::kBlockM * S::kDV;
     for (int half = 0; half < 2; ++half) {
       int row = localRow(half);
-      float total = negInf();
-      for (int w = 0; w < C::kWarpsN; ++w)
-        total = maxf(total, maxes[w * S::kBlockM + row]);
-      float base = total == negInf() ? 0.0f : total;
-      float sum = 0.0f;
-      for (int w = 0; w < C::kWarpsN; ++w)
-        sum += sums[w * S::kBlockM + row] *
-               fastExp2(maxes[w * S::kBlockM + row] - base);
-      float factor =
-          sum > 0.0f ? fastExp2(rowMax[half] - base) / sum * this->valueScale()
-                     : 0.0f;
-      if (wn == 0 && lane % 4 == 0)
-        lses[row] = sum > 0.0f ? (base + fastLog2(sum)) * kLn2 : negInf();
+      float factor = this->shareFactor(tiles, row, rowMax[half], lane % 4 == 0);
       for (int dt = 0; dt < S::kDTiles; ++dt)
         *reinterpret_cast<float2 *>(share + row * S::kDV + dt * 8 +
                                     (lane % 4) * 2) =
             make_float2(o[dt][2 * half] * factor, o[dt][2 * half + 1] * factor);
     }
     __syncthreads();
-    store(shares, lses);
+    store(tiles.shares, tiles.lses);
   }
 };
 

@@ -398,6 +398,49 @@ struct PipelinedCta
   }
 
   // --- Epilogue -------------------------------------------------------------
+  // Warps that split the keys each leave their normalized share of the
+  // output in a tile of their own, summed as it is stored (store): float
+  // atomics on shared memory are compare-and-swap loops, and four warps
+  // contending for one tile cost a decode CTA tens of microseconds.
+
+  /// The epilogue's view of shared memory (the pipeline's, once it drained):
+  /// each warp column's f32 share [WarpsN][BlockM][DV], then its row maxima
+  /// and row sums [WarpsN][BlockM], then the rows' LSEs.
+  struct EpilogueTiles {
+    float *shares, *maxes, *sums, *lses;
+  };
+  ATTNC_DEVICE EpilogueTiles drainIntoEpilogue() {
+    cpAsyncWait<0>();
+    __syncthreads();
+    float *shares = reinterpret_cast<float *>(smem);
+    float *maxes = shares + C::kWarpsN * S::kBlockM * S::kDV;
+    float *sums = maxes + C::kWarpsN * S::kBlockM;
+    return {shares, maxes, sums, sums + C::kWarpsN * S::kBlockM};
+  }
+  /// Publishes this warp column's maximum and sum of local row `row`.
+  ATTNC_DEVICE void publishRow(const EpilogueTiles &tiles, int row, float max,
+                               float sum) {
+    tiles.maxes[wn * S::kBlockM + row] = max;
+    tiles.sums[wn * S::kBlockM + row] = sum;
+  }
+  /// After every warp published: the factor that normalizes this warp's
+  /// share of local row `row` (whose maximum here is `max`), and the row's
+  /// LSE, written by `lseWriter`.
+  ATTNC_DEVICE float shareFactor(const EpilogueTiles &tiles, int row, float max,
+                                 bool lseWriter) {
+    float total = negInf();
+    for (int w = 0; w < C::kWarpsN; ++w)
+      total = maxf(total, tiles.maxes[w * S::kBlockM + row]);
+    float base = total == negInf() ? 0.0f : total;
+    float sum = 0.0f;
+    for (int w = 0; w < C::kWarpsN; ++w)
+      sum += tiles.sums[w * S::kBlockM + row] *
+             fastExp2(tiles.maxes[w * S::kBlockM + row] - base);
+    if (lseWriter && wn == 0)
+      tiles.lses[row] = sum > 0.0f ? (base + fastLog2(sum)) * kLn2 : negInf();
+    return sum > 0.0f ? fastExp2(max - base) / sum * this->valueScale() : 0.0f;
+  }
+
   /// Whether the CTA stores a partial state: one of several splits of its
   /// request (all of them for a separate merge kernel, which reads every
   /// split of every request).

@@ -39,7 +39,7 @@ template <class C> struct TransposedDecodeCta : PipelinedCta<C> {
   using M = typename Base::M;
   using Base::kQueryToF16, Base::queryScale, Base::rowBegin, Base::tileBegin,
       Base::tileAt, Base::lane, Base::wn, Base::qTile, Base::kTile, Base::vTile,
-      Base::kStage, Base::smem, Base::keyFragment, Base::store;
+      Base::kStage, Base::keyFragment, Base::store;
   static_assert(S::kBlockM == 8 && C::kWarpsM == 1,
                 "a token's group of up to 8 query heads, warps side by side");
   /// 16-key steps of a warp's slice of each KV tile, 16-dim steps of the
@@ -219,44 +219,25 @@ template <class C> struct TransposedDecodeCta : PipelinedCta<C> {
   /// Merges the warps' states, normalizes, and writes the output and LSE
   /// (or this split's partial state) through Base::store.
   ATTNC_DEVICE void finish() {
-    cpAsyncWait<0>();
-    __syncthreads();
-    float *shares = reinterpret_cast<float *>(smem); // [WarpsN][BlockM][DV]
-    float *stats = shares + C::kWarpsN * S::kBlockM * S::kDV;
-    float *maxes = stats, *sums = stats + C::kWarpsN * S::kBlockM;
-    float *lses = sums + C::kWarpsN * S::kBlockM;
+    auto tiles = this->drainIntoEpilogue();
     for (int q = 0; q < 2; ++q) {
       for (int offset = 4; offset < 32; offset *= 2)
         rowSum[q] += __shfl_xor_sync(0xffffffffu, rowSum[q], offset);
-      if (quad() == 0) {
-        maxes[wn * S::kBlockM + queryColumn(q)] = rowMax[q];
-        sums[wn * S::kBlockM + queryColumn(q)] = rowSum[q];
-      }
+      if (quad() == 0)
+        this->publishRow(tiles, queryColumn(q), rowMax[q], rowSum[q]);
     }
     __syncthreads();
-    float *share = shares + wn * S::kBlockM * S::kDV;
+    float *share = tiles.shares + wn * S::kBlockM * S::kDV;
     for (int q = 0; q < 2; ++q) {
       int row = queryColumn(q);
-      float total = negInf();
-      for (int w = 0; w < C::kWarpsN; ++w)
-        total = maxf(total, maxes[w * S::kBlockM + row]);
-      float base = total == negInf() ? 0.0f : total;
-      float sum = 0.0f;
-      for (int w = 0; w < C::kWarpsN; ++w)
-        sum += sums[w * S::kBlockM + row] *
-               fastExp2(maxes[w * S::kBlockM + row] - base);
-      float factor = sum > 0.0f
-                         ? fastExp2(rowMax[q] - base) / sum * this->valueScale()
-                         : 0.0f;
-      if (wn == 0 && quad() == 0)
-        lses[row] = sum > 0.0f ? (base + fastLog2(sum)) * kLn2 : negInf();
+      float factor = this->shareFactor(tiles, row, rowMax[q], quad() == 0);
       for (int d = 0; d < kDimSteps; ++d)
         for (int half = 0; half < 2; ++half)
           share[row * S::kDV + d * 16 + quad() + 8 * half] =
               o[d][2 * half + q] * factor;
     }
     __syncthreads();
-    store(shares, lses);
+    store(tiles.shares, tiles.lses);
   }
 };
 
