@@ -2,10 +2,11 @@
 //
 // A CTA owns BlockM "rows" of one request and one KV head: row r is query
 // token r / Group of query head kvHead * Group + r % Group, so the query
-// heads of a GQA group share every K/V tile (decode packs the group into the
-// M tile). WarpsM x WarpsN warps: warp (wm, wn) owns 16 rows and a
-// BlockN / WarpsN slice of every KV tile, keeps its own online-softmax state
-// and the warps' states are merged in shared memory at the end.
+// heads of a GQA group share every K/V tile (decode of a group larger than 8
+// packs it into the M tile; smaller groups take transposed_decode.h). WarpsM x
+// WarpsN warps: warp (wm, wn) owns 16 rows and a BlockN / WarpsN slice of every
+// KV tile, keeps its own online-softmax state and the warps' states are merged
+// in shared memory at the end.
 //
 // An fp8 cache lands in the pipeline stages at one byte per element, and the
 // products run in f16 (widen.h): keys widen in registers straight from their

@@ -53,7 +53,8 @@ template <class C> struct TransposedDecodeCta : PipelinedCta<C> {
   float rowMax[2], rowSum[2], slope[2];
   u32 qFrag[C::kQInRegs ? S::kD / 16 : 1][2];
 
-  ATTNC_DEVICE int quad() const { return lane / 4; }
+  /// Row g of this lane's fragments (lane = 4 g + t), and its query columns.
+  ATTNC_DEVICE int fragmentRow() const { return lane / 4; }
   ATTNC_DEVICE int queryColumn(int q) const { return (lane % 4) * 2 + q; }
 
   /// Returns false for a CTA past the end of its request.
@@ -98,14 +99,14 @@ template <class C> struct TransposedDecodeCta : PipelinedCta<C> {
   ATTNC_DEVICE void loadQueryBits(u32 (&b)[2], int kk) {
     if constexpr (S::kKeysInRegisters) {
       uint2 pair = *reinterpret_cast<const uint2 *>(
-          qTile() + swizzle<S::kD>(quad(), kk * 16 + (lane % 4) * 4));
+          qTile() + swizzle<S::kD>(fragmentRow(), kk * 16 + (lane % 4) * 4));
       b[0] = pair.x;
       b[1] = pair.y;
     } else {
       for (int half = 0; half < 2; ++half)
         b[half] = *reinterpret_cast<const u32 *>(
             qTile() +
-            swizzle<S::kD>(quad(), kk * 16 + 8 * half + (lane % 4) * 2));
+            swizzle<S::kD>(fragmentRow(), kk * 16 + 8 * half + (lane % 4) * 2));
     }
   }
 
@@ -120,8 +121,8 @@ template <class C> struct TransposedDecodeCta : PipelinedCta<C> {
   ATTNC_DEVICE void loadKeyFragment(u32 (&a)[4], int stage, int key0, int kk) {
     if constexpr (S::kKeysInRegisters) {
       u32 lo[2], hi[2];
-      keyFragment(lo, kStage(stage), key0 + quad(), kk);
-      keyFragment(hi, kStage(stage), key0 + quad() + 8, kk);
+      keyFragment(lo, kStage(stage), key0 + fragmentRow(), kk);
+      keyFragment(hi, kStage(stage), key0 + fragmentRow() + 8, kk);
       a[0] = lo[0];
       a[1] = hi[0];
       a[2] = lo[1];
@@ -165,8 +166,8 @@ template <class C> struct TransposedDecodeCta : PipelinedCta<C> {
     for (int ks = 0; ks < kKeySteps; ++ks)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        int key =
-            n * S::kBlockN + wn * S::kWarpCols + ks * 16 + quad() + 8 * (e / 2);
+        int key = n * S::kBlockN + wn * S::kWarpCols + ks * 16 + fragmentRow() +
+                  8 * (e / 2);
         s[ks][e] = this->template logit<Partial>(
             s[ks][e], rowBegin + queryColumn(e % 2), key, slope[e % 2]);
       }
@@ -223,17 +224,18 @@ template <class C> struct TransposedDecodeCta : PipelinedCta<C> {
     for (int q = 0; q < 2; ++q) {
       for (int offset = 4; offset < 32; offset *= 2)
         rowSum[q] += __shfl_xor_sync(0xffffffffu, rowSum[q], offset);
-      if (quad() == 0)
+      if (fragmentRow() == 0)
         this->publishRow(tiles, queryColumn(q), rowMax[q], rowSum[q]);
     }
     __syncthreads();
     float *share = tiles.shares + wn * S::kBlockM * S::kDV;
     for (int q = 0; q < 2; ++q) {
       int row = queryColumn(q);
-      float factor = this->shareFactor(tiles, row, rowMax[q], quad() == 0);
+      float factor =
+          this->shareFactor(tiles, row, rowMax[q], fragmentRow() == 0);
       for (int d = 0; d < kDimSteps; ++d)
         for (int half = 0; half < 2; ++half)
-          share[row * S::kDV + d * 16 + quad() + 8 * half] =
+          share[row * S::kDV + d * 16 + fragmentRow() + 8 * half] =
               o[d][2 * half + q] * factor;
     }
     __syncthreads();
