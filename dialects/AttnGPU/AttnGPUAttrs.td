@@ -89,7 +89,9 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     /// Rows of the mma.sync schedules' query tile a warp's products hold:
     /// 16 (the M side) or, transposed, 8 (the N side).
     int64_t getRowsPerWarp() const {
-      return getSchedule() == Schedule::transposed_decode ? 8 : 16;
+      return getSchedule() == Schedule::transposed_decode
+                 ? ::attnc::limits::kTransposedDecodeRows
+                 : 16;
     }
     /// Whether this is the multi-head latent attention schedule.
     bool isLatent() const { return getSchedule() == Schedule::latent; }

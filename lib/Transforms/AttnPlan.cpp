@@ -260,13 +260,14 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       // 0.45 ms, 2 stages 0.43 ms on D1; docs/PERFORMANCE.md). A group of
       // up to 8 query heads takes the transposed products, whose 8 columns
       // it fills better than 16 rows: half the products for the same keys.
-      bool transposed = op.getGroupSize() <= 8;
+      int64_t transposedRows = attnc::limits::kTransposedDecodeRows;
+      bool transposed = op.getGroupSize() <= transposedRows;
       auto decode = [&](int64_t stages) {
-        return transposed
-                   ? PlanAttr::get(ctx, Schedule::transposed_decode, 8, 64, 1,
-                                   4, stages, maxSplits, queryInRegisters)
-                   : PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4, stages,
-                                   maxSplits, queryInRegisters);
+        return transposed ? PlanAttr::get(ctx, Schedule::transposed_decode,
+                                          transposedRows, 64, 1, 4, stages,
+                                          maxSplits, queryInRegisters)
+                          : PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4,
+                                          stages, maxSplits, queryInRegisters);
       };
       // An fp8 stage holds half the bytes: a fourth stage keeps as many
       // in flight at two CTAs per SM, with the widened tiles beside them.

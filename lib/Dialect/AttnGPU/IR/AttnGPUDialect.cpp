@@ -86,11 +86,12 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (kvSplits < 1 || kvSplits > limits::kMaxKVSplits)
     return emitError() << "kv_splits must be in [1, " << limits::kMaxKVSplits
                        << "], got " << kvSplits;
-  if (schedule == Schedule::transposed_decode && (warpsM != 1 || blockM != 8))
+  if (schedule == Schedule::transposed_decode &&
+      (warpsM != 1 || blockM != limits::kTransposedDecodeRows))
     return emitError() << "a transposed_decode plan has 1 x N warps and "
-                          "8-row blocks (a token's GQA group), got "
-                       << warpsM << " x " << warpsN << " warps and " << blockM
-                       << " rows";
+                       << limits::kTransposedDecodeRows
+                       << "-row blocks (a token's GQA group), got " << warpsM
+                       << " x " << warpsN << " warps and " << blockM << " rows";
   if (schedule == Schedule::latent) {
     if (warpsM != 12 || warpsN != 1 || blockM != attnc::hopper::kWgmmaM)
       return emitError() << "a latent plan has 12 x 1 warps and 64-row "

@@ -93,6 +93,9 @@ constexpr i64 kMaxLatentDim = 512;
 /// registers, straight from their swizzled stage (rows of whole pairs of
 /// 16-byte chunks); other fp8 keys are widened through shared memory.
 constexpr bool fp8KeysInRegisters(i64 qkDim) { return qkDim % 32 == 0; }
+/// Rows of the transposed decode (transposed_decode.h): a token's GQA
+/// group of at most this many query heads takes m16n8k16's n side.
+constexpr i64 kTransposedDecodeRows = 8;
 constexpr i64 kMinPageSize = 1;
 constexpr i64 kMaxPageSize = 256;
 /// Attention states one merge kernel combines (MergeParams' arrays).

@@ -40,7 +40,7 @@ template <class C> struct TransposedDecodeCta : PipelinedCta<C> {
   using Base::kQueryToF16, Base::queryScale, Base::rowBegin, Base::tileBegin,
       Base::tileAt, Base::lane, Base::wn, Base::qTile, Base::kTile, Base::vTile,
       Base::kStage, Base::keyFragment, Base::store;
-  static_assert(S::kBlockM == 8 && C::kWarpsM == 1,
+  static_assert(S::kBlockM == limits::kTransposedDecodeRows && C::kWarpsM == 1,
                 "a token's group of up to 8 query heads, warps side by side");
   /// 16-key steps of a warp's slice of each KV tile, 16-dim steps of the
   /// output.
