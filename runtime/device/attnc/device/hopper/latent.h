@@ -65,7 +65,9 @@ template <class C> struct LatentShape : hopper::KVCopies<C> {
   static constexpr int kHalfDV = kDV / 2;
   static_assert(kHalfDV % 64 == 0 && kHalfDV <= 256 && kDV < kD,
                 "the value halves are whole column blocks of one wgmma");
-  static constexpr int kBlockM = hopper::kWgmmaM;
+  static constexpr int kBlockM = C::kBlockM;
+  static_assert(kBlockM == hopper::kWgmmaM,
+                "one wgmma's 64 rows (PlanAttr::verify)");
   static constexpr int kBlockN = C::kBlockN;
   static constexpr int kStages = C::kStages;
   static constexpr int kThreads = 32 * C::kWarpsM;

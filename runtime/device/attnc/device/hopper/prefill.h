@@ -64,7 +64,9 @@ template <class C> struct WarpSpecializedShape : hopper::KVCopies<C> {
   static constexpr int kD = C::kHeadDimQK;
   static constexpr int kDV = C::kHeadDimV;
   static constexpr int kConsumers = C::kWarpsM / 4 - 1;
-  static constexpr int kBlockM = hopper::kWgmmaM * kConsumers;
+  static constexpr int kBlockM = C::kBlockM;
+  static_assert(kBlockM == hopper::kWgmmaM * kConsumers,
+                "a consumer warpgroup's 64 rows each (PlanAttr::verify)");
   static constexpr int kBlockN = C::kBlockN;
   static constexpr int kStages = C::kStages;
   static constexpr int kThreads = 32 * C::kWarpsM;
