@@ -237,7 +237,6 @@ struct PipelinedCta
       pages[i] =
           p->page_indices[pageBegin + (key < kvLen ? key : 0) / kPageSlots];
     }
-    pagesTile = t;
   }
 
   /// Copies this thread's column of tile `t` with the pages `readPages`
@@ -248,6 +247,12 @@ struct PipelinedCta
     using Rows = CopyRows<Dim>;
     int chunk = copyThread() % Rows::kChunks;
     int n = tileAt(t);
+    // The slice's first row, when one page holds the whole slice: computed
+    // once, not per row (ptxas does not hoist the 64-bit page offset).
+    const KVElem *sliceRow0 = nullptr;
+    if constexpr (kSliceInOnePage)
+      sliceRow0 = pagedRow<Dim>(base, pageStride, pages[0],
+                                n * S::kBlockN + copyRow0());
 #pragma unroll
     for (int i = 0; i < Rows::kCount; ++i) {
       int slot = copyThread() / Rows::kChunks + i * Rows::kStep;
@@ -262,9 +267,7 @@ struct PipelinedCta
         // slice (also those past the request: their copies read nothing).
         constexpr i64 slotStride =
             C::kPageOrder == PageOrder::HND ? Dim : i64(C::kNumKVHeads) * Dim;
-        src = pagedRow<Dim>(base, pageStride, pages[0],
-                            n * S::kBlockN + copyRow0()) +
-              slot * slotStride;
+        src = sliceRow0 + slot * slotStride;
       } else {
         src = pagedRow<Dim>(base, pageStride, pages[i], valid ? key : 0);
       }
@@ -334,8 +337,6 @@ struct PipelinedCta
 
   /// Issues the loads of visible tile number `t` (if it exists) into its
   /// pipeline stage and commits them as one group.
-  /// Issues the loads of visible tile number `t` (if it exists) into its
-  /// pipeline stage and commits them as one group.
   ATTNC_DEVICE void prefetch(int t) {
     if (t < tileEnd) {
       int stage = (t - tileBegin) % C::kStages;
@@ -346,6 +347,7 @@ struct PipelinedCta
         loadPagedColumn<S::kDV>(vStage(stage), p->v, p->v_page_stride, t);
         if (t + 1 < tileEnd)
           readPages(t + 1);
+        pagesTile = t + 1;
       } else {
         int n = tileAt(t);
         loadKVTile<S::kD>(kStage(stage), p->k, p->k_page_stride, n);
