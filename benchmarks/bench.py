@@ -83,6 +83,21 @@ def gemm_ceiling_tflops():
     return 2 * n ** 3 / ms / 1e9
 
 
+SAME_BYTES_COPY = "same_bytes_copy"
+
+
+def same_bytes_copy(w):
+    """A device copy moving a decode row's bytes (reading half, writing
+    half), timed beside the row: the ceiling a kernel moving that many
+    bytes meets, launch and tail included. A short row (one request of 32k
+    keys moves 134 MB, 40 us) cannot reach the 1 GiB copy's rate; this
+    ceiling says how far it is from what the memory allows at its size."""
+    half = w.kv_bytes() // 2
+    src = torch.empty(half, dtype=torch.uint8, device=DEV).random_()
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
 def relative_error(ours, ref):
     ours, ref = ours.float().reshape(ref.shape), ref.float()
     if torch.isnan(ours).any():
@@ -639,6 +654,8 @@ def measure(w, iters, with_flex, fi, broken):
     if reference is None:
         reference = reference_attention(ctx)
         row["reference"] = "a float64 reference computed score by score"
+    if w.decode:
+        timers[SAME_BYTES_COPY] = same_bytes_copy(w)
     row.update(time_alternately(timers, iters))
     row["peer_errors"] = errors
     row["error_vs_peer"] = (None if ours_out is None
@@ -814,6 +831,7 @@ def main():
         elif w.decode:
             row["attnc_rate"] = w.kv_bytes() / row["attnc"] / 1e6  # GB/s
             row["vs_ceiling"] = row["attnc_rate"] / copy_gbs
+            row["vs_same_bytes_copy"] = row[SAME_BYTES_COPY] / row["attnc"]
             row["unit"] = "GB/s"
         else:
             row["attnc_rate"] = w.flops() / row["attnc"] / 1e9  # TFLOP/s

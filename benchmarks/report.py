@@ -58,21 +58,27 @@ def markdown(rows, meta):
         "",
         f"Ceilings measured in the same run: device copy "
         f"**{meta['copy_gbs']:.0f} GB/s** (1 GiB `copy_`), bf16 GEMM "
-        f"**{meta['gemm_tflops']:.0f} TFLOP/s** (8192³ `torch.mm`).",
+        f"**{meta['gemm_tflops']:.0f} TFLOP/s** (8192³ `torch.mm`). A "
+        f"decode row is also set against a copy of its own bytes, timed "
+        f"in its rounds (of same-bytes copy): the rate a kernel that short "
+        f"can reach, launch and tail included.",
         "",
-        "| workload | attnc ms | rate | of ceiling | " +
+        "| workload | attnc ms | rate | of ceiling | of same-bytes copy | " +
         " | ".join(COLUMNS[p] for p in peers) +
         " | best peer / attnc | rel. error vs peer |",
-        "|---|---:|---:|---:|" + "---:|" * len(peers) + "---:|---:|",
+        "|---|---:|---:|---:|---:|" + "---:|" * len(peers) + "---:|---:|",
     ]
     for r in rows:
         rate = ("n/a" if r.get("attnc_rate") is None
                 else f"{r['attnc_rate']:.0f} {r['unit']}")
         ceiling = ("n/a" if r.get("vs_ceiling") is None
                    else f"{r['vs_ceiling']:.0%}")
+        same_copy = ("–" if not r.get("decode") else
+                     "n/a" if r.get("vs_same_bytes_copy") is None
+                     else f"{r['vs_same_bytes_copy']:.0%}")
         lines.append(
             f"| {r['name']}: {r['what']} | {fmt(r.get('attnc'))} | {rate} | "
-            f"{ceiling} | " +
+            f"{ceiling} | {same_copy} | " +
             " | ".join(peer_cell(r, p) for p in peers) +
             f" | {fmt(r.get('vs_best_peer'), '.2f')} | "
             f"{fmt(r.get('error_vs_peer'), '.1e')} |")
