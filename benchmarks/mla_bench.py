@@ -10,7 +10,11 @@ copy and GEMM ceilings of the same run.
 
     PYTHONPATH=python:benchmarks python3 benchmarks/mla_bench.py --out DIR
 
-Bandwidth counts the latent rows read once (576 x 2 bytes a key); FLOPs are
+Rows M1f8 and M3f8 are M1 and M3 over an fp8 (e4m3) latent cache with a
+scale: attnc reads the fp8 bytes, its peers the same values in bf16.
+
+Bandwidth counts the latent rows read once (576 x 2 bytes a key, 576 x 1 for
+fp8); FLOPs are
 2 x heads x (576 + 512) per visible (query, key) pair; the roofline fraction is
 max(bytes / copy ceiling, FLOPs / GEMM ceiling) over the time taken."""
 
@@ -27,22 +31,28 @@ CKV, KPE = 512, 64
 SCALE = 1.0 / (128 + 64) ** 0.5  # DeepSeek-V3's, before the absorption
 
 ROWS = [  # name, query heads, requests, keys per request, slots per page,
-    #         queries per request
-    ("M1", 128, 64, 4096, 64, 1),
-    ("M2", 128, 8, 32768, 64, 1),
-    ("M3", 16, 64, 4096, 64, 1),
-    ("M4", 16, 8, 32768, 64, 1),
-    ("M5", 128, 64, 4096, 1, 1),
-    ("M6", 16, 64, 4096, 1, 1),
-    ("M7", 128, 16, 4096, 64, 64),
-    ("M8", 16, 16, 4096, 64, 64),
+    #         queries per request, the cache's fp8 type (None: bf16)
+    ("M1", 128, 64, 4096, 64, 1, None),
+    ("M2", 128, 8, 32768, 64, 1, None),
+    ("M3", 16, 64, 4096, 64, 1, None),
+    ("M4", 16, 8, 32768, 64, 1, None),
+    ("M5", 128, 64, 4096, 1, 1, None),
+    ("M6", 16, 64, 4096, 1, 1, None),
+    ("M7", 128, 16, 4096, 64, 64, None),
+    ("M8", 16, 16, 4096, 64, 64, None),
+    ("M1f8", 128, 64, 4096, 64, 1, "float8_e4m3fn"),
+    ("M3f8", 16, 64, 4096, 64, 1, "float8_e4m3fn"),
 ]
+# An fp8 row's scale: a power of two, so that the bf16 values the peers
+# read (fp8 value x scale) are exactly the ones attnc dequantizes.
+FP8_SCALE = 0.5
 
 
 class Batch:
     """Queries, a shuffled paged latent cache and its page table."""
 
-    def __init__(self, heads, batch, keys, page, q_len=1, seed=0):
+    def __init__(self, heads, batch, keys, page, q_len=1, kv_dtype=None,
+                 seed=0):
         torch.manual_seed(seed)
         pages_per = keys // page
         total = batch * pages_per
@@ -51,6 +61,13 @@ class Batch:
         self.causal = q_len > 1
         self.cache = torch.randn(total, page, CKV + KPE, device="cuda",
                                  dtype=torch.bfloat16)
+        self.kv_dtype, self.cache8 = kv_dtype, None
+        if kv_dtype:
+            # attnc's fp8 cache; the peers' bf16 one holds its values.
+            self.cache8 = (self.cache.float() / FP8_SCALE).to(
+                getattr(torch, kv_dtype))
+            self.cache = (self.cache8.float() * FP8_SCALE).to(torch.bfloat16)
+            self.scale = torch.tensor([FP8_SCALE], device="cuda")
         self.indices = torch.randperm(total, device="cuda").to(torch.int32)
         self.kv_indptr = torch.arange(0, total + 1, pages_per,
                                       dtype=torch.int32, device="cuda")
@@ -88,7 +105,8 @@ class Batch:
                    else self.keys for i in range(self.q_len))
 
     def bytes(self):
-        return self.batch * self.keys * (CKV + KPE) * 2
+        return self.batch * self.keys * (CKV + KPE) * (
+            1 if self.kv_dtype else 2)
 
     def flops(self):
         return 2 * self.batch * self.heads * self.pairs() * (CKV + CKV + KPE)
@@ -96,14 +114,16 @@ class Batch:
 
 def attnc_runner(b):
     mla = attnc.MLAAttention(b.heads, CKV, KPE, b.page, causal=b.causal,
-                             sm_scale=SCALE)
+                             sm_scale=SCALE, kv_dtype=b.kv_dtype)
     mla.plan(b.qo_indptr.cpu(), b.kv_indptr.cpu(), b.indices.cpu(),
              b.kv_len.cpu())
     out = torch.empty(b.q.shape[0], b.heads, CKV, device="cuda",
                       dtype=torch.bfloat16)
-    args = (b.q[..., :CKV], b.q[..., CKV:], b.cache[..., :CKV],
-            b.cache[..., CKV:])
-    return lambda: mla.run(*args, out=out)
+    cache = b.cache if b.cache8 is None else b.cache8
+    args = (b.q[..., :CKV], b.q[..., CKV:], cache[..., :CKV],
+            cache[..., CKV:])
+    scale = dict(kv_scale=b.scale) if b.kv_dtype else {}
+    return lambda: mla.run(*args, out=out, **scale)
 
 
 def torch_runner(b):
@@ -177,10 +197,10 @@ def main():
              "roofline | torch ms | FI fa3 ms | FI fa2 ms | attnc / best "
              "peer | rel. error |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, heads, batch, keys, page, q_len in ROWS:
+    for name, heads, batch, keys, page, q_len, kv_dtype in ROWS:
         if chosen is not None and name not in chosen:
             continue
-        b = Batch(heads, batch, keys, page, q_len)
+        b = Batch(heads, batch, keys, page, q_len, kv_dtype)
         timers = {"attnc": attnc_runner(b), "torch": torch_runner(b)}
         for backend in ("fa3", "fa2"):
             if fi is None:

@@ -66,10 +66,11 @@ std::string unsupportedLatentFeature(AttentionOp op, LatentKVType latent,
     return "multi-head latent attention on " + arch.str() +
            " (its kernel is sm_90a's wgmma)";
   Type query = op.getQuery().getType().getElementType();
-  if ((!query.isBF16() && !query.isF16()) || latent.getElementType() != query)
-    return "multi-head latent attention over a " +
-           typeName(latent.getElementType()) + " cache with " +
-           typeName(query) + " queries (bf16 or f16, both alike)";
+  Type cache = latent.getElementType();
+  if ((!query.isBF16() && !query.isF16()) || (cache != query && !isFp8(cache)))
+    return "multi-head latent attention over a " + typeName(cache) +
+           " cache with " + typeName(query) +
+           " queries (bf16 or f16 queries, the cache alike or fp8)";
   int64_t dim = latent.getHeadDim(), values = latent.getLatentDim();
   if (dim % kKernelHeadDimStep != 0 || dim > kMaxLatentHeadDim ||
       values % kLatentDimStep != 0 || values > kMaxLatentDim)

@@ -4,10 +4,11 @@ FlashInfer's BatchMLAPagedAttentionWrapper: plan once per batch, then run
 for every layer with no allocation and no host-device synchronization, so
 that run can be captured in a CUDA graph."""
 
-from ._tensors import ELEMENT_TYPES, IR_NAMES, check_tensor, \
+from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, check_tensor, \
     current_stream, require
 from ._values import as_int
-from .functional import host_ints, kernel_for, modifier_fields
+from .functional import host_ints, kernel_for, modifier_fields, \
+    scale_count, scale_tensor
 from .kernel import Variant
 from .paged import pages_in_use
 
@@ -34,14 +35,25 @@ class MLAAttention:
     otherwise several queries per request, bottom-right aligned (causal
     masks within the chunk). Pages hold any number of slots (SGLang's 1
     too); pages of a multiple of 8 are bulk-copied, others gathered.
+
+    kv_dtype float8_e4m3fn or float8_e5m2 makes the cache fp8, holding
+    cache / kv_scale: run's kv_scale (a float32 tensor of one value, or
+    None for 1) dequantizes the keys and the values alike, since they are
+    the same bytes (vLLM's one scale per latent cache).
     """
 
     def __init__(self, num_heads, head_dim_ckv=512, head_dim_kpe=64,
                  page_size=64, dtype="bfloat16", causal=False, sm_scale=None,
-                 return_lse=False):
+                 return_lse=False, kv_dtype=None):
         dtype = str(dtype).replace("torch.", "")
         require(dtype in ELEMENT_TYPES,
                 f"dtype must be bfloat16 or float16, got {dtype}", TypeError)
+        kv_dtype = dtype if kv_dtype is None else str(kv_dtype).replace(
+            "torch.", "")
+        require(kv_dtype == dtype or kv_dtype in FP8_TYPES,
+                f"kv_dtype must be {dtype} or an fp8 type "
+                f"({' or '.join(FP8_TYPES)}), got {kv_dtype}", TypeError)
+        self.kv_dtype, self._fp8 = kv_dtype, kv_dtype in FP8_TYPES
         self.num_heads = as_int("num_heads", num_heads)
         self.head_dim_ckv = as_int("head_dim_ckv", head_dim_ckv)
         self.head_dim_kpe = as_int("head_dim_kpe", head_dim_kpe)
@@ -55,6 +67,8 @@ class MLAAttention:
             query_heads=self.num_heads, kv_heads=1, head_dim=self.dim,
             rope_dim=self.head_dim_kpe, dtype=IR_NAMES[dtype],
             kv_layout="paged", page_size=self.page_size, page_order="nhd",
+            **(dict(kv_dtype=IR_NAMES[kv_dtype], kv_scales="tensor")
+               if self._fp8 else {}),
             **modifier_fields(causal, None, 0, None, sm_scale, False,
                               return_lse))
         # Verified now: a configuration the dialect refuses fails here.
@@ -105,6 +119,7 @@ class MLAAttention:
         # Where run gathers q_nope and q_pe given apart.
         self._q = torch.empty(self._tokens, self.num_heads, self.dim,
                               dtype=getattr(torch, self.dtype), device=device)
+        self._unit_scale = torch.ones(1, dtype=torch.float32, device=device)
         spec = (self._decode_spec() if decode else
                 dict(self._spec, query_layout="ragged",
                      queries_per_request=0))
@@ -128,10 +143,12 @@ class MLAAttention:
                 pe.data_ptr() == nope.data_ptr() +
                 nope.shape[-1] * nope.element_size())
 
-    def run(self, q_nope, q_pe, ckv_cache, kpe_cache, out=None, lse=None):
+    def run(self, q_nope, q_pe, ckv_cache, kpe_cache, out=None, lse=None,
+            kv_scale=None):
         """Runs on the current stream; returns out [tokens, heads,
         head_dim_ckv] (and lse [tokens, heads] with return_lse). Pass `out`
-        (and `lse`) to keep run free of allocation."""
+        (and `lse`, and an fp8 cache's kv_scale as a tensor) to keep run
+        free of allocation."""
         require(self._parts is not None, "call plan() before run()",
                 RuntimeError)
         tokens, heads = self._tokens, self.num_heads
@@ -143,7 +160,7 @@ class MLAAttention:
                                  f" for this plan, got {tuple(x.shape)}")
         for name, x, dim in (("ckv_cache", ckv_cache, self.head_dim_ckv),
                              ("kpe_cache", kpe_cache, self.head_dim_kpe)):
-            check_tensor(name, x, 3, (self.dtype,), contiguous=False)
+            check_tensor(name, x, 3, (self.kv_dtype,), contiguous=False)
             if tuple(x.shape[1:]) != (self.page_size, dim):
                 raise ValueError(f"{name} must be [pages, {self.page_size}, "
                                  f"{dim}], got {tuple(x.shape)}")
@@ -181,7 +198,17 @@ class MLAAttention:
         else:
             require(lse is None, "lse given, but the wrapper was made "
                     "without return_lse")
+        inputs = [q, ckv_cache.data_ptr()]
+        if self._fp8:
+            scale = (self._unit_scale if kv_scale is None else
+                     scale_tensor("kv_scale", kv_scale, 1, out.device))
+            if scale_count(scale) != 1:
+                raise ValueError(f"kv_scale must hold 1 value, got "
+                                 f"{scale_count(scale)}")
+            inputs += [scale.data_ptr(), scale.data_ptr()]
+        else:
+            require(kv_scale is None, f"kv_scale dequantizes an fp8 cache; "
+                    f"this wrapper's cache is {self.kv_dtype}")
         kernel, plan = self._parts
-        kernel.run(plan, [q, ckv_cache.data_ptr()], outputs,
-                   current_stream(out))
+        kernel.run(plan, inputs, outputs, current_stream(out))
         return (out, lse) if self.return_lse else out

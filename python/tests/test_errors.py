@@ -512,3 +512,11 @@ def test_mla_configurations_are_checked_when_made():
         attnc.MLAAttention(0)
     with pytest.raises(ValueError, match="head_dim_kpe must be positive"):
         attnc.MLAAttention(16, 512, 0)
+
+
+def test_mla_cache_types_are_checked_when_made():
+    with pytest.raises(TypeError, match="kv_dtype must be bfloat16 or an fp8"):
+        attnc.MLAAttention(16, kv_dtype="int8")
+    # An fp8 latent cache is a variant the dialect accepts.
+    mla = attnc.MLAAttention(16, kv_dtype="float8_e4m3fn")
+    assert mla.kv_dtype == "float8_e4m3fn"

@@ -103,3 +103,45 @@ def test_mla_refuses_caches_that_are_not_one_tensor():
     with pytest.raises(ValueError, match="of one contiguous"):
         mla.run(q[..., :CKV], q[..., CKV:], cache[..., :CKV].clone(),
                 cache[..., CKV:].clone())
+
+
+@pytest.mark.parametrize("kv_dtype, heads, page_size", [
+    ("float8_e4m3fn", 128, 64),
+    ("float8_e4m3fn", 16, 1),
+    ("float8_e5m2", 32, 64),
+])
+def test_mla_over_an_fp8_cache_matches_the_dequantized_reference(
+        kv_dtype, heads, page_size):
+    """The cache holds latent / kv_scale in fp8; the reference attends over
+    fp8 value x kv_scale in float64, which is what the kernel computes
+    (fp8 widens exactly to bf16), so the bf16 tolerance holds."""
+    q_lens, kv_lens = [1, 1, 1], [901, 66, 1500]
+    cache, order, indptr, qo, q, kv_len = batch_of(q_lens, kv_lens, heads,
+                                                   page_size, heads + 1)
+    scale = torch.tensor([0.375], device="cuda")
+    cache8 = (cache.float() / scale).to(getattr(torch, kv_dtype))
+    mla = attnc.MLAAttention(heads, CKV, KPE, page_size, sm_scale=SCALE,
+                             return_lse=True, kv_dtype=kv_dtype)
+    mla.plan(qo, indptr, order, kv_len)
+    out = poisoned(q[..., :CKV])
+    lse = torch.full(q.shape[:2], float("nan"), device="cuda")
+    out, lse = mla.run(q[..., :CKV], q[..., CKV:], cache8[..., :CKV],
+                       cache8[..., CKV:], out=out, lse=lse, kv_scale=scale)
+    dequantized = cache8.double() * 0.375
+    for b, kv in enumerate(kv_lens):
+        rows = slice(int(qo[b]), int(qo[b + 1]))
+        pages = order[indptr[b]:indptr[b + 1]].long().cuda()
+        ref, ref_lse = reference(q, rows, dequantized, pages, kv, False)
+        assert relative_error(out[rows], ref) < 1e-2, f"request {b}"
+        assert relative_error(lse[rows], ref_lse) < 1e-3, f"request {b} lse"
+
+
+def test_mla_kv_scale_only_for_an_fp8_cache():
+    heads, page_size = 16, 64
+    cache, order, indptr, qo, q, kv_len = batch_of([1], [100], heads,
+                                                   page_size, 3)
+    mla = attnc.MLAAttention(heads, CKV, KPE, page_size)
+    mla.plan(qo, indptr, order, kv_len)
+    with pytest.raises(ValueError, match="kv_scale dequantizes an fp8"):
+        mla.run(q[..., :CKV], q[..., CKV:], cache[..., :CKV],
+                cache[..., CKV:], kv_scale=torch.ones(1, device="cuda"))

@@ -64,6 +64,24 @@ func.func @mla_paged1(%q: !attn.q<1x16x576xbf16>, %kv: !attn.latent_kv<?x576xbf1
 
 // -----
 
+// An fp8 latent cache is read a row at a time (its producer widens rows in
+// registers): boxes of one row, whatever its pages, and its scales.
+// CHECK-LABEL: func.func @mla_fp8
+// CHECK: include "attnc/device/hopper/latent.h"
+// CHECK: using KVElem = attnc::f8e4m3;
+// CHECK-SAME: static constexpr int kKVBoxRows = 1;
+// CHECK-SAME: static constexpr int kPageSize = 64;
+// CHECK-SAME: static constexpr bool kKVScales = true;
+// CHECK: !emitc.opaque<"attnc::LatentCta<attention_config>">
+func.func @mla_fp8(%q: !attn.q<1x128x576xbf16>, %kv: !attn.latent_kv<?x576xf8E4M3FN, rope = 64, paged<64, nhd>>,
+                   %ks: memref<1xf32>, %vs: memref<1xf32>) -> !attn.out<1x128x512xbf16> {
+  %out = attn.attention(%q, %kv) kv_scales(%ks, %vs : memref<1xf32>, memref<1xf32>) {scale = 0.0721687824 : f32}
+      : !attn.q<1x128x576xbf16>, !attn.latent_kv<?x576xf8E4M3FN, rope = 64, paged<64, nhd>> -> !attn.out<1x128x512xbf16>
+  return %out : !attn.out<1x128x512xbf16>
+}
+
+// -----
+
 // An fp8 cache's element type and its scales reach the kernel's config.
 // CHECK-LABEL: func.func @fp8_decode
 // CHECK: verbatim "struct attention_config {

@@ -167,6 +167,19 @@ func.func @mla_paged1(%q: !attn.q<1x16x576xbf16>, %kv: !attn.latent_kv<?x576xbf1
 
 // -----
 
+// An fp8 latent cache takes the latent schedule: its producer widens the
+// rows into the same 16-bit tiles, so the plan is the bf16 cache's.
+// CHECK-LABEL: func.func @mla_fp8
+// CHECK: attn_gpu.plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 16, q_in_regs = false>
+func.func @mla_fp8(%q: !attn.q<1x128x576xbf16>, %kv: !attn.latent_kv<?x576xf8E4M3FN, rope = 64, paged<64, nhd>>,
+                   %ks: memref<1xf32>, %vs: memref<1xf32>) -> !attn.out<1x128x512xbf16> {
+  %out = attn.attention(%q, %kv) kv_scales(%ks, %vs : memref<1xf32>, memref<1xf32>) {scale = 0.0721687824 : f32}
+      : !attn.q<1x128x576xbf16>, !attn.latent_kv<?x576xf8E4M3FN, rope = 64, paged<64, nhd>> -> !attn.out<1x128x512xbf16>
+  return %out : !attn.out<1x128x512xbf16>
+}
+
+// -----
+
 // The value columns split between two warpgroups in whole 64-column blocks:
 // other latent widths are named.
 func.func @mla_latent_448(%q: !attn.q<1x16x512xbf16>, %kv: !attn.latent_kv<?x512xbf16, rope = 64>)

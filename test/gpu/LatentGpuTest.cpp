@@ -4,9 +4,10 @@
 // the whole pipeline on random inputs with poisoned outputs, compared with
 // the double-precision reference: query heads 16 to 128, contiguous, ragged
 // and paged caches (pages bulk-copied, and pages of 1 or 12 slots gathered
-// row by row), split-KV (chosen and forced), chunked prefill whose
-// 64-row blocks span several tokens, masks and modifiers, and persistent
-// grids of a few CTAs. Without a GPU each case is skipped with the reason.
+// row by row), fp8 caches (widened by the producer, scaled), split-KV
+// (chosen and forced), chunked prefill whose 64-row blocks span several
+// tokens, masks and modifiers, and persistent grids of a few CTAs. Without a
+// GPU each case is skipped with the reason.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@ struct LatentCase {
   std::string cache = ""; // "", "ragged", "paged<64, nhd>", "paged<1, nhd>"
   std::string attrs = ""; // "causal", "softcap = 30.0 : f32"
   RunShape shape;
+  std::string cacheElem = ""; // the queries' type, or an fp8 type (scaled)
 };
 
 void PrintTo(const LatentCase &c, std::ostream *os) { *os << c.name; }
@@ -38,15 +40,18 @@ std::string variantText(const LatentCase &c) {
   std::ostringstream q, kv, out, lse;
   q << "!attn.q<" << seq << "x" << c.heads << "x" << c.dim << "x" << c.elem
     << qLayout << ">";
-  kv << "!attn.latent_kv<?x" << c.dim << "x" << c.elem << ", rope = " << c.rope
-     << (c.cache.empty() ? "" : ", " + c.cache) << ">";
+  bool fp8 = !c.cacheElem.empty();
+  kv << "!attn.latent_kv<?x" << c.dim << "x" << (fp8 ? c.cacheElem : c.elem)
+     << ", rope = " << c.rope << (c.cache.empty() ? "" : ", " + c.cache) << ">";
   out << "!attn.out<" << seq << "x" << c.heads << "x" << c.dim - c.rope << "x"
       << c.elem << qLayout << ">";
   lse << "!attn.lse<" << seq << "x" << c.heads << qLayout << ">";
   std::ostringstream s;
   s << "func.func @" << c.name << "(%q: " << q.str() << ", %kv: " << kv.str()
-    << ") -> (" << out.str() << ", " << lse.str() << ") {\n"
+    << (fp8 ? ", %ks: memref<1xf32>, %vs: memref<1xf32>" : "") << ") -> ("
+    << out.str() << ", " << lse.str() << ") {\n"
     << "  %out, %lse = attn.attention(%q, %kv)"
+    << (fp8 ? " kv_scales(%ks, %vs : memref<1xf32>, memref<1xf32>)" : "")
     << (c.attrs.empty() ? "" : " {" + c.attrs + "}") << "\n      : " << q.str()
     << ", " << kv.str() << "\n      -> " << out.str() << ", " << lse.str()
     << "\n  return %out, %lse : " << out.str() << ", " << lse.str() << "\n}\n";
@@ -104,6 +109,32 @@ std::vector<LatentCase> cases() {
   add({"h32_softcap_window_sinks", 32, 576, 64, "bf16", true, "paged<64, nhd>",
        "softcap = 30.0 : f32, window = #attn.window<300, 0>, sinks = 4",
        shapeOf(3, 1, 900)});
+  // fp8 latent caches, widened by the producer, with scales on the scores
+  // and on the values: bulk-copyable pages and pages of one slot,
+  // contiguous and ragged caches, f16 queries, split-KV and chunked
+  // prefill.
+  auto fp8 = [](LatentCase c, std::string type) {
+    c.cacheElem = std::move(type);
+    return c;
+  };
+  add(fp8({"h128_fp8_paged64", 128, 576, 64, "bf16", true, "paged<64, nhd>", "",
+           shapeOf(3, 1, 900)},
+          "f8E4M3FN"));
+  add(fp8({"h16_fp8_e5m2_dense", 16, 576, 64, "bf16", true, "", "",
+           shapeOf(2, 1, 500)},
+          "f8E5M2"));
+  add(fp8({"h32_fp8_paged1_split3", 32, 576, 64, "bf16", true, "paged<1, nhd>",
+           "", shapeOf(2, 1, 433, 3)},
+          "f8E4M3FN"));
+  add(fp8({"h64_fp8_paged16_hnd_f16", 64, 576, 64, "f16", true,
+           "paged<16, hnd>", "", shapeOf(3, 1, 300)},
+          "f8E4M3FN"));
+  add(fp8({"h16_fp8_chunked_causal_ragged", 16, 576, 64, "bf16", false,
+           "ragged", "causal", shapeOf(2, 9, 250)},
+          "f8E4M3FN"));
+  add(fp8({"h128_fp8_softcap_grid2", 128, 576, 64, "bf16", true,
+           "paged<64, nhd>", "softcap = 30.0 : f32", shapeOf(3, 1, 600, 0, 2)},
+          "f8E4M3FN"));
   // Persistent grids of a few CTAs walk many items each.
   for (int ctas : {1, 3})
     add({"h128_paged64_grid" + std::to_string(ctas), 128, 576, 64, "bf16", true,

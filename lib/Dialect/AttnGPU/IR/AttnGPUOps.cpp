@@ -27,6 +27,10 @@ int64_t KernelOp::getKVBoxRows() {
   if (!plan.isWarpSpecialized())
     return 0;
   auto key = cast<attn::KVType>(getKey());
+  // An fp8 cache is widened in registers on its way into the 16-bit tiles
+  // wgmma reads: its rows are read one at a time, never by the copy engine.
+  if (attn::elementBytes(key.getElementType()) < 2)
+    return 1;
   if (key.getLayout() != attnc::TokenLayout::Paged)
     return plan.getBlockN();
   return std::gcd(key.getPageSize(), plan.getBlockN());
@@ -105,12 +109,14 @@ LogicalResult KernelOp::verify() {
            << plan;
   if (getPlan().isWarpSpecialized()) {
     // wgmma and setmaxnreg exist only in sm_90a; TMA tiles are 16-bit here.
+    // The latent producer widens an fp8 cache into them (row_widen.h).
     if (getTarget().getArch() != "sm_90a")
       return emitOpError("a warp_specialized plan needs sm_90a, the target is ")
              << getTarget().getArch();
-    if (key.getElementType() != query.getElementType())
+    bool widened = plan.isLatent() && attn::isFp8(key.getElementType());
+    if (key.getElementType() != query.getElementType() && !widened)
       return emitOpError("a warp_specialized plan reads keys of the queries' "
-                         "element type, got ")
+                         "element type (a latent plan fp8 ones too), got ")
              << key.getElementType();
   }
   return success();

@@ -240,9 +240,9 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 
 // -----
 
-// The warp-specialized schedule's bulk copies land K/V where wgmma reads
-// them: an fp8 cache cannot take it.
-// expected-error @below {{a warp_specialized plan reads keys of the queries' element type, got 'f8E4M3FN'}}
+// The warp-specialized prefill's bulk copies land K/V where wgmma reads
+// them: an fp8 cache cannot take it (only the latent producer widens one).
+// expected-error @below {{a warp_specialized plan reads keys of the queries' element type (a latent plan fp8 ones too), got 'f8E4M3FN'}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x128xbf16> key = !attn.kv<?x2x128xf8E4M3FN> value = !attn.kv<?x2x128xf8E4M3FN> output = !attn.out<?x8x128xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
 

@@ -5,7 +5,8 @@
 // C::kKVBoxRows keys (the whole tile, or the slots of a tile inside one
 // page: the compiler's choice, which the host's tensor maps share), or,
 // from pages that are not whole 8-row swizzle atoms, gathered row by row by
-// the producer warpgroup with cp.async (row_gather.h). Both shapes inherit
+// the producer warpgroup with cp.async (row_gather.h), or, from an fp8
+// cache, widened row by row in registers (row_widen.h). Both shapes inherit
 // these facts from here, so that the two kernels cannot disagree on them,
 // and both producers copy their tiles with the functions below.
 //
@@ -16,6 +17,7 @@
 #include "attnc/device/abi.h"
 #include "attnc/device/hopper/mbarrier.h"
 #include "attnc/device/hopper/row_gather.h"
+#include "attnc/device/hopper/row_widen.h"
 #include "attnc/device/hopper/smem_layout.h"
 #include "attnc/device/hopper/tma.h"
 #include "attnc/device/hopper/wgmma.h"
@@ -29,11 +31,15 @@ template <class C> struct KVCopies {
   static constexpr bool kPaged = C::kKVLayout == TokenLayout::Paged;
   static constexpr int kKVBoxRows = C::kKVBoxRows;
   static constexpr bool kGatherKV = !boxesFillAtoms(kKVBoxRows);
+  /// An fp8 cache: its rows are widened by the producer (KernelOp's
+  /// getKVBoxRows gives them boxes of one row, which the host maps not).
+  static constexpr bool kWidenKV = sizeof(typename C::KVElem) == 1;
   static_assert(C::kBlockN % kKVBoxRows == 0 &&
                     (!kPaged || C::kPageSize % kKVBoxRows == 0) &&
-                    (kPaged || !kGatherKV),
+                    (kPaged || !kGatherKV || kWidenKV) &&
+                    (!kWidenKV || kKVBoxRows == 1),
                 "boxes tile the KV tile and stay inside a page; only pages "
-                "are gathered");
+                "are gathered, and fp8 rows are widened one by one");
   static constexpr int kKVBoxes = C::kBlockN / kKVBoxRows;
   /// Producer threads that copy K/V: one issues a contiguous tile's bulk
   /// copies; a warp issues a paged tile's boxes, a lane per page, so that
@@ -46,8 +52,9 @@ template <class C> struct KVCopies {
   static constexpr int kKVFillers = kGatherKV ? kCopyThreads : 1;
   /// The producer warpgroup's setmaxnreg budget: 40 registers to issue
   /// copies, 56 to gather rows (the copy loop, unrolled, needs them: 22 ->
-  /// 12 instructions per copy at head dim 128).
-  static constexpr int kProducerRegisters = kGatherKV ? 56 : 40;
+  /// 12 instructions per copy at head dim 128), 72 to widen them (a batch
+  /// of loads in flight, row_widen.h).
+  static constexpr int kProducerRegisters = kWidenKV ? 72 : kGatherKV ? 56 : 40;
 };
 
 #if ATTNC_IS_DEVICE
@@ -88,6 +95,32 @@ gatherTileRows(u32 dst, const void *cache, i64 pageStride, const Rows &rows,
            pagedSlotOffset(C::kPageOrder, head, int(slot), C::kPageSize,
                            C::kNumKVHeads, Dim);
   });
+}
+
+/// This lane's row of the tile whose first key is `key0`, lane r the
+/// warp's row r (lanes past its rows: any row), for widenWarpRows
+/// (row_widen.h): a row of KV head `head` with `Dim` elements, through the
+/// pages lookUpTilePages found where the cache is paged. A key past the
+/// request reads its last key, which is masked.
+template <class C, int Dim, class Rows>
+ATTNC_DEVICE const u8 *
+laneRowSource(const void *cache, i64 pageStride, const Rows &rows, int key0,
+              int head, const WarpPageIds<KVGatherWarps<C>::kIdRegs> &pages) {
+  using Elem = typename C::KVElem;
+  const Elem *base = static_cast<const Elem *>(cache);
+  int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  int row = lane < KVGatherWarps<C>::kWarpRows ? lane : 0;
+  int key = rows.lastKeyFrom(key0 + warp * KVGatherWarps<C>::kWarpRows + row);
+  const Elem *src;
+  if constexpr (KVCopies<C>::kPaged) {
+    u32 slot = u32(key) % u32(C::kPageSize);
+    src = base + pageStride * u32(pages.of(row)) +
+          pagedSlotOffset(C::kPageOrder, head, int(slot), C::kPageSize,
+                          C::kNumKVHeads, Dim);
+  } else {
+    src = base + (i64(rows.kvToken0 + key) * C::kNumKVHeads + head) * Dim;
+  }
+  return reinterpret_cast<const u8 *>(src);
 }
 
 /// Keys [key, key + kBlockN) of KV head `head` into a tile through the copy

@@ -11,7 +11,9 @@
 // - the producer loads the item's query rows and then each KV tile (keys
 //   and values at once: the same bytes) into a ring of kStages stages,
 //   with the copy engine, or, from pages that are not whole swizzle atoms
-//   (SGLang's pages of one slot), gathering rows with cp.async;
+//   (SGLang's pages of one slot), gathering rows with cp.async, or, from
+//   an fp8 cache, widening rows in registers into 16-bit tiles
+//   (row_widen.h; the scales fold into the scores and the normalizers);
 // - the scorer (consumer 0) computes S = Q.K^T over all D columns, the
 //   masks and the online softmax, and hands each tile's probabilities P
 //   and the rows' rescale factors to the other consumer through shared
@@ -56,8 +58,10 @@ template <class C> struct LatentShape : hopper::KVCopies<C> {
                 "a producer, a scorer and a value warpgroup");
   static_assert(C::kNumKVHeads == 1 && C::kGroup == C::kNumQHeads,
                 "one latent head serves every query head");
-  static_assert(sizeof(typename C::KVElem) == 2 && !C::kKVScales,
-                "wgmma reads the latent tiles as loaded");
+  static_assert(sizeof(typename C::KVElem) == 2 ? !C::kKVScales
+                                                : hopper::KVCopies<C>::kWidenKV,
+                "wgmma reads 16-bit latent tiles as loaded; fp8 ones are "
+                "widened by the producer");
   static constexpr int kD = C::kHeadDimQK;
   static constexpr int kDV = C::kHeadDimV;
   /// Each consumer's output columns: whole 64-column blocks, so that the
@@ -213,7 +217,9 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
       hopper::loadHeadTile<QTile>(qTile(), tp->q, qFull(),
                                   qToken0 * C::kNumQHeads + rowBegin, 0);
     }
-    if constexpr (S::kGatherKV)
+    if constexpr (S::kWidenKV)
+      widenTiles();
+    else if constexpr (S::kGatherKV)
       gatherTiles();
     else
       copyTiles();
@@ -254,6 +260,49 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
           kvTile(stage), p->k, p->k_page_stride, *this, key0, 0, pages);
       hopper::arriveWhenCopied(kvFull(stage));
       pages = next;
+    }
+  }
+
+  /// fp8 latent tiles widened by every producer thread (row_widen.h),
+  /// each arriving on the stage's full barrier after its stores. Page ids
+  /// are looked up two tiles ahead and a tile's rows prefetched into L2
+  /// one tile ahead, so that neither the page table's latency nor DRAM's
+  /// lies between a stage's release and its refill.
+  ATTNC_DEVICE void widenTiles() {
+    using Warps = hopper::KVGatherWarps<C>;
+    using PageIds = hopper::WarpPageIds<Warps::kIdRegs>;
+    constexpr u32 kRowBytes = S::kD * sizeof(typename C::KVElem);
+    if (tileBegin >= tileEnd)
+      return; // no keys: no page to look up
+    int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    auto pagesOf = [&](int t) {
+      if constexpr (S::kPaged)
+        return hopper::lookUpTilePages<C>(*this, tileAt(t) * S::kBlockN);
+      else
+        return PageIds{};
+    };
+    auto laneRow = [&](int t, const PageIds &pages) {
+      return hopper::laneRowSource<C, S::kD>(p->k, p->k_page_stride, *this,
+                                             tileAt(t) * S::kBlockN, 0, pages);
+    };
+    const u8 *row = laneRow(tileBegin, pagesOf(tileBegin));
+    hopper::prefetchLaneRow<Warps, kRowBytes>(lane, row);
+    PageIds nextPages =
+        pagesOf(tileBegin + 1 < tileEnd ? tileBegin + 1 : tileBegin);
+    for (int t = tileBegin; t < tileEnd; ++t) {
+      const u8 *nextRow = row;
+      if (t + 1 < tileEnd) {
+        nextRow = laneRow(t + 1, nextPages);
+        hopper::prefetchLaneRow<Warps, kRowBytes>(lane, nextRow);
+      }
+      PageIds laterPages = t + 2 < tileEnd ? pagesOf(t + 2) : nextPages;
+      int stage = stageOf(t);
+      kvEmpty(stage).wait(phaseOf(t) ^ 1u);
+      hopper::widenWarpRows<KVTile, Warps, typename C::KVElem, Elem>(
+          kvTile(stage), warp, lane, row);
+      kvFull(stage).arrive();
+      row = nextRow;
+      nextPages = laterPages;
     }
   }
 
@@ -372,7 +421,10 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   /// argument (one FFMA a score instead of a multiply and a subtraction),
   /// and a tile no mask cuts is not touched. A positive scale keeps the
   /// row maxima of the raw products those of the logits.
-  static constexpr bool kHoldRaw = !Rows::kMods && C::kScale > 0.0f;
+  /// An fp8 cache's key scale, known only at run time, goes through
+  /// logit() with the rest.
+  static constexpr bool kHoldRaw =
+      !Rows::kMods && !Rows::kKeyScale && C::kScale > 0.0f;
   static constexpr float kLogitScale = kHoldRaw ? C::kScale * kLog2E : 1.0f;
 
   template <bool Partial> ATTNC_DEVICE void modifyScores(int t) {
@@ -442,7 +494,8 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
         sum += __shfl_xor_sync(0xffffffffu, sum, 1);
         sum += __shfl_xor_sync(0xffffffffu, sum, 2);
         rowSum[half] = sum;
-        factor[half] = sum > 0.0f ? 1.0f / sum : 0.0f;
+        // An fp8 cache's value scale: the values are its latent columns.
+        factor[half] = sum > 0.0f ? this->valueScale() / sum : 0.0f;
         if (any && thread % 4 == 0)
           norms[localRow(half)] = factor[half];
       }
