@@ -97,29 +97,31 @@ gatherTileRows(u32 dst, const void *cache, i64 pageStride, const Rows &rows,
   });
 }
 
-/// This lane's row of the tile whose first key is `key0`, lane r the
-/// warp's row r (lanes past its rows: any row), for widenWarpRows
-/// (row_widen.h): a row of KV head `head` with `Dim` elements, through the
-/// pages lookUpTilePages found where the cache is paged. A key past the
+/// The page of key `key` (a key past the request: of its last key), for
+/// keyRowSource.
+template <class C, class Rows>
+ATTNC_DEVICE int pageOfKey(const Rows &rows, int key) {
+  return rows.p
+      ->page_indices[rows.pageBegin + rows.lastKeyFrom(key) / C::kPageSize];
+}
+
+/// The first byte of key `key`'s row of KV head `head` (`Dim` elements),
+/// in page `page` where the cache is paged (pageOfKey). A key past the
 /// request reads its last key, which is masked.
 template <class C, int Dim, class Rows>
-ATTNC_DEVICE const u8 *
-laneRowSource(const void *cache, i64 pageStride, const Rows &rows, int key0,
-              int head, const WarpPageIds<KVGatherWarps<C>::kIdRegs> &pages) {
+ATTNC_DEVICE const u8 *keyRowSource(const void *cache, i64 pageStride,
+                                    const Rows &rows, int key, int head,
+                                    int page) {
   using Elem = typename C::KVElem;
   const Elem *base = static_cast<const Elem *>(cache);
-  int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  int row = lane < KVGatherWarps<C>::kWarpRows ? lane : 0;
-  int key = rows.lastKeyFrom(key0 + warp * KVGatherWarps<C>::kWarpRows + row);
+  key = rows.lastKeyFrom(key);
   const Elem *src;
-  if constexpr (KVCopies<C>::kPaged) {
-    u32 slot = u32(key) % u32(C::kPageSize);
-    src = base + pageStride * u32(pages.of(row)) +
-          pagedSlotOffset(C::kPageOrder, head, int(slot), C::kPageSize,
-                          C::kNumKVHeads, Dim);
-  } else {
+  if constexpr (KVCopies<C>::kPaged)
+    src = base + pageStride * u32(page) +
+          pagedSlotOffset(C::kPageOrder, head, int(u32(key) % C::kPageSize),
+                          C::kPageSize, C::kNumKVHeads, Dim);
+  else
     src = base + (i64(rows.kvToken0 + key) * C::kNumKVHeads + head) * Dim;
-  }
   return reinterpret_cast<const u8 *>(src);
 }
 

@@ -12,8 +12,9 @@
 //   and values at once: the same bytes) into a ring of kStages stages,
 //   with the copy engine, or, from pages that are not whole swizzle atoms
 //   (SGLang's pages of one slot), gathering rows with cp.async, or, from
-//   an fp8 cache, widening rows in registers into 16-bit tiles
-//   (row_widen.h; the scales fold into the scores and the normalizers);
+//   an fp8 cache, staging its rows with cp.async and widening them in place
+//   into 16-bit tiles (row_widen.h; the scales fold into the scores and the
+//   normalizers);
 // - the scorer (consumer 0) computes S = Q.K^T over all D columns, the
 //   masks and the online softmax, and hands each tile's probabilities P
 //   and the rows' rescale factors to the other consumer through shared
@@ -263,46 +264,56 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     }
   }
 
-  /// fp8 latent tiles widened by every producer thread (row_widen.h),
-  /// each arriving on the stage's full barrier after its stores. Page ids
-  /// are looked up two tiles ahead and a tile's rows prefetched into L2
-  /// one tile ahead, so that neither the page table's latency nor DRAM's
-  /// lies between a stage's release and its refill.
+  /// fp8 latent tiles staged by every producer thread with cp.async into
+  /// the back of the stage they widen into, then widened in place
+  /// (row_widen.h), each thread arriving on the stage's full barrier after
+  /// its stores. Page ids are looked up two tiles ahead and a tile's rows
+  /// prefetched into L2 one tile ahead, so that neither the page table's
+  /// latency nor DRAM's lies between a stage's release and its refill.
+  static constexpr int kWidenPhase = 5; // the producer's named barrier
   ATTNC_DEVICE void widenTiles() {
-    using Warps = hopper::KVGatherWarps<C>;
-    using PageIds = hopper::WarpPageIds<Warps::kIdRegs>;
+    using Widening = hopper::StagedWidening<KVTile, typename C::KVElem, Elem,
+                                            hopper::kWarpgroupThreads>;
+    constexpr u32 kSets = Widening::kRowSets;
     constexpr u32 kRowBytes = S::kD * sizeof(typename C::KVElem);
     if (tileBegin >= tileEnd)
       return; // no keys: no page to look up
-    int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-    auto pagesOf = [&](int t) {
-      if constexpr (S::kPaged)
-        return hopper::lookUpTilePages<C>(*this, tileAt(t) * S::kBlockN);
-      else
-        return PageIds{};
+    Widening widening(int(threadIdx.x));
+    auto pagesOf = [&](int t, int(&pages)[kSets]) {
+      for (u32 set = 0; set < kSets; ++set)
+        pages[set] =
+            S::kPaged ? hopper::pageOfKey<C>(*this, tileAt(t) * S::kBlockN +
+                                                        int(widening.row(set)))
+                      : 0;
     };
-    auto laneRow = [&](int t, const PageIds &pages) {
-      return hopper::laneRowSource<C, S::kD>(p->k, p->k_page_stride, *this,
-                                             tileAt(t) * S::kBlockN, 0, pages);
+    auto sourcesOf = [&](int t, const int(&pages)[kSets],
+                         const u8 *(&rows)[kSets]) {
+      for (u32 set = 0; set < kSets; ++set)
+        rows[set] = hopper::keyRowSource<C, S::kD>(
+            p->k, p->k_page_stride, *this,
+            tileAt(t) * S::kBlockN + int(widening.row(set)), 0, pages[set]);
     };
-    const u8 *row = laneRow(tileBegin, pagesOf(tileBegin));
-    hopper::prefetchLaneRow<Warps, kRowBytes>(lane, row);
-    PageIds nextPages =
-        pagesOf(tileBegin + 1 < tileEnd ? tileBegin + 1 : tileBegin);
+    int pages[kSets], nextPages[kSets], laterPages[kSets];
+    pagesOf(tileBegin, pages);
+    pagesOf(tileBegin + 1 < tileEnd ? tileBegin + 1 : tileBegin, nextPages);
     for (int t = tileBegin; t < tileEnd; ++t) {
-      const u8 *nextRow = row;
-      if (t + 1 < tileEnd) {
-        nextRow = laneRow(t + 1, nextPages);
-        hopper::prefetchLaneRow<Warps, kRowBytes>(lane, nextRow);
+      const u8 *rows[kSets], *nextRows[kSets];
+      sourcesOf(t, pages, rows);
+      if (t + 1 < tileEnd && threadIdx.x % 4 == 0) {
+        sourcesOf(t + 1, nextPages, nextRows);
+        for (u32 set = 0; set < kSets; ++set)
+          hopper::prefetchL2(nextRows[set], kRowBytes);
       }
-      PageIds laterPages = t + 2 < tileEnd ? pagesOf(t + 2) : nextPages;
+      pagesOf(t + 2 < tileEnd ? t + 2 : t, laterPages);
       int stage = stageOf(t);
       kvEmpty(stage).wait(phaseOf(t) ^ 1u);
-      hopper::widenWarpRows<KVTile, Warps, typename C::KVElem, Elem>(
-          kvTile(stage), warp, lane, row);
+      widening.stage(kvTile(stage), rows);
+      widening.widen(kvTile(stage), kWidenPhase);
       kvFull(stage).arrive();
-      row = nextRow;
-      nextPages = laterPages;
+      for (u32 set = 0; set < kSets; ++set) {
+        pages[set] = nextPages[set];
+        nextPages[set] = laterPages[set];
+      }
     }
   }
 
@@ -420,25 +431,30 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   /// them (the prefill's choice, prefill.h): the scale goes into exp2's
   /// argument (one FFMA a score instead of a multiply and a subtraction),
   /// and a tile no mask cuts is not touched. A positive scale keeps the
-  /// row maxima of the raw products those of the logits.
-  /// An fp8 cache's key scale, known only at run time, goes through
-  /// logit() with the rest.
-  static constexpr bool kHoldRaw =
-      !Rows::kMods && !Rows::kKeyScale && C::kScale > 0.0f;
-  static constexpr float kLogitScale = kHoldRaw ? C::kScale * kLog2E : 1.0f;
+  /// row maxima of the raw products those of the logits: an fp8 cache's
+  /// key scale, read at run time, joins it where it is positive, and
+  /// otherwise the scores go through logit() (a uniform branch).
+  static constexpr bool kMayHoldRaw = !Rows::kMods && C::kScale > 0.0f;
+  ATTNC_DEVICE bool holdRaw() const {
+    return kMayHoldRaw && (!Rows::kKeyScale || this->keyScale() > 0.0f);
+  }
+  /// The factor that turns held scores into base-2 logits.
+  ATTNC_DEVICE float logitScale() const {
+    return holdRaw() ? C::kScale * kLog2E * this->keyScale() : 1.0f;
+  }
 
   template <bool Partial> ATTNC_DEVICE void modifyScores(int t) {
-    if (kHoldRaw && !Partial)
+    bool raw = holdRaw();
+    if (raw && !Partial)
       return;
     int key0 = tileAt(t) * S::kBlockN;
 #pragma unroll
     for (int i = 0; i < hopper::Accumulator<S::kBlockN>::kRegs; ++i) {
       int row = rowBegin + localRow((i / 2) % 2);
       int key = key0 + hopper::AccumulatorLayout::col(thread, i);
-      if constexpr (kHoldRaw)
-        s.d[i] = this->template masked<Partial, false>(s.d[i], row, key);
-      else
-        s.d[i] = this->template logit<Partial, false>(s.d[i], row, key, 0.0f);
+      s.d[i] =
+          raw ? this->template masked<Partial, false>(s.d[i], row, key)
+              : this->template logit<Partial, false>(s.d[i], row, key, 0.0f);
     }
   }
 
@@ -452,7 +468,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   ATTNC_DEVICE void onlineSoftmax() {
     constexpr int kRegs = hopper::Accumulator<S::kBlockN>::kRegs;
     float alpha[2];
-    hopper::exponentiateRows<kChains>(s, rowMax, rowSum, kLogitScale, alpha);
+    hopper::exponentiateRows<kChains>(s, rowMax, rowSum, logitScale(), alpha);
     waitValues();
     hopper::namedBarrierSync(kPFree, kPairThreads);
     u8 *pBytes = sharedBase() + S::kPOffset;
@@ -536,7 +552,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
       if (isScorer() && thread % 4 == 0) {
         float sum = rowSum[half];
         float lse = sum > 0.0f
-                        ? (rowMax[half] * kLogitScale + fastLog2(sum)) * kLn2
+                        ? (rowMax[half] * logitScale() + fastLog2(sum)) * kLn2
                         : negInf();
         if (partial)
           p->partial_lse[split * p->partial_split_stride + outRow] = lse;

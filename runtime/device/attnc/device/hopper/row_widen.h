@@ -1,19 +1,15 @@
 //===- hopper/row_widen.h - fp8 rows widened into 16-bit tiles ------------===//
 //
 // wgmma takes 16-bit operands from shared memory, and an fp8 cache is read
-// at one byte per element: the producer warpgroup loads a tile's fp8 rows
-// into registers, widens each 16-byte chunk (16 values) into two 16-bit
-// chunks, exactly (every e4m3 and e5m2 value is a bf16 and an f16), and
-// stores them at the offsets the copy engine would have written
-// (smem_layout.h), so the consumers read the tile unchanged. The copy engine
-// cannot widen, so every row goes through registers.
-//
-// A warp widens GatherWarps' rows (row_gather.h). Each lane first finds one
-// row's source (lane r: row r), then the warp walks the rows' chunks in
-// order, lane l taking chunks l, l + 32, ..., and reading its row's source
-// from the lane that found it. The loads of a batch are all in flight
-// before the first is widened. The rows of the next tile are prefetched
-// into L2 one tile ahead, so that a batch's loads wait for L2, not DRAM.
+// at one byte per element: the producer warpgroup copies a tile's fp8 rows
+// with cp.async (any page size: 16 bytes a copy, no tensor map) into the
+// back half of the 16-bit stage they widen into, then widens each 16-byte
+// chunk (16 values) into two 16-bit chunks, exactly (every e4m3 and e5m2
+// value is a bf16 and an f16), at the offsets the copy engine would have
+// written (smem_layout.h), so the consumers read the tile unchanged. The
+// stage has no room beside its 16-bit tile (the latent kernel's shared
+// memory is full), hence the widening in place, in an order that
+// overwrites no fp8 value before every thread has read it.
 //
 // The stores go through the generic proxy and wgmma reads through the
 // async proxy: each widening thread arrives on the stage's full barrier
@@ -24,7 +20,8 @@
 #ifndef ATTNC_DEVICE_HOPPER_ROW_WIDEN_H
 #define ATTNC_DEVICE_HOPPER_ROW_WIDEN_H
 
-#include "attnc/device/hopper/row_gather.h"
+#include "attnc/device/copy.h"
+#include "attnc/device/hopper/mbarrier.h"
 #include "attnc/device/hopper/smem_layout.h"
 #include "attnc/device/prelude.h"
 #include "attnc/device/widen.h"
@@ -33,15 +30,6 @@ namespace attnc {
 namespace hopper {
 
 #if ATTNC_IS_DEVICE
-
-/// Loads 16 bytes of a cache the kernel does not write.
-ATTNC_DEVICE uint4 loadCache16(const void *src) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(src));
-  return v;
-}
 
 /// Starts bringing `bytes` bytes at `src` (16-byte aligned, a multiple of
 /// 16) into L2, without waiting.
@@ -79,78 +67,112 @@ ATTNC_DEVICE void widenChunkTo(const uint4 &in, uint4 (&out)[2]) {
   }
 }
 
-/// Rows of `Tile::kCols` fp8 values widened by `Warps`: how many 16-byte
-/// chunks a row has and a lane takes, and how many of a lane's loads are
-/// in flight at once.
-template <typename Tile, class Warps> struct WidenedRows {
-  static constexpr u32 kChunks = Tile::kCols / 16;
-  static constexpr u32 kCopies = Warps::kWarpRows * kChunks;
-  static constexpr u32 kLaneCopies = (kCopies + 31) / 32;
-  /// 16 registers of loads: what the producer's 72 (KVCopies) leave beside
-  /// the item's state and the widened halves without spilling; 6 need 80,
-  /// which spills the consumers.
-  static constexpr u32 kBatch = 4;
-  static_assert(Tile::kCols % 16 == 0, "rows of whole 16-byte fp8 chunks");
-  static_assert(Warps::kWarpRows <= 32, "a lane finds each row's source");
-};
+/// An fp8 tile staged in the back of the 16-bit tile it widens into, then
+/// widened in place by the producer warpgroup (kThreads threads).
+///
+/// Column block k of the 16-bit tile (its columns [64 k, 64 k + 64), 8 KB
+/// at 64 rows) comes from 4 KB of fp8 values, staged as h_k: rows of 64
+/// bytes, h_k at kStagingOffset + 4 KB k, the n = kBlocks of them filling
+/// the tile's last n x 4 KB. Thread i stages and widens, in every block,
+/// fp8 chunk i % 4 of rows i / 4 and i / 4 + 32: it finds two row sources
+/// a tile, and widens only chunks it copied itself, after its own
+/// cp.async.wait_all.
+///
+/// Writing block k clobbers h_{2k - n} and h_{2k - n + 1}: nothing for
+/// k < (n - 1) / 2, which are widened directly; the rest go in phases
+/// that read all their chunks into registers, meet on a named barrier
+/// (so that every thread has read what the phase overwrites, and what
+/// the phases before it read), then widen and store.
+template <typename Tile, typename Narrow, typename Wide, int kThreads>
+struct StagedWidening {
+  static constexpr u32 kRows = Tile::kRows;
+  static constexpr u32 kBlocks = Tile::kBlocks;
+  static constexpr u32 kStagedBlockBytes = kRows * 64;
+  static constexpr u32 kStagingOffset =
+      Tile::kBytes - kBlocks * kStagedBlockBytes;
+  static constexpr u32 kChunks = Tile::kCols / 16; // fp8 chunks of a row
+  static constexpr u32 kRowsPerPass = kThreads / 4;
+  static constexpr u32 kRowSets = kRows / kRowsPerPass;
+  static_assert(Tile::kCols % 16 == 0 && kRows % kRowsPerPass == 0 &&
+                    Tile::kBlockCols == 64,
+                "rows of whole 16-byte fp8 chunks, 64-column blocks");
+  /// Blocks widened without a barrier: those that clobber no staged block.
+  static constexpr u32 kDirectBlocks = (kBlocks - 1) / 2;
+  /// Blocks per phase after those, their chunks in registers at once: 16
+  /// registers (3 blocks spill the producer's 72 in some variants).
+  static constexpr u32 kPhaseBlocks = 2;
 
-/// Prefetches into L2 the `RowBytes`-byte row this lane found (lanes past
-/// the warp's rows prefetch nothing).
-template <class Warps, u32 RowBytes>
-ATTNC_DEVICE void prefetchLaneRow(int lane, const void *laneRow) {
-  static_assert(RowBytes % 16 == 0, "bulk prefetches move 16-byte units");
-  if (lane < Warps::kWarpRows)
-    prefetchL2(laneRow, RowBytes);
-}
+  u32 thread;
 
-/// Widens warp `warp`'s rows of an fp8 tile into the `Wide` tile at `dst`:
-/// lane r holds `laneRow`, the source of the warp's row r. The caller has
-/// the stage's full barrier arrive once this returns.
-template <typename Tile, class Warps, typename Narrow, typename Wide>
-ATTNC_DEVICE void widenWarpRows(u32 dst, int warp, int lane,
-                                const u8 *laneRow) {
-  using W = WidenedRows<Tile, Warps>;
-  u32 firstRow = u32(warp) * Warps::kWarpRows;
-  u64 rowBits = reinterpret_cast<u64>(laneRow);
-#pragma unroll 1
-  for (u32 b0 = 0; b0 < W::kLaneCopies; b0 += W::kBatch) {
-    // A lane past the last chunk rereads it (and stores nothing): every
-    // lane takes part in the shuffles. Recomputed where used, the row and
-    // chunk take no registers while the loads are in flight.
-    auto copyOf = [&](u32 j) {
-      u32 e = u32(lane) + 32 * (b0 + j);
-      return e < W::kCopies ? e : W::kCopies - 1;
-    };
-    uint4 raw[W::kBatch];
+  ATTNC_DEVICE explicit StagedWidening(int producerThread)
+      : thread(u32(producerThread)) {}
+
+  /// The tile row of this thread's row set `set`.
+  ATTNC_DEVICE u32 row(u32 set) const {
+    return thread / 4 + set * kRowsPerPass;
+  }
+  ATTNC_DEVICE u32 chunkOf(u32 block) const { return 4 * block + thread % 4; }
+  ATTNC_DEVICE static constexpr bool inRow(u32 chunk) {
+    return chunk < kChunks;
+  }
+  ATTNC_DEVICE u32 stagedOffset(u32 block, u32 set) const {
+    return kStagingOffset + block * kStagedBlockBytes + row(set) * 64 +
+           (thread % 4) * 16;
+  }
+
+  /// Copies this thread's fp8 chunks of the tile at `tile` into its
+  /// staging area; `rowSource[set]` is the first byte of row(set).
+  ATTNC_DEVICE void stage(u32 tile, const u8 *const (&rowSource)[kRowSets]) {
 #pragma unroll
-    for (u32 j = 0; j < W::kBatch && b0 + j < W::kLaneCopies; ++j) {
-      u32 copy = copyOf(j);
-      u64 row = __shfl_sync(0xffffffffu, rowBits, int(copy / W::kChunks));
-      raw[j] = loadCache16(reinterpret_cast<const u8 *>(row) +
-                           16 * (copy % W::kChunks));
-    }
+    for (u32 block = 0; block < kBlocks; ++block)
 #pragma unroll
-    for (u32 j = 0; j < W::kBatch && b0 + j < W::kLaneCopies; ++j) {
-      if (W::kCopies % 32 != 0 && u32(lane) + 32 * (b0 + j) >= W::kCopies)
-        continue;
-      u32 copy = copyOf(j), chunk = copy % W::kChunks;
-      // fp8 chunk c is 16-bit chunks 2c and 2c + 1. Lanes c and c + 4 would
-      // store to the same banks (chunks 8 apart: the next 64-column block);
-      // every other group of four widens and stores its second half first.
-      bool swap = (chunk >> 2) & 1;
-      uint4 in = raw[j];
-      if (swap)
-        in = make_uint4(in.z, in.w, in.x, in.y);
-      uint4 wide[2];
-      widenChunkTo<Narrow, Wide>(in, wide);
-      u32 row = firstRow + copy / W::kChunks, col = 16 * chunk;
-      u32 first = dst + Tile::offset(row, col);
-      u32 second = dst + Tile::offset(row, col + 8);
-      storeShared16(swap ? second : first, wide[0]);
-      storeShared16(swap ? first : second, wide[1]);
+      for (u32 set = 0; set < kRowSets; ++set)
+        if (inRow(chunkOf(block)))
+          cpAsync16(tile + stagedOffset(block, set),
+                    rowSource[set] + 16 * chunkOf(block));
+  }
+
+  ATTNC_DEVICE void widenStore(u32 tile, u32 block, u32 set, uint4 in) const {
+    u32 r = row(set), c = thread % 4;
+    // Lanes 4-7 hold the next row, whose swizzle moves its even chunks to
+    // odd places: each store of 8 lanes covers 32 banks once.
+    uint4 wide[2];
+    widenChunkTo<Narrow, Wide>(in, wide);
+    u32 col = 64 * block + 16 * c;
+    storeShared16(tile + Tile::offset(r, col), wide[0]);
+    storeShared16(tile + Tile::offset(r, col + 8), wide[1]);
+  }
+
+  /// Once this thread's copies landed, widens the staged tile in place.
+  /// Every producer thread takes part (the phases' named barrier `bar`).
+  ATTNC_DEVICE void widen(u32 tile, int bar) const {
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#pragma unroll
+    for (u32 block = 0; block < kDirectBlocks; ++block)
+#pragma unroll
+      for (u32 set = 0; set < kRowSets; ++set)
+        if (inRow(chunkOf(block)))
+          widenStore(tile, block, set,
+                     loadShared16(tile + stagedOffset(block, set)));
+#pragma unroll
+    for (u32 first = kDirectBlocks; first < kBlocks; first += kPhaseBlocks) {
+      uint4 in[kPhaseBlocks][kRowSets];
+#pragma unroll
+      for (u32 b = 0; b < kPhaseBlocks && first + b < kBlocks; ++b)
+#pragma unroll
+        for (u32 set = 0; set < kRowSets; ++set)
+          if (inRow(chunkOf(first + b)))
+            in[b][set] = loadShared16(tile + stagedOffset(first + b, set));
+      namedBarrierSync(bar, kThreads);
+#pragma unroll
+      for (u32 b = 0; b < kPhaseBlocks && first + b < kBlocks; ++b)
+#pragma unroll
+        for (u32 set = 0; set < kRowSets; ++set)
+          if (inRow(chunkOf(first + b)))
+            widenStore(tile, first + b, set, in[b][set]);
     }
   }
-}
+};
 
 #endif // ATTNC_IS_DEVICE
 
