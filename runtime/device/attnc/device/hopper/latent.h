@@ -110,6 +110,9 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   using S = LatentShape<C>;
   using Rows = MaskedRows<C, S::kBlockM, S::kBlockN, C::kNumQHeads>;
   using Elem = typename C::Elem;
+  /// The products' 16-bit type: the queries', or f16 over an fp8 cache,
+  /// which widens to f16 in one instruction a pair (widen.h).
+  using Product = typename ProductType<Elem, typename C::KVElem>::type;
   using Out = typename C::Out;
   using QTile = typename S::QTile;
   using KVTile = typename S::KVTile;
@@ -272,7 +275,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   /// latency nor DRAM's lies between a stage's release and its refill.
   static constexpr int kWidenPhase = 5; // the producer's named barrier
   ATTNC_DEVICE void widenTiles() {
-    using Widening = hopper::StagedWidening<KVTile, typename C::KVElem, Elem,
+    using Widening = hopper::StagedWidening<KVTile, typename C::KVElem, Product,
                                             hopper::kWarpgroupThreads>;
     constexpr u32 kSets = Widening::kRowSets;
     constexpr u32 kRowBytes = S::kD * sizeof(typename C::KVElem);
@@ -350,8 +353,48 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     // P starts free: the value consumer opens the scorer's first wait.
     if (!isScorer() && tileBegin < tileEnd)
       hopper::namedBarrierArrive(kPFree, kPairThreads);
-    if (isScorer())
+    if (isScorer()) {
       qFull().wait(u32(qRound & 1));
+      if constexpr (!kSame<Product, Elem>)
+        queriesToF16();
+    }
+  }
+
+  /// bf16 queries over an fp8 cache: each scorer warp brings the 16 query
+  /// rows of its products into f16 in place, times the power of two that
+  /// puts their largest magnitude in f16's range (exact for every element
+  /// within 2^28 of it), and folds its inverse into the key scale, as the
+  /// decode does per warp (widen.h). Lane l converts half of row l / 2.
+  ATTNC_DEVICE void queriesToF16() {
+    u32 row = 16 * (thread / 32) + thread % 32 / 2, half = thread % 2;
+    constexpr u32 kLaneChunks = S::kD / 16; // 16-byte chunks of half a row
+    auto chunk = [&](u32 j) {
+      return qTile() + QTile::offset(row, 8 * (2 * j + half));
+    };
+    float largest = 0.0f;
+#pragma unroll 4
+    for (u32 j = 0; j < kLaneChunks; ++j) {
+      uint4 v = loadShared16(chunk(j));
+      largest =
+          fmaxf(fmaxf(largest, fmaxf(bf16x2AbsMax(v.x), bf16x2AbsMax(v.y))),
+                fmaxf(bf16x2AbsMax(v.z), bf16x2AbsMax(v.w)));
+    }
+    for (int offset = 16; offset > 0; offset /= 2)
+      largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, offset));
+    int e = f16RangeExponent(largest);
+    float scale = powerOfTwo(-e);
+#pragma unroll 4
+    for (u32 j = 0; j < kLaneChunks; ++j) {
+      uint4 v = loadShared16(chunk(j));
+      storeShared16(chunk(j), make_uint4(bf16x2ToF16x2(v.x, scale),
+                                         bf16x2ToF16x2(v.y, scale),
+                                         bf16x2ToF16x2(v.z, scale),
+                                         bf16x2ToF16x2(v.w, scale)));
+    }
+    this->kScale *= powerOfTwo(e);
+    // Every warp's rows, before the scorer's wgmma reads them (async proxy).
+    hopper::fenceProxyAsync();
+    hopper::namedBarrierSync(kPWritten, hopper::kWarpgroupThreads);
   }
 
   ATTNC_DEVICE void releaseQuery() {
@@ -378,7 +421,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     // for each of D / 16 steps) are then made per tile, not held for all.
     u32 q = qTile();
     asm volatile("" : "+r"(q));
-    hopper::issueQK<Elem, QTile, KVTile>(s, q, kvTile(stageOf(t)));
+    hopper::issueQK<Product, QTile, KVTile>(s, q, kvTile(stageOf(t)));
     scoredTile = t;
   }
 
@@ -402,8 +445,8 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     hopper::wgmmaFence();
 #pragma unroll
     for (int step = 0; step < S::kBlockN / hopper::kWgmmaK; ++step)
-      hopper::wgmmaSS<Elem, 1>(o, PTile::kMajor(pTile(), step),
-                               KVTile::mnMajor(values, step), 1);
+      hopper::wgmmaSS<Product, 1>(o, PTile::kMajor(pTile(), step),
+                                  KVTile::mnMajor(values, step), 1);
     hopper::wgmmaCommit();
     valuesTile = t;
   }
@@ -477,7 +520,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
       int row = hopper::AccumulatorLayout::row(thread, i);
       int col = hopper::AccumulatorLayout::col(thread, i);
       *reinterpret_cast<u32 *>(pBytes + PTile::offset(row, col)) =
-          Mma<Elem>::pack(s.d[i], s.d[i + 1]);
+          Mma<Product>::pack(s.d[i], s.d[i + 1]);
     }
     if (thread % 4 == 0) {
       alphas[localRow(0)] = alpha[0];

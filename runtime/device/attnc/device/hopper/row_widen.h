@@ -98,9 +98,9 @@ struct StagedWidening {
                 "rows of whole 16-byte fp8 chunks, 64-column blocks");
   /// Blocks widened without a barrier: those that clobber no staged block.
   static constexpr u32 kDirectBlocks = (kBlocks - 1) / 2;
-  /// Blocks per phase after those, their chunks in registers at once: 16
-  /// registers (3 blocks spill the producer's 72 in some variants).
-  static constexpr u32 kPhaseBlocks = 2;
+  /// Blocks per phase after those, their chunks in registers at once: one
+  /// (8 registers; two or three spill the producer's 72 in some variants).
+  static constexpr u32 kPhaseBlocks = 1;
 
   u32 thread;
 
