@@ -218,9 +218,10 @@ void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
   std::normal_distribution<double> normal(0.0, 1.0);
   // Dequantization scales differ per head, so that using the wrong one shows.
   std::uniform_real_distribution<double> scales(0.25, 2.0);
-  // Stored values are the ones the reference sees: round through the type.
+  // Stored values are the ones the reference sees: round through the type
+  // (one element's bytes, allocated once: this runs per element).
+  std::vector<uint8_t> one(bytesOf(spec.dtype));
   auto rounded = [&](double v) {
-    std::vector<uint8_t> one(bytesOf(spec.dtype));
     storeElement(spec.dtype, one, 0, v);
     return loadElement(spec.dtype, one, 0);
   };

@@ -31,6 +31,18 @@ def reference(q, rows, cache, pages, kv_len, causal):
     return out, torch.logsumexp(scores, -1)
 
 
+def expect_reference(out, lse, q, qo, cache, order, indptr, kv_lens,
+                     causal):
+    """Each request's output (bf16 tolerance) and LSE against reference()
+    over `cache` (the values the kernel attends over)."""
+    for b, kv in enumerate(kv_lens):
+        rows = slice(int(qo[b]), int(qo[b + 1]))
+        pages = order[indptr[b]:indptr[b + 1]].long().cuda()
+        ref, ref_lse = reference(q, rows, cache, pages, kv, causal)
+        assert relative_error(out[rows], ref) < 1e-2, f"request {b}"
+        assert relative_error(lse[rows], ref_lse) < 1e-3, f"request {b} lse"
+
+
 def batch_of(q_lens, kv_lens, heads, page_size, seed):
     torch.manual_seed(seed)
     total, order, indptr, _ = page_table(kv_lens, page_size, 3)
@@ -63,12 +75,7 @@ def test_mla_matches_the_absorbed_reference(heads, q_lens, causal, page_size):
     # q_nope and q_pe as two tensors: the wrapper gathers them.
     out, lse = mla.run(q[..., :CKV].clone(), q[..., CKV:].clone(),
                        cache[..., :CKV], cache[..., CKV:], out=out, lse=lse)
-    for b, kv in enumerate(kv_lens):
-        rows = slice(int(qo[b]), int(qo[b + 1]))
-        pages = order[indptr[b]:indptr[b + 1]].long().cuda()
-        ref, ref_lse = reference(q, rows, cache, pages, kv, causal)
-        assert relative_error(out[rows], ref) < 1e-2, f"request {b}"
-        assert relative_error(lse[rows], ref_lse) < 1e-3, f"request {b} lse"
+    expect_reference(out, lse, q, qo, cache, order, indptr, kv_lens, causal)
 
 
 def test_mla_run_is_captured_by_a_cuda_graph():
@@ -94,7 +101,7 @@ def test_mla_run_is_captured_by_a_cuda_graph():
         assert relative_error(out[b:b + 1], ref) < 1e-2
 
 
-def test_mla_refuses_caches_that_are_not_one_tensor():
+def test_mla_refuses_caches_it_cannot_read():
     heads, page_size = 16, 64
     cache, order, indptr, qo, q, kv_len = batch_of([1], [100], heads,
                                                    page_size, 9)
@@ -103,6 +110,10 @@ def test_mla_refuses_caches_that_are_not_one_tensor():
     with pytest.raises(ValueError, match="of one contiguous"):
         mla.run(q[..., :CKV], q[..., CKV:], cache[..., :CKV].clone(),
                 cache[..., CKV:].clone())
+    # A scale dequantizes an fp8 cache only.
+    with pytest.raises(ValueError, match="kv_scale dequantizes an fp8"):
+        mla.run(q[..., :CKV], q[..., CKV:], cache[..., :CKV],
+                cache[..., CKV:], kv_scale=torch.ones(1, device="cuda"))
 
 
 @pytest.mark.parametrize("kv_dtype, heads, page_size", [
@@ -127,21 +138,6 @@ def test_mla_over_an_fp8_cache_matches_the_dequantized_reference(
     lse = torch.full(q.shape[:2], float("nan"), device="cuda")
     out, lse = mla.run(q[..., :CKV], q[..., CKV:], cache8[..., :CKV],
                        cache8[..., CKV:], out=out, lse=lse, kv_scale=scale)
-    dequantized = cache8.double() * 0.375
-    for b, kv in enumerate(kv_lens):
-        rows = slice(int(qo[b]), int(qo[b + 1]))
-        pages = order[indptr[b]:indptr[b + 1]].long().cuda()
-        ref, ref_lse = reference(q, rows, dequantized, pages, kv, False)
-        assert relative_error(out[rows], ref) < 1e-2, f"request {b}"
-        assert relative_error(lse[rows], ref_lse) < 1e-3, f"request {b} lse"
+    expect_reference(out, lse, q, qo, cache8.double() * 0.375, order, indptr,
+                     kv_lens, False)
 
-
-def test_mla_kv_scale_only_for_an_fp8_cache():
-    heads, page_size = 16, 64
-    cache, order, indptr, qo, q, kv_len = batch_of([1], [100], heads,
-                                                   page_size, 3)
-    mla = attnc.MLAAttention(heads, CKV, KPE, page_size)
-    mla.plan(qo, indptr, order, kv_len)
-    with pytest.raises(ValueError, match="kv_scale dequantizes an fp8"):
-        mla.run(q[..., :CKV], q[..., CKV:], cache[..., :CKV],
-                cache[..., CKV:], kv_scale=torch.ones(1, device="cuda"))

@@ -6,9 +6,10 @@
 // page: the compiler's choice, which the host's tensor maps share), or,
 // from pages that are not whole 8-row swizzle atoms, gathered row by row by
 // the producer warpgroup with cp.async (row_gather.h), or, from an fp8
-// cache, widened row by row in registers (row_widen.h). Both shapes inherit
-// these facts from here, so that the two kernels cannot disagree on them,
-// and both producers copy their tiles with the functions below.
+// cache, staged with cp.async and widened in place (row_widen.h). Both
+// shapes inherit these facts from here, so that the two kernels cannot
+// disagree on them, and both producers copy their tiles with the functions
+// below.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_DEVICE_HOPPER_KV_COPIES_H
@@ -31,8 +32,9 @@ template <class C> struct KVCopies {
   static constexpr bool kPaged = C::kKVLayout == TokenLayout::Paged;
   static constexpr int kKVBoxRows = C::kKVBoxRows;
   static constexpr bool kGatherKV = !boxesFillAtoms(kKVBoxRows);
-  /// An fp8 cache: its rows are widened by the producer (KernelOp's
-  /// getKVBoxRows gives them boxes of one row, which the host maps not).
+  /// An fp8 cache: the producer stages and widens its rows (KernelOp's
+  /// getKVBoxRows gives them boxes of one row, for which the host encodes
+  /// no tensor map).
   static constexpr bool kWidenKV = sizeof(typename C::KVElem) == 1;
   static_assert(C::kBlockN % kKVBoxRows == 0 &&
                     (!kPaged || C::kPageSize % kKVBoxRows == 0) &&
@@ -52,8 +54,9 @@ template <class C> struct KVCopies {
   static constexpr int kKVFillers = kGatherKV ? kCopyThreads : 1;
   /// The producer warpgroup's setmaxnreg budget: 40 registers to issue
   /// copies, 56 to gather rows (the copy loop, unrolled, needs them: 22 ->
-  /// 12 instructions per copy at head dim 128), 72 to widen them (a batch
-  /// of loads in flight, row_widen.h).
+  /// 12 instructions per copy at head dim 128), 72 to widen them (the
+  /// rows' sources, page ids two tiles ahead and a phase's chunks,
+  /// row_widen.h; the consumers then keep 216 and spill nothing).
   static constexpr int kProducerRegisters = kWidenKV ? 72 : kGatherKV ? 56 : 40;
 };
 
