@@ -118,6 +118,10 @@ LogicalResult KernelOp::verify() {
       return emitOpError("a warp_specialized plan reads keys of the queries' "
                          "element type (a latent plan fp8 ones too), got ")
              << key.getElementType();
+    if (widened && plan.getBlockN() % kWidenedRowsPerPass != 0)
+      return emitOpError("a latent plan over an fp8 cache widens ")
+             << kWidenedRowsPerPass << " rows a pass: its KV tile must be a "
+             << "multiple of them, got " << plan.getBlockN() << " keys";
   }
   return success();
 }

@@ -89,6 +89,10 @@ constexpr i64 kMaxKernelHeadDim = 256;
 constexpr i64 kMaxLatentHeadDim = 576;
 constexpr i64 kLatentDimStep = 128;
 constexpr i64 kMaxLatentDim = 512;
+/// The latent producer widens an fp8 cache this many rows a pass (its
+/// warpgroup's threads, four to a row's 64 columns; hopper/row_widen.h):
+/// its KV tiles take a multiple of it.
+constexpr i64 kWidenedRowsPerPass = 32;
 /// Query/key head dims whose fp8 keys the mma.sync kernels widen in
 /// registers, straight from their swizzled stage (rows of whole pairs of
 /// 16-byte chunks); other fp8 keys are widened through shared memory.

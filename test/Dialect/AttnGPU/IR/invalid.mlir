@@ -277,6 +277,13 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 
 // -----
 
+// An fp8 latent cache is widened 32 rows a pass: a 48-key tile is refused.
+// expected-error @below {{a latent plan over an fp8 cache widens 32 rows a pass: its KV tile must be a multiple of them, got 48 keys}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 48, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x16x576xbf16> key = !attn.kv<?x1x576xf8E4M3FN> value = !attn.kv<?x1x512xf8E4M3FN> output = !attn.out<1x16x512xbf16> captures = [] attributes {key_scale = memref<1xf32>, value_scale = memref<1xf32>, scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
 // A latent kernel reads one cache head, shared by every query head.
 // expected-error @below {{a latent kernel reads one cache head of the queries' head dim (a multiple of 16 up to 576) whose first columns, a multiple of 128 up to 512, are the values; got 2 heads of 576 for queries of 576 and outputs of 512}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x16x576xbf16> key = !attn.kv<?x2x576xbf16> value = !attn.kv<?x2x512xbf16> output = !attn.out<1x16x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {

@@ -20,6 +20,7 @@
 #ifndef ATTNC_DEVICE_HOPPER_ROW_WIDEN_H
 #define ATTNC_DEVICE_HOPPER_ROW_WIDEN_H
 
+#include "attnc/device/abi.h"
 #include "attnc/device/copy.h"
 #include "attnc/device/hopper/mbarrier.h"
 #include "attnc/device/hopper/smem_layout.h"
@@ -92,6 +93,8 @@ struct StagedWidening {
       Tile::kBytes - kBlocks * kStagedBlockBytes;
   static constexpr u32 kChunks = Tile::kCols / 16; // fp8 chunks of a row
   static constexpr u32 kRowsPerPass = kThreads / 4;
+  static_assert(kRowsPerPass == limits::kWidenedRowsPerPass,
+                "the tiles' rows the verifier asks for (abi.h)");
   static constexpr u32 kRowSets = kRows / kRowsPerPass;
   static_assert(Tile::kCols % 16 == 0 && kRows % kRowsPerPass == 0 &&
                     Tile::kBlockCols == 64,
