@@ -75,8 +75,8 @@ def AttnGPU_KernelOp : AttnGPU_Op<"kernel", [
     /// Keys per bulk tensor copy of a warp-specialized kernel's K/V tiles
     /// (0 for other schedules): the whole tile, or for a paged cache the
     /// largest count that divides both the page and the tile, so that a
-    /// copy stays inside one page; 1 for an fp8 cache, whose rows are
-    /// widened one at a time in registers.
+    /// copy stays inside one page; 1 for an fp8 cache, whose rows the
+    /// producer stages and widens itself (no tensor map).
     int64_t getKVBoxRows();
   }];
 }

@@ -65,12 +65,8 @@ std::string unsupportedLatentFeature(AttentionOp op, LatentKVType latent,
   if (arch != "sm_90a")
     return "multi-head latent attention on " + arch.str() +
            " (its kernel is sm_90a's wgmma)";
-  Type query = op.getQuery().getType().getElementType();
-  Type cache = latent.getElementType();
-  if ((!query.isBF16() && !query.isF16()) || (cache != query && !isFp8(cache)))
-    return "multi-head latent attention over a " + typeName(cache) +
-           " cache with " + typeName(query) +
-           " queries (bf16 or f16 queries, the cache alike or fp8)";
+  // Every element type the attn verifier admits compiles: bf16 or f16
+  // queries over a cache of their type or an fp8 one (widened in place).
   int64_t dim = latent.getHeadDim(), values = latent.getLatentDim();
   if (dim % kKernelHeadDimStep != 0 || dim > kMaxLatentHeadDim ||
       values % kLatentDimStep != 0 || values > kMaxLatentDim)

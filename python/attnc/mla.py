@@ -8,7 +8,7 @@ from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, check_tensor, \
     current_stream, require
 from ._values import as_int
 from .functional import host_ints, kernel_for, modifier_fields, \
-    scale_count, scale_tensor
+    scale_tensor
 from .kernel import Variant
 from .paged import pages_in_use
 
@@ -200,11 +200,9 @@ class MLAAttention:
                     "without return_lse")
         inputs = [q, ckv_cache.data_ptr()]
         if self._fp8:
+            # One value: the cache has one (latent) head.
             scale = (self._unit_scale if kv_scale is None else
                      scale_tensor("kv_scale", kv_scale, 1, out.device))
-            if scale_count(scale) != 1:
-                raise ValueError(f"kv_scale must hold 1 value, got "
-                                 f"{scale_count(scale)}")
             inputs += [scale.data_ptr(), scale.data_ptr()]
         else:
             require(kv_scale is None, f"kv_scale dequantizes an fp8 cache; "

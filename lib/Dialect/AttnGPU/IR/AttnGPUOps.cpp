@@ -27,8 +27,8 @@ int64_t KernelOp::getKVBoxRows() {
   if (!plan.isWarpSpecialized())
     return 0;
   auto key = cast<attn::KVType>(getKey());
-  // An fp8 cache is widened in registers on its way into the 16-bit tiles
-  // wgmma reads: its rows are read one at a time, never by the copy engine.
+  // An fp8 cache is staged and widened by the producer on its way into the
+  // 16-bit tiles wgmma reads (row_widen.h), never copied by the copy engine.
   if (attn::elementBytes(key.getElementType()) < 2)
     return 1;
   if (key.getLayout() != attnc::TokenLayout::Paged)

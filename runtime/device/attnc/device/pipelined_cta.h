@@ -382,9 +382,7 @@ struct PipelinedCta
   /// this thread is `largest` (the warp's rows) into f16's range, and folds
   /// its inverse into the score scale.
   ATTNC_DEVICE void adoptF16Scale(float largest) {
-    for (int offset = 16; offset > 0; offset /= 2)
-      largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, offset));
-    int e = f16RangeExponent(largest);
+    int e = warpF16RangeExponent(largest);
     queryScale = powerOfTwo(-e);
     this->kScale *= powerOfTwo(e);
   }

@@ -92,6 +92,14 @@ ATTNC_DEVICE int f16RangeExponent(float largest) {
   return e < -126 ? -126 : e;
 }
 
+/// f16RangeExponent of the largest of the warp's `largest` (each lane's
+/// own largest magnitude): one power of two for every row the warp keeps.
+ATTNC_DEVICE int warpF16RangeExponent(float largest) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, offset));
+  return f16RangeExponent(largest);
+}
+
 /// 2^e as a float, exactly (-126 <= e <= 127).
 ATTNC_DEVICE float powerOfTwo(int e) {
   return __uint_as_float(u32(127 + e) << 23);

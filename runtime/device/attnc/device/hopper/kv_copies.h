@@ -55,7 +55,7 @@ template <class C> struct KVCopies {
   /// The producer warpgroup's setmaxnreg budget: 40 registers to issue
   /// copies, 56 to gather rows (the copy loop, unrolled, needs them: 22 ->
   /// 12 instructions per copy at head dim 128), 72 to widen them (the
-  /// rows' sources, page ids two tiles ahead and a phase's chunks,
+  /// rows' sources, page ids two tiles ahead and a block's chunks,
   /// row_widen.h; the consumers then keep 216 and spill nothing).
   static constexpr int kProducerRegisters = kWidenKV ? 72 : kGatherKV ? 56 : 40;
 };
@@ -67,16 +67,41 @@ template <class C> struct KVCopies {
 template <class C>
 using KVGatherWarps = GatherWarps<C::kBlockN, kWarpgroupThreads>;
 
+/// The page of key `key` (a key past the request: of its last key).
+template <class C, class Rows>
+ATTNC_DEVICE int pageOfKey(const Rows &rows, int key) {
+  return rows.p
+      ->page_indices[rows.pageBegin + rows.lastKeyFrom(key) / C::kPageSize];
+}
+
 /// The page ids of this warp's rows of the tile whose first key is `key0`
 /// (`rows` is the CTA's MaskedRows: its request's keys and pages).
 template <class C, class Rows>
 ATTNC_DEVICE WarpPageIds<KVGatherWarps<C>::kIdRegs>
 lookUpTilePages(const Rows &rows, int key0) {
   int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  return lookUpWarpRows<KVGatherWarps<C>>(warp, lane, [&](int row) {
-    int key = rows.lastKeyFrom(key0 + row);
-    return rows.p->page_indices[rows.pageBegin + key / C::kPageSize];
-  });
+  return lookUpWarpRows<KVGatherWarps<C>>(
+      warp, lane, [&](int row) { return pageOfKey<C>(rows, key0 + row); });
+}
+
+/// The first byte of key `key`'s row of KV head `head` (`Dim` elements),
+/// in page `page` where the cache is paged (pageOfKey). A key past the
+/// request reads its last key, which is masked.
+template <class C, int Dim, class Rows>
+ATTNC_DEVICE const u8 *keyRowSource(const void *cache, i64 pageStride,
+                                    const Rows &rows, int key, int head,
+                                    int page) {
+  using Elem = typename C::KVElem;
+  const Elem *base = static_cast<const Elem *>(cache);
+  key = rows.lastKeyFrom(key);
+  const Elem *src;
+  if constexpr (KVCopies<C>::kPaged)
+    src = base + pageStride * u32(page) +
+          pagedSlotOffset(C::kPageOrder, head, int(u32(key) % C::kPageSize),
+                          C::kPageSize, C::kNumKVHeads, Dim);
+  else
+    src = base + (i64(rows.kvToken0 + key) * C::kNumKVHeads + head) * Dim;
+  return reinterpret_cast<const u8 *>(src);
 }
 
 /// This warp's rows of the K or V tile whose first key is `key0` (Dim
@@ -98,34 +123,6 @@ gatherTileRows(u32 dst, const void *cache, i64 pageStride, const Rows &rows,
            pagedSlotOffset(C::kPageOrder, head, int(slot), C::kPageSize,
                            C::kNumKVHeads, Dim);
   });
-}
-
-/// The page of key `key` (a key past the request: of its last key), for
-/// keyRowSource.
-template <class C, class Rows>
-ATTNC_DEVICE int pageOfKey(const Rows &rows, int key) {
-  return rows.p
-      ->page_indices[rows.pageBegin + rows.lastKeyFrom(key) / C::kPageSize];
-}
-
-/// The first byte of key `key`'s row of KV head `head` (`Dim` elements),
-/// in page `page` where the cache is paged (pageOfKey). A key past the
-/// request reads its last key, which is masked.
-template <class C, int Dim, class Rows>
-ATTNC_DEVICE const u8 *keyRowSource(const void *cache, i64 pageStride,
-                                    const Rows &rows, int key, int head,
-                                    int page) {
-  using Elem = typename C::KVElem;
-  const Elem *base = static_cast<const Elem *>(cache);
-  key = rows.lastKeyFrom(key);
-  const Elem *src;
-  if constexpr (KVCopies<C>::kPaged)
-    src = base + pageStride * u32(page) +
-          pagedSlotOffset(C::kPageOrder, head, int(u32(key) % C::kPageSize),
-                          C::kPageSize, C::kNumKVHeads, Dim);
-  else
-    src = base + (i64(rows.kvToken0 + key) * C::kNumKVHeads + head) * Dim;
-  return reinterpret_cast<const u8 *>(src);
 }
 
 /// Keys [key, key + kBlockN) of KV head `head` into a tile through the copy

@@ -275,7 +275,8 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   /// latency nor DRAM's lies between a stage's release and its refill.
   static constexpr int kWidenPhase = 5; // the producer's named barrier
   ATTNC_DEVICE void widenTiles() {
-    using Widening = hopper::StagedWidening<KVTile, typename C::KVElem, Product,
+    static_assert(kSame<Product, f16>, "an fp8 cache widens to f16");
+    using Widening = hopper::StagedWidening<KVTile, typename C::KVElem,
                                             hopper::kWarpgroupThreads>;
     constexpr u32 kSets = Widening::kRowSets;
     constexpr u32 kRowBytes = S::kD * sizeof(typename C::KVElem);
@@ -379,9 +380,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
           fmaxf(fmaxf(largest, fmaxf(bf16x2AbsMax(v.x), bf16x2AbsMax(v.y))),
                 fmaxf(bf16x2AbsMax(v.z), bf16x2AbsMax(v.w)));
     }
-    for (int offset = 16; offset > 0; offset /= 2)
-      largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, offset));
-    int e = f16RangeExponent(largest);
+    int e = warpF16RangeExponent(largest);
     float scale = powerOfTwo(-e);
 #pragma unroll 4
     for (u32 j = 0; j < kLaneChunks; ++j) {

@@ -4,8 +4,9 @@
 // at one byte per element: the producer warpgroup copies a tile's fp8 rows
 // with cp.async (any page size: 16 bytes a copy, no tensor map) into the
 // back half of the 16-bit stage they widen into, then widens each 16-byte
-// chunk (16 values) into two 16-bit chunks, exactly (every e4m3 and e5m2
-// value is a bf16 and an f16), at the offsets the copy engine would have
+// chunk (16 values) into two f16 chunks, exactly (every e4m3 and e5m2
+// value is an f16; the products over an fp8 cache are f16, widen.h), at
+// the offsets the copy engine would have
 // written (smem_layout.h), so the consumers read the tile unchanged. The
 // stage has no room beside its 16-bit tile (the latent kernel's shared
 // memory is full), hence the widening in place, in an order that
@@ -40,39 +41,11 @@ ATTNC_DEVICE void prefetchL2(const void *src, u32 bytes) {
                : "memory");
 }
 
-/// An f16 pair as a bf16 pair, exactly when both are bf16 values (as every
-/// widened fp8 value is).
-ATTNC_DEVICE u32 f16x2ToBf16x2(u32 pair) {
-  u32 out;
-  asm("{ .reg .f16 lo, hi; .reg .f32 flo, fhi;\n"
-      "  mov.b32 {lo, hi}, %1;\n"
-      "  cvt.f32.f16 flo, lo; cvt.f32.f16 fhi, hi;\n"
-      "  cvt.rn.bf16x2.f32 %0, fhi, flo; }"
-      : "=r"(out)
-      : "r"(pair));
-  return out;
-}
-
-/// Sixteen fp8 values to sixteen `Wide` (bf16 or f16) values, in order.
-template <typename Narrow, typename Wide>
-ATTNC_DEVICE void widenChunkTo(const uint4 &in, uint4 (&out)[2]) {
-  widenChunk<Narrow>(in, out);
-  if constexpr (!kSame<Wide, f16>) {
-    static_assert(kSame<Wide, bf16>, "fp8 widens to bf16 or f16");
-    for (uint4 &half : out) {
-      half.x = f16x2ToBf16x2(half.x);
-      half.y = f16x2ToBf16x2(half.y);
-      half.z = f16x2ToBf16x2(half.z);
-      half.w = f16x2ToBf16x2(half.w);
-    }
-  }
-}
-
-/// An fp8 tile staged in the back of the 16-bit tile it widens into, then
+/// An fp8 tile staged in the back of the f16 tile it widens into, then
 /// widened in place by the producer warpgroup (kThreads threads).
 ///
-/// Column block k of the 16-bit tile (its columns [64 k, 64 k + 64), 8 KB
-/// at 64 rows) comes from 4 KB of fp8 values, staged as h_k: rows of 64
+/// Column block k of the f16 tile (its columns [64 k, 64 k + 64), 8 KB at
+/// 64 rows) comes from 4 KB of fp8 values, staged as h_k: rows of 64
 /// bytes, h_k at kStagingOffset + 4 KB k, the n = kBlocks of them filling
 /// the tile's last n x 4 KB. Thread i stages and widens, in every block,
 /// fp8 chunk i % 4 of rows i / 4 and i / 4 + 32: it finds two row sources
@@ -80,12 +53,11 @@ ATTNC_DEVICE void widenChunkTo(const uint4 &in, uint4 (&out)[2]) {
 /// cp.async.wait_all.
 ///
 /// Writing block k clobbers h_{2k - n} and h_{2k - n + 1}: nothing for
-/// k < (n - 1) / 2, which are widened directly; the rest go in phases
-/// that read all their chunks into registers, meet on a named barrier
-/// (so that every thread has read what the phase overwrites, and what
-/// the phases before it read), then widen and store.
-template <typename Tile, typename Narrow, typename Wide, int kThreads>
-struct StagedWidening {
+/// k < (n - 1) / 2, which are widened directly; each later block is read
+/// into registers (8 of them; more spill the producer's 72 in some
+/// variants), and its threads meet on a named barrier (so that every
+/// thread has read what the block overwrites) before they store it.
+template <typename Tile, typename Narrow, int kThreads> struct StagedWidening {
   static constexpr u32 kRows = Tile::kRows;
   static constexpr u32 kBlocks = Tile::kBlocks;
   static constexpr u32 kStagedBlockBytes = kRows * 64;
@@ -101,9 +73,6 @@ struct StagedWidening {
                 "rows of whole 16-byte fp8 chunks, 64-column blocks");
   /// Blocks widened without a barrier: those that clobber no staged block.
   static constexpr u32 kDirectBlocks = (kBlocks - 1) / 2;
-  /// Blocks per phase after those, their chunks in registers at once: one
-  /// (8 registers; two or three spill the producer's 72 in some variants).
-  static constexpr u32 kPhaseBlocks = 1;
 
   u32 thread;
 
@@ -140,14 +109,14 @@ struct StagedWidening {
     // Lanes 4-7 hold the next row, whose swizzle moves its even chunks to
     // odd places: each store of 8 lanes covers 32 banks once.
     uint4 wide[2];
-    widenChunkTo<Narrow, Wide>(in, wide);
+    widenChunk<Narrow>(in, wide);
     u32 col = 64 * block + 16 * c;
     storeShared16(tile + Tile::offset(r, col), wide[0]);
     storeShared16(tile + Tile::offset(r, col + 8), wide[1]);
   }
 
   /// Once this thread's copies landed, widens the staged tile in place.
-  /// Every producer thread takes part (the phases' named barrier `bar`).
+  /// Every producer thread takes part (the blocks' named barrier `bar`).
   ATTNC_DEVICE void widen(u32 tile, int bar) const {
     asm volatile("cp.async.wait_all;" ::: "memory");
 #pragma unroll
@@ -158,21 +127,17 @@ struct StagedWidening {
           widenStore(tile, block, set,
                      loadShared16(tile + stagedOffset(block, set)));
 #pragma unroll
-    for (u32 first = kDirectBlocks; first < kBlocks; first += kPhaseBlocks) {
-      uint4 in[kPhaseBlocks][kRowSets];
+    for (u32 block = kDirectBlocks; block < kBlocks; ++block) {
+      uint4 in[kRowSets];
 #pragma unroll
-      for (u32 b = 0; b < kPhaseBlocks && first + b < kBlocks; ++b)
-#pragma unroll
-        for (u32 set = 0; set < kRowSets; ++set)
-          if (inRow(chunkOf(first + b)))
-            in[b][set] = loadShared16(tile + stagedOffset(first + b, set));
+      for (u32 set = 0; set < kRowSets; ++set)
+        if (inRow(chunkOf(block)))
+          in[set] = loadShared16(tile + stagedOffset(block, set));
       namedBarrierSync(bar, kThreads);
 #pragma unroll
-      for (u32 b = 0; b < kPhaseBlocks && first + b < kBlocks; ++b)
-#pragma unroll
-        for (u32 set = 0; set < kRowSets; ++set)
-          if (inRow(chunkOf(first + b)))
-            widenStore(tile, first + b, set, in[b][set]);
+      for (u32 set = 0; set < kRowSets; ++set)
+        if (inRow(chunkOf(block)))
+          widenStore(tile, block, set, in[set]);
     }
   }
 };
