@@ -39,11 +39,14 @@ class Skip(Exception):
     """A peer that cannot compute a workload's function; str() says why."""
 
 
-def time_ms(fn, iters, warmup=3, min_batch_ms=5.0):
+def time_ms(fn, iters, warmup=3, min_batch_ms=20.0):
     """Median over `iters` samples of the time per call, each sample timing
     enough back-to-back calls (>= min_batch_ms) that host overhead (Python,
     ctypes, argument checks) overlaps the GPU work instead of adding to it,
-    as in a model's forward pass."""
+    as in a model's forward pass. A call queued ahead of each sample keeps
+    the GPU busy while the host prepares the sample's first call, whose
+    host time would otherwise be counted (8 % of attnc's P1 with 2 calls a
+    sample)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -56,6 +59,7 @@ def time_ms(fn, iters, warmup=3, min_batch_ms=5.0):
     for _ in range(iters):
         begin = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
+        fn()
         begin.record()
         for _ in range(reps):
             fn()

@@ -59,6 +59,45 @@ def test_gqa_causal_prefill_matches_sdpa(dtype, batch, q_len, kv_len, heads,
     assert relative_error(out, sdpa(q, k, v, causal=True)) < 1e-2
 
 
+def rising_scores(batch, q_len, kv_len, heads, kv_heads, dim, rates, dtype):
+    """q, k, v whose scores rise along the keys at `rates[kv_head]` natural
+    logits per key (plus noise), so that each row's maximum keeps rising
+    while the kernel goes through its tiles: by less than the kernel's lazy
+    rescale threshold per tile at the slow rates, by more at the fast ones.
+    """
+    u = torch.nn.functional.normalize(torch.randn(dim, device="cuda"), dim=0)
+    q = 0.3 * torch.randn(batch, q_len, heads, dim, device="cuda")
+    q += math.sqrt(dim) * u
+    keys = torch.arange(kv_len, device="cuda", dtype=torch.float32)
+    rate = torch.tensor(rates, device="cuda")
+    k = 0.3 * torch.randn(batch, kv_len, kv_heads, dim, device="cuda")
+    k += (keys[:, None] * rate[None, :])[None, :, :, None] * u
+    v = torch.randn(batch, kv_len, kv_heads, dim, device="cuda")
+    return q.to(dtype), k.to(dtype), v.to(dtype)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_scores_rising_along_the_keys_match_sdpa(causal):
+    """The softmax keeps a row's exp2 reference until its maximum rises far
+    past it: rows whose maxima rise slowly, by jumps, and fast, with the LSE
+    (which carries the reference) checked too."""
+    torch.manual_seed(11)
+    q, k, v = rising_scores(2, 300, 1100, 8, 4, 128,
+                            [0.002, 0.02, 0.05, 0.4], torch.bfloat16)
+    out, lse = attnc.attention(q, k, v, causal=causal, return_lse=True,
+                               out=poisoned(q))
+    assert relative_error(out, sdpa(q, k, v, causal)) < 1e-2
+    scores = torch.einsum("bqhd,bkhd->bhqk", q.double(),
+                          k.double().repeat_interleave(2, dim=2))
+    scores /= math.sqrt(q.shape[-1])
+    if causal:
+        rows = torch.arange(300, device="cuda")[:, None] + (1100 - 300)
+        keys = torch.arange(1100, device="cuda")[None, :]
+        scores = scores.masked_fill(keys > rows, float("-inf"))
+    ref_lse = torch.logsumexp(scores, -1).transpose(1, 2)
+    assert relative_error(lse, ref_lse) < 1e-3
+
+
 @pytest.mark.parametrize("q_len, kv_len", [(777, 777), (64, 1000)])
 def test_values_of_their_own_head_dim_match_sdpa(q_len, kv_len):
     # DeepSeek's MLA prefill in the non-absorbed form: qk 192, v 128.

@@ -2,6 +2,8 @@
 decode and chunked prefill, 16 to 128 heads, queries given apart or as one
 tensor, CUDA-graph capture, and the cache layouts it refuses."""
 
+import math
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -76,6 +78,36 @@ def test_mla_matches_the_absorbed_reference(heads, q_lens, causal, page_size):
     out, lse = mla.run(q[..., :CKV].clone(), q[..., CKV:].clone(),
                        cache[..., :CKV], cache[..., CKV:], out=out, lse=lse)
     expect_reference(out, lse, q, qo, cache, order, indptr, kv_lens, causal)
+
+
+@pytest.mark.parametrize("heads", [16, 128])
+def test_mla_scores_rising_along_the_keys_match_the_reference(heads):
+    """Scores that rise along the keys at rates from below to far above the
+    lazy rescale threshold per tile, different per head: both consumers
+    rescale their output columns, or skip it, by the scorer's factors."""
+    q_lens, kv_lens, page_size = [1, 1], [1500, 700], 16
+    cache, order, indptr, qo, q, kv_len = batch_of(q_lens, kv_lens, heads,
+                                                   page_size, 3)
+    key_of_slot = torch.zeros(cache.shape[:2], device="cuda")
+    for b, n in enumerate(kv_lens):
+        pages = order[indptr[b]:indptr[b + 1]].long().cuda()
+        key_of_slot[pages] = torch.arange(
+            len(pages) * page_size, device="cuda",
+            dtype=torch.float32).reshape(-1, page_size)
+    # The last rope column holds key / 16; a head's query weighs it so that
+    # its score rises by 0.002 to 0.5 natural logits per key.
+    cache[..., -1] = key_of_slot / 16
+    rates = torch.logspace(math.log10(0.002), math.log10(0.5), heads,
+                           device="cuda")
+    q[..., -1] = (rates * 16 / SCALE).to(q.dtype)
+    mla = attnc.MLAAttention(heads, CKV, KPE, page_size, sm_scale=SCALE,
+                             return_lse=True)
+    mla.plan(qo, indptr, order, kv_len)
+    out = poisoned(q[..., :CKV])
+    lse = torch.full(q.shape[:2], float("nan"), device="cuda")
+    out, lse = mla.run(q[..., :CKV], q[..., CKV:], cache[..., :CKV],
+                       cache[..., CKV:], out=out, lse=lse)
+    expect_reference(out, lse, q, qo, cache, order, indptr, kv_lens, False)
 
 
 def test_mla_run_is_captured_by_a_cuda_graph():

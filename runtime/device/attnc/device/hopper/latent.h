@@ -430,9 +430,8 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     if constexpr (S::kGatherKV)
       hopper::fenceProxyAsync(); // the gathered rows the scorer waited for
     float alpha[2] = {alphas[localRow(0)], alphas[localRow(1)]};
-#pragma unroll
-    for (int i = 0; i < hopper::Accumulator<S::kHalfDV>::kRegs; ++i)
-      o.d[i] *= alpha[(i / 2) % 2];
+    if (!hopper::warpKeptReferences(alpha))
+      hopper::rescaleRows(o, alpha);
   }
 
   /// Either consumer: O_half += P.V_half for tile `t`, whose P the scorer
@@ -528,9 +527,8 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     hopper::fenceProxyAsync();
     hopper::namedBarrierSync(kPWritten, hopper::kWarpgroupThreads);
     hopper::namedBarrierArrive(kPReady, kPairThreads);
-#pragma unroll
-    for (int i = 0; i < hopper::Accumulator<S::kHalfDV>::kRegs; ++i)
-      o.d[i] *= alpha[(i / 2) % 2];
+    if (!hopper::warpKeptReferences(alpha))
+      hopper::rescaleRows(o, alpha);
   }
 
   /// The generic address of the aligned tiles.

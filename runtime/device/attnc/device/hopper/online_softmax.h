@@ -46,9 +46,20 @@ ATTNC_DEVICE float rowMaxOf(const Accumulator<N> &acc, int half) {
   return chain[0];
 }
 
-/// One tile's step: the rows' new maxima (over the quad), the scores
-/// exponentiated in place, the sums moved on, and in `alpha` the factor
-/// that rescales what each row accumulated before this tile.
+/// How far a row's maximum may rise, in base-2 logits, before the row takes
+/// it as exp2's reference. Until then the row keeps its earlier reference,
+/// its probabilities reach at most 2^kLazyRescaleLog2 (well within f32 and
+/// the 16-bit P), and its rescale factor is exactly 1, so that a warp whose
+/// rows all keep theirs skips the output's rescale (rescaleRows): after a
+/// row's first tiles its maximum seldom rises that far. The normalizer and
+/// the LSE use the same reference, so the result is the same.
+constexpr float kLazyRescaleLog2 = 8.0f;
+
+/// One tile's step: the rows' exp2 references moved on where their maxima
+/// rose past kLazyRescaleLog2 (over the quad), the scores exponentiated in
+/// place, the sums moved on, and in `alpha` the factor that rescales what
+/// each row accumulated before this tile (exactly 1 where the reference
+/// stayed). `logitScale` is positive.
 template <int Chains, int N>
 ATTNC_DEVICE void exponentiateRows(Accumulator<N> &s, float (&rowMax)[2],
                                    float (&rowSum)[2], float logitScale,
@@ -58,10 +69,14 @@ ATTNC_DEVICE void exponentiateRows(Accumulator<N> &s, float (&rowMax)[2],
     float mx = maxf(rowMax[half], rowMaxOf<Chains>(s, half));
     mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = maxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    // A row that has seen no key keeps -inf; shift by 0 so exp2 stays 0.
-    float shift = mx == negInf() ? 0.0f : mx * logitScale;
-    alpha[half] = fastExp2(rowMax[half] * logitScale - shift);
-    rowMax[half] = mx;
+    // From -inf any key moves it (an infinite rise); -inf to -inf is NaN,
+    // so a row that has seen no key keeps -inf.
+    bool moves = (mx - rowMax[half]) * logitScale > kLazyRescaleLog2;
+    float reference = moves ? mx : rowMax[half];
+    // A row that has seen no key shifts by 0, so exp2 stays 0.
+    float shift = reference == negInf() ? 0.0f : reference * logitScale;
+    alpha[half] = moves ? fastExp2(rowMax[half] * logitScale - shift) : 1.0f;
+    rowMax[half] = reference;
     float sum = rowSum[half] * alpha[half];
 #pragma unroll
     for (int i = 0; i < Accumulator<N>::kRegs; ++i)
@@ -71,6 +86,21 @@ ATTNC_DEVICE void exponentiateRows(Accumulator<N> &s, float (&rowMax)[2],
       }
     rowSum[half] = sum;
   }
+}
+
+/// Whether every row of the warp kept its exp2 reference in the last step
+/// (all factors exactly 1), so that its output needs no rescale.
+ATTNC_DEVICE bool warpKeptReferences(const float (&alpha)[2]) {
+  return __all_sync(0xffffffffu, alpha[0] == 1.0f && alpha[1] == 1.0f);
+}
+
+/// Rescales what the rows accumulated by their factors from
+/// exponentiateRows.
+template <int N>
+ATTNC_DEVICE void rescaleRows(Accumulator<N> &o, const float (&alpha)[2]) {
+#pragma unroll
+  for (int i = 0; i < Accumulator<N>::kRegs; ++i)
+    o.d[i] *= alpha[(i / 2) % 2];
 }
 
 /// Stores two adjacent output columns: f32 as they are, 16-bit types

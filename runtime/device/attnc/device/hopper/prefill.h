@@ -485,14 +485,20 @@ struct WarpSpecializedCta
   static constexpr int kChains = 4;
 
   /// New row maxima, exponentiated scores and their sums; then, once the
-  /// previous tile's P.V has landed, the output rescaled and P rounded.
+  /// previous tile's P.V has landed, the output rescaled (unless the warp's
+  /// rows all kept their references) and P rounded. The wait sits in both
+  /// branches on purpose: behind the branch, ptxas cannot schedule it ahead
+  /// of the exponentials, where it would stall the softmax that should
+  /// overlap that P.V (in one block it did, for every tile).
   ATTNC_DEVICE void onlineSoftmax() {
     float alpha[2];
     hopper::exponentiateRows<kChains>(s, rowMax, rowSum, kLogitScale, alpha);
-    waitValues();
-#pragma unroll
-    for (int i = 0; i < hopper::Accumulator<S::kDV>::kRegs; ++i)
-      o.d[i] *= alpha[(i / 2) % 2];
+    if (hopper::warpKeptReferences(alpha)) {
+      waitValues();
+    } else {
+      waitValues();
+      hopper::rescaleRows(o, alpha);
+    }
     hopper::toAFragments<Elem>(s, pf);
   }
 
