@@ -573,22 +573,16 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
       if (row >= rows)
         continue;
       i64 outRow = i64(qToken0) * C::kNumQHeads + rowBegin + row;
-      int col0 = consumer * S::kHalfDV;
-#pragma unroll
-      for (int i = 0; i < hopper::Accumulator<S::kHalfDV>::kRegs; i += 2) {
-        if ((i / 2) % 2 != half)
-          continue;
-        int col = col0 + hopper::AccumulatorLayout::col(thread, i);
-        float a = o.d[i] * factor[half], b = o.d[i + 1] * factor[half];
-        if (partial)
-          hopper::storePair(
-              p->partial_out +
-                  (split * p->partial_split_stride + outRow) * S::kDV + col,
-              a, b);
-        else
-          hopper::storePair(static_cast<Out *>(p->out) + outRow * S::kDV + col,
-                            a, b);
-      }
+      // This consumer's half of the row's columns.
+      i64 col0 = consumer * S::kHalfDV;
+      if (partial)
+        hopper::storeRow(
+            p->partial_out +
+                (split * p->partial_split_stride + outRow) * S::kDV + col0,
+            o, half, factor[half], thread);
+      else
+        hopper::storeRow(static_cast<Out *>(p->out) + outRow * S::kDV + col0, o,
+                         half, factor[half], thread);
       if (isScorer() && thread % 4 == 0) {
         float sum = rowSum[half];
         float lse = sum > 0.0f

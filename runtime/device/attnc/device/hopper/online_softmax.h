@@ -112,6 +112,22 @@ template <typename T> ATTNC_DEVICE void storePair(T *dst, float a, float b) {
   *reinterpret_cast<u32 *>(dst) = Mma<T>::pack(a, b);
 }
 
+/// Stores the accumulator's row `half` (of this thread's two), times
+/// `factor`, into the output row that starts at `row`. One address serves
+/// the whole row, each pair at a constant offset from the thread's first
+/// column: with an address computed per pair, and a branch per pair on
+/// the output's type, ptxas serialized the stores (a third of the short
+/// items' time went there).
+template <typename T, int N>
+ATTNC_DEVICE void storeRow(T *row, const Accumulator<N> &acc, int half,
+                           float factor, int thread) {
+  T *first = row + AccumulatorLayout::col(thread, 0);
+#pragma unroll
+  for (int i = 0; i < Accumulator<N>::kRegs; i += 2)
+    if ((i / 2) % 2 == half)
+      storePair(first + 8 * (i / 4), acc.d[i] * factor, acc.d[i + 1] * factor);
+}
+
 #endif // ATTNC_IS_DEVICE
 
 } // namespace hopper

@@ -521,21 +521,14 @@ struct WarpSpecializedCta
                       ? (rowMax[half] * kLogitScale + fastLog2(sum)) * kLn2
                       : negInf();
       i64 outRow = i64(qToken0 + rowBegin + row) * C::kNumQHeads + qHead;
-#pragma unroll
-      for (int i = 0; i < hopper::Accumulator<S::kDV>::kRegs; i += 2) {
-        if ((i / 2) % 2 != half)
-          continue;
-        int col = hopper::AccumulatorLayout::col(thread, i);
-        float a = o.d[i] * factor, b = o.d[i + 1] * factor;
-        if (partial)
-          hopper::storePair(
-              p->partial_out +
-                  (split * p->partial_split_stride + outRow) * S::kDV + col,
-              a, b);
-        else
-          hopper::storePair(static_cast<Out *>(p->out) + outRow * S::kDV + col,
-                            a, b);
-      }
+      if (partial)
+        hopper::storeRow(p->partial_out +
+                             (split * p->partial_split_stride + outRow) *
+                                 S::kDV,
+                         o, half, factor, thread);
+      else
+        hopper::storeRow(static_cast<Out *>(p->out) + outRow * S::kDV, o, half,
+                         factor, thread);
       if (thread % 4 == 0) {
         if (partial)
           p->partial_lse[split * p->partial_split_stride + outRow] = lse;
