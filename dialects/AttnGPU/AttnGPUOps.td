@@ -363,10 +363,22 @@ def AttnGPU_AwaitTurnOp : AttnGPU_DeviceOp<"await_turn"> {
 def AttnGPU_PassTurnOp : AttnGPU_DeviceOp<"pass_turn"> {
   let summary = "hand the turn to the next consumer";
   let description = [{
-    `final` marks each consumer's last turn: the last consumer's opens
-    none, so every turn opened is taken.
+    The turns run on from one work item to the next: the last consumer's
+    last pass of an item opens the first consumer's first turn of the next,
+    so that the first consumer starts the next item while the others finish
+    their epilogues. The CTA's first item with tiles opens the first turn.
   }];
-  let arguments = (ins UnitAttr:$final);
+  let assemblyFormat = "attr-dict";
+}
+
+def AttnGPU_EndTurnsOp : AttnGPU_DeviceOp<"end_turns"> {
+  let summary = "take the turn the CTA's last pass left open";
+  let description = [{
+    Follows a consumer's loop over its work items: the first consumer takes
+    the turn that the last consumer's last pass opened, so that every turn
+    opened is taken. A no-op in the other consumers and where the CTA had
+    no tiles.
+  }];
   let assemblyFormat = "attr-dict";
 }
 

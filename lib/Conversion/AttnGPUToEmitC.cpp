@@ -419,10 +419,12 @@ private:
           call(loc, "attnc::awaitTurn", {});
           return success();
         })
-        .Case([&](gpu::PassTurnOp pass) {
-          call(loc,
-               pass.getFinal() ? "attnc::passFinalTurn" : "attnc::passTurn",
-               {});
+        .Case([&](gpu::PassTurnOp) {
+          call(loc, "attnc::passTurn", {});
+          return success();
+        })
+        .Case([&](gpu::EndTurnsOp) {
+          call(loc, "attnc::endTurns", {});
           return success();
         })
         .Case([&](gpu::WaitScoresOp wait) {

@@ -66,7 +66,8 @@ void buildForEachItem(OpBuilder &b, Location loc,
 }
 
 /// One work item of a consumer: it issues tile t's scores, then tile t-1's
-/// P.V, and does t's softmax while that P.V runs. Consumers issue in turns.
+/// P.V, and does t's softmax while that P.V runs. Consumers issue in turns,
+/// which run on from one item to the next (`end_turns` follows the loop).
 /// The first tile is peeled, so that no wgmma or wait depends on a
 /// condition inside the loop (ptxas serializes every wgmma of a kernel
 /// where one does).
@@ -90,7 +91,7 @@ void buildConsumerItem(OpBuilder &b, Location loc,
             b, loc,
             arith::SubIOp::create(b, loc, tile,
                                   arith::ConstantIndexOp::create(b, loc, 1)));
-      gpu::PassTurnOp::create(b, loc, /*final=*/false);
+      gpu::PassTurnOp::create(b, loc);
       gpu::WaitScoresOp::create(b, loc, pending);
       buildModifyScores(b, loc, masks, tile);
       gpu::SoftmaxUpdateOp::create(b, loc);
@@ -106,7 +107,7 @@ void buildConsumerItem(OpBuilder &b, Location loc,
     }
     gpu::AwaitTurnOp::create(b, loc);
     gpu::IssueValuesOp::create(b, loc, arith::SubIOp::create(b, loc, end, one));
-    gpu::PassTurnOp::create(b, loc, /*final=*/true);
+    gpu::PassTurnOp::create(b, loc);
   }
   gpu::ReleaseQueryOp::create(b, loc);
   gpu::StoreStateOp::create(b, loc);
@@ -164,6 +165,7 @@ void buildConsumers(OpBuilder &b, Location loc, gpu::PlanAttr plan,
   gpu::BeginConsumerOp::create(b, loc);
   if (!plan.isLatent()) {
     buildForEachItem(b, loc, [&] { buildConsumerItem(b, loc, masks); });
+    gpu::EndTurnsOp::create(b, loc);
     return;
   }
   auto scorer = gpu::IsScorerOp::create(b, loc, b.getI1Type());

@@ -7,7 +7,8 @@
 // tile's scores before the previous tile's P.V and waits only for the
 // scores (pending = 1) before its softmax; the last P.V follows the loop,
 // then the query tile goes back to the producer before the epilogue.
-// Consumers issue their products in turns (await_turn / pass_turn).
+// Consumers issue their products in turns (await_turn / pass_turn), which
+// run on across items; the first consumer takes the last one (end_turns).
 // CHECK-LABEL: attn_gpu.kernel @attention
 // CHECK-SAME: plan = <warp_specialized, block = 128 x 128, warps = 12 x 1
 // CHECK: %[[LIVE:.*]] = attn_gpu.begin : i1
@@ -48,10 +49,13 @@
 // CHECK: attn_gpu.await_turn
 // CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[END]]
 // CHECK-NEXT: attn_gpu.issue_values %[[LAST]]
-// CHECK-NEXT: attn_gpu.pass_turn {final}
+// CHECK-NEXT: attn_gpu.pass_turn
 // CHECK-NEXT: }
 // CHECK-NEXT: attn_gpu.release_query
 // CHECK-NEXT: attn_gpu.store_state
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: attn_gpu.end_turns
 func.func @prefill(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, ragged>,
                    %v: !attn.kv<?x8x128xbf16, ragged>) -> !attn.out<?x32x128xbf16, ragged> {
   %out = attn.attention(%q, %k, %v) {causal}

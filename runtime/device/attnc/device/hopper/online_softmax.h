@@ -89,7 +89,9 @@ ATTNC_DEVICE void exponentiateRows(Accumulator<N> &s, float (&rowMax)[2],
 }
 
 /// Whether every row of the warp kept its exp2 reference in the last step
-/// (all factors exactly 1), so that its output needs no rescale.
+/// (all factors exactly 1), so that its output needs no rescale: a
+/// warp-uniform condition, for a branch that holds no warpgroup-wide
+/// instruction (wgmma and its waits).
 ATTNC_DEVICE bool warpKeptReferences(const float (&alpha)[2]) {
   return __all_sync(0xffffffffu, alpha[0] == 1.0f && alpha[1] == 1.0f);
 }

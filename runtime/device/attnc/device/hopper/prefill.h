@@ -142,6 +142,7 @@ struct WarpSpecializedCta
   int rowSegment[2]; // document ids of the thread's rows (segments only)
   int scoredTile;    // the tile whose scores are in flight or in `s`
   int valuesTile;    // the tile whose P.V is in flight, or -1
+  bool turnsOpen;    // the CTA's first turn was opened (openTurns)
 
   // --- Shared memory
   // ----------------------------------------------------------
@@ -325,7 +326,10 @@ struct WarpSpecializedCta
   // --- Turns ----------------------------------------------------------------
   // Consumer c waits on named barrier kFirstTurnBarrier + c before it issues
   // products and then arrives on the next consumer's: the turns go round,
-  // and the last consumer opens the first turn.
+  // on from one item to the next, so that the first consumer begins an item
+  // while the last still stores the previous one. The last consumer opens
+  // the CTA's first turn; the first consumer takes the last one left open
+  // (endTurns), so that every turn opened is taken.
   static constexpr bool kTakeTurns = S::kConsumers > 1;
   static constexpr int kFirstTurnBarrier = 1;
   static constexpr int kTurnThreads = 2 * hopper::kWarpgroupThreads;
@@ -336,18 +340,29 @@ struct WarpSpecializedCta
     if constexpr (kTakeTurns)
       hopper::namedBarrierSync(kFirstTurnBarrier + consumer, kTurnThreads);
   }
-  /// The last consumer's final turn opens none: every turn opened is taken.
-  ATTNC_DEVICE void passTurn(bool final) {
-    if constexpr (kTakeTurns) {
-      if (final && consumer == S::kConsumers - 1)
-        return;
+  ATTNC_DEVICE void passTurn() {
+    if constexpr (kTakeTurns)
       hopper::namedBarrierArrive(
           kFirstTurnBarrier + (consumer + 1) % S::kConsumers, kTurnThreads);
-    }
+  }
+  /// Opens the CTA's first turn at its first item with tiles.
+  ATTNC_DEVICE void openTurns() {
+    if (turnsOpen || tileBegin >= tileEnd)
+      return;
+    turnsOpen = true;
+    if (kTakeTurns && consumer == S::kConsumers - 1)
+      hopper::namedBarrierArrive(kFirstTurnBarrier, kTurnThreads);
+  }
+  /// After the consumer's last item: takes the turn the last consumer's last
+  /// pass opened.
+  ATTNC_DEVICE void endTurns() {
+    if (kTakeTurns && turnsOpen && consumer == 0)
+      awaitTurn();
   }
 
   ATTNC_DEVICE void beginConsumer() {
     hopper::raiseRegisterLimit<S::kConsumerRegisters>();
+    turnsOpen = false;
     // Warp-uniform as far as the compiler can see (see isProducer).
     consumer = __shfl_sync(0xffffffffu,
                            int(threadIdx.x) / hopper::kWarpgroupThreads, 0) -
@@ -355,8 +370,8 @@ struct WarpSpecializedCta
     thread = threadIdx.x % hopper::kWarpgroupThreads;
   }
 
-  /// Clears the rows' state for the current item, opens its first turn and
-  /// waits for its queries.
+  /// Clears the rows' state for the current item, opens the CTA's first
+  /// turn at its first item with tiles, and waits for the item's queries.
   ATTNC_DEVICE void beginRows() {
     for (int half = 0; half < 2; ++half) {
       rowMax[half] = negInf();
@@ -372,8 +387,7 @@ struct WarpSpecializedCta
     hopper::zero(o);
     scoredTile = -1;
     valuesTile = -1;
-    if (kTakeTurns && consumer == S::kConsumers - 1 && tileBegin < tileEnd)
-      hopper::namedBarrierArrive(kFirstTurnBarrier, kTurnThreads);
+    openTurns();
     qFull(consumer).wait(u32(qRound & 1));
   }
 
@@ -419,13 +433,25 @@ struct WarpSpecializedCta
   }
 
   /// Waits for the P.V in flight, if any, and releases its V stage. With
-  /// none in flight the wait returns at once: it is not made conditional,
-  /// which would serialize every wgmma.
+  /// none in flight the wait returns at once.
+  ///
+  /// The wait sits in both arms of a branch on purpose. In one block with
+  /// the softmax's exponentials, ptxas scheduled it ahead of them, for
+  /// every tile, and the softmax stalled instead of overlapping the P.V.
+  /// The condition is the same in every warp of the warpgroup, as the wait
+  /// is a warpgroup-wide instruction: a condition of each warp's own (its
+  /// rows' rescale) made compute-sanitizer's synccheck report warps
+  /// reaching it at different places. The vote shows ptxas that the
+  /// condition is warp-uniform; a branch it cannot prove so serializes
+  /// every wgmma.
   ATTNC_DEVICE void waitValues() {
-    hopper::wgmmaWait<0>(o);
-    if (valuesTile >= 0)
+    if (__all_sync(0xffffffffu, valuesTile >= 0)) {
+      hopper::wgmmaWait<0>(o);
       release(vEmpty(stageOf(valuesTile)));
-    valuesTile = -1;
+      valuesTile = -1;
+    } else {
+      hopper::wgmmaWait<0>(o);
+    }
   }
 
   /// Scores are held in units the softmax scales inside exp2's argument
@@ -485,20 +511,15 @@ struct WarpSpecializedCta
   static constexpr int kChains = 4;
 
   /// New row maxima, exponentiated scores and their sums; then, once the
-  /// previous tile's P.V has landed, the output rescaled (unless the warp's
-  /// rows all kept their references) and P rounded. The wait sits in both
-  /// branches on purpose: behind the branch, ptxas cannot schedule it ahead
-  /// of the exponentials, where it would stall the softmax that should
-  /// overlap that P.V (in one block it did, for every tile).
+  /// previous tile's P.V has landed (waitValues says why the wait stays
+  /// behind the exponentials), the output rescaled unless the warp's rows
+  /// all kept their references, and P rounded.
   ATTNC_DEVICE void onlineSoftmax() {
     float alpha[2];
     hopper::exponentiateRows<kChains>(s, rowMax, rowSum, kLogitScale, alpha);
-    if (hopper::warpKeptReferences(alpha)) {
-      waitValues();
-    } else {
-      waitValues();
+    waitValues();
+    if (!hopper::warpKeptReferences(alpha))
       hopper::rescaleRows(o, alpha);
-    }
     hopper::toAFragments<Elem>(s, pf);
   }
 
@@ -589,10 +610,10 @@ template <class C> ATTNC_DEVICE void awaitTurn(WarpSpecializedCta<C> *cta) {
   cta->awaitTurn();
 }
 template <class C> ATTNC_DEVICE void passTurn(WarpSpecializedCta<C> *cta) {
-  cta->passTurn(false);
+  cta->passTurn();
 }
-template <class C> ATTNC_DEVICE void passFinalTurn(WarpSpecializedCta<C> *cta) {
-  cta->passTurn(true);
+template <class C> ATTNC_DEVICE void endTurns(WarpSpecializedCta<C> *cta) {
+  cta->endTurns();
 }
 template <int Pending, class C>
 ATTNC_DEVICE void waitScores(WarpSpecializedCta<C> *cta) {
