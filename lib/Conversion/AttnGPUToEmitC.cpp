@@ -544,14 +544,19 @@ struct AttnGPUToEmitCPass
     if (file.getBodyRegion().empty())
       file.getBodyRegion().emplaceBlock();
     b.setInsertionPointToStart(&file.getBodyRegion().front());
-    emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/attention.h");
-    emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/merge.h");
+    // Each schedule's header only: NVRTC parses every header included, and
+    // a cold compile pays for it (the mma.sync schedules' headers were a
+    // sixth of a Hopper prefill's compile).
     auto anyPlan = [&](auto predicate) {
       return llvm::any_of(kernels, [&](Operation *op) {
         auto kernel = dyn_cast<gpu::KernelOp>(op);
         return kernel && predicate(kernel.getPlan());
       });
     };
+    if (anyPlan([](gpu::PlanAttr plan) { return !plan.isWarpSpecialized(); }))
+      emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/attention.h");
+    if (llvm::any_of(kernels, llvm::IsaPred<gpu::MergeKernelOp>))
+      emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/merge.h");
     if (anyPlan([](gpu::PlanAttr plan) {
           return plan.getSchedule() == gpu::Schedule::warp_specialized;
         }))

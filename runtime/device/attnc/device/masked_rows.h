@@ -15,6 +15,7 @@
 #ifndef ATTNC_DEVICE_MASKED_ROWS_H
 #define ATTNC_DEVICE_MASKED_ROWS_H
 
+#include "attnc/device/captures.h"
 #include "attnc/device/math.h"
 #include "attnc/device/params.h"
 #include "attnc/device/prelude.h"

@@ -578,16 +578,6 @@ struct PipelinedCta
   }
 };
 
-/// Element `idx...` of captured buffer `k` (a strided view).
-template <typename T, typename... Index>
-ATTNC_DEVICE T loadCapture(const AttnParams *p, int k, Index... idx) {
-  const CaptureParams &view = p->captures[k];
-  i64 offset = 0;
-  int dim = 0;
-  ((offset += i64(idx) * view.strides[dim++]), ...);
-  return static_cast<const T *>(view.data)[offset];
-}
-
 } // namespace attnc
 
 #endif // ATTNC_DEVICE_PIPELINED_CTA_H
