@@ -430,8 +430,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     if constexpr (S::kGatherKV)
       hopper::fenceProxyAsync(); // the gathered rows the scorer waited for
     float alpha[2] = {alphas[localRow(0)], alphas[localRow(1)]};
-    if (!hopper::warpKeptReferences(alpha))
-      hopper::rescaleRows(o, alpha);
+    hopper::rescaleRows(o, alpha);
   }
 
   /// Either consumer: O_half += P.V_half for tile `t`, whose P the scorer
@@ -527,8 +526,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     hopper::fenceProxyAsync();
     hopper::namedBarrierSync(kPWritten, hopper::kWarpgroupThreads);
     hopper::namedBarrierArrive(kPReady, kPairThreads);
-    if (!hopper::warpKeptReferences(alpha))
-      hopper::rescaleRows(o, alpha);
+    hopper::rescaleRows(o, alpha);
   }
 
   /// The generic address of the aligned tiles.
@@ -541,7 +539,6 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   /// normalizers over; an item without tiles has none to hand (zero rows).
   ATTNC_DEVICE void finish() {
     waitValues();
-    bool partial = p->num_splits > 1;
     bool any = tileBegin < tileEnd;
     float factor[2] = {0.0f, 0.0f};
     if (isScorer()) {
@@ -573,26 +570,16 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
       if (row >= rows)
         continue;
       i64 outRow = i64(qToken0) * C::kNumQHeads + rowBegin + row;
+      // The scorer holds the rows' sums and maxima: it writes the LSE.
+      bool writesLse = isScorer() && thread % 4 == 0;
+      float sum = rowSum[half];
+      float lse = writesLse && sum > 0.0f
+                      ? (rowMax[half] * logitScale() + fastLog2(sum)) * kLn2
+                      : negInf();
       // This consumer's half of the row's columns.
-      i64 col0 = consumer * S::kHalfDV;
-      if (partial)
-        hopper::storeRow(
-            p->partial_out +
-                (split * p->partial_split_stride + outRow) * S::kDV + col0,
-            o, half, factor[half], thread);
-      else
-        hopper::storeRow(static_cast<Out *>(p->out) + outRow * S::kDV + col0, o,
-                         half, factor[half], thread);
-      if (isScorer() && thread % 4 == 0) {
-        float sum = rowSum[half];
-        float lse = sum > 0.0f
-                        ? (rowMax[half] * logitScale() + fastLog2(sum)) * kLn2
-                        : negInf();
-        if (partial)
-          p->partial_lse[split * p->partial_split_stride + outRow] = lse;
-        else if (C::kHasLse)
-          p->lse[outRow] = lse;
-      }
+      hopper::storeOutputRow<Out, S::kDV, C::kHasLse>(
+          *p, split, outRow, consumer * S::kHalfDV, o, half, factor[half],
+          thread, writesLse, lse);
     }
   }
 };

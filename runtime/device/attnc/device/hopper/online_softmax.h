@@ -7,6 +7,8 @@
 // rows' maxima and sums on and giving the factor that rescales what the
 // rows accumulated before. Scores may be held in units that `logitScale`
 // turns into base-2 logits inside exp2's argument (one FFMA a score).
+// The epilogue's stores of those rows (the output, or a split's partial
+// state, and the LSE) are here too, so that both CTAs write one layout.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_DEVICE_HOPPER_ONLINE_SOFTMAX_H
@@ -14,6 +16,7 @@
 
 #include "attnc/device/hopper/wgmma.h"
 #include "attnc/device/math.h"
+#include "attnc/device/params.h"
 #include "attnc/device/prelude.h"
 
 namespace attnc {
@@ -88,18 +91,14 @@ ATTNC_DEVICE void exponentiateRows(Accumulator<N> &s, float (&rowMax)[2],
   }
 }
 
-/// Whether every row of the warp kept its exp2 reference in the last step
-/// (all factors exactly 1), so that its output needs no rescale: a
-/// warp-uniform condition, for a branch that holds no warpgroup-wide
-/// instruction (wgmma and its waits).
-ATTNC_DEVICE bool warpKeptReferences(const float (&alpha)[2]) {
-  return __all_sync(0xffffffffu, alpha[0] == 1.0f && alpha[1] == 1.0f);
-}
-
 /// Rescales what the rows accumulated by their factors from
-/// exponentiateRows.
+/// exponentiateRows, unless every row of the warp kept its exp2 reference
+/// (all factors exactly 1). The skip is a warp-uniform branch: call it
+/// where no warpgroup-wide instruction (wgmma and its waits) sits inside.
 template <int N>
 ATTNC_DEVICE void rescaleRows(Accumulator<N> &o, const float (&alpha)[2]) {
+  if (__all_sync(0xffffffffu, alpha[0] == 1.0f && alpha[1] == 1.0f))
+    return;
 #pragma unroll
   for (int i = 0; i < Accumulator<N>::kRegs; ++i)
     o.d[i] *= alpha[(i / 2) % 2];
@@ -128,6 +127,29 @@ ATTNC_DEVICE void storeRow(T *row, const Accumulator<N> &acc, int half,
   for (int i = 0; i < Accumulator<N>::kRegs; i += 2)
     if ((i / 2) % 2 == half)
       storePair(first + 8 * (i / 4), acc.d[i] * factor, acc.d[i + 1] * factor);
+}
+
+/// Stores output row `outRow`'s columns [col0, ...) that this thread holds
+/// in row `half` of `acc`, times `factor`, and, where `writesLse` (one
+/// thread of the quad), its LSE: the kernel's output (the LSE only with
+/// HasLse), or under split-KV (num_splits > 1) split `split`'s partial
+/// state, in f32, which a merge reads.
+template <typename Out, int DV, bool HasLse, int N>
+ATTNC_DEVICE void storeOutputRow(const AttnParams &p, int split, i64 outRow,
+                                 i64 col0, const Accumulator<N> &acc, int half,
+                                 float factor, int thread, bool writesLse,
+                                 float lse) {
+  if (p.num_splits > 1) {
+    i64 state = split * p.partial_split_stride + outRow;
+    storeRow(p.partial_out + state * DV + col0, acc, half, factor, thread);
+    if (writesLse)
+      p.partial_lse[state] = lse;
+  } else {
+    storeRow(static_cast<Out *>(p.out) + outRow * DV + col0, acc, half, factor,
+             thread);
+    if (HasLse && writesLse)
+      p.lse[outRow] = lse;
+  }
 }
 
 #endif // ATTNC_IS_DEVICE

@@ -518,8 +518,7 @@ struct WarpSpecializedCta
     float alpha[2];
     hopper::exponentiateRows<kChains>(s, rowMax, rowSum, kLogitScale, alpha);
     waitValues();
-    if (!hopper::warpKeptReferences(alpha))
-      hopper::rescaleRows(o, alpha);
+    hopper::rescaleRows(o, alpha);
     hopper::toAFragments<Elem>(s, pf);
   }
 
@@ -528,7 +527,6 @@ struct WarpSpecializedCta
   /// this split's partial state).
   ATTNC_DEVICE void finish() {
     waitValues();
-    bool partial = p->num_splits > 1;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float sum = rowSum[half];
@@ -542,20 +540,8 @@ struct WarpSpecializedCta
                       ? (rowMax[half] * kLogitScale + fastLog2(sum)) * kLn2
                       : negInf();
       i64 outRow = i64(qToken0 + rowBegin + row) * C::kNumQHeads + qHead;
-      if (partial)
-        hopper::storeRow(p->partial_out +
-                             (split * p->partial_split_stride + outRow) *
-                                 S::kDV,
-                         o, half, factor, thread);
-      else
-        hopper::storeRow(static_cast<Out *>(p->out) + outRow * S::kDV, o, half,
-                         factor, thread);
-      if (thread % 4 == 0) {
-        if (partial)
-          p->partial_lse[split * p->partial_split_stride + outRow] = lse;
-        else if (C::kHasLse)
-          p->lse[outRow] = lse;
-      }
+      hopper::storeOutputRow<Out, S::kDV, C::kHasLse>(
+          *p, split, outRow, 0, o, half, factor, thread, thread % 4 == 0, lse);
     }
   }
 };
