@@ -117,6 +117,33 @@ TEST(WorkOrder, CtasTakeEveryItemOnce) {
   }
 }
 
+// A CTA's cursor, stepped once per slot, takes the items the closed forms
+// place in its slots, empty slots included.
+TEST(WorkOrder, CursorWalksTheSlotsInOrder) {
+  for (const Shape &s : kShapes) {
+    WorkOrder order = orderOf(s);
+    for (int ctas : {132, 114, 7, 1}) {
+      for (int cta = 0; cta < ctas; ++cta) {
+        WorkCursor cursor;
+        cursor.begin(order, cta, ctas);
+        for (int slot = 0; slot < workSlots(order, ctas); ++slot) {
+          int item = itemOfSlot(order, cta, ctas, slot);
+          WorkItem w{-1, -1, -1, -1};
+          bool taken = cursor.next(order, ctas, s.heads, s.splits, w);
+          ASSERT_EQ(taken, item >= 0) << "CTA " << cta << " slot " << slot;
+          if (!taken)
+            continue;
+          WorkItem expected = workItem(order, item, s.heads, s.splits);
+          EXPECT_EQ(std::tie(w.batch, w.head, w.split, w.row_block),
+                    std::tie(expected.batch, expected.head, expected.split,
+                             expected.row_block))
+              << "CTA " << cta << " of " << ctas << ", slot " << slot;
+        }
+      }
+    }
+  }
+}
+
 // Under a causal mask, row block r costs r + 1 tiles. The busiest CTA does
 // at most one longest item more than the average (per section), even where
 // G divides the row blocks (P8: 132 CTAs, 4 row blocks, which a

@@ -123,8 +123,9 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   const TmaAttnParams *tp;
   u32 base; // shared address of the aligned tiles
   hopper::Mbarrier *bars;
-  float *alphas; // the rows' rescale factors of the latest tile
-  float *norms;  // the rows' final normalizers
+  float *alphas;     // the rows' rescale factors of the latest tile
+  float *norms;      // the rows' final normalizers
+  WorkCursor cursor; // as in prefill.h
   int ring, itemTiles, liveItems, qRound; // as in prefill.h
   // Consumers only.
   int consumer, thread;
@@ -154,6 +155,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   // --- Setup ----------------------------------------------------------------
   ATTNC_DEVICE bool begin(const TmaAttnParams &params, void *sharedMem) {
     tp = &params;
+    cursor.begin(params.order, int(blockIdx.x), int(gridDim.x));
     ring = 0;
     itemTiles = 0;
     liveItems = 0;
@@ -181,15 +183,14 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     return workSlots(tp->order, int(gridDim.x));
   }
 
-  /// Locates the item in the CTA's slot `k`: a block of one request's
+  /// Locates the item in the CTA's next slot, `k`: a block of one request's
   /// (token, head) rows and a share of its keys.
   ATTNC_DEVICE bool beginItem(int k) {
     ring += itemTiles;
     itemTiles = 0;
-    int item = itemOfSlot(tp->order, int(blockIdx.x), int(gridDim.x), k);
-    if (item < 0)
+    WorkItem w;
+    if (!cursor.next(tp->order, int(gridDim.x), 1, tp->attn.num_splits, w))
       return false;
-    WorkItem w = workItem(tp->order, item, 1, tp->attn.num_splits);
     if (!this->locate(tp->attn, w.batch, 0, w.split, w.row_block * S::kBlockM))
       return false;
     itemTiles = tileEnd - tileBegin;

@@ -129,10 +129,11 @@ struct WarpSpecializedCta
   hopper::Mbarrier *bars;
   int qHead, kvHead;
   // Progress over the CTA's work items, the same in every role.
-  int ring;      // tiles of earlier items that went through the ring
-  int itemTiles; // tiles of the current item
-  int liveItems; // items begun that had rows
-  int qRound;    // this item's place among those: its Q tile's phase
+  WorkCursor cursor; // the CTA's next slot (work_order.h)
+  int ring;          // tiles of earlier items that went through the ring
+  int itemTiles;     // tiles of the current item
+  int liveItems;     // items begun that had rows
+  int qRound;        // this item's place among those: its Q tile's phase
   // Consumers only.
   int consumer, thread; // consumer warpgroup, thread within it
   hopper::Accumulator<S::kDV> o;
@@ -182,6 +183,7 @@ struct WarpSpecializedCta
   /// Sets up the shared memory; every CTA the host launches has work.
   ATTNC_DEVICE bool begin(const TmaAttnParams &params, void *sharedMem) {
     tp = &params;
+    cursor.begin(params.order, int(blockIdx.x), int(gridDim.x));
     ring = 0;
     itemTiles = 0;
     liveItems = 0;
@@ -213,15 +215,16 @@ struct WarpSpecializedCta
     return workSlots(tp->order, int(gridDim.x));
   }
 
-  /// Locates the item in the CTA's slot `k`; false when the slot is empty
-  /// or the item's rows are past the end of their request.
+  /// Locates the item in the CTA's next slot, `k` (every role steps
+  /// through its slots in order); false when the slot is empty or the
+  /// item's rows are past the end of their request.
   ATTNC_DEVICE bool beginItem(int k) {
     ring += itemTiles;
     itemTiles = 0;
-    int item = itemOfSlot(tp->order, int(blockIdx.x), int(gridDim.x), k);
-    if (item < 0)
+    WorkItem w;
+    if (!cursor.next(tp->order, int(gridDim.x), C::kNumQHeads,
+                     tp->attn.num_splits, w))
       return false;
-    WorkItem w = workItem(tp->order, item, C::kNumQHeads, tp->attn.num_splits);
     qHead = w.head;
     kvHead = qHead / C::kGroup;
     if (!this->locate(tp->attn, w.batch, qHead, w.split,

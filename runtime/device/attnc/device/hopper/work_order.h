@@ -89,6 +89,71 @@ ATTNC_DEVICE WorkItem workItem(const WorkOrder &order, int item, int heads,
   return w;
 }
 
+/// A CTA's walk over its slots, one slot a step, taking the items
+/// itemOfSlot and workItem give (the tests hold it to them). The closed
+/// forms divide by run-time values about ten times per item; the walk
+/// keeps its place in the current section and divides once per item (by
+/// the section's units) and once more with KV splits.
+struct WorkCursor {
+  int section; // the current section
+  int round;   // the next round of it
+  int rounds;  // its rounds
+  int lane;    // this CTA's place in its rounds
+  int items;   // its items
+  int units;   // its (request, head, split) units
+  int fullRounds;
+
+  ATTNC_DEVICE void begin(const WorkOrder &order, int cta, int ctas) {
+    fullRounds = ceilDiv(order.section_units * order.row_blocks, ctas);
+    section = 0;
+    lane = cta;
+    enterSection(order, ctas);
+  }
+
+  /// The item in the next slot, into `w`; false for an empty slot.
+  /// `heads` is the query heads, `splits` the KV splits of a request.
+  ATTNC_DEVICE bool next(const WorkOrder &order, int ctas, int heads,
+                         int splits, WorkItem &w) {
+    if (round == rounds) {
+      // The next section's items start sectionItems further on: this CTA's
+      // place in its rounds moves back by as many, modulo the CTAs.
+      int sectionItems = order.section_units * order.row_blocks;
+      lane -= sectionItems % ctas;
+      if (lane < 0)
+        lane += ctas;
+      ++section;
+      enterSection(order, ctas);
+    }
+    int at = round * ctas + (round % 2 ? ctas - 1 - lane : lane);
+    ++round;
+    if (at >= items)
+      return false;
+    int block = at / units;
+    int unit = section * order.section_units + (at - block * units);
+    w.row_block = order.row_blocks - 1 - block;
+    int requestHead = unit;
+    w.split = 0;
+    if (splits > 1) {
+      requestHead = unit / splits;
+      w.split = unit - requestHead * splits;
+    }
+    w.head = requestHead % heads;
+    w.batch = requestHead / heads;
+    return true;
+  }
+
+private:
+  ATTNC_DEVICE void enterSection(const WorkOrder &order, int ctas) {
+    int firstUnit = section * order.section_units;
+    units = order.units - firstUnit < order.section_units
+                ? order.units - firstUnit
+                : order.section_units;
+    items = units * order.row_blocks;
+    rounds = units == order.section_units ? fullRounds : ceilDiv(items, ctas);
+    round = 0;
+  }
+};
+
 } // namespace attnc
 
 #endif // ATTNC_DEVICE_HOPPER_WORK_ORDER_H
