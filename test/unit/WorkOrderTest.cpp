@@ -125,11 +125,11 @@ TEST(WorkOrder, CursorWalksTheSlotsInOrder) {
     for (int ctas : {132, 114, 7, 1}) {
       for (int cta = 0; cta < ctas; ++cta) {
         WorkCursor cursor;
-        cursor.begin(order, cta, ctas);
+        cursor.begin();
         for (int slot = 0; slot < workSlots(order, ctas); ++slot) {
           int item = itemOfSlot(order, cta, ctas, slot);
           WorkItem w{-1, -1, -1, -1};
-          bool taken = cursor.next(order, ctas, s.heads, s.splits, w);
+          bool taken = cursor.next(order, cta, ctas, s.heads, s.splits, w);
           ASSERT_EQ(taken, item >= 0) << "CTA " << cta << " slot " << slot;
           if (!taken)
             continue;

@@ -155,7 +155,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   // --- Setup ----------------------------------------------------------------
   ATTNC_DEVICE bool begin(const TmaAttnParams &params, void *sharedMem) {
     tp = &params;
-    cursor.begin(params.order, int(blockIdx.x), int(gridDim.x));
+    cursor.begin();
     ring = 0;
     itemTiles = 0;
     liveItems = 0;
@@ -189,7 +189,8 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     ring += itemTiles;
     itemTiles = 0;
     WorkItem w;
-    if (!cursor.next(tp->order, int(gridDim.x), 1, tp->attn.num_splits, w))
+    if (!cursor.next(tp->order, int(blockIdx.x), int(gridDim.x), 1,
+                     tp->attn.num_splits, w))
       return false;
     if (!this->locate(tp->attn, w.batch, 0, w.split, w.row_block * S::kBlockM))
       return false;

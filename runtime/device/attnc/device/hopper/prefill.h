@@ -183,7 +183,7 @@ struct WarpSpecializedCta
   /// Sets up the shared memory; every CTA the host launches has work.
   ATTNC_DEVICE bool begin(const TmaAttnParams &params, void *sharedMem) {
     tp = &params;
-    cursor.begin(params.order, int(blockIdx.x), int(gridDim.x));
+    cursor.begin();
     ring = 0;
     itemTiles = 0;
     liveItems = 0;
@@ -222,7 +222,7 @@ struct WarpSpecializedCta
     ring += itemTiles;
     itemTiles = 0;
     WorkItem w;
-    if (!cursor.next(tp->order, int(gridDim.x), C::kNumQHeads,
+    if (!cursor.next(tp->order, int(blockIdx.x), int(gridDim.x), C::kNumQHeads,
                      tp->attn.num_splits, w))
       return false;
     qHead = w.head;

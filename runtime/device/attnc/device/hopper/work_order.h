@@ -92,41 +92,36 @@ ATTNC_DEVICE WorkItem workItem(const WorkOrder &order, int item, int heads,
 /// A CTA's walk over its slots, one slot a step, taking the items
 /// itemOfSlot and workItem give (the tests hold it to them). The closed
 /// forms divide by run-time values about ten times per item; the walk
-/// keeps its place in the current section and divides once per item (by
-/// the section's units) and once more with KV splits.
+/// keeps its place (section and round) and divides twice per item: this
+/// CTA's place in the section's rounds, and the item's row block (once
+/// more with KV splits). Two registers of state: with three, the consumers
+/// and the gathering producer of a d224 paged variant spilled.
 struct WorkCursor {
   int section; // the current section
-  int round;   // the next round of it
-  int rounds;  // its rounds
-  int lane;    // this CTA's place in its rounds
-  int items;   // its items
-  int units;   // its (request, head, split) units
-  int fullRounds;
+  int round;   // the next of its rounds
 
-  ATTNC_DEVICE void begin(const WorkOrder &order, int cta, int ctas) {
-    fullRounds = ceilDiv(order.section_units * order.row_blocks, ctas);
+  ATTNC_DEVICE void begin() {
     section = 0;
-    lane = cta;
-    enterSection(order, ctas);
+    round = 0;
   }
 
-  /// The item in the next slot, into `w`; false for an empty slot.
+  /// The item in CTA `cta`'s next slot, into `w`; false for an empty slot.
   /// `heads` is the query heads, `splits` the KV splits of a request.
-  ATTNC_DEVICE bool next(const WorkOrder &order, int ctas, int heads,
+  ATTNC_DEVICE bool next(const WorkOrder &order, int cta, int ctas, int heads,
                          int splits, WorkItem &w) {
-    if (round == rounds) {
-      // The next section's items start sectionItems further on: this CTA's
-      // place in its rounds moves back by as many, modulo the CTAs.
-      int sectionItems = order.section_units * order.row_blocks;
-      lane -= sectionItems % ctas;
-      if (lane < 0)
-        lane += ctas;
+    int units = unitsOf(order, section);
+    if (round * ctas >= units * order.row_blocks) { // the section is done
       ++section;
-      enterSection(order, ctas);
+      round = 0;
+      units = unitsOf(order, section);
     }
+    int start = section * order.section_units * order.row_blocks;
+    int lane = (cta - start) % ctas; // in (-ctas, ctas): start >= 0
+    if (lane < 0)
+      lane += ctas;
     int at = round * ctas + (round % 2 ? ctas - 1 - lane : lane);
     ++round;
-    if (at >= items)
+    if (at >= units * order.row_blocks)
       return false;
     int block = at / units;
     int unit = section * order.section_units + (at - block * units);
@@ -143,14 +138,11 @@ struct WorkCursor {
   }
 
 private:
-  ATTNC_DEVICE void enterSection(const WorkOrder &order, int ctas) {
-    int firstUnit = section * order.section_units;
-    units = order.units - firstUnit < order.section_units
-                ? order.units - firstUnit
-                : order.section_units;
-    items = units * order.row_blocks;
-    rounds = units == order.section_units ? fullRounds : ceilDiv(items, ctas);
-    round = 0;
+  /// The (request, head, split) units of section `s`: section_units but
+  /// in a last, shorter section.
+  static ATTNC_DEVICE int unitsOf(const WorkOrder &order, int s) {
+    int rest = order.units - s * order.section_units;
+    return rest < order.section_units ? rest : order.section_units;
   }
 };
 
