@@ -2,6 +2,8 @@
 
 #include "VariantGenerator.h"
 
+#include "attnc/Check/InputNoise.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -163,17 +165,12 @@ RegionText regionsOf(const Snippet *scoreMod, const Snippet *maskMod,
 // Drawing
 //===----------------------------------------------------------------------===//
 
-/// splitmix64: a portable stream, so a seed means the same variant with
-/// every standard library.
+/// A portable stream (SplitMix64, InputNoise.h), so a seed means the same
+/// variant with every standard library.
 class Random {
 public:
-  explicit Random(uint64_t seed) : state(seed) {}
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  explicit Random(uint64_t seed) : bits(seed) {}
+  uint64_t next() { return bits.next(); }
   /// Uniform in [lo, hi].
   int range(int lo, int hi) { return lo + int(next() % uint64_t(hi - lo + 1)); }
   bool chance(int percent) { return range(1, 100) <= percent; }
@@ -185,7 +182,7 @@ public:
   }
 
 private:
-  uint64_t state;
+  RandomBits bits;
 };
 
 struct Draw {
