@@ -1,11 +1,11 @@
 //===- InputNoise.h - the random inputs of a checked run --------*- C++ -*-===//
 //
 // `attnc run` fills every input with random values before each run: about
-// 10^8 of them at the benchmarks' prefill shapes. With the standard
-// library's normal distribution over a Mersenne twister, twice per
-// element, that took about 10 s a run at 2 x 8192 tokens, device time that
-// every timed comparison paid. These generators give the same kind of inputs at
-// a few nanoseconds a value: deterministic for a seed, never all zeros.
+// 10^8 of them at the benchmarks' prefill shapes, host time that every
+// timed comparison on the GPU machine pays. The standard library's normal
+// distribution over a Mersenne twister costs 30-35 ns a sample; with these
+// generators a 2 x 8192 prefill run took 9 s instead of 12 there. They are
+// deterministic for a seed and never give zeros.
 //
 //===----------------------------------------------------------------------===//
 
