@@ -288,10 +288,9 @@ void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
         int64_t(problem.batch) * *std::max_element(lens.begin(), lens.end());
   bytes.assign(totalRows * rowElems * bytesOf(spec.dtype), 0);
   // Unused rows and pages hold random data too, so that reading them shows
-  // (uniform in [-4, 4): what they hold needs no distribution).
+  // (uniform in (-4, 4): what they hold needs no distribution).
   for (int64_t i = 0; i < totalRows * rowElems; ++i)
-    storeElement(spec.dtype, bytes, i,
-                 double(filler.next() >> 11) * 0x1.0p-50 - 4.0);
+    storeElement(spec.dtype, bytes, i, 8.0 * filler.open01() - 4.0);
   host.requests.resize(problem.batch);
   for (int b = 0; b < problem.batch; ++b) {
     std::vector<double> &logical = host.requests[b];

@@ -52,6 +52,42 @@ ATTNC_DEVICE int workSlots(const WorkOrder &order, int ctas) {
   return fullSections * ceilDiv(sectionItems, ctas) + ceilDiv(lastItems, ctas);
 }
 
+/// The (request, head, split) units of section `section`: section_units
+/// but in a last, shorter section.
+ATTNC_DEVICE int unitsOfSection(const WorkOrder &order, int section) {
+  int rest = order.units - section * order.section_units;
+  return rest < order.section_units ? rest : order.section_units;
+}
+
+/// Where round `round` of a section whose items start at item `start`
+/// puts CTA `cta` of `ctas`: every other round in reverse.
+ATTNC_DEVICE int placeInSection(int start, int round, int cta, int ctas) {
+  int lane = (cta - start) % ctas; // in (-ctas, ctas): start >= 0
+  if (lane < 0)
+    lane += ctas;
+  return round * ctas + (round % 2 ? ctas - 1 - lane : lane);
+}
+
+/// Item `at` of section `section`, which has `units` units, for `heads`
+/// query heads and `splits` KV splits: units vary fastest, row blocks go
+/// last first.
+ATTNC_DEVICE WorkItem itemInSection(const WorkOrder &order, int section,
+                                    int units, int at, int heads, int splits) {
+  int block = at / units;
+  int unit = section * order.section_units + (at - block * units);
+  WorkItem w;
+  w.row_block = order.row_blocks - 1 - block;
+  int requestHead = unit;
+  w.split = 0;
+  if (splits > 1) {
+    requestHead = unit / splits;
+    w.split = unit - requestHead * splits;
+  }
+  w.head = requestHead % heads;
+  w.batch = requestHead / heads;
+  return w;
+}
+
 /// The item in slot `slot` of CTA `cta` of `ctas`, or -1 for none.
 ATTNC_DEVICE int itemOfSlot(const WorkOrder &order, int cta, int ctas,
                             int slot) {
@@ -63,30 +99,18 @@ ATTNC_DEVICE int itemOfSlot(const WorkOrder &order, int cta, int ctas,
     section = fullSections;
   int round = slot - section * fullRounds;
   int start = section * sectionItems;
-  int count =
-      order.items - start < sectionItems ? order.items - start : sectionItems;
-  int lane = ((cta - start) % ctas + ctas) % ctas;
-  int at = round * ctas + (round % 2 ? ctas - 1 - lane : lane);
-  return at < count ? start + at : -1;
+  int at = placeInSection(start, round, cta, ctas);
+  return at < unitsOfSection(order, section) * order.row_blocks ? start + at
+                                                                : -1;
 }
 
 /// Item `item` of `order`, for `heads` query heads and `splits` KV splits.
 ATTNC_DEVICE WorkItem workItem(const WorkOrder &order, int item, int heads,
                                int splits) {
-  int sectionItems = order.section_units * order.row_blocks;
-  int section = item / sectionItems;
-  int within = item - section * sectionItems;
-  int first = section * order.section_units;
-  int count = order.units - first < order.section_units ? order.units - first
-                                                        : order.section_units;
-  int unit = first + within % count;
-  WorkItem w;
-  w.row_block = order.row_blocks - 1 - within / count;
-  w.split = unit % splits;
-  int requestHead = unit / splits;
-  w.head = requestHead % heads;
-  w.batch = requestHead / heads;
-  return w;
+  int section = item / (order.section_units * order.row_blocks);
+  int at = item - section * order.section_units * order.row_blocks;
+  return itemInSection(order, section, unitsOfSection(order, section), at,
+                       heads, splits);
 }
 
 /// A CTA's walk over its slots, one slot a step, taking the items
@@ -109,40 +133,19 @@ struct WorkCursor {
   /// `heads` is the query heads, `splits` the KV splits of a request.
   ATTNC_DEVICE bool next(const WorkOrder &order, int cta, int ctas, int heads,
                          int splits, WorkItem &w) {
-    int units = unitsOf(order, section);
+    int units = unitsOfSection(order, section);
     if (round * ctas >= units * order.row_blocks) { // the section is done
       ++section;
       round = 0;
-      units = unitsOf(order, section);
+      units = unitsOfSection(order, section);
     }
     int start = section * order.section_units * order.row_blocks;
-    int lane = (cta - start) % ctas; // in (-ctas, ctas): start >= 0
-    if (lane < 0)
-      lane += ctas;
-    int at = round * ctas + (round % 2 ? ctas - 1 - lane : lane);
+    int at = placeInSection(start, round, cta, ctas);
     ++round;
     if (at >= units * order.row_blocks)
       return false;
-    int block = at / units;
-    int unit = section * order.section_units + (at - block * units);
-    w.row_block = order.row_blocks - 1 - block;
-    int requestHead = unit;
-    w.split = 0;
-    if (splits > 1) {
-      requestHead = unit / splits;
-      w.split = unit - requestHead * splits;
-    }
-    w.head = requestHead % heads;
-    w.batch = requestHead / heads;
+    w = itemInSection(order, section, units, at, heads, splits);
     return true;
-  }
-
-private:
-  /// The (request, head, split) units of section `s`: section_units but
-  /// in a last, shorter section.
-  static ATTNC_DEVICE int unitsOf(const WorkOrder &order, int s) {
-    int rest = order.units - s * order.section_units;
-    return rest < order.section_units ? rest : order.section_units;
   }
 };
 
