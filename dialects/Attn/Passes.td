@@ -66,7 +66,12 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     wide output accumulators would spill. Anything else is `prefill`: eight
     warps of 16 query rows, 64-key tiles, two stages, queries in registers
     up to head dim 128; past head dim 128, or with enough per-score work,
-    32-key tiles and fewer queries in registers. A `!attn.latent_kv`
+    32-key tiles and fewer queries in registers. On sm_90a a prefill over
+    a 16-bit cache is `warp_specialized` instead: a producer and two
+    consumer warpgroups of 64 rows, KV tiles from 192 keys at head dim 64
+    to 80 at 256, two query tiles per consumer where they fit (the next
+    item's queries load while one runs, and its output is staged through
+    the other), then as many stages as fit, up to three. A `!attn.latent_kv`
     cache (multi-head latent attention) takes the `latent` schedule on
     sm_90a: every query head of a token packed into 64-row blocks, 64-key
     tiles of whole cache rows, as many stages as fit.
@@ -107,7 +112,10 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
            "(tuning)">,
     Option<"consumers", "consumers", "int64_t", "0",
            "consumer warpgroups of a warp-specialized (sm_90a) prefill CTA, "
-           "64 query rows each; 0 for the planner's choice (tuning)">
+           "64 query rows each; 0 for the planner's choice (tuning)">,
+    Option<"queryBuffers", "query-buffers", "int64_t", "0",
+           "query tiles per consumer of a warp-specialized (sm_90a) prefill "
+           "CTA, 1 or 2; 0 for the planner's choice (tuning)">
   ];
   let dependentDialects = ["::mlir::attn_gpu::AttnGPUDialect"];
 }

@@ -66,17 +66,23 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     hands each tile's probabilities to the value warpgroup through shared
     memory, each keeping half of the output's columns.
     `kv_splits` is the most KV splits a launch may use (split-KV decode).
+    `q_buffers = 2` (warp_specialized only; 1 when omitted) gives each
+    consumer two query tiles: the producer loads an item's queries while
+    the item before runs, and the consumer stages its output through the
+    item's own tile (its queries are dead by then) to store whole rows.
   }];
   let parameters = (ins
     EnumParameter<AttnGPU_Schedule>:$schedule,
     "int64_t":$blockM, "int64_t":$blockN,
     "int64_t":$warpsM, "int64_t":$warpsN,
     "int64_t":$stages, "int64_t":$kvSplits,
-    "bool":$queryInRegisters);
+    "bool":$queryInRegisters,
+    DefaultValuedParameter<"int64_t", "1">:$queryBuffers);
   let assemblyFormat = [{
     `<` $schedule `,` `block` `=` $blockM `x` $blockN `,`
         `warps` `=` $warpsM `x` $warpsN `,` `stages` `=` $stages `,`
-        `kv_splits` `=` $kvSplits `,` `q_in_regs` `=` $queryInRegisters `>`
+        `kv_splits` `=` $kvSplits `,` `q_in_regs` `=` $queryInRegisters
+        (`,` `q_buffers` `=` $queryBuffers^)? `>`
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -329,7 +329,9 @@ def AttnGPU_ReleaseQueryOp : AttnGPU_DeviceOp<"release_query"> {
   let description = [{
     Follows the item's last `wait_scores`: no product reads Q after it, so
     the producer may load the next item's rows while this item's last P V
-    and its epilogue run.
+    and its epilogue run. With two query tiles per consumer
+    (`q_buffers = 2`) it follows `store_state` instead, whose epilogue
+    stages the output through the tile.
   }];
   let assemblyFormat = "attr-dict";
 }

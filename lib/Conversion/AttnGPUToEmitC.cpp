@@ -112,6 +112,7 @@ private:
     member("int", "kWarpsN", plan.getWarpsN());
     member("int", "kBlockN", plan.getBlockN());
     member("int", "kStages", plan.getStages());
+    member("int", "kQueryBuffers", plan.getQueryBuffers());
     member("int", "kKVBoxRows", kernel.getKVBoxRows());
     member("int", "kSmemBytes", kernel.getSharedMemoryBytes());
     member("attnc::TokenLayout", "kQLayout", attnc::spelling(q.getLayout()));

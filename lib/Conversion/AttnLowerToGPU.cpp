@@ -70,8 +70,11 @@ void buildForEachItem(OpBuilder &b, Location loc,
 /// which run on from one item to the next (`end_turns` follows the loop).
 /// The first tile is peeled, so that no wgmma or wait depends on a
 /// condition inside the loop (ptxas serializes every wgmma of a kernel
-/// where one does).
-void buildConsumerItem(OpBuilder &b, Location loc,
+/// where one does). With two query tiles a consumer (`q_buffers = 2`), the
+/// epilogue stages the output through the item's own query tile, so the
+/// tile goes back to the producer after `store_state` rather than after
+/// the last scores: the next item's queries are already in the other one.
+void buildConsumerItem(OpBuilder &b, Location loc, gpu::PlanAttr plan,
                        gpu::MaskAnalysisAttr masks) {
   gpu::BeginRowsOp::create(b, loc);
   auto range =
@@ -108,6 +111,11 @@ void buildConsumerItem(OpBuilder &b, Location loc,
     gpu::AwaitTurnOp::create(b, loc);
     gpu::IssueValuesOp::create(b, loc, arith::SubIOp::create(b, loc, end, one));
     gpu::PassTurnOp::create(b, loc);
+  }
+  if (plan.getQueryBuffers() > 1) {
+    gpu::StoreStateOp::create(b, loc);
+    gpu::ReleaseQueryOp::create(b, loc);
+    return;
   }
   gpu::ReleaseQueryOp::create(b, loc);
   gpu::StoreStateOp::create(b, loc);
@@ -164,7 +172,7 @@ void buildConsumers(OpBuilder &b, Location loc, gpu::PlanAttr plan,
                     gpu::MaskAnalysisAttr masks) {
   gpu::BeginConsumerOp::create(b, loc);
   if (!plan.isLatent()) {
-    buildForEachItem(b, loc, [&] { buildConsumerItem(b, loc, masks); });
+    buildForEachItem(b, loc, [&] { buildConsumerItem(b, loc, plan, masks); });
     gpu::EndTurnsOp::create(b, loc);
     return;
   }

@@ -36,7 +36,8 @@ std::string cacheKey(const std::string &source, const CompileOptions &o,
       o.arch + "\n" + std::to_string(o.sms) + "\n" + std::to_string(o.smem) +
       "\n" + std::to_string(o.maxSplits) + "\n" +
       std::to_string(o.prefillWarps) + "\n" + std::to_string(o.decodeStages) +
-      "\n" + std::to_string(o.consumers) + "\n" + nvrtcVersion + "\n" + source);
+      "\n" + std::to_string(o.consumers) + "\n" +
+      std::to_string(o.queryBuffers) + "\n" + nvrtcVersion + "\n" + source);
 }
 
 std::string encodeEntry(const CompiledVariant &v) {

@@ -287,6 +287,7 @@ LogicalResult lowerVariant(ModuleOp module, const CompileOptions &options,
     plan.prefillWarps = options.prefillWarps;
     plan.decodeStages = options.decodeStages;
     plan.consumers = options.consumers;
+    plan.queryBuffers = options.queryBuffers;
     pm.addPass(attn::createAttnPlan(plan));
     pm.addPass(attn::createAttnAnalyzeMasks());
     pm.addPass(attn::createAttnSplitKV());

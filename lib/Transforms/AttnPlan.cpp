@@ -165,7 +165,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                                      attnc::limits::kMaxKVSplits)) &&
                    succeeded(outside("prefill-warps", prefillWarps, 0, 8)) &&
                    succeeded(outside("decode-stages", decodeStages, 0, 8)) &&
-                   succeeded(outside("consumers", consumers, 0, 3)));
+                   succeeded(outside("consumers", consumers, 0, 3)) &&
+                   succeeded(outside("query-buffers", queryBuffers, 0, 2)));
   }
 
   /// Hopper prefill (FlashAttention-3's schedule): two consumer warpgroups
@@ -196,21 +197,36 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     // Three consumers (152 registers each) spill and serialize wgmma even
     // at head dim 64 with 128-key tiles (ptxas C7512): two by default.
     int64_t count = consumers > 0 ? consumers : 2;
-    // A third stage where it fits (up to head dim 128 in 227 KiB) lets the
-    // producer run a tile further ahead of the consumers; its ring
-    // arithmetic (modulo 3) spills heavy score work at head dim 128.
-    auto plan = [&](int64_t stages) {
+    auto plan = [&](int64_t stages, int64_t queryBuffers) {
       return PlanAttr::get(&getContext(), Schedule::warp_specialized,
                            attnc::hopper::kWgmmaM * count, blockN,
                            4 * (count + 1), 1, stages, 1,
-                           /*queryInRegisters=*/false);
+                           /*queryInRegisters=*/false, queryBuffers);
     };
-    PlanAttr deeper = plan(3);
-    if (!heavy &&
-        deeper.getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim(),
-                                    kvElementBytes(op)) <= smem)
-      return deeper;
-    return plan(2);
+    auto fits = [&](PlanAttr candidate) {
+      return candidate.getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim(),
+                                            kvElementBytes(op)) <= smem;
+    };
+    // Two query tiles per consumer come first: short items (many short
+    // requests) wait for their queries and for their output's scattered
+    // stores, and the second tile serves both (16 x 512 prefill 17 %
+    // faster, long rows 1-2 %). Heavy score work past head dim 192 keeps
+    // one: the second's bookkeeping spilled its consumers at 240 and 256.
+    // A third stage where it still fits lets the producer run a tile
+    // further ahead of the consumers (two stages instead of three cost
+    // long rows 1-2 %, docs/PERFORMANCE.md); its ring arithmetic (modulo
+    // 3) spills heavy score work at head dim 128.
+    SmallVector<int64_t, 2> bufferChoices =
+        queryBuffers > 0      ? SmallVector<int64_t, 2>{queryBuffers}
+        : heavy && dims > 192 ? SmallVector<int64_t, 2>{1}
+                              : SmallVector<int64_t, 2>{2, 1};
+    for (int64_t buffers : bufferChoices) {
+      if (!heavy && fits(plan(3, buffers)))
+        return plan(3, buffers);
+      if (fits(plan(2, buffers)))
+        return plan(2, buffers);
+    }
+    return plan(2, 1);
   }
 
   /// Multi-head latent attention (hopper/latent.h): 64 packed (token,
@@ -221,7 +237,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     auto plan = [&](int64_t stages) {
       return PlanAttr::get(&getContext(), Schedule::latent,
                            attnc::hopper::kWgmmaM, 64, 12, 1, stages, maxSplits,
-                           /*queryInRegisters=*/false);
+                           /*queryInRegisters=*/false, /*queryBuffers=*/1);
     };
     int64_t stages = 2;
     while (stages < 4 &&
@@ -262,9 +278,11 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       auto decode = [&](int64_t stages) {
         return transposed ? PlanAttr::get(ctx, Schedule::transposed_decode,
                                           transposedRows, 64, 1, 4, stages,
-                                          maxSplits, queryInRegisters)
+                                          maxSplits, queryInRegisters,
+                                          /*queryBuffers=*/1)
                           : PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4,
-                                          stages, maxSplits, queryInRegisters);
+                                          stages, maxSplits, queryInRegisters,
+                                          /*queryBuffers=*/1);
       };
       // An fp8 stage holds half the bytes: a fourth stage keeps as many
       // in flight at two CTAs per SM, with the widened tiles beside them.
@@ -290,7 +308,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       // on P1: 5.06 ms against 5.38 ms with four; docs/PERFORMANCE.md).
       int64_t warps = prefillWarps > 0 ? prefillWarps : 8;
       plan = PlanAttr::get(ctx, Schedule::prefill, 16 * warps, blockN, warps, 1,
-                           /*stages=*/2, 1, queryInRegisters);
+                           /*stages=*/2, 1, queryInRegisters,
+                           /*queryBuffers=*/1);
     }
     if (!fits(plan))
       return op.emitOpError("needs more shared memory than the target's ")

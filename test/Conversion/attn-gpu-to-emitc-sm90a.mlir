@@ -17,8 +17,8 @@
 // CHECK: call_opaque "attnc::waitScores<0>"
 // CHECK: call_opaque "attnc::waitScores<1>"
 // CHECK: call_opaque "attnc::issueValues"
-// CHECK: call_opaque "attnc::releaseQuery"
 // CHECK: call_opaque "attnc::finish"
+// CHECK: call_opaque "attnc::releaseQuery"
 func.func @prefill(%q: !attn.q<?x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
                    %v: !attn.kv<?x8x128xbf16>) -> !attn.out<?x32x128xbf16> {
   %out = attn.attention(%q, %k, %v) {causal}

@@ -1,4 +1,4 @@
-// RUN: attn-opt %s -attn-plan="arch=sm_90a" -attn-analyze-masks -attn-split-kv -attn-lower-to-gpu | FileCheck %s
+// RUN: attn-opt %s -split-input-file -attn-plan="arch=sm_90a" -attn-analyze-masks -attn-split-kv -attn-lower-to-gpu | FileCheck %s
 
 // The warp-specialized kernel: the producer and consumer roles are the two
 // branches of one scf.if, and each role walks the CTA's work items (a
@@ -6,7 +6,9 @@
 // clears its rows for each item, peels its first tile, then issues each
 // tile's scores before the previous tile's P.V and waits only for the
 // scores (pending = 1) before its softmax; the last P.V follows the loop,
-// then the query tile goes back to the producer before the epilogue.
+// then the epilogue, which stages the output through the item's query
+// tile (the plan gives each consumer two), and only then the query tile
+// goes back to the producer.
 // Consumers issue their products in turns (await_turn / pass_turn), which
 // run on across items; the first consumer takes the last one (end_turns).
 // CHECK-LABEL: attn_gpu.kernel @attention
@@ -51,8 +53,8 @@
 // CHECK-NEXT: attn_gpu.issue_values %[[LAST]]
 // CHECK-NEXT: attn_gpu.pass_turn
 // CHECK-NEXT: }
-// CHECK-NEXT: attn_gpu.release_query
 // CHECK-NEXT: attn_gpu.store_state
+// CHECK-NEXT: attn_gpu.release_query
 // CHECK-NEXT: }
 // CHECK-NEXT: }
 // CHECK-NEXT: attn_gpu.end_turns
@@ -62,4 +64,22 @@ func.func @prefill(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16
       : !attn.q<?x32x128xbf16, ragged>, !attn.kv<?x8x128xbf16, ragged>, !attn.kv<?x8x128xbf16, ragged>
       -> !attn.out<?x32x128xbf16, ragged>
   return %out : !attn.out<?x32x128xbf16, ragged>
+}
+
+// -----
+
+// With one query tile per consumer (head dim 256 leaves no room for a
+// second), the tile goes back to the producer as soon as the item's last
+// scores are done, so that the next item's queries load during the last
+// P.V and the epilogue.
+// CHECK-LABEL: attn_gpu.kernel @attention
+// CHECK-SAME: stages = 2, kv_splits = 1, q_in_regs = false>
+// CHECK: attn_gpu.release_query
+// CHECK-NEXT: attn_gpu.store_state
+func.func @prefill_d256(%q: !attn.q<?x8x256xbf16>, %k: !attn.kv<?x8x256xbf16>,
+                        %v: !attn.kv<?x8x256xbf16>) -> !attn.out<?x8x256xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x8x256xbf16>, !attn.kv<?x8x256xbf16>, !attn.kv<?x8x256xbf16>
+      -> !attn.out<?x8x256xbf16>
+  return %out : !attn.out<?x8x256xbf16>
 }

@@ -2,9 +2,11 @@
 
 // Hopper prefill is warp-specialized: a producer warpgroup and two consumer
 // warpgroups of 64 rows (12 warps, 128 rows), 128-key tiles up to head dim
-// 128, three stages where they fit in shared memory.
+// 128, two query tiles per consumer first (the next item's queries load
+// while one runs, and its output stages through the other), then as many
+// stages as fit, up to three: two at head dim 128.
 // CHECK-LABEL: func.func @prefill_d128
-// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 3, kv_splits = 1, q_in_regs = false>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, q_buffers = 2>
 func.func @prefill_d128(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, ragged>,
                         %v: !attn.kv<?x8x128xbf16, ragged>) -> !attn.out<?x32x128xbf16, ragged> {
   %out = attn.attention(%q, %k, %v) {causal}
@@ -15,10 +17,24 @@ func.func @prefill_d128(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128
 
 // -----
 
+// Head dim 64 keeps its third stage beside the second query tiles.
+// CHECK-LABEL: func.func @prefill_d64
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 192, warps = 12 x 1, stages = 3, kv_splits = 1, q_in_regs = false, q_buffers = 2>
+func.func @prefill_d64(%q: !attn.q<?x64x64xbf16>, %k: !attn.kv<?x64x64xbf16>,
+                       %v: !attn.kv<?x64x64xbf16>) -> !attn.out<?x64x64xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x64x64xbf16>, !attn.kv<?x64x64xbf16>, !attn.kv<?x64x64xbf16>
+      -> !attn.out<?x64x64xbf16>
+  return %out : !attn.out<?x64x64xbf16>
+}
+
+// -----
+
 // DeepSeek's 192/128 head dims narrow the KV tile to 96 keys, so the output
-// accumulators fit beside the scores; two stages fill the shared memory.
+// accumulators fit beside the scores; two stages and two query tiles fill
+// the shared memory.
 // CHECK-LABEL: func.func @prefill_d192_v128
-// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 96, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 96, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, q_buffers = 2>
 func.func @prefill_d192_v128(%q: !attn.q<?x16x192xbf16>, %k: !attn.kv<?x16x192xbf16>,
                              %v: !attn.kv<?x16x128xbf16>) -> !attn.out<?x16x128xbf16> {
   %out = attn.attention(%q, %k, %v) {causal}
@@ -29,12 +45,29 @@ func.func @prefill_d192_v128(%q: !attn.q<?x16x192xbf16>, %k: !attn.kv<?x16x192xb
 
 // -----
 
-// Head dim 256 takes 80-key tiles, two stages of them.
+// Head dim 256 takes 80-key tiles, two stages of them, and one query tile
+// per consumer: a second would not fit beside them.
 // CHECK-LABEL: func.func @prefill_d256
 // CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 80, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
 func.func @prefill_d256(%q: !attn.q<?x8x256xbf16>, %k: !attn.kv<?x8x256xbf16>,
                         %v: !attn.kv<?x8x256xbf16>) -> !attn.out<?x8x256xbf16> {
   %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x8x256xbf16>, !attn.kv<?x8x256xbf16>, !attn.kv<?x8x256xbf16>
+      -> !attn.out<?x8x256xbf16>
+  return %out : !attn.out<?x8x256xbf16>
+}
+
+// -----
+
+// Heavy score work (three or more per score: soft-cap, ALiBi and a window)
+// narrows head dim 256's tiles to 32 keys, which leaves room for a second
+// query tile, but past head dim 192 the consumers keep one: its
+// bookkeeping spilled them (HeadDimGrid's heaviest variants).
+// CHECK-LABEL: func.func @prefill_d256_heavy
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 32, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false>
+func.func @prefill_d256_heavy(%q: !attn.q<?x8x256xbf16>, %k: !attn.kv<?x8x256xbf16>,
+                              %v: !attn.kv<?x8x256xbf16>) -> !attn.out<?x8x256xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal, softcap = 30.0 : f32, alibi, window = #attn.window<1024, 0>}
       : !attn.q<?x8x256xbf16>, !attn.kv<?x8x256xbf16>, !attn.kv<?x8x256xbf16>
       -> !attn.out<?x8x256xbf16>
   return %out : !attn.out<?x8x256xbf16>

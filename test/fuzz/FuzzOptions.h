@@ -3,10 +3,11 @@
 // A fuzz input may name compile options in a comment line, which MLIR's
 // parser skips, so a reproducer carries everything it needs:
 //   // fuzz: arch=sm_80 warps=4 stages=3 sms=8
-// Values are clamped to what a user can ask for: the CLI's --prefill-warps
-// and --decode-stages take 0..8, the API's multiprocessor count is any
-// positive number, and the shared memory comes with the arch (as the API
-// reads it from the device).
+// (also consumers= and q_buffers=). Values are clamped to what a user can
+// ask for: the CLI's --prefill-warps and --decode-stages take 0..8,
+// --consumers 0..3 and --query-buffers 0..2, the API's multiprocessor
+// count is any positive number, and the shared memory comes with the arch
+// (as the API reads it from the device).
 //
 //===----------------------------------------------------------------------===//
 

@@ -9,6 +9,8 @@
 
 namespace attnc {
 
+struct CompileOptions;
+
 /// Reads a variant from `path` (- for stdin); says why on failure.
 bool readSource(const std::string &path, std::string &source);
 
@@ -19,10 +21,9 @@ void printFailure(const Status &status);
 /// `--arch`, checked against the architectures attnc compiles for.
 CLI::Option *addArchOption(CLI::App &command, std::string &arch);
 
-/// `--prefill-warps`, `--decode-stages` and `--consumers`, attn-plan's
-/// tuning knobs.
-void addTuningOptions(CLI::App &command, int64_t &prefillWarps,
-                      int64_t &decodeStages, int64_t &consumers);
+/// `--prefill-warps`, `--decode-stages`, `--consumers` and
+/// `--query-buffers`: attn-plan's tuning knobs, into `options`.
+void addTuningOptions(CLI::App &command, CompileOptions &options);
 
 /// `attnc sim`: the serving simulator.
 void addSimCommand(CLI::App &app, int &exitCode);

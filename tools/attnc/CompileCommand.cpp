@@ -55,22 +55,26 @@ CLI::Option *addArchOption(CLI::App &command, std::string &arch) {
           "ARCH"));
 }
 
-void addTuningOptions(CLI::App &command, int64_t &prefillWarps,
-                      int64_t &decodeStages, int64_t &consumers) {
+void addTuningOptions(CLI::App &command, CompileOptions &options) {
   command
-      .add_option("--prefill-warps", prefillWarps,
+      .add_option("--prefill-warps", options.prefillWarps,
                   "tuning: warps of a prefill CTA, 16 query rows each "
                   "(0: the planner's)")
       ->check(CLI::Range(0, 8));
   command
-      .add_option("--decode-stages", decodeStages,
+      .add_option("--decode-stages", options.decodeStages,
                   "tuning: pipeline stages of a decode CTA (0: the planner's)")
       ->check(CLI::Range(0, 8));
   command
-      .add_option("--consumers", consumers,
+      .add_option("--consumers", options.consumers,
                   "tuning: consumer warpgroups of an sm_90a prefill CTA, 64 "
                   "query rows each (0: the planner's)")
       ->check(CLI::Range(0, 3));
+  command
+      .add_option("--query-buffers", options.queryBuffers,
+                  "tuning: query tiles per consumer of an sm_90a prefill "
+                  "CTA, 1 or 2 (0: the planner's)")
+      ->check(CLI::Range(0, 2));
 }
 
 namespace {
@@ -78,7 +82,7 @@ struct CompileArgs {
   std::string file, arch = "sm_90a", emit = "cuda", output = "-", cacheDir;
   bool time = false, printIRAfterAll = false, noCache = false;
   bool printOpOnDiagnostic = false;
-  int64_t prefillWarps = 0, decodeStages = 0, consumers = 0;
+  CompileOptions tuning; // attn-plan's knobs (addTuningOptions)
 };
 
 bool writeOutput(const std::string &path, const std::string &data) {
@@ -99,13 +103,10 @@ int runCompile(const CompileArgs &args) {
   std::string source;
   if (!readSource(args.file, source))
     return 1;
-  CompileOptions options;
+  CompileOptions options = args.tuning;
   options.arch = args.arch;
   options.printIRAfterAll = args.printIRAfterAll;
   options.printOpOnDiagnostic = args.printOpOnDiagnostic;
-  options.prefillWarps = args.prefillWarps;
-  options.decodeStages = args.decodeStages;
-  options.consumers = args.consumers;
   if (args.emit == "attn" || args.emit == "gpu" || args.emit == "emitc" ||
       (args.emit == "cuda" && !args.time)) {
     // IR stages need no NVRTC: print the module after the asked-for stage.
@@ -199,8 +200,7 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str()
       ->check(CLI::IsMember({"attn", "gpu", "emitc", "cuda", "ptx", "cubin"}));
   cmd->add_option("-o", args->output, "output file (- for stdout)");
-  addTuningOptions(*cmd, args->prefillWarps, args->decodeStages,
-                   args->consumers);
+  addTuningOptions(*cmd, args->tuning);
   cmd->add_flag("--time", args->time,
                 "print the time of the frontend and of NVRTC (compiles "
                 "through the cache)");

@@ -17,7 +17,7 @@ struct RunArgs {
   bool check = false;
   int iterations = 20, splits = 0;
   int64_t gridCtas = 0;
-  int64_t prefillWarps = 0, decodeStages = 0, consumers = 0;
+  CompileOptions tuning; // attn-plan's knobs (addTuningOptions)
   unsigned seed = 1;
 };
 
@@ -74,10 +74,7 @@ int runRun(const RunArgs &args) {
   shape.gridCtas = args.gridCtas;
   shape.timingIterations = args.iterations;
   shape.compare = args.check;
-  CompileOptions options;
-  options.prefillWarps = args.prefillWarps;
-  options.decodeStages = args.decodeStages;
-  options.consumers = args.consumers;
+  CompileOptions options = args.tuning;
   StatusOr<RunReport> report =
       runAndCheck(source, args.file, options, shape, args.cacheDir);
   if (!report.ok()) {
@@ -121,8 +118,7 @@ void addRunCommand(CLI::App &app, int &exitCode) {
                   "as many as the GPU holds at once; tuning and tests)")
       ->check(CLI::Range(int64_t(0), int64_t(limits::kMaxSeqLen)));
   cmd->add_option("--seed", args->seed, "random inputs' seed");
-  addTuningOptions(*cmd, args->prefillWarps, args->decodeStages,
-                   args->consumers);
+  addTuningOptions(*cmd, args->tuning);
   cmd->add_option("--cache-dir", args->cacheDir, "kernel cache directory");
   cmd->footer("Examples:\n"
               "  attnc run examples/gqa_paged_decode.mlir --shape "

@@ -34,6 +34,7 @@ struct CompileOptions {
   int64_t prefillWarps = 0;
   int64_t decodeStages = 0;
   int64_t consumers = 0;
+  int64_t queryBuffers = 0;
   bool printIRAfterAll = false;
   /// Debug: attach each diagnosed operation's IR (not part of the cache key).
   bool printOpOnDiagnostic = false;

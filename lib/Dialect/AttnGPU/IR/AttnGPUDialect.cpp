@@ -70,7 +70,8 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                Schedule schedule, int64_t blockM,
                                int64_t blockN, int64_t warpsM, int64_t warpsN,
-                               int64_t stages, int64_t kvSplits, bool) {
+                               int64_t stages, int64_t kvSplits, bool,
+                               int64_t queryBuffers) {
   // Each factor is bounded before the product, which must not overflow.
   int64_t maxWarps = limits::kMaxThreadsPerCta / 32;
   if (warpsM < 1 || warpsN < 1 || warpsM > maxWarps || warpsN > maxWarps ||
@@ -126,6 +127,12 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                             "stages, got "
                          << stages;
   }
+  if (queryBuffers < 1 || queryBuffers > 2)
+    return emitError() << "q_buffers must be 1 or 2, got " << queryBuffers;
+  if (queryBuffers > 1 && schedule != Schedule::warp_specialized)
+    return emitError() << "only a warp_specialized plan double-buffers its "
+                          "query tiles, got q_buffers = "
+                       << queryBuffers;
   return success();
 }
 
@@ -173,15 +180,15 @@ int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim,
   if (isWarpSpecialized()) {
     // WarpSpecializedShape<C>::kSmemBytes, which static_asserts agreement:
     // 128-byte swizzled tiles stored as 64-column blocks (a part-filled
-    // last block takes a whole one), a 64-row Q tile per consumer and K
-    // and V tiles per stage, 8-byte barriers (Q full and empty per
-    // consumer; K and V full and empty per stage) and 1024 bytes of
+    // last block takes a whole one), q_buffers 64-row Q tiles per consumer
+    // and K and V tiles per stage, 8-byte barriers (Q full and empty per
+    // query tile; K and V full and empty per stage) and 1024 bytes of
     // alignment slack.
-    int64_t consumers = getConsumers();
-    return consumers * tileBytes(hopper::kWgmmaM, qkDim) +
+    int64_t queryTiles = getConsumers() * getQueryBuffers();
+    return queryTiles * tileBytes(hopper::kWgmmaM, qkDim) +
            getStages() *
                (tileBytes(getBlockN(), qkDim) + tileBytes(getBlockN(), vDim)) +
-           8 * (2 * consumers + 4 * getStages()) + hopper::kAtomBytes;
+           8 * (2 * queryTiles + 4 * getStages()) + hopper::kAtomBytes;
   }
   // The emitter passes this size to the device as C::kSmemBytes, where
   // Shape<C> static_asserts that its tiles fill exactly this much: the

@@ -1,5 +1,4 @@
-//===- mma.h - ldmatrix and mma.sync m16n8k16
-//------------------------------===//
+//===- mma.h - shared-memory access, ldmatrix and mma.sync m16n8k16 -----===//
 //
 // Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k16"): lane l
 // holds rows l/4 and l/4+8 and columns 2*(l%4)+{0,1} of each 8-column half.
@@ -20,6 +19,20 @@ ATTNC_DEVICE u32 sharedAddress(const void *ptr) {
       : "=r"(addr)
       : "l"(ptr));
   return addr;
+}
+
+/// Stores 16 bytes at a shared-memory address (one 128-bit store).
+ATTNC_DEVICE void storeShared16(u32 addr, const uint4 &v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w));
+}
+/// Loads 16 bytes from a shared-memory address.
+ATTNC_DEVICE uint4 loadShared16(u32 addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr));
+  return v;
 }
 
 ATTNC_DEVICE void ldmatrixX4(u32 (&r)[4], u32 addr) {

@@ -16,6 +16,7 @@
 #ifndef ATTNC_DEVICE_WIDEN_H
 #define ATTNC_DEVICE_WIDEN_H
 
+#include "attnc/device/mma.h"
 #include "attnc/device/prelude.h"
 
 namespace attnc {
@@ -103,20 +104,6 @@ ATTNC_DEVICE int warpF16RangeExponent(float largest) {
 /// 2^e as a float, exactly (-126 <= e <= 127).
 ATTNC_DEVICE float powerOfTwo(int e) {
   return __uint_as_float(u32(127 + e) << 23);
-}
-
-/// Stores 16 bytes at a shared-memory address (one 128-bit store).
-ATTNC_DEVICE void storeShared16(u32 addr, const uint4 &v) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x),
-               "r"(v.y), "r"(v.z), "r"(v.w));
-}
-/// Loads 16 bytes from a shared-memory address.
-ATTNC_DEVICE uint4 loadShared16(u32 addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(addr));
-  return v;
 }
 
 } // namespace attnc

@@ -25,7 +25,11 @@
 // K and V have empty barriers of their own: a K stage is released as soon
 // as the scores that read it are done, a tile before its V stage is. Each
 // consumer's query tile has a full and an empty barrier too: it is
-// released once the item's last scores are done.
+// released once the item's last scores are done. With two query tiles a
+// consumer (`q_buffers = 2`), items alternate between them: the next
+// item's queries load while this item runs, and this item's epilogue
+// stages its output through its own tile (staged_output.h) before
+// releasing it.
 //
 // Generated kernels drive the CTA through the free functions at the bottom,
 // one per attn_gpu op, like the mma.sync schedules (attention.h).
@@ -40,6 +44,7 @@
 #include "attnc/device/hopper/params.h"
 #include "attnc/device/hopper/row_gather.h"
 #include "attnc/device/hopper/smem_layout.h"
+#include "attnc/device/hopper/staged_output.h"
 #include "attnc/device/hopper/tma.h"
 #include "attnc/device/hopper/wgmma.h"
 #include "attnc/device/hopper/work_order.h"
@@ -73,14 +78,25 @@ template <class C> struct WarpSpecializedShape : hopper::KVCopies<C> {
   using QTile = hopper::Sw128Tile<hopper::kWgmmaM, kD>;
   using KTile = hopper::Sw128Tile<kBlockN, kD>;
   using VTile = hopper::Sw128Tile<kBlockN, kDV>;
-  /// Shared memory from a 1024-byte aligned base: the consumers' Q tiles,
-  /// the K stages, the V stages, then the barriers (Q full and Q empty per
-  /// consumer; K full, V full, K empty and V empty per stage).
+  static constexpr int kQueryBuffers = C::kQueryBuffers;
+  static_assert(kQueryBuffers == 1 || kQueryBuffers == 2,
+                "one or two query tiles a consumer (PlanAttr::verify)");
+  static constexpr int kQueryTiles = kConsumers * kQueryBuffers;
+  /// Whether the epilogue stages the output through the item's query tile:
+  /// with a second tile the next item's queries are elsewhere, and the
+  /// tile holds a 16-bit output row wherever the output's head dim is at
+  /// most the queries'.
+  static constexpr bool kStagedOutput = kQueryBuffers > 1 && kDV <= kD &&
+                                        sizeof(typename C::Out) == 2;
+  /// Shared memory from a 1024-byte aligned base: the consumers' Q tiles
+  /// (consumer c's buffer b is tile c * kQueryBuffers + b), the K stages,
+  /// the V stages, then the barriers (Q full and Q empty per Q tile; K
+  /// full, V full, K empty and V empty per stage).
   static constexpr int kQOffset = 0;
-  static constexpr int kKOffset = kQOffset + kConsumers * QTile::kBytes;
+  static constexpr int kKOffset = kQOffset + kQueryTiles * QTile::kBytes;
   static constexpr int kVOffset = kKOffset + kStages * KTile::kBytes;
   static constexpr int kBarrierOffset = kVOffset + kStages * VTile::kBytes;
-  static constexpr int kBarriers = 2 * kConsumers + 4 * kStages;
+  static constexpr int kBarriers = 2 * kQueryTiles + 4 * kStages;
   /// Dynamic shared memory is only 16-byte aligned: one atom of slack.
   static constexpr int kSmemBytes =
       kBarrierOffset + 8 * kBarriers + hopper::kAtomBytes;
@@ -133,7 +149,7 @@ struct WarpSpecializedCta
   int ring;          // tiles of earlier items that went through the ring
   int itemTiles;     // tiles of the current item
   int liveItems;     // items begun that had rows
-  int qRound;        // this item's place among those: its Q tile's phase
+  int qRound;        // this item's place among those: its Q tile and phase
   // Consumers only.
   int consumer, thread; // consumer warpgroup, thread within it
   hopper::Accumulator<S::kDV> o;
@@ -147,24 +163,35 @@ struct WarpSpecializedCta
 
   // --- Shared memory
   // ----------------------------------------------------------
-  ATTNC_DEVICE hopper::Mbarrier &qFull(int c) { return bars[c]; }
+  /// The current item's query tile of each consumer, and the phase of its
+  /// barriers: items take the tiles in turn.
+  ATTNC_DEVICE int queryBuffer() const { return qRound % S::kQueryBuffers; }
+  ATTNC_DEVICE u32 queryPhase() const {
+    return u32(qRound / S::kQueryBuffers) & 1u;
+  }
+  ATTNC_DEVICE int queryTileIndex(int c) const {
+    return c * S::kQueryBuffers + queryBuffer();
+  }
+  ATTNC_DEVICE hopper::Mbarrier &qFull(int c) {
+    return bars[queryTileIndex(c)];
+  }
   ATTNC_DEVICE hopper::Mbarrier &qEmpty(int c) {
-    return bars[S::kConsumers + c];
+    return bars[S::kQueryTiles + queryTileIndex(c)];
   }
   ATTNC_DEVICE hopper::Mbarrier &kFull(int stage) {
-    return bars[2 * S::kConsumers + stage];
+    return bars[2 * S::kQueryTiles + stage];
   }
   ATTNC_DEVICE hopper::Mbarrier &vFull(int stage) {
-    return bars[2 * S::kConsumers + S::kStages + stage];
+    return bars[2 * S::kQueryTiles + S::kStages + stage];
   }
   ATTNC_DEVICE hopper::Mbarrier &kEmpty(int stage) {
-    return bars[2 * S::kConsumers + 2 * S::kStages + stage];
+    return bars[2 * S::kQueryTiles + 2 * S::kStages + stage];
   }
   ATTNC_DEVICE hopper::Mbarrier &vEmpty(int stage) {
-    return bars[2 * S::kConsumers + 3 * S::kStages + stage];
+    return bars[2 * S::kQueryTiles + 3 * S::kStages + stage];
   }
   ATTNC_DEVICE u32 qTile(int c) const {
-    return base + S::kQOffset + c * QTile::kBytes;
+    return base + S::kQOffset + queryTileIndex(c) * QTile::kBytes;
   }
   ATTNC_DEVICE u32 kTile(int stage) const {
     return base + S::kKOffset + stage * KTile::kBytes;
@@ -193,9 +220,9 @@ struct WarpSpecializedCta
     bars = reinterpret_cast<hopper::Mbarrier *>(static_cast<u8 *>(sharedMem) +
                                                 pad + S::kBarrierOffset);
     if (threadIdx.x == 0) {
-      for (int c = 0; c < S::kConsumers; ++c) {
-        qFull(c).init(1);
-        qEmpty(c).init(4); // one arrival per consumer warp
+      for (int tile = 0; tile < S::kQueryTiles; ++tile) {
+        bars[tile].init(1);                  // its full barrier
+        bars[S::kQueryTiles + tile].init(4); // empty: one arrival per warp
       }
       for (int stage = 0; stage < S::kStages; ++stage) {
         kFull(stage).init(S::kKVFillers);
@@ -263,7 +290,7 @@ struct WarpSpecializedCta
   ATTNC_DEVICE void produce() {
     if (threadIdx.x == 0)
       for (int c = 0; c < S::kConsumers; ++c) {
-        qEmpty(c).wait(u32(qRound & 1) ^ 1u); // the first item finds it free
+        qEmpty(c).wait(queryPhase() ^ 1u); // a tile's first item finds it free
         qFull(c).arriveExpectTx(QTile::kBytes);
         hopper::loadHeadTile<QTile>(qTile(c), tp->q, qFull(c),
                                     qToken0 + rowBegin + c * hopper::kWgmmaM,
@@ -391,10 +418,12 @@ struct WarpSpecializedCta
     scoredTile = -1;
     valuesTile = -1;
     openTurns();
-    qFull(consumer).wait(u32(qRound & 1));
+    qFull(consumer).wait(queryPhase());
   }
 
-  /// Hands the query tile back to the producer: the item's scores are done.
+  /// Hands the query tile back to the producer once the item's scores are
+  /// done, or with two tiles once the output staged through it is stored
+  /// (StagedOutputRows::store fences the staging for the copy engine).
   ATTNC_DEVICE void releaseQuery() { release(qEmpty(consumer)); }
 
   /// Each warp of the consumer arrives once all its lanes are done with
@@ -527,25 +556,58 @@ struct WarpSpecializedCta
 
   // --- Epilogue -------------------------------------------------------------
   /// Normalizes and stores the rows' outputs and LSE (or, under split-KV,
-  /// this split's partial state).
+  /// this split's partial state): staged through the query tile where the
+  /// plan gave the consumer a second one and whole 16-byte chunks may be
+  /// stored (the output 16-byte aligned), else straight from the
+  /// accumulator.
   ATTNC_DEVICE void finish() {
     waitValues();
+    float factor[2], lse[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float sum = rowSum[half];
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      factor[half] = sum > 0.0f ? 1.0f / sum : 0.0f;
+      lse[half] = sum > 0.0f
+                      ? (rowMax[half] * kLogitScale + fastLog2(sum)) * kLn2
+                      : negInf();
+    }
+    if constexpr (S::kStagedOutput)
+      if (p->num_splits == 1 && (reinterpret_cast<u64>(p->out) & 15u) == 0) {
+        storeStaged(factor, lse);
+        return;
+      }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
       int row = localRow(half);
       if (row >= rows)
         continue;
-      float factor = sum > 0.0f ? 1.0f / sum : 0.0f;
-      float lse = sum > 0.0f
-                      ? (rowMax[half] * kLogitScale + fastLog2(sum)) * kLn2
-                      : negInf();
       i64 outRow = i64(qToken0 + rowBegin + row) * C::kNumQHeads + qHead;
       hopper::storeOutputRow<Out, S::kDV, C::kHasLse>(
-          *p, split, outRow, 0, o, half, factor, thread, thread % 4 == 0, lse);
+          *p, split, outRow, 0, o, half, factor[half], thread, thread % 4 == 0,
+          lse[half]);
     }
+  }
+
+  /// The epilogue through the item's query tile (staged_output.h); the
+  /// LSE goes straight from the quad's first thread.
+  ATTNC_DEVICE void storeStaged(const float (&factor)[2],
+                                const float (&lse)[2]) {
+    using Staged = hopper::StagedOutputRows<QTile, S::kDV>;
+    Staged::template stage<Out>(qTile(consumer), o, factor, thread);
+    int warpRow = hopper::kWgmmaM * consumer + 16 * (thread / 32);
+    i64 firstRow = i64(qToken0 + rowBegin + warpRow) * C::kNumQHeads + qHead;
+    if constexpr (C::kHasLse)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        if (thread % 4 == 0 && localRow(half) < rows)
+          p->lse[firstRow + i64(localRow(half) - warpRow) * C::kNumQHeads] =
+              lse[half];
+    __syncwarp();
+    Staged::template store<Out>(
+        qTile(consumer), static_cast<Out *>(p->out) + firstRow * S::kDV,
+        i64(C::kNumQHeads) * S::kDV, rows - warpRow, thread);
   }
 };
 
