@@ -155,7 +155,9 @@ struct WarpSpecializedCta
   hopper::Accumulator<S::kDV> o;
   hopper::Accumulator<S::kBlockN> s;
   hopper::AFragment pf[S::kBlockN / hopper::kWgmmaK];
-  float rowMax[2], rowSum[2], slope[2];
+  float rowMax[2], rowSum[2];
+  float slope[2];    // the rows' ALiBi slope (over the scale: kHoldAlibi)
+  float alibiRow[2]; // ALiBi's bias at key 0, in held units (kHoldAlibi)
   int rowSegment[2]; // document ids of the thread's rows (segments only)
   int scoredTile;    // the tile whose scores are in flight or in `s`
   int valuesTile;    // the tile whose P.V is in flight, or -1
@@ -407,6 +409,13 @@ struct WarpSpecializedCta
       rowMax[half] = negInf();
       rowSum[half] = 0.0f;
       slope[half] = this->slopeOf(rowBegin + localRow(half));
+      if constexpr (kHoldAlibi) {
+        // The bias slope x (key - position) in units of the raw products.
+        slope[half] *= 1.0f / C::kScale;
+        int position =
+            this->queryOf(rowBegin + localRow(half)) + this->kvLen - this->qLen;
+        alibiRow[half] = -slope[half] * float(position);
+      }
       if constexpr (C::kSegments) {
         int row = localRow(half);
         rowSegment[half] =
@@ -490,12 +499,20 @@ struct WarpSpecializedCta
   /// (one FFMA per score instead of a multiply and a subtraction), with
   /// kLogitScale converting them to base-2 logits. Without modifiers they
   /// stay raw products; with a soft-cap alone they are tanh(raw x scale /
-  /// cap), the cap and log2(e) going into kLogitScale. A positive scale
-  /// keeps the row maxima of the held scores the maxima of the logits.
+  /// cap), the cap and log2(e) going into kLogitScale; with ALiBi alone
+  /// they are raw products plus the bias over the scale (kHoldAlibi). A
+  /// positive scale keeps the row maxima of the held scores the maxima of
+  /// the logits.
   static constexpr bool kHoldRaw = !Rows::kMods && C::kScale > 0.0f;
   static constexpr bool kHoldTanh =
       C::kSoftcap > 0.0f && !C::kAlibi && !C::kScoreMod && C::kScale > 0.0f;
-  static constexpr float kLogitScale = kHoldRaw    ? C::kScale * kLog2E
+  /// ALiBi alone costs an add and a multiply-add a score this way, where
+  /// the logit took a conversion, two multiplies and a multiply-add (P5
+  /// 12 % faster).
+  static constexpr bool kHoldAlibi =
+      C::kAlibi && C::kSoftcap <= 0.0f && !C::kScoreMod && C::kScale > 0.0f;
+  static constexpr float kLogitScale = kHoldRaw || kHoldAlibi
+                                           ? C::kScale * kLog2E
                                        : kHoldTanh ? C::kSoftcap * kLog2E
                                                    : 1.0f;
 
@@ -518,6 +535,16 @@ struct WarpSpecializedCta
     int columnIds[kColumnIds];
     if constexpr (C::kSegments && Partial)
       loadColumnSegments(key0, columnIds);
+    // ALiBi's bias at the thread's first column of the tile; the others
+    // are whole steps on (AccumulatorLayout::col).
+    float alibiFirst[2];
+    if constexpr (kHoldAlibi)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        alibiFirst[half] =
+            fmaf(slope[half],
+                 float(key0 + hopper::AccumulatorLayout::col(thread, 0)),
+                 alibiRow[half]);
 #pragma unroll
     for (int i = 0; i < hopper::Accumulator<S::kBlockN>::kRegs; ++i) {
       int half = (i / 2) % 2;
@@ -526,6 +553,11 @@ struct WarpSpecializedCta
       float x = s.d[i];
       if constexpr (kHoldRaw)
         x = this->template masked<Partial, false>(x, row, key);
+      else if constexpr (kHoldAlibi)
+        x = this->template masked<Partial, false>(
+            x + fmaf(slope[half], float(hopper::AccumulatorLayout::col(0, i)),
+                     alibiFirst[half]),
+            row, key);
       else if constexpr (kHoldTanh)
         x = this->template masked<Partial, false>(
             fastTanh(x * (C::kScale / C::kSoftcap)), row, key);
