@@ -87,12 +87,13 @@ template <class Tile, int DV> struct StagedOutputRows {
 
   /// Stores the warp's staged rows to global memory, row r to `first + r
   /// * rowStride`, those below `rows` only. `first` is 16-byte aligned.
-  /// Chunks are read in batches of up to kBatch before they are stored
-  /// (read and stored one by one, each read waited for the store before
-  /// it; all read at once, head dim 240 with heavy score work spilled),
-  /// and after the last read a proxy fence hands the tile back to the
-  /// copy engine, which writes the next queries into it: ahead of the
-  /// last stores, it need not wait for them.
+  /// Chunks are read in batches of up to kBatch before they are stored:
+  /// read and stored one by one, each read waited for the store before
+  /// it, and the batch bounds the registers the reads hold (a lane has up
+  /// to 16 chunks at head dim 256). After the last read a proxy fence
+  /// hands the tile back to the copy engine, which writes the next
+  /// queries into it: ahead of the last stores, it need not wait for
+  /// them.
   template <class Out>
   static ATTNC_DEVICE void store(u32 tile, Out *first, i64 rowStride, int rows,
                                  int thread) {
