@@ -506,10 +506,13 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
   // Outputs start as NaN: a row the kernels forget to write fails.
   for (int id : program.outputs) {
     const ValueSpec &spec = program.values[id];
-    std::vector<uint8_t> poison(
-        problem.qTokens * spec.heads * spec.dim * bytesOf(spec.dtype), 0xff);
+    std::vector<uint8_t> poison(shape.outputOffsetBytes +
+                                    problem.qTokens * spec.heads * spec.dim *
+                                        bytesOf(spec.dtype),
+                                0xff);
     if (Status s = upload(poison, binding.values[id]); !s.ok())
       return s;
+    binding.values[id] += shape.outputOffsetBytes;
   }
   StatusOr<LoadedModule> module = LoadedModule::load(driver, compiled.cubin);
   if (!module.ok())

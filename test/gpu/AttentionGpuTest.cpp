@@ -446,6 +446,32 @@ std::vector<Case> persistentGridCases() {
   return all;
 }
 
+/// On sm_90a a consumer with two query tiles stages its output through
+/// one and stores 16-byte chunks (hopper/staged_output.h); an output that
+/// is not 16-byte aligned takes the element-wise stores instead. Outputs
+/// 4 bytes past their allocation's start, for prefill of a few kinds.
+std::vector<Case> misalignedOutputCases() {
+  std::vector<Case> all;
+  for (const Case &base : cases()) {
+    static const char *const kNames[] = {
+        "gqa4_causal_ragged_d128",
+        "gqa8_none_dense_d64_f16",
+        "alibi_causal",
+        "gqa4_causal_paged16_nhd_prefill",
+    };
+    bool chosen = false;
+    for (const char *name : kNames)
+      chosen = chosen || base.name == name;
+    if (!chosen)
+      continue;
+    Case c = base;
+    c.name += "_out_misaligned";
+    c.shape.outputOffsetBytes = 4;
+    all.push_back(c);
+  }
+  return all;
+}
+
 INSTANTIATE_TEST_SUITE_P(HeadDims, AttentionOnGpu,
                          ::testing::ValuesIn(headDimCases()),
                          [](const auto &info) { return info.param.name; });
@@ -455,6 +481,10 @@ INSTANTIATE_TEST_SUITE_P(Variants, AttentionOnGpu, ::testing::ValuesIn(cases()),
 
 INSTANTIATE_TEST_SUITE_P(PersistentGrids, AttentionOnGpu,
                          ::testing::ValuesIn(persistentGridCases()),
+                         [](const auto &info) { return info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(MisalignedOutputs, AttentionOnGpu,
+                         ::testing::ValuesIn(misalignedOutputCases()),
                          [](const auto &info) { return info.param.name; });
 
 } // namespace

@@ -28,6 +28,11 @@ struct RunShape {
   /// Cap the CTAs of persistent (warp-specialized) launches (0: as many as
   /// the GPU holds at once).
   int64_t gridCtas = 0;
+  /// Bytes each output's address lies past an allocation's start: a
+  /// multiple of the element size that is not one of 16 leaves the
+  /// output misaligned for 16-byte stores (tests of the kernels' way
+  /// around them).
+  int64_t outputOffsetBytes = 0;
   unsigned seed = 1;
   int timingIterations = 0;
   /// Compare with the reference (slow for long sequences); off: only time.
