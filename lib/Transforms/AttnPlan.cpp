@@ -226,7 +226,9 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       if (fits(plan(2, buffers)))
         return plan(2, buffers);
     }
-    return plan(2, 1);
+    // Nothing fits: the last choice in two stages, which choosePlan
+    // refuses by its shared memory (a forced second query tile included).
+    return plan(2, bufferChoices.back());
   }
 
   /// Multi-head latent attention (hopper/latent.h): 64 packed (token,
@@ -313,7 +315,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     }
     if (!fits(plan))
       return op.emitOpError("needs more shared memory than the target's ")
-             << smem << " bytes";
+             << int64_t(smem) << " bytes";
     return plan;
   }
 };
