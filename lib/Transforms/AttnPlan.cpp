@@ -216,19 +216,20 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     // further ahead of the consumers (two stages instead of three cost
     // long rows 1-2 %, docs/PERFORMANCE.md); its ring arithmetic (modulo
     // 3) spills heavy score work at head dim 128.
-    SmallVector<int64_t, 2> bufferChoices =
-        queryBuffers > 0      ? SmallVector<int64_t, 2>{queryBuffers}
-        : heavy && dims > 192 ? SmallVector<int64_t, 2>{1}
-                              : SmallVector<int64_t, 2>{2, 1};
-    for (int64_t buffers : bufferChoices) {
+    int64_t most = queryBuffers > 0      ? queryBuffers
+                   : heavy && dims > 192 ? 1
+                                         : 2;
+    int64_t fewest = queryBuffers > 0 ? queryBuffers : 1;
+    for (int64_t buffers = most; buffers >= fewest; --buffers) {
       if (!heavy && fits(plan(3, buffers)))
         return plan(3, buffers);
       if (fits(plan(2, buffers)))
         return plan(2, buffers);
     }
-    // Nothing fits: the last choice in two stages, which choosePlan
-    // refuses by its shared memory (a forced second query tile included).
-    return plan(2, bufferChoices.back());
+    // Nothing fits: the fewest query tiles in two stages, which
+    // choosePlan refuses by its shared memory (a forced second query tile
+    // included).
+    return plan(2, fewest);
   }
 
   /// Multi-head latent attention (hopper/latent.h): 64 packed (token,

@@ -12,7 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <initializer_list>
 #include <sstream>
+#include <string_view>
 
 namespace attnc {
 namespace {
@@ -406,6 +409,15 @@ std::vector<Case> headDimCases() {
   return all;
 }
 
+/// The cases of cases() with one of `names`, in cases()'s order.
+std::vector<Case> casesNamed(std::initializer_list<std::string_view> names) {
+  std::vector<Case> chosen;
+  for (const Case &c : cases())
+    if (std::find(names.begin(), names.end(), c.name) != names.end())
+      chosen.push_back(c);
+  return chosen;
+}
+
 /// On sm_90a, prefill CTAs are persistent and walk work items. Capping the
 /// grid at a few CTAs makes each walk many items: the K/V ring's phases and
 /// the query tile's barriers carry over between items, ragged batches leave
@@ -413,27 +425,21 @@ std::vector<Case> headDimCases() {
 /// clean. Prefill variants of every kind, each at 1, 3 and 7 CTAs.
 std::vector<Case> persistentGridCases() {
   std::vector<Case> all;
-  for (const Case &base : cases()) {
+  for (const Case &base : casesNamed({
+           "gqa4_causal_ragged_d128",
+           "gqa4_window_sinks_d64",
+           "gqa8_none_dense_d64_f16",
+           "mha_causal_d256_bf16",
+           "gqa4_causal_paged16_nhd_prefill",
+           "gqa2_paged256_hnd_prefill",
+           "gqa2_causal_paged1_hnd_d64_prefill",
+           "gqa4_window_paged5_nhd_d96_f16_prefill",
+           "softcap_causal",
+           "alibi_causal",
+           "mask_mod_document_chunked_prefill",
+           "mha_bidirectional_window",
+       })) {
     if (base.decode)
-      continue;
-    static const char *const kNames[] = {
-        "gqa4_causal_ragged_d128",
-        "gqa4_window_sinks_d64",
-        "gqa8_none_dense_d64_f16",
-        "mha_causal_d256_bf16",
-        "gqa4_causal_paged16_nhd_prefill",
-        "gqa2_paged256_hnd_prefill",
-        "gqa2_causal_paged1_hnd_d64_prefill",
-        "gqa4_window_paged5_nhd_d96_f16_prefill",
-        "softcap_causal",
-        "alibi_causal",
-        "mask_mod_document_chunked_prefill",
-        "mha_bidirectional_window",
-    };
-    bool chosen = false;
-    for (const char *name : kNames)
-      chosen = chosen || base.name == name;
-    if (!chosen)
       continue;
     for (int ctas : {1, 3, 7}) {
       Case c = base;
@@ -452,19 +458,12 @@ std::vector<Case> persistentGridCases() {
 /// 4 bytes past their allocation's start, for prefill of a few kinds.
 std::vector<Case> misalignedOutputCases() {
   std::vector<Case> all;
-  for (const Case &base : cases()) {
-    static const char *const kNames[] = {
-        "gqa4_causal_ragged_d128",
-        "gqa8_none_dense_d64_f16",
-        "alibi_causal",
-        "gqa4_causal_paged16_nhd_prefill",
-    };
-    bool chosen = false;
-    for (const char *name : kNames)
-      chosen = chosen || base.name == name;
-    if (!chosen)
-      continue;
-    Case c = base;
+  for (Case c : casesNamed({
+           "gqa4_causal_ragged_d128",
+           "gqa8_none_dense_d64_f16",
+           "alibi_causal",
+           "gqa4_causal_paged16_nhd_prefill",
+       })) {
     c.name += "_out_misaligned";
     c.shape.outputOffsetBytes = 4;
     all.push_back(c);

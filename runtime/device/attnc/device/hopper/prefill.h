@@ -174,11 +174,17 @@ struct WarpSpecializedCta
   ATTNC_DEVICE int queryTileIndex(int c) const {
     return c * S::kQueryBuffers + queryBuffer();
   }
+  /// Query tile `tile`'s barriers (consumer c's current one is
+  /// queryTileIndex(c)).
+  ATTNC_DEVICE hopper::Mbarrier &queryFull(int tile) { return bars[tile]; }
+  ATTNC_DEVICE hopper::Mbarrier &queryEmpty(int tile) {
+    return bars[S::kQueryTiles + tile];
+  }
   ATTNC_DEVICE hopper::Mbarrier &qFull(int c) {
-    return bars[queryTileIndex(c)];
+    return queryFull(queryTileIndex(c));
   }
   ATTNC_DEVICE hopper::Mbarrier &qEmpty(int c) {
-    return bars[S::kQueryTiles + queryTileIndex(c)];
+    return queryEmpty(queryTileIndex(c));
   }
   ATTNC_DEVICE hopper::Mbarrier &kFull(int stage) {
     return bars[2 * S::kQueryTiles + stage];
@@ -223,8 +229,8 @@ struct WarpSpecializedCta
                                                 pad + S::kBarrierOffset);
     if (threadIdx.x == 0) {
       for (int tile = 0; tile < S::kQueryTiles; ++tile) {
-        bars[tile].init(1);                  // its full barrier
-        bars[S::kQueryTiles + tile].init(4); // empty: one arrival per warp
+        queryFull(tile).init(1);
+        queryEmpty(tile).init(4); // one arrival per consumer warp
       }
       for (int stage = 0; stage < S::kStages; ++stage) {
         kFull(stage).init(S::kKVFillers);
