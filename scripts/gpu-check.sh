@@ -24,10 +24,40 @@ if [ "$mode" = --sanitize ]; then
   exec "$(dirname "${BASH_SOURCE[0]}")/gpu-sanitize.sh" "$out"
 fi
 status=0
-build/bin/attnc-gpu-tests 2>&1 | tee "$out/gpu-tests.log" || status=1
+# The gtests spend most of their time in NVRTC and the CPU reference, not on
+# the GPU: gtest's own sharding runs them as parallel processes (the kernel
+# cache takes concurrent writers). ATTNC_GPU_TEST_SHARDS=1 runs them as one.
+shards="${ATTNC_GPU_TEST_SHARDS:-$(($(nproc) / 2 < 8 ? $(nproc) / 2 : 8))}"
+((shards >= 1)) || shards=1
+pids=()
+for ((i = 0; i < shards; ++i)); do
+  GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i build/bin/attnc-gpu-tests \
+    >"$out/gpu-tests.shard$i.log" 2>&1 &
+  pids+=($!)
+done
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || { status=1; echo "gtest shard $i FAILED"; }
+done
+cat "$out"/gpu-tests.shard*.log >"$out/gpu-tests.log"
+grep -hE '^\[  (FAILED|SKIPPED) +\] [^ ]+\.' "$out/gpu-tests.log"
+echo "gtests in $shards shards: $(grep -c '^\[       OK \]' "$out/gpu-tests.log") OK," \
+  "$(grep -cE '^\[  FAILED  \] [^ ]+ \(' "$out/gpu-tests.log") FAILED," \
+  "$(grep -cE '^\[  SKIPPED \] [^ ]+ \(' "$out/gpu-tests.log") SKIPPED"
+grep -h '^\[  PASSED  \]' "$out"/gpu-tests.shard*.log
+# Each example checks itself against the CPU reference; they run side by side.
+example_log() { echo "$out/example.$(basename "$1").log"; }
+example_pids=()
 for f in examples/*.mlir; do
-  build/bin/attnc run "$f" --shape batch=4,q=256,kv=1024 --check 2>&1
-done | tee "$out/examples.log"
+  build/bin/attnc run "$f" --shape batch=4,q=256,kv=1024 --check \
+    >"$(example_log "$f")" 2>&1 &
+  example_pids+=($!)
+done
+examples=(examples/*.mlir)
+for i in "${!example_pids[@]}"; do
+  wait "${example_pids[$i]}" || { status=1; echo "FAILED: ${examples[$i]}"; }
+done
+for f in "${examples[@]}"; do cat "$(example_log "$f")"; done |
+  tee "$out/examples.log"
 grep -q FAIL "$out/examples.log" && status=1
 # The GPU machine reaches no registry: pytest may come with the build.
 python3 -c "import pytest" 2>/dev/null ||

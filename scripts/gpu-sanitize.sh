@@ -8,8 +8,9 @@
 #   initcheck  device reads of global memory nothing wrote
 # Every tool runs every test: on an H200 with a warm kernel cache memcheck
 # took 8 s, racecheck 21 s, synccheck 11 s, initcheck 9 s for 39 tests.
-# ATTNC_RACECHECK_FILTER (a --gtest_filter) narrows racecheck, the slowest,
-# should the suite outgrow that. Logs go to the folder given.
+# ATTNC_SANITIZE_FILTER (a --gtest_filter) narrows every tool and
+# ATTNC_RACECHECK_FILTER racecheck alone, the slowest. Logs go to the folder
+# given.
 #
 # Where compute-sanitizer is missing or cannot start the tests, this says so
 # and exits 3: the tests did not run under it, which must not read as a pass.
@@ -61,15 +62,29 @@ run_under() { # TOOL TOOL-OPTIONS [gtest arguments]
 }
 
 # gpu-check.sh put NVRTC on the library path and chose the kernel cache.
+# The tools run side by side (each its own process over the same cache);
+# each one's summary prints when all are done, in this order.
+# ATTNC_SANITIZE_FILTER (a --gtest_filter) narrows every tool.
+filter="${ATTNC_SANITIZE_FILTER:-*}"
+tools=(memcheck racecheck synccheck initcheck)
+declare -A options=([memcheck]="--leak-check full"
+  [racecheck]="--racecheck-report hazard" [synccheck]="" [initcheck]="")
+declare -A filters=([racecheck]="${ATTNC_RACECHECK_FILTER:-$filter}")
+pids=()
+for tool in "${tools[@]}"; do
+  run_under "$tool" "${options[$tool]}" \
+    --gtest_filter="${filters[$tool]:-$filter}" >"$out/$tool.summary" 2>&1 &
+  pids+=($!)
+done
 status=0
-echo "== compute-sanitizer memcheck"
-run_under memcheck "--leak-check full" || status=1
-echo "== compute-sanitizer racecheck"
-run_under racecheck "--racecheck-report hazard" \
-  --gtest_filter="${ATTNC_RACECHECK_FILTER:-*}" || status=1
-echo "== compute-sanitizer synccheck"
-run_under synccheck "" || status=1
-echo "== compute-sanitizer initcheck"
-run_under initcheck "" || status=1
+for i in "${!tools[@]}"; do
+  wait "${pids[$i]}"
+  rc=$?
+  echo "== compute-sanitizer ${tools[$i]}"
+  cat "$out/${tools[$i]}.summary"
+  # run_under exits 3 from its subshell where the tool could not start.
+  ((rc == 3)) && unavailable "see $out/${tools[$i]}.summary"
+  ((rc == 0)) || status=1
+done
 echo "compute-sanitizer: $( ((status == 0)) && echo "no errors" || echo FAILED)"
 exit $status
