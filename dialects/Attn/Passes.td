@@ -67,9 +67,11 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     warps of 16 query rows, 64-key tiles, two stages, queries in registers
     up to head dim 128; past head dim 128, or with enough per-score work,
     32-key tiles and fewer queries in registers. On sm_90a a prefill over
-    a 16-bit cache is `warp_specialized` instead: a producer and two
-    consumer warpgroups of 64 rows, KV tiles from 192 keys at head dim 64
-    to 80 at 256, two query tiles per consumer where they fit (the next
+    a 16-bit cache is `warp_specialized` instead: a producer and consumer
+    warpgroups of 64 rows, three with 128-key tiles up to head dim 64 where
+    their registers hold the work (no heavy score work, no gathered pages),
+    else two with KV tiles from 192 keys at head dim 64 to 80 at 256, two
+    query tiles per consumer where they fit (the next
     item's queries load while one runs, and its output is staged through
     the other), then as many stages as fit, up to three. A `!attn.latent_kv`
     cache (multi-head latent attention) takes the `latent` schedule on

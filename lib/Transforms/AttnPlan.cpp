@@ -1,7 +1,10 @@
 //===- AttnPlan.cpp - choose target, schedule and tiles -------------------===//
 
 #include "attnc/Transforms/Passes.h"
+#include "attnc/device/hopper/smem_layout.h"
 #include "attnc/device/hopper/wgmma.h"
+
+#include <numeric>
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNPLAN
@@ -169,17 +172,36 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                    succeeded(outside("query-buffers", queryBuffers, 0, 2)));
   }
 
-  /// Hopper prefill (FlashAttention-3's schedule): two consumer warpgroups
-  /// of 64 rows. A consumer holds its output (vDim / 2 registers a thread),
+  /// Whether three consumers' 160 registers each hold their work: 128-key
+  /// tiles at head dims up to 64 without heavy score work, beside a
+  /// producer that issues bulk copies (one that gathers pages keeps 56
+  /// registers and leaves them 152). Measured with ptxas on sm_90a: no
+  /// spills for masks, soft-cap, ALiBi, sinks, segments or one region alone
+  /// at head dim 64; 48 bytes gathering pages of 1 or 3 slots, 58 with
+  /// ALiBi, soft-cap and a window together; 144-208 at head dim 96.
+  static constexpr int64_t kThreeConsumerKeys = 128;
+  static bool threeConsumersFit(AttentionOp op, bool heavy) {
+    auto key = cast<KVType>(op.getKey().getType());
+    bool gathers = key.getLayout() == attnc::TokenLayout::Paged &&
+                   !attnc::hopper::boxesFillAtoms(
+                       int(std::gcd(key.getPageSize(), kThreeConsumerKeys)));
+    return std::max(op.getQKHeadDim(), op.getVHeadDim()) <= 64 && !heavy &&
+           !gathers;
+  }
+
+  /// Hopper prefill (FlashAttention-3's schedule): consumer warpgroups of
+  /// 64 rows. A consumer holds its output (vDim / 2 registers a thread),
   /// the scores of one KV tile (blockN / 2) and their probabilities in 16
-  /// bits (blockN / 4) within the 232 registers setmaxnreg gives it (224
-  /// where the producer gathers pages: prefill.h). Up to
-  /// head dim 64 the products are short beside each tile's fixed costs
-  /// (row maxima, rescaling, barriers), so the tile is 192 keys; 128 up to
-  /// head dim 128 and 80 above 192 (as FlashAttention-3 picks; at head dim
-  /// 256, 80 keys ran 4 % faster than 64); 96 between. Two stages of K and V
-  /// fit the 227 KiB of shared memory at every head dim (at 256 with 80-key
-  /// tiles: 225 KiB).
+  /// bits (blockN / 4) within what setmaxnreg gives it (prefill.h): 232
+  /// registers each for two consumers (224 where the producer gathers
+  /// pages), 160 for three. Up to head dim 64 the products are short beside
+  /// each tile's fixed costs (row maxima, rescaling, barriers): three
+  /// consumers hide one's softmax behind two others' products, with
+  /// 128-key tiles (as FlashAttention-3 picks), where they fit; otherwise
+  /// two with 192-key tiles. Past 64, two consumers and 128 keys up to head
+  /// dim 128, 80 above 192 (at head dim 256, 80 keys ran 4 % faster than
+  /// 64), 96 between. Two stages of K and V fit the 227 KiB of shared
+  /// memory at every head dim (at 256 with 80-key tiles: 225 KiB).
   PlanAttr warpSpecialized(AttentionOp op) {
     int64_t dims = std::max(op.getQKHeadDim(), op.getVHeadDim());
     // Per-score work of three or more (regions with masks or modifiers)
@@ -190,13 +212,14 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     // column ids (a quarter of its keys) in registers (measured: 52 bytes
     // spilled with a window at head dim 192 and 96-key tiles).
     bool heavy = scoreWork(op) + bool(op.getQuerySegments()) >= 3;
-    int64_t blockN = dims <= 64    ? (heavy ? 128 : 192)
+    int64_t count = consumers > 0                  ? consumers
+                    : threeConsumersFit(op, heavy) ? 3
+                                                   : 2;
+    int64_t blockN = dims <= 64
+                         ? (heavy || count == 3 ? kThreeConsumerKeys : 192)
                      : dims <= 128 ? (heavy ? 96 : 128)
                      : dims <= 192 ? (heavy ? 64 : 96)
                                    : (heavy ? 32 : 80);
-    // Three consumers (152 registers each) spill and serialize wgmma even
-    // at head dim 64 with 128-key tiles (ptxas C7512): two by default.
-    int64_t count = consumers > 0 ? consumers : 2;
     auto plan = [&](int64_t stages, int64_t queryBuffers) {
       return PlanAttr::get(&getContext(), Schedule::warp_specialized,
                            attnc::hopper::kWgmmaM * count, blockN,

@@ -1,8 +1,8 @@
 // RUN: attn-opt %s -split-input-file -verify-diagnostics -attn-plan="arch=sm_90a" | FileCheck %s
 
 // Hopper prefill is warp-specialized: a producer warpgroup and two consumer
-// warpgroups of 64 rows (12 warps, 128 rows), 128-key tiles up to head dim
-// 128, two query tiles per consumer first (the next item's queries load
+// warpgroups of 64 rows (12 warps, 128 rows) past head dim 64, 128-key tiles
+// up to head dim 128, two query tiles per consumer first (the next item's queries load
 // while one runs, and its output stages through the other), then as many
 // stages as fit, up to three: two at head dim 128.
 // CHECK-LABEL: func.func @prefill_d128
@@ -17,15 +17,44 @@ func.func @prefill_d128(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128
 
 // -----
 
-// Head dim 64 keeps its third stage beside the second query tiles.
+// Up to head dim 64 three consumers (16 warps, 192 rows) share 128-key
+// tiles, and the third stage stays beside the second query tiles.
 // CHECK-LABEL: func.func @prefill_d64
-// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 192, warps = 12 x 1, stages = 3, kv_splits = 1, q_in_regs = false, q_buffers = 2>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 192 x 128, warps = 16 x 1, stages = 3, kv_splits = 1, q_in_regs = false, q_buffers = 2>
 func.func @prefill_d64(%q: !attn.q<?x64x64xbf16>, %k: !attn.kv<?x64x64xbf16>,
                        %v: !attn.kv<?x64x64xbf16>) -> !attn.out<?x64x64xbf16> {
   %out = attn.attention(%q, %k, %v) {causal}
       : !attn.q<?x64x64xbf16>, !attn.kv<?x64x64xbf16>, !attn.kv<?x64x64xbf16>
       -> !attn.out<?x64x64xbf16>
   return %out : !attn.out<?x64x64xbf16>
+}
+
+// -----
+
+// A producer that gathers pages of 3 slots keeps more registers than three
+// consumers leave it: two consumers, with 192-key tiles, at head dim 64.
+// CHECK-LABEL: func.func @prefill_d64_gathered_pages
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 192, warps = 12 x 1, stages = 3, kv_splits = 1, q_in_regs = false, q_buffers = 2>
+func.func @prefill_d64_gathered_pages(%q: !attn.q<?x16x64xbf16, ragged>, %k: !attn.kv<?x4x64xbf16, paged<3, nhd>>,
+                                      %v: !attn.kv<?x4x64xbf16, paged<3, nhd>>) -> !attn.out<?x16x64xbf16, ragged> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x16x64xbf16, ragged>, !attn.kv<?x4x64xbf16, paged<3, nhd>>, !attn.kv<?x4x64xbf16, paged<3, nhd>>
+      -> !attn.out<?x16x64xbf16, ragged>
+  return %out : !attn.out<?x16x64xbf16, ragged>
+}
+
+// -----
+
+// Heavy score work (soft-cap, ALiBi and a window) at head dim 64 keeps two
+// consumers, with 128-key tiles.
+// CHECK-LABEL: func.func @prefill_d64_heavy
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, q_buffers = 2>
+func.func @prefill_d64_heavy(%q: !attn.q<?x16x64xbf16>, %k: !attn.kv<?x4x64xbf16>,
+                             %v: !attn.kv<?x4x64xbf16>) -> !attn.out<?x16x64xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal, alibi, softcap = 20.0 : f32, window = #attn.window<300, 0>}
+      : !attn.q<?x16x64xbf16>, !attn.kv<?x4x64xbf16>, !attn.kv<?x4x64xbf16>
+      -> !attn.out<?x16x64xbf16>
+  return %out : !attn.out<?x16x64xbf16>
 }
 
 // -----

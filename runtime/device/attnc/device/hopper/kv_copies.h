@@ -56,8 +56,14 @@ template <class C> struct KVCopies {
   /// copies, 56 to gather rows (the copy loop, unrolled, needs them: 22 ->
   /// 12 instructions per copy at head dim 128), 72 to widen them (the
   /// rows' sources, page ids two tiles ahead and a block's chunks,
-  /// row_widen.h; the consumers then keep 216 and spill nothing).
-  static constexpr int kProducerRegisters = kWidenKV ? 72 : kGatherKV ? 56 : 40;
+  /// row_widen.h; the consumers then keep 216 and spill nothing). Beside
+  /// three consumers the issuer keeps 32: 40 would leave each consumer 152
+  /// registers, where 128-key tiles at head dim 64 spill, and 32 leaves 160.
+  static constexpr bool kThreeConsumers = C::kWarpsM == 16;
+  static constexpr int kIssueRegisters = kThreeConsumers ? 32 : 40;
+  static constexpr int kProducerRegisters = kWidenKV    ? 72
+                                            : kGatherKV ? 56
+                                                        : kIssueRegisters;
 };
 
 #if ATTNC_IS_DEVICE
