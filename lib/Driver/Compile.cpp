@@ -186,7 +186,8 @@ CompileResult compileUncached(const std::string &key, const std::string &source,
 
   start = std::chrono::steady_clock::now();
   StatusOr<jit::CompiledCode> code =
-      nvrtc.compile(result.cuda, options.arch, /*ptx=*/false);
+      nvrtc.compile(result.cuda, options.arch, /*ptx=*/false,
+                    /*driverCache=*/disk.has_value());
   if (!code.ok())
     return code.status();
   result.cubin = std::move(code->image);

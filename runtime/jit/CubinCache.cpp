@@ -37,7 +37,8 @@ StatusOr<std::string> cachedCubin(const std::string &source,
   if (disk)
     if (std::optional<std::string> entry = disk->get(key))
       return *entry;
-  StatusOr<CompiledCode> code = (*nvrtc)->compile(source, arch, /*ptx=*/false);
+  StatusOr<CompiledCode> code = (*nvrtc)->compile(
+      source, arch, /*ptx=*/false, /*driverCache=*/disk.has_value());
   if (!code.ok())
     return code.status();
   if (disk)

@@ -63,7 +63,8 @@ std::string Nvrtc::version() const {
 }
 
 StatusOr<CompiledCode> Nvrtc::compile(const std::string &source,
-                                      const std::string &arch, bool ptx) const {
+                                      const std::string &arch, bool ptx,
+                                      bool driverCache) const {
   std::vector<const char *> names, contents;
   for (int i = 0; i < kNumDeviceHeaders; ++i) {
     names.push_back(kDeviceHeaders[i].includeName);
@@ -89,6 +90,8 @@ StatusOr<CompiledCode> Nvrtc::compile(const std::string &source,
                                        "-lineinfo"};
   if (!include.empty())
     options.push_back(includeOption.c_str());
+  if (!driverCache && (major_ > 12 || (major_ == 12 && minor_ >= 9)))
+    options.push_back("--no-cache");
   result = nvrtcCompileProgram(program, int(options.size()), options.data());
   CompiledCode code;
   size_t logSize = 0;

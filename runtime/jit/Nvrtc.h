@@ -26,8 +26,13 @@ class Nvrtc {
 public:
   static StatusOr<Nvrtc *> get();
   /// Compiles `source` for `arch` ("sm_90a") to a cubin, or to PTX.
+  /// Where a CUDA driver is loaded, NVRTC 12.9 and later also look in, and
+  /// add to, the driver's compute cache (~/.nv/ComputeCache):
+  /// `driverCache = false` bypasses it (NVRTC's --no-cache), for callers
+  /// that asked for no cache at all, so that their compile is cold.
   StatusOr<CompiledCode> compile(const std::string &source,
-                                 const std::string &arch, bool ptx) const;
+                                 const std::string &arch, bool ptx,
+                                 bool driverCache) const;
   /// "13.0": part of every cache key.
   std::string version() const;
   /// The toolkit's include directory, or "" when none was found.

@@ -81,7 +81,8 @@ std::string kernelSource(const std::vector<BlocksConfig> &configs) {
 
 StatusOr<jit::CompiledCode>
 compileKernels(jit::Nvrtc &nvrtc, const std::vector<BlocksConfig> &configs) {
-  return nvrtc.compile(kernelSource(configs), "sm_90a", /*ptx=*/false);
+  return nvrtc.compile(kernelSource(configs), "sm_90a", /*ptx=*/false,
+                       /*driverCache=*/true);
 }
 
 std::string widthsProbeSource() { return kWgmmaWidthsProbeSource; }

@@ -229,7 +229,8 @@ int main() {
   }
 
   StatusOr<jit::CompiledCode> probe =
-      (*nvrtc)->compile(widthsProbeSource(), "sm_90a", /*ptx=*/false);
+      (*nvrtc)->compile(widthsProbeSource(), "sm_90a", /*ptx=*/false,
+                        /*driverCache=*/true);
   judge(probe.ok(), "the wgmma widths probe does not compile:\n" +
                         (probe.ok() ? "" : probe.status().message()));
   if (probe.ok()) {

@@ -3,6 +3,7 @@
 #include "cuda/CudaDriver.h"
 #include "exec/Program.h"
 #include "jit/DiskCache.h"
+#include "jit/Nvrtc.h"
 
 #include <gtest/gtest.h>
 
@@ -105,6 +106,26 @@ TEST(CudaDriver, MissingGpuIsAnErrorValue) {
     GTEST_SKIP() << "this machine has a GPU: " << (*driver)->device().name;
   EXPECT_EQ(driver.status().code(), ErrorCode::NoDevice);
   EXPECT_FALSE(driver.status().message().empty());
+}
+
+// A compile that bypasses the CUDA driver's compute cache (what `--no-cache`
+// asks for) is accepted by NVRTC and gives the same code as one that may use
+// it: the bypass changes where the time goes, never the kernel.
+TEST(Nvrtc, BypassingTheDriverCacheGivesTheSameCubin) {
+  StatusOr<jit::Nvrtc *> nvrtc = jit::Nvrtc::get();
+  if (!nvrtc.ok())
+    GTEST_SKIP() << "no NVRTC: " << nvrtc.status().message();
+  std::string source = "extern \"C\" __global__ void twice(float *x) {\n"
+                       "  x[threadIdx.x] *= 2.0f;\n"
+                       "}\n";
+  StatusOr<jit::CompiledCode> cached =
+      (*nvrtc)->compile(source, "sm_90a", /*ptx=*/false, /*driverCache=*/true);
+  StatusOr<jit::CompiledCode> cold =
+      (*nvrtc)->compile(source, "sm_90a", /*ptx=*/false, /*driverCache=*/false);
+  ASSERT_TRUE(cached.ok()) << cached.status().toString();
+  ASSERT_TRUE(cold.ok()) << cold.status().toString();
+  EXPECT_FALSE(cold->image.empty());
+  EXPECT_EQ(cold->image, cached->image);
 }
 
 } // namespace

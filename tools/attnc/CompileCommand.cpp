@@ -176,7 +176,8 @@ int runCompile(const CompileArgs &args) {
   if (args.emit == "ptx") {
     StatusOr<jit::Nvrtc *> nvrtc = jit::Nvrtc::get();
     StatusOr<jit::CompiledCode> ptx =
-        nvrtc.ok() ? (*nvrtc)->compile(compiled->cuda, args.arch, true)
+        nvrtc.ok() ? (*nvrtc)->compile(compiled->cuda, args.arch, true,
+                                       /*driverCache=*/!args.noCache)
                    : StatusOr<jit::CompiledCode>(nvrtc.status());
     if (!ptx.ok()) {
       printFailure(ptx.status());
@@ -211,7 +212,8 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--cache-dir", args->cacheDir,
                   "kernel cache (default $XDG_CACHE_HOME/attnc)");
   cmd->add_flag("--no-cache", args->noCache,
-                "neither read nor write the cache");
+                "neither read nor write the cache, nor the CUDA driver's "
+                "compute cache NVRTC uses (a cold compile)");
   cmd->footer("Examples:\n"
               "  attnc compile examples/gqa_paged_decode.mlir --emit=gpu\n"
               "  attnc compile examples/softcap.mlir --emit=cubin -o k.cubin\n"
