@@ -4,8 +4,6 @@
 #include "attnc/device/hopper/smem_layout.h"
 #include "attnc/device/hopper/wgmma.h"
 
-#include <numeric>
-
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNPLAN
 #include "attnc/Dialect/Attn/Passes.h.inc"
@@ -174,17 +172,17 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
 
   /// Whether three consumers' 160 registers each hold their work: 128-key
   /// tiles at head dims up to 64 without heavy score work, beside a
-  /// producer that issues bulk copies (one that gathers pages keeps 56
-  /// registers and leaves them 152). Measured with ptxas on sm_90a: no
-  /// spills for masks, soft-cap, ALiBi, sinks, segments or one region alone
-  /// at head dim 64; 48 bytes gathering pages of 1 or 3 slots, 58 with
-  /// ALiBi, soft-cap and a window together; 144-208 at head dim 96.
-  static constexpr int64_t kThreeConsumerKeys = 128;
+  /// producer that issues bulk copies. A producer that gathers pages (of a
+  /// size the copy engine's swizzle atoms do not divide; every KV tile is a
+  /// multiple of 8 keys) keeps 56 registers and leaves them 152. Measured
+  /// with ptxas on sm_90a: no spills for masks, soft-cap, ALiBi, sinks,
+  /// segments or one region alone at head dim 64; 48 bytes gathering pages
+  /// of 1 or 3 slots, 58 with ALiBi, soft-cap and a window together, 144-208
+  /// at head dim 96.
   static bool threeConsumersFit(AttentionOp op, bool heavy) {
     auto key = cast<KVType>(op.getKey().getType());
     bool gathers = key.getLayout() == attnc::TokenLayout::Paged &&
-                   !attnc::hopper::boxesFillAtoms(
-                       int(std::gcd(key.getPageSize(), kThreeConsumerKeys)));
+                   !attnc::hopper::boxesFillAtoms(int(key.getPageSize()));
     return std::max(op.getQKHeadDim(), op.getVHeadDim()) <= 64 && !heavy &&
            !gathers;
   }
@@ -197,8 +195,9 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   /// pages), 160 for three. Up to head dim 64 the products are short beside
   /// each tile's fixed costs (row maxima, rescaling, barriers): three
   /// consumers hide one's softmax behind two others' products, with
-  /// 128-key tiles (as FlashAttention-3 picks), where they fit; otherwise
-  /// two with 192-key tiles. Past 64, two consumers and 128 keys up to head
+  /// 128-key tiles (as FlashAttention-3 picks; P7a 10 % faster than two
+  /// with 192, docs/PERFORMANCE.md), where they fit; otherwise two with
+  /// 192-key tiles. Past 64, two consumers and 128 keys up to head
   /// dim 128, 80 above 192 (at head dim 256, 80 keys ran 4 % faster than
   /// 64), 96 between. Two stages of K and V fit the 227 KiB of shared
   /// memory at every head dim (at 256 with 80-key tiles: 225 KiB).
@@ -215,8 +214,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     int64_t count = consumers > 0                  ? consumers
                     : threeConsumersFit(op, heavy) ? 3
                                                    : 2;
-    int64_t blockN = dims <= 64
-                         ? (heavy || count == 3 ? kThreeConsumerKeys : 192)
+    int64_t blockN = dims <= 64    ? (heavy || count == 3 ? 128 : 192)
                      : dims <= 128 ? (heavy ? 96 : 128)
                      : dims <= 192 ? (heavy ? 64 : 96)
                                    : (heavy ? 32 : 80);
