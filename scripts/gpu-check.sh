@@ -46,13 +46,13 @@ echo "gtests in $shards shards: $(grep -c '^\[       OK \]' "$out/gpu-tests.log"
 grep -h '^\[  PASSED  \]' "$out"/gpu-tests.shard*.log
 # Each example checks itself against the CPU reference; they run side by side.
 example_log() { echo "$out/example.$(basename "$1").log"; }
+examples=(examples/*.mlir)
 example_pids=()
-for f in examples/*.mlir; do
+for f in "${examples[@]}"; do
   build/bin/attnc run "$f" --shape batch=4,q=256,kv=1024 --check \
     >"$(example_log "$f")" 2>&1 &
   example_pids+=($!)
 done
-examples=(examples/*.mlir)
 for i in "${!example_pids[@]}"; do
   wait "${example_pids[$i]}" || { status=1; echo "FAILED: ${examples[$i]}"; }
 done

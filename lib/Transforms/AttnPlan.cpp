@@ -170,19 +170,19 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                    succeeded(outside("query-buffers", queryBuffers, 0, 2)));
   }
 
-  /// Whether three consumers' 160 registers each hold their work: 128-key
-  /// tiles at head dims up to 64 without heavy score work, beside a
-  /// producer that issues bulk copies. A producer that gathers pages (of a
-  /// size the copy engine's swizzle atoms do not divide; every KV tile is a
-  /// multiple of 8 keys) keeps 56 registers and leaves them 152. Measured
+  /// Whether three consumers' 160 registers each hold their work: their
+  /// tiles of kThreeConsumerKeys at head dims up to 64 without heavy score
+  /// work, beside a producer that issues bulk copies. A producer that
+  /// gathers pages (attn_gpu::kvBoxRows: boxes that are not whole swizzle
+  /// atoms) keeps 56 registers and leaves them 152. Measured
   /// with ptxas on sm_90a: no spills for masks, soft-cap, ALiBi, sinks,
   /// segments or one region alone at head dim 64; 48 bytes gathering pages
   /// of 1 or 3 slots, 58 with ALiBi, soft-cap and a window together, 144-208
   /// at head dim 96.
+  static constexpr int64_t kThreeConsumerKeys = 128;
   static bool threeConsumersFit(AttentionOp op, bool heavy) {
-    auto key = cast<KVType>(op.getKey().getType());
-    bool gathers = key.getLayout() == attnc::TokenLayout::Paged &&
-                   !attnc::hopper::boxesFillAtoms(int(key.getPageSize()));
+    bool gathers = !attnc::hopper::boxesFillAtoms(int(attn_gpu::kvBoxRows(
+        cast<KVType>(op.getKey().getType()), kThreeConsumerKeys)));
     return std::max(op.getQKHeadDim(), op.getVHeadDim()) <= 64 && !heavy &&
            !gathers;
   }
@@ -214,7 +214,9 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     int64_t count = consumers > 0                  ? consumers
                     : threeConsumersFit(op, heavy) ? 3
                                                    : 2;
-    int64_t blockN = dims <= 64    ? (heavy || count == 3 ? 128 : 192)
+    int64_t blockN = dims <= 64    ? (count == 3 ? kThreeConsumerKeys
+                                      : heavy    ? 128
+                                                 : 192)
                      : dims <= 128 ? (heavy ? 96 : 128)
                      : dims <= 192 ? (heavy ? 64 : 96)
                                    : (heavy ? 32 : 80);

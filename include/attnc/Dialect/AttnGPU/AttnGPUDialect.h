@@ -20,6 +20,11 @@ namespace mlir::attn_gpu {
 using ::attnc::PartialTiles;
 /// Parses a PartialTiles keyword (`never`, `edges`, `always`).
 FailureOr<PartialTiles> parsePartialTiles(AsmParser &parser);
+/// Key rows of each box in which a warp-specialized producer fills a
+/// `blockN`-key tile of `key`: the whole tile, a page's part of it, or one
+/// row of an fp8 cache (widened row by row). Boxes that are not whole
+/// swizzle atoms (hopper::boxesFillAtoms) are gathered row by row instead.
+int64_t kvBoxRows(attn::KVType key, int64_t blockN);
 } // namespace mlir::attn_gpu
 
 #define GET_ATTRDEF_CLASSES

@@ -22,18 +22,21 @@ int64_t KernelOp::getSharedMemoryBytes() {
       attn::elementBytes(cast<attn::KVType>(getKey()).getElementType()));
 }
 
-int64_t KernelOp::getKVBoxRows() {
-  PlanAttr plan = getPlan();
-  if (!plan.isWarpSpecialized())
-    return 0;
-  auto key = cast<attn::KVType>(getKey());
+int64_t mlir::attn_gpu::kvBoxRows(attn::KVType key, int64_t blockN) {
   // An fp8 cache is staged and widened by the producer on its way into the
   // 16-bit tiles wgmma reads (row_widen.h), never copied by the copy engine.
   if (attn::elementBytes(key.getElementType()) < 2)
     return 1;
   if (key.getLayout() != attnc::TokenLayout::Paged)
-    return plan.getBlockN();
-  return std::gcd(key.getPageSize(), plan.getBlockN());
+    return blockN;
+  return std::gcd(key.getPageSize(), blockN);
+}
+
+int64_t KernelOp::getKVBoxRows() {
+  PlanAttr plan = getPlan();
+  if (!plan.isWarpSpecialized())
+    return 0;
+  return kvBoxRows(cast<attn::KVType>(getKey()), plan.getBlockN());
 }
 
 LogicalResult KernelOp::verify() {

@@ -29,6 +29,8 @@ namespace attnc {
 namespace hopper {
 
 template <class C> struct KVCopies {
+  /// The warpgroups besides the producer (the plan's `warps` / 4 - 1).
+  static constexpr int kConsumers = C::kWarpsM / 4 - 1;
   static constexpr bool kPaged = C::kKVLayout == TokenLayout::Paged;
   static constexpr int kKVBoxRows = C::kKVBoxRows;
   static constexpr bool kGatherKV = !boxesFillAtoms(kKVBoxRows);
@@ -59,8 +61,7 @@ template <class C> struct KVCopies {
   /// row_widen.h; the consumers then keep 216 and spill nothing). Beside
   /// three consumers the issuer keeps 32: 40 would leave each consumer 152
   /// registers, where 128-key tiles at head dim 64 spill, and 32 leaves 160.
-  static constexpr bool kThreeConsumers = C::kWarpsM == 16;
-  static constexpr int kIssueRegisters = kThreeConsumers ? 32 : 40;
+  static constexpr int kIssueRegisters = kConsumers > 2 ? 32 : 40;
   static constexpr int kProducerRegisters = kWidenKV    ? 72
                                             : kGatherKV ? 56
                                                         : kIssueRegisters;

@@ -68,7 +68,7 @@ template <class C> struct WarpSpecializedShape : hopper::KVCopies<C> {
                 "wgmma reads K/V tiles as loaded: fp8 caches take mma.sync");
   static constexpr int kD = C::kHeadDimQK;
   static constexpr int kDV = C::kHeadDimV;
-  static constexpr int kConsumers = C::kWarpsM / 4 - 1;
+  using hopper::KVCopies<C>::kConsumers;
   static constexpr int kBlockM = C::kBlockM;
   static_assert(kBlockM == hopper::kWgmmaM * kConsumers,
                 "a consumer warpgroup's 64 rows each (PlanAttr::verify)");
