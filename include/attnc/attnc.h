@@ -162,7 +162,10 @@ public:
   bool fromCache() const;
 
   /// Checks `batch`, loads the kernel, chooses KV splits and allocates the
-  /// scratch memory split-KV needs. Reuse the plan for every layer.
+  /// scratch memory split-KV needs (and the counters with which persistent
+  /// prefill CTAs claim their work). Reuse the plan for every layer; a plan
+  /// serves one launch at a time, so runs on several streams at once take
+  /// a plan each.
   StatusOr<Plan> plan(const Batch &batch) const;
   /// Launches on `stream` (a CUstream; null for the default stream). Inputs
   /// and outputs are device pointers in the function's order. No

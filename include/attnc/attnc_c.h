@@ -204,6 +204,11 @@ attnc_status attnc_kernel_output(attnc_kernel kernel, int index,
 const char *attnc_kernel_cuda_source(attnc_kernel kernel);
 size_t attnc_kernel_cubin_size(attnc_kernel kernel);
 
+/* Allocates the plan's scratch memory (split-KV partial states, the
+ * counters of split merges and of persistent prefill's item claims) and
+ * synchronizes: make it once per batch shape and reuse it for every layer.
+ * A plan serves one launch at a time: runs on several streams at once take
+ * a plan each. */
 attnc_status attnc_plan_create(attnc_kernel kernel, const attnc_batch *batch,
                                attnc_plan *out);
 attnc_status attnc_plan_destroy(attnc_plan plan);

@@ -171,20 +171,22 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   }
 
   /// Whether three consumers' 160 registers each hold their work: their
-  /// tiles of kThreeConsumerKeys at head dims up to 64 without heavy score
-  /// work, beside a producer that issues bulk copies. A producer that
-  /// gathers pages (attn_gpu::kvBoxRows: boxes that are not whole swizzle
-  /// atoms) keeps 56 registers and leaves them 152. Measured
-  /// with ptxas on sm_90a: no spills for masks, soft-cap, ALiBi, sinks,
-  /// segments or one region alone at head dim 64; 48 bytes gathering pages
-  /// of 1 or 3 slots, 58 with ALiBi, soft-cap and a window together, 144-208
-  /// at head dim 96.
+  /// tiles of kThreeConsumerKeys at head dims up to 64 with declarative
+  /// masks and modifiers but no region and no heavy score work, beside a
+  /// producer that issues bulk copies. A producer that gathers pages
+  /// (attn_gpu::kvBoxRows: boxes that are not whole swizzle atoms) keeps 56
+  /// registers and leaves them 152. Measured with ptxas on sm_90a: no
+  /// spills for masks, soft-cap, ALiBi, sinks or segments at head dim 64;
+  /// 4-430 bytes with a score_mod or mask_mod region (beside the consumers'
+  /// reading of claimed items), 48 gathering pages of 1 or 3 slots, 58 with
+  /// ALiBi, soft-cap and a window together, 144-208 at head dim 96.
   static constexpr int64_t kThreeConsumerKeys = 128;
   static bool threeConsumersFit(AttentionOp op, bool heavy) {
     bool gathers = !attnc::hopper::boxesFillAtoms(int(attn_gpu::kvBoxRows(
         cast<KVType>(op.getKey().getType()), kThreeConsumerKeys)));
+    bool region = !op.getScoreMod().empty() || !op.getMaskMod().empty();
     return std::max(op.getQKHeadDim(), op.getVHeadDim()) <= 64 && !heavy &&
-           !gathers;
+           !region && !gathers;
   }
 
   /// Hopper prefill (FlashAttention-3's schedule): consumer warpgroups of

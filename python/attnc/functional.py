@@ -27,9 +27,13 @@ def kernel_for(spec=None, mlir=None):
     return kernel
 
 
-def _plan(kernel, key, **batch):
-    """Dense shapes plan once and reuse (split-KV scratch included)."""
-    key = (id(kernel),) + key
+def _plan(kernel, stream, key, **batch):
+    """A plan per kernel, stream and batch (shapes, and a ragged batch's
+    index pointers, which the plan holds), made once and reused. A plan
+    serves one launch at a time (its split-KV scratch and arrival
+    counters, a persistent prefill's item-claim counters), so each stream
+    has its own; a new plan allocates and synchronizes."""
+    key = (id(kernel), stream) + key
     plan = _PLANS.get(key)
     if plan is None:
         plan = kernel.plan(**batch)
@@ -258,19 +262,21 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     if return_lse:
         lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
         outputs.append(lse.data_ptr())
+    stream = current_stream(q)
     if ragged:
-        plan = kernel.plan(batch, q_len, kv_len, tokens,
-                           q_indptr=q_indptr.data_ptr(),
-                           kv_indptr=kv_indptr.data_ptr(),
-                           kv_tokens=k.shape[0])
+        plan = _plan(kernel, stream,
+                     (batch, q_len, kv_len, tokens, q_indptr.data_ptr(),
+                      kv_indptr.data_ptr(), k.shape[0]),
+                     batch=batch, max_query_len=q_len, max_kv_len=kv_len,
+                     query_tokens=tokens, q_indptr=q_indptr.data_ptr(),
+                     kv_indptr=kv_indptr.data_ptr(), kv_tokens=k.shape[0])
     else:
-        plan = _plan(kernel, (batch, q_len, kv_len), batch=batch,
+        plan = _plan(kernel, stream, (batch, q_len, kv_len), batch=batch,
                      max_query_len=q_len, max_kv_len=kv_len,
                      query_tokens=tokens)
     kernel.run(plan, [q.data_ptr(), k.data_ptr(), v.data_ptr()] +
                [s.data_ptr() for s in scales] +
-               [c.data_ptr() for c in captures], outputs,
-               current_stream(q),
+               [c.data_ptr() for c in captures], outputs, stream,
                [list(s.shape) for s in scales] +
                [list(c.shape) for c in captures])
     return (out, lse) if return_lse else out
@@ -318,11 +324,11 @@ def merge_states(outs, lses):
     out = torch.empty_like(first)
     lse = torch.empty(first.shape[:-1], dtype=torch.float32,
                       device=first.device)
-    plan = _plan(kernel, (rows,), batch=1, max_query_len=rows, max_kv_len=0,
-                 query_tokens=rows)
+    stream = current_stream(first)
+    plan = _plan(kernel, stream, (rows,), batch=1, max_query_len=rows,
+                 max_kv_len=0, query_tokens=rows)
     inputs = []
     for o, s in zip(outs, lses):
         inputs += [o.data_ptr(), s.data_ptr()]
-    kernel.run(plan, inputs, [out.data_ptr(), lse.data_ptr()],
-               current_stream(first))
+    kernel.run(plan, inputs, [out.data_ptr(), lse.data_ptr()], stream)
     return out, lse

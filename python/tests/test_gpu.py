@@ -144,6 +144,55 @@ def test_ragged_prefill_matches_sdpa_per_request():
         start += n
 
 
+def test_ragged_prefill_reruns_and_replays_in_a_cuda_graph():
+    # A persistent prefill's CTAs claim their items with counters that each
+    # launch leaves at zero for the next: the same call again, on the plan
+    # attention() kept for it, and graph replays of it must each write every
+    # row. Requests of very different lengths, so that CTAs claim unevenly.
+    torch.manual_seed(13)
+    lens = [1100, 37, 513, 2, 700, 129]
+    offsets = [0]
+    for n in lens:
+        offsets.append(offsets[-1] + n)
+    indptr = torch.tensor(offsets, dtype=torch.int32, device="cuda")
+    total = offsets[-1]
+    q = torch.randn(total, 16, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(total, 4, 128, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    out = poisoned(q)
+
+    def call():
+        return attnc.attention(q, k, v, causal=True, q_indptr=indptr,
+                               kv_indptr=indptr, max_q_len=max(lens),
+                               max_kv_len=max(lens), out=out)
+
+    call()
+    first = out.clone()
+    plans = len(attnc.functional._PLANS)
+    out.fill_(float("nan"))
+    call()
+    assert len(attnc.functional._PLANS) == plans, "the plan was not reused"
+    assert torch.equal(out, first)
+    for b, n in enumerate(lens):
+        s = slice(offsets[b], offsets[b] + n)
+        ref = sdpa(q[None, s], k[None, s], v[None, s], causal=True)[0]
+        assert relative_error(out[s], ref) < 1e-2, f"request {b}"
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        call()  # this stream's plan: made outside the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        call()
+    for replay in range(3):
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, first), f"replay {replay}"
+
+
 def test_ragged_prefill_with_narrower_values_matches_sdpa():
     # MLA's non-absorbed chunked prefill as engines run it: ragged
     # requests, qk 192 and v 128, the return LSE included.

@@ -176,10 +176,12 @@ KVSplits Executor::chooseSplits(const LaunchSpec &launch,
                         totalKeyTiles, launch.mergesSplits);
 }
 
-Executor::SplitWorkspace Executor::splitWorkspace(const LaunchSpec &launch,
-                                                  const BatchLayout &layout,
-                                                  int splits) const {
-  SplitWorkspace workspace;
+Executor::LaunchWorkspace Executor::launchWorkspace(const LaunchSpec &launch,
+                                                    const BatchLayout &layout,
+                                                    int splits) const {
+  LaunchWorkspace workspace;
+  if (walksWorkOrder(launch))
+    workspace.claims = 2 * sizeof(int32_t);
   if (!launch.mergesSplits)
     return workspace;
   const ValueSpec &out = program_.values[launch.results[0]];
@@ -198,10 +200,13 @@ Executor::workspaceBytes(const BatchLayout &layout) const {
   std::map<int, size_t> bytes;
   for (int i = 0; i < int(program_.launches.size()); ++i) {
     const LaunchSpec &launch = program_.launches[i];
-    if (launch.mergesSplits)
-      bytes[i] = splitWorkspace(launch, layout,
-                                int(chooseSplits(launch, layout).splits))
-                     .total();
+    if (launch.kind != LaunchSpec::Kind::Attention)
+      continue;
+    size_t total = launchWorkspace(launch, layout,
+                                   int(chooseSplits(launch, layout).splits))
+                       .total();
+    if (total > 0)
+      bytes[i] = total;
   }
   return bytes;
 }
@@ -399,17 +404,20 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
   p.partial_out = static_cast<float *>(p.out);
   p.partial_lse = p.lse;
   p.partial_split_stride = rows;
-  if (launch.mergesSplits) {
-    SplitWorkspace workspace = splitWorkspace(launch, layout, splits);
+  LaunchWorkspace workspace = launchWorkspace(launch, layout, splits);
+  char *workspaceBase = nullptr;
+  if (workspace.total() > 0) {
     if (Status s = ensureWorkspace(launchIndex, workspace.total(), binding);
         !s.ok())
       return s;
-    char *base =
+    workspaceBase =
         reinterpret_cast<char *>(binding.workspaces[launchIndex].first);
-    p.partial_out = reinterpret_cast<float *>(base);
-    p.partial_lse = reinterpret_cast<float *>(base + workspace.outs);
-    p.split_counters =
-        reinterpret_cast<i32 *>(base + workspace.outs + workspace.lses);
+  }
+  if (launch.mergesSplits) {
+    p.partial_out = reinterpret_cast<float *>(workspaceBase);
+    p.partial_lse = reinterpret_cast<float *>(workspaceBase + workspace.outs);
+    p.split_counters = reinterpret_cast<i32 *>(workspaceBase + workspace.outs +
+                                               workspace.lses);
   }
 
   StatusOr<cuda::CUfunction> function =
@@ -431,6 +439,8 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
       !s.ok())
     return s;
   tma.order = workOrder(launch, layout, splits, *key, *value);
+  tma.order.claims = reinterpret_cast<i32 *>(
+      workspaceBase + workspace.outs + workspace.lses + workspace.counters);
   StatusOr<int64_t> resident =
       module_.residentCtas(launch.kernel, launch.threads, launch.smem);
   if (!resident.ok())

@@ -45,6 +45,26 @@ func.func @prefill_d64_gathered_pages(%q: !attn.q<?x16x64xbf16, ragged>, %k: !at
 
 // -----
 
+// A score_mod region at head dim 64 keeps two consumers: beside it, three
+// consumers' 160 registers spill.
+// CHECK-LABEL: func.func @prefill_d64_score_mod
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 192, warps = 12 x 1,
+func.func @prefill_d64_score_mod(%q: !attn.q<?x16x64xbf16>, %k: !attn.kv<?x16x64xbf16>,
+                                 %v: !attn.kv<?x16x64xbf16>) -> !attn.out<?x16x64xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x16x64xbf16>, !attn.kv<?x16x64xbf16>, !attn.kv<?x16x64xbf16>
+      -> !attn.out<?x16x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        %c = arith.constant 0.5 : f32
+        %r = arith.mulf %s, %c : f32
+        attn.yield %r : f32
+      }
+  return %out : !attn.out<?x16x64xbf16>
+}
+
+// -----
+
 // Heavy score work (soft-cap, ALiBi and a window) at head dim 64 keeps two
 // consumers, with 128-key tiles.
 // CHECK-LABEL: func.func @prefill_d64_heavy

@@ -3,7 +3,7 @@
 // A persistent warp-specialized launch covers every (request, head, split,
 // row block) item exactly once, takes the longest items first within each
 // L2 section, and splits causal work evenly over its CTAs when each takes
-// every G-th item.
+// every G-th item; CTAs that claim items dynamically claim each once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -191,6 +191,43 @@ TEST(WorkOrder, LongCausalBatchesSplitAlmostPerfectly) {
       }
   double busiest = double(*std::max_element(work.begin(), work.end()));
   EXPECT_LE(busiest / (double(total) / ctas), 1.01);
+}
+
+// CTAs that claim items dynamically (hopper/prefill.h) stop after
+// claimBound slots, however the claims interleave: every item is still
+// claimed exactly once, as long as the CTAs keep claiming until their bound
+// or the first claim past the last item. A model of the protocol: CTAs take
+// turns in a pseudo-random order, each slot a claim of the counter's next
+// value; the fast CTA takes every turn it can.
+TEST(WorkOrder, DynamicClaimsCoverEveryItemOnce) {
+  for (int items : {1, 7, 131, 132, 133, 2048, 4999})
+    for (int ctas : {1, 3, 7, 132}) {
+      int bound = claimBound(items, ctas);
+      ASSERT_GE(int64_t(bound) * ctas, items);
+      std::vector<int> slotsUsed(ctas, 0);
+      std::vector<bool> done(ctas, false);
+      std::vector<int> claimed(items, 0);
+      int counter = 0, finished = 0;
+      unsigned state = 12345u + unsigned(items * 31 + ctas);
+      while (finished < ctas) {
+        state = state * 1664525u + 1013904223u;
+        // CTA 0 is fast: half the turns are its own.
+        int cta = (state >> 8) % 2 ? 0 : int((state >> 9) % unsigned(ctas));
+        if (done[cta])
+          continue;
+        int item = counter++;
+        if (item < items)
+          ++claimed[item];
+        ++slotsUsed[cta];
+        if (item >= items || slotsUsed[cta] == bound) {
+          done[cta] = true;
+          ++finished;
+        }
+      }
+      for (int item = 0; item < items; ++item)
+        EXPECT_EQ(claimed[item], 1)
+            << "item " << item << " of " << items << ", " << ctas << " CTAs";
+    }
 }
 
 } // namespace

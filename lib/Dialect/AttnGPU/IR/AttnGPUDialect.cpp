@@ -2,6 +2,7 @@
 
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
 #include "attnc/device/hopper/wgmma.h"
+#include "attnc/device/hopper/work_order.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringExtras.h"
@@ -182,13 +183,15 @@ int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim,
     // 128-byte swizzled tiles stored as 64-column blocks (a part-filled
     // last block takes a whole one), q_buffers 64-row Q tiles per consumer
     // and K and V tiles per stage, 8-byte barriers (Q full and empty per
-    // query tile; K and V full and empty per stage) and 1024 bytes of
-    // alignment slack.
+    // query tile; K and V full and empty per stage; item full and empty
+    // per item slot), the item slots and 1024 bytes of alignment
+    // slack.
     int64_t queryTiles = getConsumers() * getQueryBuffers();
     return queryTiles * tileBytes(hopper::kWgmmaM, qkDim) +
            getStages() *
                (tileBytes(getBlockN(), qkDim) + tileBytes(getBlockN(), vDim)) +
-           8 * (2 * queryTiles + 4 * getStages()) + hopper::kAtomBytes;
+           8 * (2 * queryTiles + 4 * getStages() + 2 * attnc::kItemSlots) +
+           attnc::kItemSlotBytes * attnc::kItemSlots + hopper::kAtomBytes;
   }
   // The emitter passes this size to the device as C::kSmemBytes, where
   // Shape<C> static_asserts that its tiles fill exactly this much: the

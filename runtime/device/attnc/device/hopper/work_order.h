@@ -2,12 +2,17 @@
 //
 // A warp-specialized launch has at most as many CTAs as fit on the GPU at
 // once; each walks work items (a row block of one query head of one
-// request, and one KV split) until its share is done. The share is static:
-// no counter that would have to be reset between launches (CUDA graphs
-// replay them as they are), and one item's epilogue overlaps the next
-// item's loads.
+// request, and one KV split), and one item's epilogue overlaps the next
+// item's loads. Two ways to share the items out:
+// - the prefill CTAs (hopper/prefill.h) claim them one by one in the order
+//   below with an atomic counter (WorkOrder::claims), so that a CTA whose
+//   items ran fast (a ragged batch's short requests) takes more. The last
+//   CTA done claiming zeroes the counters, so CUDA graphs replay a launch
+//   as it is;
+// - the latent CTAs (hopper/latent.h) take a static share, walked by
+//   WorkCursor.
 //
-// The order makes the static split fair and cache-friendly:
+// The order makes both fair and cache-friendly:
 // - items are cut into sections of `section_units` (request, head, split)
 //   units whose keys and values fit in L2 together, so that CTAs working at
 //   the same time share their K/V tiles through L2; units of one KV head's
@@ -34,12 +39,31 @@ struct WorkOrder {
   i32 row_blocks;    // of the longest request
   i32 units;         // requests x query heads x splits
   i32 section_units; // units per L2 section, at least 1
+  /// Where CTAs that claim items dynamically (hopper/prefill.h) count
+  /// them: the next item's index, then the CTAs done claiming. Zero before
+  /// a launch; the last CTA done claiming zeroes them again.
+  i32 *claims;
 };
+
+/// How many items one of `ctas` CTAs that claim them dynamically may take:
+/// a quarter more than an even share, so a CTA whose items ran fast takes
+/// others' and every CTA's bound still covers all items (`ctas` x the bound
+/// >= items, so no item is left unclaimed).
+ATTNC_DEVICE int claimBound(int items, int ctas) {
+  int share = (items + ctas - 1) / ctas;
+  return share + (share + 3) / 4 + 1;
+}
 
 /// One work item: which rows and which share of their keys.
 struct WorkItem {
   i32 batch, head, split, row_block;
 };
+
+/// Slots of the shared-memory ring through which a CTA's claiming thread
+/// hands each claimed item, decoded, to its other roles (hopper/prefill.h).
+constexpr int kItemSlots = 2;
+constexpr int kItemSlotBytes = 4 * sizeof(i32);
+static_assert(sizeof(WorkItem) == kItemSlotBytes, "a slot holds one item");
 
 ATTNC_DEVICE int ceilDiv(int a, int b) { return (a + b - 1) / b; }
 
