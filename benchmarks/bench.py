@@ -587,9 +587,68 @@ def flashinfer_module_of(peer, w):
             "fi_decode_tc": second}.get(peer)
 
 
-def time_alternately(timers, iters, rounds=3):
+_CAPTURE_STREAM = None
+
+
+def time_ms_graph(fn, iters, min_batch_ms=20.0):
+    """Median over `iters` replays of a CUDA graph of back-to-back calls
+    (>= min_batch_ms) of the time per call: the GPU's time alone, none of
+    the host's (Python, ctypes, argument checks), as engines replay their
+    decode steps. Raises where `fn` cannot be captured. One capture stream
+    serves every implementation: attnc keeps a plan per stream, made by
+    the warm-up calls outside the capture."""
+    global _CAPTURE_STREAM
+    if _CAPTURE_STREAM is None:
+        _CAPTURE_STREAM = torch.cuda.Stream()
+    stream = _CAPTURE_STREAM
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    once_ms = (time.perf_counter() - start) * 1e3
+    reps = max(1, min(100, int(min_batch_ms / max(once_ms, 1e-3))))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        for _ in range(reps):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        begin = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        begin.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(begin.elapsed_time(end) / reps)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def graph_or_eager(notes):
+    """A timer that replays CUDA graphs, falling back to eager calls (with
+    a note) for an implementation whose calls cannot be captured."""
+    def timer(fn, iters, name=None):
+        try:
+            return time_ms_graph(fn, iters)
+        except Exception as error:
+            torch.cuda.synchronize()
+            notes.append(f"{name}: timed eagerly, its calls could not be "
+                         f"captured ({one_line(error)})")
+            return time_ms(fn, iters)
+    return timer
+
+
+def time_alternately(timers, iters, rounds=3, timer=None):
     """Median ms of each implementation over `rounds` rounds that each time
-    every implementation in turn. The card's clocks settle lower under
+    every implementation in turn (with `timer`, e.g. graph_or_eager's;
+    time_ms without). The card's clocks settle lower under
     sustained load (about 12 % on an H200, benchmarks/spread.py): timing
     each implementation once, one after the other, would hand that drift
     to whichever runs later."""
@@ -597,12 +656,13 @@ def time_alternately(timers, iters, rounds=3):
     samples = {name: [] for name in timers}
     for _ in range(rounds):
         for name, fn in timers.items():
-            samples[name].append(time_ms(fn, per_round))
+            samples[name].append(time_ms(fn, per_round) if timer is None
+                                 else timer(fn, per_round, name))
     return {name: sorted(times)[len(times) // 2]
             for name, times in samples.items()}
 
 
-def measure(w, iters, with_flex, fi, broken):
+def measure(w, iters, with_flex, fi, broken, graphs=False):
     """One row. `broken`: FlashInfer JIT modules whose build failed on an
     earlier row (module: why), not tried again (a failing build costs
     minutes)."""
@@ -660,7 +720,12 @@ def measure(w, iters, with_flex, fi, broken):
         row["reference"] = "a float64 reference computed score by score"
     if w.decode:
         timers[SAME_BYTES_COPY] = same_bytes_copy(w)
-    row.update(time_alternately(timers, iters))
+    if graphs:
+        row["timing"] = "CUDA graph replays"
+        row.update(time_alternately(timers, iters,
+                                    timer=graph_or_eager(ctx.notes)))
+    else:
+        row.update(time_alternately(timers, iters))
     row["peer_errors"] = errors
     row["error_vs_peer"] = (None if ours_out is None
                             else relative_error(ours_out, reference))
@@ -777,6 +842,11 @@ def main():
                         help="write the built FlashInfer modules of the "
                         "selected workloads to this .tar.gz (for "
                         "--flashinfer-prebuilt on a later run)")
+    parser.add_argument("--graphs", action="store_true",
+                        help="time every implementation from CUDA graph "
+                        "replays of its calls: the GPU's time without the "
+                        "host's, which bounds short kernels called from "
+                        "Python (decode steps)")
     parser.add_argument("--time-budget", type=float, default=None,
                         help="seconds after which no further workload is "
                         "started (the results of those done are written)")
@@ -825,7 +895,7 @@ def main():
         # FlexAttention compiles each mask and shape (tens of seconds);
         # past the time budget it is left out rather than the run cut off.
         with_flex = not args.no_flex and time.time() - began < args.flex_budget
-        row = measure(w, args.iters, with_flex, fi, broken)
+        row = measure(w, args.iters, with_flex, fi, broken, args.graphs)
         best = best_peer(row)
         row["vs_best_peer"] = (best / row["attnc"]
                                if best and row["attnc"] else None)
