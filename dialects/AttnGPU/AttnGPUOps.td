@@ -281,11 +281,13 @@ def AttnGPU_WorkItemsOp : AttnGPU_DeviceOp<"work_items", [Pure]> {
   let summary = "how many work-item slots this CTA walks";
   let description = [{
     A warp-specialized launch is persistent: at most as many CTAs as fit on
-    the GPU at once, each taking one slot per round of a static order of
-    work items (a row block of one query head of one request, and a KV
-    split) that puts the longest items first and keeps CTAs that run
-    together on the same keys (runtime/device/attnc/device/hopper/
-    work_order.h). A slot may hold no item.
+    the GPU at once, walking an order of work items (a row block of one
+    query head of one request, and a KV split) that puts the longest items
+    first and keeps CTAs that run together on the same keys
+    (runtime/device/attnc/device/hopper/work_order.h). Prefill CTAs claim
+    the order's next item for each slot with an atomic counter, up to a
+    bound a quarter above an even share; latent CTAs take one slot per
+    round of a static share. A slot may hold no item.
   }];
   let results = (outs Index:$count);
   let assemblyFormat = "attr-dict";
@@ -295,8 +297,9 @@ def AttnGPU_BeginItemOp : AttnGPU_DeviceOp<"begin_item"> {
   let summary = "locate the item in the CTA's k-th slot: rows, KV range";
   let description = [{
     Reads the item's request lengths and plans its visible KV tiles; false
-    when the slot is empty or the item's rows are past the end of their
-    request (a shorter request of a ragged batch), and both roles skip it.
+    when the slot is empty (the items ran out) or the item's rows are past
+    the end of their request (a shorter request of a ragged batch), and
+    both roles skip it.
   }];
   let arguments = (ins Index:$index);
   let results = (outs I1:$live);
