@@ -70,6 +70,11 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     consumer two query tiles: the producer loads an item's queries while
     the item before runs, and the consumer stages its output through the
     item's own tile (its queries are dead by then) to store whole rows.
+    A `warp_specialized` launch's persistent CTAs claim the work order's
+    items one by one (a CTA whose items ran fast takes more);
+    `static_order = true` walks a static share of it instead, where the
+    claims' registers would spill the consumers (three of them beside a
+    region).
   }];
   let parameters = (ins
     EnumParameter<AttnGPU_Schedule>:$schedule,
@@ -77,12 +82,13 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     "int64_t":$warpsM, "int64_t":$warpsN,
     "int64_t":$stages, "int64_t":$kvSplits,
     "bool":$queryInRegisters,
-    DefaultValuedParameter<"int64_t", "1">:$queryBuffers);
+    DefaultValuedParameter<"int64_t", "1">:$queryBuffers,
+    DefaultValuedParameter<"bool", "false">:$staticOrder);
   let assemblyFormat = [{
     `<` $schedule `,` `block` `=` $blockM `x` $blockN `,`
         `warps` `=` $warpsM `x` $warpsN `,` `stages` `=` $stages `,`
-        `kv_splits` `=` $kvSplits `,` `q_in_regs` `=` $queryInRegisters
-        (`,` `q_buffers` `=` $queryBuffers^)? `>`
+        `kv_splits` `=` $kvSplits `,` `q_in_regs` `=` $queryInRegisters ``
+        custom<PlanOptions>($queryBuffers, $staticOrder) `>`
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -101,6 +107,11 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     }
     /// Whether this is the multi-head latent attention schedule.
     bool isLatent() const { return getSchedule() == Schedule::latent; }
+    /// Whether the CTAs claim their work items with an atomic counter
+    /// rather than walking a static share of them.
+    bool claimsItems() const {
+      return getSchedule() == Schedule::warp_specialized && !getStaticOrder();
+    }
     /// Rows of one query tile the producer loads: a consumer's 64, or the
     /// latent CTA's whole block (its value warpgroup reads no queries).
     int64_t getQueryBoxRows() const {

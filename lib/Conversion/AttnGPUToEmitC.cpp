@@ -113,6 +113,7 @@ private:
     member("int", "kBlockN", plan.getBlockN());
     member("int", "kStages", plan.getStages());
     member("int", "kQueryBuffers", plan.getQueryBuffers());
+    flag("kClaimItems", plan.claimsItems());
     member("int", "kKVBoxRows", kernel.getKVBoxRows());
     member("int", "kSmemBytes", kernel.getSharedMemoryBytes());
     member("attnc::TokenLayout", "kQLayout", attnc::spelling(q.getLayout()));

@@ -171,22 +171,33 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   }
 
   /// Whether three consumers' 160 registers each hold their work: their
-  /// tiles of kThreeConsumerKeys at head dims up to 64 with declarative
-  /// masks and modifiers but no region and no heavy score work, beside a
-  /// producer that issues bulk copies. A producer that gathers pages
-  /// (attn_gpu::kvBoxRows: boxes that are not whole swizzle atoms) keeps 56
-  /// registers and leaves them 152. Measured with ptxas on sm_90a: no
-  /// spills for masks, soft-cap, ALiBi, sinks or segments at head dim 64;
-  /// 4-430 bytes with a score_mod or mask_mod region (beside the consumers'
-  /// reading of claimed items), 48 gathering pages of 1 or 3 slots, 58 with
-  /// ALiBi, soft-cap and a window together, 144-208 at head dim 96.
+  /// tiles of kThreeConsumerKeys at head dims up to 64 without heavy score
+  /// work, beside a producer that issues bulk copies. A producer that
+  /// gathers pages (attn_gpu::kvBoxRows: boxes that are not whole swizzle
+  /// atoms) keeps 56 registers and leaves them 152. Measured
+  /// with ptxas on sm_90a: no spills for masks, soft-cap, ALiBi, sinks,
+  /// segments or one region alone at head dim 64 (a region with the
+  /// static order: needsStaticOrder); 48 bytes gathering pages
+  /// of 1 or 3 slots, 58 with ALiBi, soft-cap and a window together, 144-208
+  /// at head dim 96.
   static constexpr int64_t kThreeConsumerKeys = 128;
   static bool threeConsumersFit(AttentionOp op, bool heavy) {
     bool gathers = !attnc::hopper::boxesFillAtoms(int(attn_gpu::kvBoxRows(
         cast<KVType>(op.getKey().getType()), kThreeConsumerKeys)));
-    bool region = !op.getScoreMod().empty() || !op.getMaskMod().empty();
     return std::max(op.getQKHeadDim(), op.getVHeadDim()) <= 64 && !heavy &&
-           !region && !gathers;
+           !gathers;
+  }
+
+  /// Whether `consumers` consumers walk a static share of the work items
+  /// instead of claiming them: three beside a region spill with the claims
+  /// (434 bytes with examples/custom_score_mod.mlir, 80 with the item
+  /// decoded by every role; none with the static order), where items
+  /// claimed dynamically only balance uneven work a little better (10-18 %
+  /// of three consumers against two at head dim 64, 14 % of the claims on
+  /// a ragged batch).
+  static bool needsStaticOrder(AttentionOp op, int64_t consumers) {
+    bool region = !op.getScoreMod().empty() || !op.getMaskMod().empty();
+    return consumers == 3 && region;
   }
 
   /// Hopper prefill (FlashAttention-3's schedule): consumer warpgroups of
@@ -226,7 +237,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       return PlanAttr::get(&getContext(), Schedule::warp_specialized,
                            attnc::hopper::kWgmmaM * count, blockN,
                            4 * (count + 1), 1, stages, 1,
-                           /*queryInRegisters=*/false, queryBuffers);
+                           /*queryInRegisters=*/false, queryBuffers,
+                           needsStaticOrder(op, count));
     };
     auto fits = [&](PlanAttr candidate) {
       return candidate.getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim(),
@@ -265,7 +277,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     auto plan = [&](int64_t stages) {
       return PlanAttr::get(&getContext(), Schedule::latent,
                            attnc::hopper::kWgmmaM, 64, 12, 1, stages, maxSplits,
-                           /*queryInRegisters=*/false, /*queryBuffers=*/1);
+                           /*queryInRegisters=*/false, /*queryBuffers=*/1,
+                           /*staticOrder=*/false);
     };
     int64_t stages = 2;
     while (stages < 4 &&
@@ -307,10 +320,12 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
         return transposed ? PlanAttr::get(ctx, Schedule::transposed_decode,
                                           transposedRows, 64, 1, 4, stages,
                                           maxSplits, queryInRegisters,
-                                          /*queryBuffers=*/1)
+                                          /*queryBuffers=*/1,
+                                          /*staticOrder=*/false)
                           : PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4,
                                           stages, maxSplits, queryInRegisters,
-                                          /*queryBuffers=*/1);
+                                          /*queryBuffers=*/1,
+                                          /*staticOrder=*/false);
       };
       // An fp8 stage holds half the bytes: a fourth stage keeps as many
       // in flight at two CTAs per SM, with the widened tiles beside them.
@@ -337,7 +352,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       int64_t warps = prefillWarps > 0 ? prefillWarps : 8;
       plan = PlanAttr::get(ctx, Schedule::prefill, 16 * warps, blockN, warps, 1,
                            /*stages=*/2, 1, queryInRegisters,
-                           /*queryBuffers=*/1);
+                           /*queryBuffers=*/1, /*staticOrder=*/false);
     }
     if (!fits(plan))
       return op.emitOpError("needs more shared memory than the target's ")

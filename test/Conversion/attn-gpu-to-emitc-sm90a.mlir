@@ -4,6 +4,7 @@
 // parameter struct and drives a WarpSpecializedCta from the Hopper header.
 // CHECK-LABEL: func.func @prefill(
 // CHECK: include "attnc/device/hopper/prefill.h"
+// CHECK: static constexpr bool kClaimItems = true;
 // CHECK: !emitc.opaque<"attnc::WarpSpecializedCta<attention_config>">
 // CHECK: call_opaque "attnc::ctaBegin"{{.*}}!emitc.opaque<"const __grid_constant__ attnc::TmaAttnParams">
 // CHECK: call_opaque "attnc::isProducer"
@@ -96,4 +97,25 @@ func.func @fp8_decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xf8E4M3FN>
       : !attn.q<1x32x128xbf16>, !attn.kv<?x8x128xf8E4M3FN>, !attn.kv<?x8x128xf8E4M3FN>
       -> !attn.out<1x32x128xbf16>
   return %out : !attn.out<1x32x128xbf16>
+}
+
+// -----
+
+// Three consumers beside a region walk a static share of the work items:
+// the configuration tells the device not to claim them.
+// CHECK-LABEL: func.func @prefill_d64_score_mod
+// CHECK: static constexpr bool kClaimItems = false;
+// CHECK: !emitc.opaque<"attnc::WarpSpecializedCta<attention_config>">
+func.func @prefill_d64_score_mod(%q: !attn.q<?x16x64xbf16>, %k: !attn.kv<?x16x64xbf16>,
+                                 %v: !attn.kv<?x16x64xbf16>) -> !attn.out<?x16x64xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x16x64xbf16>, !attn.kv<?x16x64xbf16>, !attn.kv<?x16x64xbf16>
+      -> !attn.out<?x16x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        %c = arith.constant 0.5 : f32
+        %r = arith.mulf %s, %c : f32
+        attn.yield %r : f32
+      }
+  return %out : !attn.out<?x16x64xbf16>
 }

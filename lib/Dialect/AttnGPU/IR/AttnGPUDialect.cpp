@@ -26,6 +26,48 @@ FailureOr<PartialTiles> mlir::attn_gpu::parsePartialTiles(AsmParser &parser) {
   return partial;
 }
 
+/// A plan's optional trailing fields, each `, name = value` and printed
+/// only where it differs from its default: `q_buffers` (1) and
+/// `static_order` (false), in either order.
+static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
+                                      bool &staticOrder) {
+  queryBuffers = 1;
+  staticOrder = false;
+  while (succeeded(parser.parseOptionalComma())) {
+    SMLoc loc = parser.getCurrentLocation();
+    StringRef name;
+    if (parser.parseKeyword(&name) || parser.parseEqual())
+      return failure();
+    if (name == "q_buffers") {
+      int64_t value;
+      if (parser.parseInteger(value))
+        return failure();
+      queryBuffers = value;
+    } else if (name == "static_order") {
+      StringRef value;
+      if (parser.parseKeyword(&value))
+        return failure();
+      if (value != "true" && value != "false")
+        return parser.emitError(loc, "static_order is true or false, got '")
+               << value << "'";
+      staticOrder = value == "true";
+    } else {
+      return parser.emitError(loc,
+                              "expected 'q_buffers' or 'static_order', got '")
+             << name << "'";
+    }
+  }
+  return success();
+}
+
+static void printPlanOptions(AsmPrinter &printer, int64_t queryBuffers,
+                             bool staticOrder) {
+  if (queryBuffers != 1)
+    printer << ", q_buffers = " << queryBuffers;
+  if (staticOrder)
+    printer << ", static_order = true";
+}
+
 #define GET_ATTRDEF_CLASSES
 #include "attnc/Dialect/AttnGPU/AttnGPUAttrs.cpp.inc"
 
@@ -72,7 +114,7 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                Schedule schedule, int64_t blockM,
                                int64_t blockN, int64_t warpsM, int64_t warpsN,
                                int64_t stages, int64_t kvSplits, bool,
-                               int64_t queryBuffers) {
+                               int64_t queryBuffers, bool staticOrder) {
   // Each factor is bounded before the product, which must not overflow.
   int64_t maxWarps = limits::kMaxThreadsPerCta / 32;
   if (warpsM < 1 || warpsN < 1 || warpsM > maxWarps || warpsN > maxWarps ||
@@ -134,6 +176,9 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "only a warp_specialized plan double-buffers its "
                           "query tiles, got q_buffers = "
                        << queryBuffers;
+  if (staticOrder && schedule != Schedule::warp_specialized)
+    return emitError() << "only a warp_specialized plan chooses how its CTAs "
+                          "share the work items (static_order)";
   return success();
 }
 

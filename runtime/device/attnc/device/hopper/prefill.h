@@ -156,12 +156,13 @@ struct WarpSpecializedCta
   /// items: a constant in each role's code, so a consumer's keeps only the
   /// reading path.
   bool producerThread;
-  bool claimsDone;  // no item is left to claim (or to read)
-  int pendingClaim; // the claimer's claim for its next slot
-  int ring;         // tiles of earlier items that went through the ring
-  int itemTiles;    // tiles of the current item
-  int liveItems;    // items begun that had rows
-  int qRound;       // this item's place among those: its Q tile and phase
+  bool claimsDone;   // no item is left to claim (or to read)
+  int pendingClaim;  // the claimer's claim for its next slot
+  WorkCursor cursor; // the next slot of a static share (!C::kClaimItems)
+  int ring;          // tiles of earlier items that went through the ring
+  int itemTiles;     // tiles of the current item
+  int liveItems;     // items begun that had rows
+  int qRound;        // this item's place among those: its Q tile and phase
   // Consumers only.
   int consumer, thread; // consumer warpgroup, thread within it
   hopper::Accumulator<S::kDV> o;
@@ -244,6 +245,7 @@ struct WarpSpecializedCta
   ATTNC_DEVICE bool begin(const TmaAttnParams &params, void *sharedMem) {
     tp = &params;
     claimsDone = false;
+    cursor.begin();
     ring = 0;
     itemTiles = 0;
     liveItems = 0;
@@ -264,10 +266,11 @@ struct WarpSpecializedCta
         kEmpty(stage).init(4 * S::kConsumers);
         vEmpty(stage).init(4 * S::kConsumers);
       }
-      for (int slot = 0; slot < S::kItemSlots; ++slot) {
-        itemFull(slot).init(1);
-        itemEmpty(slot).init(kItemReaderThreads);
-      }
+      if constexpr (C::kClaimItems)
+        for (int slot = 0; slot < S::kItemSlots; ++slot) {
+          itemFull(slot).init(1);
+          itemEmpty(slot).init(kItemReaderThreads);
+        }
       hopper::fenceBarrierInit();
     }
     __syncthreads();
@@ -288,9 +291,13 @@ struct WarpSpecializedCta
       hopper::kWarpgroupThreads * S::kConsumers +
       (S::kCopyThreads > 32 ? S::kCopyThreads - 32 : 0);
 
-  /// Slots every role walks: the most items this CTA may claim.
+  /// Slots every role walks: the most items this CTA may claim, or its
+  /// static share's slots (the plan's static_order).
   ATTNC_DEVICE int workItems() const {
-    return claimBound(tp->order.items, int(gridDim.x));
+    if constexpr (C::kClaimItems)
+      return claimBound(tp->order.items, int(gridDim.x));
+    else
+      return workSlots(tp->order, int(gridDim.x));
   }
 
   /// The item claimed for slot `k` (every role steps through its slots in
@@ -351,16 +358,22 @@ struct WarpSpecializedCta
     return item;
   }
 
-  /// Locates the item claimed for slot `k`; false when the items ran out
-  /// or the item's rows are past the end of their request.
+  /// Locates the item claimed for slot `k` (or in the static share's slot
+  /// `k`); false when the items ran out (the slot is empty) or the item's
+  /// rows are past the end of their request.
   ATTNC_DEVICE bool beginItem(int k) {
     ring += itemTiles;
     itemTiles = 0;
     // Initialized: left undefined on the paths that do not set it, the
     // item's values left the uniform registers (as in claimedItem).
     WorkItem w = {-1, 0, 0, 0};
-    if (!claimedItem(k, w))
+    if constexpr (C::kClaimItems) {
+      if (!claimedItem(k, w))
+        return false;
+    } else if (!cursor.next(tp->order, int(blockIdx.x), int(gridDim.x),
+                            C::kNumQHeads, tp->attn.num_splits, w)) {
       return false;
+    }
     qHead = w.head;
     kvHead = qHead / C::kGroup;
     if (!this->locate(tp->attn, w.batch, qHead, w.split,

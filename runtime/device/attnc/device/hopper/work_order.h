@@ -9,8 +9,8 @@
 //   items ran fast (a ragged batch's short requests) takes more. The last
 //   CTA done claiming zeroes the counters, so CUDA graphs replay a launch
 //   as it is;
-// - the latent CTAs (hopper/latent.h) take a static share, walked by
-//   WorkCursor.
+// - the latent CTAs (hopper/latent.h), and prefill CTAs whose plan says
+//   `static_order`, take a static share, walked by WorkCursor.
 //
 // The order makes both fair and cache-friendly:
 // - items are cut into sections of `section_units` (request, head, split)
