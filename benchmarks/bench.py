@@ -39,6 +39,36 @@ class Skip(Exception):
     """A peer that cannot compute a workload's function; str() says why."""
 
 
+def calls_per_sample(fn, min_batch_ms):
+    """Back-to-back calls of `fn` that take at least min_batch_ms (at most
+    100), from the time of one synchronized call."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    once_ms = (time.perf_counter() - start) * 1e3
+    return max(1, min(100, int(min_batch_ms / max(once_ms, 1e-3))))
+
+
+def median_ms_per_call(sample, calls, iters, before=None):
+    """Median over `iters` runs of `sample` (which makes `calls` calls),
+    timed between two events, of the time per call. `before` runs ahead of
+    each sample's first event."""
+    times = []
+    for _ in range(iters):
+        begin = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        if before is not None:
+            before()
+        begin.record()
+        sample()
+        end.record()
+        end.synchronize()
+        times.append(begin.elapsed_time(end) / calls)
+    times.sort()
+    return times[len(times) // 2]
+
+
 def time_ms(fn, iters, warmup=3, min_batch_ms=20.0):
     """Median over `iters` samples of the time per call, each sample timing
     enough back-to-back calls (>= min_batch_ms) that host overhead (Python,
@@ -49,25 +79,12 @@ def time_ms(fn, iters, warmup=3, min_batch_ms=20.0):
     sample)."""
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    fn()
-    torch.cuda.synchronize()
-    once_ms = (time.perf_counter() - start) * 1e3
-    reps = max(1, min(100, int(min_batch_ms / max(once_ms, 1e-3))))
-    times = []
-    for _ in range(iters):
-        begin = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        fn()
-        begin.record()
+    reps = calls_per_sample(fn, min_batch_ms)
+
+    def sample():
         for _ in range(reps):
             fn()
-        end.record()
-        end.synchronize()
-        times.append(begin.elapsed_time(end) / reps)
-    times.sort()
-    return times[len(times) // 2]
+    return median_ms_per_call(sample, reps, iters, before=fn)
 
 
 def copy_ceiling_gbs():
@@ -606,29 +623,14 @@ def time_ms_graph(fn, iters, min_batch_ms=20.0):
         for _ in range(3):
             fn()
     torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    fn()
-    torch.cuda.synchronize()
-    once_ms = (time.perf_counter() - start) * 1e3
-    reps = max(1, min(100, int(min_batch_ms / max(once_ms, 1e-3))))
+    reps = calls_per_sample(fn, min_batch_ms)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream):
         for _ in range(reps):
             fn()
     graph.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        begin = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        begin.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(begin.elapsed_time(end) / reps)
-    times.sort()
-    return times[len(times) // 2]
+    return median_ms_per_call(graph.replay, reps, iters)
 
 
 def graph_or_eager(notes):

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <numeric>
 #include <random>
 
@@ -514,35 +513,37 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
   // poisoned before each launch: state a launch leaves in its workspace
   // (split-KV arrival counters, item-claim counters) must not change the
   // next launch's output.
-  std::map<int, std::vector<uint8_t>> poisons;
+  struct Poisoned {
+    cuda::CUdeviceptr allocation;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Poisoned> poisoned;
   for (int id : program.outputs) {
     const ValueSpec &spec = program.values[id];
-    poisons[id].assign(shape.outputOffsetBytes + problem.qTokens * spec.heads *
-                                                     spec.dim *
-                                                     bytesOf(spec.dtype),
-                       0xff);
-    if (Status s = upload(poisons[id], binding.values[id]); !s.ok())
+    Poisoned output{0,
+                    std::vector<uint8_t>(shape.outputOffsetBytes +
+                                             problem.qTokens * spec.heads *
+                                                 spec.dim * bytesOf(spec.dtype),
+                                         0xff)};
+    if (Status s = upload(output.bytes, output.allocation); !s.ok())
       return s;
+    binding.values[id] = output.allocation + shape.outputOffsetBytes;
+    poisoned.push_back(std::move(output));
   }
   for (int launch = 0; launch < 2; ++launch) {
-    for (auto &[id, poison] : poisons)
-      if (Status s = driver.copyToDevice(binding.values[id], poison.data(),
-                                         poison.size());
-          !s.ok())
-        return s;
-    for (int id : program.outputs)
-      binding.values[id] += shape.outputOffsetBytes;
-    Status launched =
-        executor.run(layout, binding, nullptr, shape.splits, shape.gridCtas);
-    for (int id : program.outputs)
-      binding.values[id] -= shape.outputOffsetBytes;
-    if (!launched.ok())
-      return launched;
+    if (launch > 0)
+      for (const Poisoned &output : poisoned)
+        if (Status s = driver.copyToDevice(
+                output.allocation, output.bytes.data(), output.bytes.size());
+            !s.ok())
+          return s;
+    if (Status s = executor.run(layout, binding, nullptr, shape.splits,
+                                shape.gridCtas);
+        !s.ok())
+      return s;
     if (Status s = driver.synchronize(); !s.ok())
       return s;
   }
-  for (int id : program.outputs)
-    binding.values[id] += shape.outputOffsetBytes;
 
   RunReport report;
   report.layoutSummary =

@@ -237,6 +237,7 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
         spec.qBoxRows = plan.getQueryBoxRows();
         spec.kvBoxRows = attention.getKVBoxRows();
       }
+      spec.claimsItems = plan.claimsItems();
       spec.hasLse = attention.getHasLse();
       spec.segments = attention.getSegments();
       spec.kvScales = attention.getKeyScale().has_value();

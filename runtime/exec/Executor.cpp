@@ -180,7 +180,7 @@ Executor::LaunchWorkspace Executor::launchWorkspace(const LaunchSpec &launch,
                                                     const BatchLayout &layout,
                                                     int splits) const {
   LaunchWorkspace workspace;
-  if (walksWorkOrder(launch))
+  if (launch.claimsItems)
     workspace.claims = 2 * sizeof(int32_t);
   if (!launch.mergesSplits)
     return workspace;
@@ -439,8 +439,9 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
       !s.ok())
     return s;
   tma.order = workOrder(launch, layout, splits, *key, *value);
-  tma.order.claims = reinterpret_cast<i32 *>(
-      workspaceBase + workspace.outs + workspace.lses + workspace.counters);
+  if (launch.claimsItems)
+    tma.order.claims = reinterpret_cast<i32 *>(
+        workspaceBase + workspace.outs + workspace.lses + workspace.counters);
   StatusOr<int64_t> resident =
       module_.residentCtas(launch.kernel, launch.threads, launch.smem);
   if (!resident.ok())

@@ -97,9 +97,9 @@ public:
 
   /// Bytes of the workspace of each launch that needs one for `layout`
   /// (by launch index): a kernel that merges its own splits keeps their
-  /// partial states and its arrival counters there, a persistent kernel
-  /// its item-claim counters. The counters must be zero before the first
-  /// launch; the kernel leaves them at zero.
+  /// partial states and its arrival counters there, a prefill kernel whose
+  /// CTAs claim their items its claim counters. The counters must be zero
+  /// before the first launch; the kernel leaves them at zero.
   std::map<int, size_t> workspaceBytes(const BatchLayout &layout) const;
 
   /// Resolves every kernel (and its shared-memory limit) ahead of `run`.
@@ -120,8 +120,8 @@ private:
   Status ensureBuffer(int value, size_t bytes, Binding &binding);
   Status ensureWorkspace(int launch, size_t bytes, Binding &binding);
   /// A launch's workspace, each part's bytes: a merging launch's partial
-  /// outputs, partial LSEs and arrival counters, then a persistent
-  /// launch's two item-claim counters (WorkOrder::claims).
+  /// outputs, partial LSEs and arrival counters, then a claiming launch's
+  /// two item-claim counters (WorkOrder::claims).
   struct LaunchWorkspace {
     size_t outs = 0, lses = 0, counters = 0, claims = 0;
     size_t total() const { return outs + lses + counters + claims; }

@@ -84,6 +84,7 @@ TEST(Program, TextFormRoundTrips) {
   l.args = {0, 1};
   l.results = {1};
   l.splitResults = true;
+  l.claimsItems = true;
   p.launches = {l};
   p.inputs = {0, 1};
   p.outputs = {1};
@@ -92,6 +93,7 @@ TEST(Program, TextFormRoundTrips) {
   EXPECT_EQ(back->serialize(), p.serialize());
   EXPECT_EQ(back->values[1].shape, (std::vector<int64_t>{-1, 64}));
   EXPECT_TRUE(back->launches[0].splitResults);
+  EXPECT_TRUE(back->launches[0].claimsItems);
 }
 
 TEST(Program, BadTextIsAnError) {

@@ -42,7 +42,7 @@ struct WorkOrder {
   /// Where CTAs that claim items dynamically (hopper/prefill.h) count
   /// them: the next item's index, then the CTAs done claiming. Zero before
   /// a launch; the last CTA done claiming zeroes them again.
-  i32 *claims;
+  i32 *claims = nullptr;
 };
 
 /// How many items one of `ctas` CTAs that claim them dynamically may take:
