@@ -485,6 +485,46 @@ struct PipelinedCta
     }
   }
 
+  // The merge runs after the grid's last split, so each serial L2 round
+  // trip in it lengthens the launch. A warp's lanes copy their 16 bytes of
+  // every split of a batch into shared memory (free once the pipeline
+  // drained) before they sum any: the first batch's copies are in flight
+  // while the LSEs load, and no registers are held for them.
+  static constexpr int kMergePasses = (S::kDV + 127) / 128;
+  static constexpr int kMergeSplitBytes = 16 * 32 * kMergePasses;
+  /// The `last` flag's 16 bytes, then each warp's [split][pass][lane] slots.
+  static constexpr int kMergeBatchFit =
+      (C::kSmemBytes - 16) / (S::kWarps * kMergeSplitBytes);
+  static constexpr int kMergeBatch = kMergeBatchFit < limits::kMaxKVSplits
+                                         ? int(kMergeBatchFit)
+                                         : int(limits::kMaxKVSplits);
+  static_assert(kMergeBatch >= 1, "a split's slots fit shared memory");
+  ATTNC_DEVICE u8 *mergeSlot(int split, int pass) {
+    return smem + 16 +
+           ((warp * kMergeBatch + split) * kMergePasses + pass) * 512 +
+           lane * 16;
+  }
+  /// Copies this lane's slices of splits [first, first + batch) of output
+  /// row `outRow` into its slots. A split whose keys the row does not see
+  /// is copied too, and never read: the copies start before the weights
+  /// are known.
+  ATTNC_DEVICE void stageSplits(int first, int batch, i64 outRow) {
+    for (int i = 0; i < batch; ++i)
+      for (int pass = 0; pass < kMergePasses; ++pass) {
+        int d = pass * 128 + lane * 4;
+        if (d < S::kDV)
+          cpAsync16(sharedAddress(mergeSlot(i, pass)),
+                    p->partial_out +
+                        ((first + i) * p->partial_split_stride + outRow) *
+                            S::kDV +
+                        d);
+      }
+    cpAsyncCommit();
+  }
+  ATTNC_DEVICE static void fenceAcqRelGpu() {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  }
+
   /// Counts the CTA's partial state in. The CTA that stores its row
   /// block's last split merges them all into the output, so that a
   /// split-KV decode step is one launch; it also puts the counter back to
@@ -493,7 +533,9 @@ struct PipelinedCta
     if (!C::kMergeSplits || !storesPartial())
       return;
     int *last = reinterpret_cast<int *>(smem);
-    __threadfence(); // this CTA's partial state before its arrival
+    // Release and acquire fences around the relaxed counter: the order the
+    // merge needs, without fence.sc's global ordering point.
+    fenceAcqRelGpu(); // this CTA's partial state before its arrival
     __syncthreads();
     if (threadIdx.x == 0) {
       int *counter = p->split_counters +
@@ -506,18 +548,23 @@ struct PipelinedCta
     __syncthreads();
     if (!*last)
       return;
-    __threadfence(); // the other splits' states after their arrivals
+    fenceAcqRelGpu(); // the other splits' states after their arrivals
     // A warp per row: lane i holds split i's LSE, so the weights take one
     // load and shuffles; then each lane sums its 4-dim slices of the
-    // splits' outputs, whose loads are independent.
+    // splits' outputs from its slots, a batch at a time.
     static_assert(limits::kMaxKVSplits <= 32, "a lane per split");
     int splits = this->requestSplits;
-    i64 stride = p->partial_split_stride;
+    auto batchAt = [&](int first) {
+      return splits - first < kMergeBatch ? splits - first : kMergeBatch;
+    };
     for (int row = warp; row < rows; row += S::kWarps) {
       i64 outRow = outRowOf(row);
-      float lse = lane < splits
-                      ? __ldcg(p->partial_lse + lane * stride + outRow) * kLog2E
-                      : negInf();
+      stageSplits(0, batchAt(0), outRow);
+      float lse = lane < splits ? __ldcg(p->partial_lse +
+                                         lane * p->partial_split_stride +
+                                         outRow) *
+                                      kLog2E
+                                : negInf();
       float total = lse;
       for (int offset = 16; offset > 0; offset /= 2)
         total = maxf(total, __shfl_xor_sync(0xffffffffu, total, offset));
@@ -527,27 +574,36 @@ struct PipelinedCta
       for (int offset = 16; offset > 0; offset /= 2)
         sum += __shfl_xor_sync(0xffffffffu, sum, offset);
       float weight = sum > 0.0f ? part / sum : 0.0f;
-      // Every lane takes part in each pass, past the row's end too: the
+      // Every lane takes part in each batch, past the row's end too: the
       // shuffles need the whole warp.
-      for (int pass = 0; pass < S::kDV; pass += 32 * 4) {
-        int d = pass + lane * 4;
-        bool inRow = d < S::kDV;
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int i = 0; i < splits; ++i) {
-          float w = __shfl_sync(0xffffffffu, weight, i);
-          if (w == 0.0f || !inRow)
-            continue; // a split whose keys this row does not see
-          float4 o = __ldcg(reinterpret_cast<const float4 *>(
-              p->partial_out + (i * stride + outRow) * S::kDV + d));
-          acc[0] += w * o.x;
-          acc[1] += w * o.y;
-          acc[2] += w * o.z;
-          acc[3] += w * o.w;
+      float acc[kMergePasses][4] = {};
+      for (int first = 0; first < splits; first += kMergeBatch) {
+        if (first > 0)
+          stageSplits(first, batchAt(first), outRow);
+        cpAsyncWait<0>();
+        __syncwarp(); // orders the slots' reads after the wait
+        for (int i = 0; i < batchAt(first); ++i) {
+          float w = __shfl_sync(0xffffffffu, weight, first + i);
+          for (int pass = 0; pass < kMergePasses; ++pass) {
+            // A split whose keys this row does not see weighs nothing, and
+            // its output may be anything.
+            if (w == 0.0f || pass * 128 + lane * 4 >= S::kDV)
+              continue;
+            float4 o = *reinterpret_cast<const float4 *>(mergeSlot(i, pass));
+            acc[pass][0] += w * o.x;
+            acc[pass][1] += w * o.y;
+            acc[pass][2] += w * o.z;
+            acc[pass][3] += w * o.w;
+          }
         }
-        if (inRow)
+        __syncwarp(); // the slots' reads before the next copies into them
+      }
+      for (int pass = 0; pass < kMergePasses; ++pass) {
+        int d = pass * 128 + lane * 4;
+        if (d < S::kDV)
           storeQuad(static_cast<typename C::Out *>(p->out) + outRow * S::kDV +
                         d,
-                    acc);
+                    acc[pass]);
       }
       if (C::kHasLse && lane == 0)
         p->lse[outRow] = sum > 0.0f ? (base + fastLog2(sum)) * kLn2 : negInf();
