@@ -560,11 +560,11 @@ struct PipelinedCta
     for (int row = warp; row < rows; row += S::kWarps) {
       i64 outRow = outRowOf(row);
       stageSplits(0, batchAt(0), outRow);
-      float lse = lane < splits ? __ldcg(p->partial_lse +
-                                         lane * p->partial_split_stride +
-                                         outRow) *
-                                      kLog2E
-                                : negInf();
+      float lse = lane < splits
+                      ? __ldcg(p->partial_lse + lane * p->partial_split_stride +
+                               outRow) *
+                            kLog2E
+                      : negInf();
       float total = lse;
       for (int offset = 16; offset > 0; offset /= 2)
         total = maxf(total, __shfl_xor_sync(0xffffffffu, total, offset));
