@@ -490,19 +490,30 @@ struct PipelinedCta
   // every split of a batch into shared memory (free once the pipeline
   // drained) before they sum any: the first batch's copies are in flight
   // while the LSEs load, and no registers are held for them.
-  static constexpr int kMergePasses = (S::kDV + 127) / 128;
-  static constexpr int kMergeSplitBytes = 16 * 32 * kMergePasses;
+  /// A lane's share of a pass over a row: 4 floats, 16 bytes.
+  static constexpr int kMergeLaneFloats = 4;
+  static constexpr int kMergePassFloats = 32 * kMergeLaneFloats;
+  static constexpr int kMergePasses =
+      (S::kDV + kMergePassFloats - 1) / kMergePassFloats;
+  static constexpr int kMergeSplitBytes = 4 * kMergePassFloats * kMergePasses;
   /// The `last` flag's 16 bytes, then each warp's [split][pass][lane] slots.
+  static constexpr int kMergeFlagBytes = 16;
   static constexpr int kMergeBatchFit =
-      (C::kSmemBytes - 16) / (S::kWarps * kMergeSplitBytes);
+      (C::kSmemBytes - kMergeFlagBytes) / (S::kWarps * kMergeSplitBytes);
   static constexpr int kMergeBatch = kMergeBatchFit < limits::kMaxKVSplits
                                          ? int(kMergeBatchFit)
                                          : int(limits::kMaxKVSplits);
   static_assert(kMergeBatch >= 1, "a split's slots fit shared memory");
   ATTNC_DEVICE u8 *mergeSlot(int split, int pass) {
-    return smem + 16 +
-           ((warp * kMergeBatch + split) * kMergePasses + pass) * 512 +
-           lane * 16;
+    return smem + kMergeFlagBytes +
+           ((warp * kMergeBatch + split) * kMergePasses + pass) *
+               (4 * kMergePassFloats) +
+           lane * (4 * kMergeLaneFloats);
+  }
+  /// This lane's first column of pass `pass` over a row (past the row's
+  /// end for some lanes of a last, partial pass).
+  ATTNC_DEVICE int mergeColumn(int pass) const {
+    return pass * kMergePassFloats + lane * kMergeLaneFloats;
   }
   /// Copies this lane's slices of splits [first, first + batch) of output
   /// row `outRow` into its slots. A split whose keys the row does not see
@@ -510,15 +521,13 @@ struct PipelinedCta
   /// are known.
   ATTNC_DEVICE void stageSplits(int first, int batch, i64 outRow) {
     for (int i = 0; i < batch; ++i)
-      for (int pass = 0; pass < kMergePasses; ++pass) {
-        int d = pass * 128 + lane * 4;
-        if (d < S::kDV)
+      for (int pass = 0; pass < kMergePasses; ++pass)
+        if (mergeColumn(pass) < S::kDV)
           cpAsync16(sharedAddress(mergeSlot(i, pass)),
                     p->partial_out +
                         ((first + i) * p->partial_split_stride + outRow) *
                             S::kDV +
-                        d);
-      }
+                        mergeColumn(pass));
     cpAsyncCommit();
   }
   ATTNC_DEVICE static void fenceAcqRelGpu() {
@@ -576,18 +585,19 @@ struct PipelinedCta
       float weight = sum > 0.0f ? part / sum : 0.0f;
       // Every lane takes part in each batch, past the row's end too: the
       // shuffles need the whole warp.
-      float acc[kMergePasses][4] = {};
+      float acc[kMergePasses][kMergeLaneFloats] = {};
       for (int first = 0; first < splits; first += kMergeBatch) {
+        int batch = batchAt(first);
         if (first > 0)
-          stageSplits(first, batchAt(first), outRow);
+          stageSplits(first, batch, outRow);
         cpAsyncWait<0>();
         __syncwarp(); // orders the slots' reads after the wait
-        for (int i = 0; i < batchAt(first); ++i) {
+        for (int i = 0; i < batch; ++i) {
           float w = __shfl_sync(0xffffffffu, weight, first + i);
           for (int pass = 0; pass < kMergePasses; ++pass) {
             // A split whose keys this row does not see weighs nothing, and
             // its output may be anything.
-            if (w == 0.0f || pass * 128 + lane * 4 >= S::kDV)
+            if (w == 0.0f || mergeColumn(pass) >= S::kDV)
               continue;
             float4 o = *reinterpret_cast<const float4 *>(mergeSlot(i, pass));
             acc[pass][0] += w * o.x;
@@ -598,13 +608,11 @@ struct PipelinedCta
         }
         __syncwarp(); // the slots' reads before the next copies into them
       }
-      for (int pass = 0; pass < kMergePasses; ++pass) {
-        int d = pass * 128 + lane * 4;
-        if (d < S::kDV)
+      for (int pass = 0; pass < kMergePasses; ++pass)
+        if (mergeColumn(pass) < S::kDV)
           storeQuad(static_cast<typename C::Out *>(p->out) + outRow * S::kDV +
-                        d,
+                        mergeColumn(pass),
                     acc[pass]);
-      }
       if (C::kHasLse && lane == 0)
         p->lse[outRow] = sum > 0.0f ? (base + fastLog2(sum)) * kLn2 : negInf();
     }
