@@ -5,6 +5,7 @@
 #include "attnc/device/hopper/work_order.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -33,11 +34,15 @@ static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
                                       bool &staticOrder) {
   queryBuffers = 1;
   staticOrder = false;
+  llvm::SmallSet<StringRef, 2> seen;
   while (succeeded(parser.parseOptionalComma())) {
     SMLoc loc = parser.getCurrentLocation();
     StringRef name;
     if (parser.parseKeyword(&name) || parser.parseEqual())
       return failure();
+    if ((name == "q_buffers" || name == "static_order") &&
+        !seen.insert(name).second)
+      return parser.emitError(loc, "plan field '") << name << "' given twice";
     if (name == "q_buffers") {
       int64_t value;
       if (parser.parseInteger(value))

@@ -233,6 +233,13 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 
 // -----
 
+// Each optional plan field is given at most once.
+// expected-error @below {{plan field 'q_buffers' given twice}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, q_buffers = 2, q_buffers = 1> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
 // static_order is a boolean.
 // expected-error @below {{static_order is true or false, got 'yes'}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, static_order = yes> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
