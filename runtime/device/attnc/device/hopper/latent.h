@@ -23,9 +23,13 @@
 //   each tile it rescales them and adds P.V.
 //
 // A 64 x DV f32 output is too many registers for one warpgroup (DV / 2 a
-// thread); split by columns, each consumer holds DV / 4. The scorer issues
-// tile t's scores, then its half of tile t-1's P.V, and computes tile t's
-// softmax while both halves of that P.V run on the tensor cores.
+// thread); split by columns, each consumer holds DV / 4. For each tile the
+// scorer issues and waits for its scores, computes the softmax, hands P
+// over, then issues its half of the tile's P.V and waits for it before the
+// next tile's scores: with two stages of whole cache rows, a tile held
+// across the next one's scores would leave no stage to load into (the
+// scorer's program, AttnLowerToGPU.cpp). The value consumer's half of a
+// tile's P.V runs beside the scorer's next scores.
 //
 // Generated kernels drive the CTA through free functions, one per attn_gpu
 // op, as the warp-specialized prefill (prefill.h) does; the scorer and the
