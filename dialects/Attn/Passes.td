@@ -119,7 +119,12 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
            "64 query rows each; 0 for the planner's choice (tuning)">,
     Option<"queryBuffers", "query-buffers", "int64_t", "0",
            "query tiles per consumer of a warp-specialized (sm_90a) prefill "
-           "CTA, 1 or 2; 0 for the planner's choice (tuning)">
+           "CTA, 1 or 2; 0 for the planner's choice (tuning)">,
+    Option<"clusterCtas", "cluster-ctas", "int64_t", "1",
+           "2 runs a latent kernel whose query heads fill pairs of 64-row "
+           "blocks, over a cache the copy engine loads, in clusters of two "
+           "CTAs that each load half of every KV tile for both; 1 in none "
+           "(tuning)">
   ];
   let dependentDialects = ["::mlir::attn_gpu::AttnGPUDialect"];
 }

@@ -75,6 +75,11 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     `static_order = true` walks a static share of it instead, where the
     claims' registers would spill the consumers (three of them beside a
     region).
+    `cluster_ctas = 2` (latent only; 1 when omitted) launches the CTAs in
+    clusters of two that take the two row blocks of one token's 128 heads:
+    both see the same keys, so each CTA's producer loads half of every KV
+    tile and the copy engine multicasts it into both, and every tile is
+    read from L2 once instead of twice.
   }];
   let parameters = (ins
     EnumParameter<AttnGPU_Schedule>:$schedule,
@@ -83,12 +88,13 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     "int64_t":$stages, "int64_t":$kvSplits,
     "bool":$queryInRegisters,
     DefaultValuedParameter<"int64_t", "1">:$queryBuffers,
-    DefaultValuedParameter<"bool", "false">:$staticOrder);
+    DefaultValuedParameter<"bool", "false">:$staticOrder,
+    DefaultValuedParameter<"int64_t", "1">:$clusterCtas);
   let assemblyFormat = [{
     `<` $schedule `,` `block` `=` $blockM `x` $blockN `,`
         `warps` `=` $warpsM `x` $warpsN `,` `stages` `=` $stages `,`
         `kv_splits` `=` $kvSplits `,` `q_in_regs` `=` $queryInRegisters ``
-        custom<PlanOptions>($queryBuffers, $staticOrder) `>`
+        custom<PlanOptions>($queryBuffers, $staticOrder, $clusterCtas) `>`
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -113,6 +113,7 @@ private:
     member("int", "kBlockN", plan.getBlockN());
     member("int", "kStages", plan.getStages());
     member("int", "kQueryBuffers", plan.getQueryBuffers());
+    member("int", "kClusterCtas", plan.getClusterCtas());
     flag("kClaimItems", plan.claimsItems());
     member("int", "kKVBoxRows", kernel.getKVBoxRows());
     member("int", "kSmemBytes", kernel.getSharedMemoryBytes());
@@ -257,6 +258,11 @@ private:
     llvm::raw_string_ostream(specifier)
         << "extern \"C\" __global__ __launch_bounds__("
         << kernel.getPlan().getThreads() << ", 1)";
+    // A cluster's shape is the kernel's own, so a plain launch of an even
+    // grid forms the clusters (Executor rounds the grid).
+    if (int64_t cluster = kernel.getPlan().getClusterCtas(); cluster > 1)
+      llvm::raw_string_ostream(specifier)
+          << " __cluster_dims__(" << cluster << ", 1, 1)";
     func.setSpecifiersAttr(b.getStrArrayAttr({specifier}));
     Block *entry = func.addEntryBlock();
     OpBuilder::InsertionGuard guard(b);

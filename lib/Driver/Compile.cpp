@@ -37,7 +37,8 @@ std::string cacheKey(const std::string &source, const CompileOptions &o,
       "\n" + std::to_string(o.maxSplits) + "\n" +
       std::to_string(o.prefillWarps) + "\n" + std::to_string(o.decodeStages) +
       "\n" + std::to_string(o.consumers) + "\n" +
-      std::to_string(o.queryBuffers) + "\n" + nvrtcVersion + "\n" + source);
+      std::to_string(o.queryBuffers) + "\n" + std::to_string(o.clusterCtas) +
+      "\n" + nvrtcVersion + "\n" + source);
 }
 
 std::string encodeEntry(const CompiledVariant &v) {

@@ -238,6 +238,7 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
         spec.kvBoxRows = attention.getKVBoxRows();
       }
       spec.claimsItems = plan.claimsItems();
+      spec.clusterCtas = plan.getClusterCtas();
       spec.hasLse = attention.getHasLse();
       spec.segments = attention.getSegments();
       spec.kvScales = attention.getKeyScale().has_value();
@@ -289,6 +290,7 @@ LogicalResult lowerVariant(ModuleOp module, const CompileOptions &options,
     plan.decodeStages = options.decodeStages;
     plan.consumers = options.consumers;
     plan.queryBuffers = options.queryBuffers;
+    plan.clusterCtas = options.clusterCtas;
     pm.addPass(attn::createAttnPlan(plan));
     pm.addPass(attn::createAttnAnalyzeMasks());
     pm.addPass(attn::createAttnSplitKV());

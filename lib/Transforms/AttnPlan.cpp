@@ -167,7 +167,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                    succeeded(outside("prefill-warps", prefillWarps, 0, 8)) &&
                    succeeded(outside("decode-stages", decodeStages, 0, 8)) &&
                    succeeded(outside("consumers", consumers, 0, 3)) &&
-                   succeeded(outside("query-buffers", queryBuffers, 0, 2)));
+                   succeeded(outside("query-buffers", queryBuffers, 0, 2)) &&
+                   succeeded(outside("cluster-ctas", clusterCtas, 1, 2)));
   }
 
   /// Whether three consumers' 160 registers each hold their work: their
@@ -238,7 +239,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                            attnc::hopper::kWgmmaM * count, blockN,
                            4 * (count + 1), 1, stages, 1,
                            /*queryInRegisters=*/false, queryBuffers,
-                           needsStaticOrder(op, count));
+                           needsStaticOrder(op, count), /*clusterCtas=*/1);
     };
     auto fits = [&](PlanAttr candidate) {
       return candidate.getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim(),
@@ -274,11 +275,22 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   /// cache row per key: 72 KiB at 576 dims, so two there); split-KV keeps
   /// the SMs busy when requests times row blocks are few.
   PlanAttr latentPlan(AttentionOp op) {
+    constexpr int64_t kKeys = 64;
+    // Where a token's rows fill pairs of blocks (128 heads and more), a
+    // pair's CTAs can share each tile's loads, but only on request: in the
+    // twelfth session's measurements the clusters' coupled stages gave back
+    // most of the L2 traffic they save (docs/PERFORMANCE.md).
+    int64_t clusterCtas =
+        this->clusterCtas > 1
+            ? attn_gpu::latentClusterCtas(
+                  op.getQuery().getType().getNumHeads(),
+                  cast<LatentKVType>(op.getKey().getType()).asKeys(), kKeys)
+            : 1;
     auto plan = [&](int64_t stages) {
-      return PlanAttr::get(&getContext(), Schedule::latent,
-                           attnc::hopper::kWgmmaM, 64, 12, 1, stages, maxSplits,
-                           /*queryInRegisters=*/false, /*queryBuffers=*/1,
-                           /*staticOrder=*/false);
+      return PlanAttr::get(
+          &getContext(), Schedule::latent, attnc::hopper::kWgmmaM, kKeys, 12, 1,
+          stages, maxSplits, /*queryInRegisters=*/false,
+          /*queryBuffers=*/1, /*staticOrder=*/false, clusterCtas);
     };
     int64_t stages = 2;
     while (stages < 4 &&
@@ -321,11 +333,13 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                                           transposedRows, 64, 1, 4, stages,
                                           maxSplits, queryInRegisters,
                                           /*queryBuffers=*/1,
-                                          /*staticOrder=*/false)
+                                          /*staticOrder=*/false,
+                                          /*clusterCtas=*/1)
                           : PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4,
                                           stages, maxSplits, queryInRegisters,
                                           /*queryBuffers=*/1,
-                                          /*staticOrder=*/false);
+                                          /*staticOrder=*/false,
+                                          /*clusterCtas=*/1);
       };
       // An fp8 stage holds half the bytes: a fourth stage keeps as many
       // in flight at two CTAs per SM, with the widened tiles beside them.
@@ -352,7 +366,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       int64_t warps = prefillWarps > 0 ? prefillWarps : 8;
       plan = PlanAttr::get(ctx, Schedule::prefill, 16 * warps, blockN, warps, 1,
                            /*stages=*/2, 1, queryInRegisters,
-                           /*queryBuffers=*/1, /*staticOrder=*/false);
+                           /*queryBuffers=*/1, /*staticOrder=*/false,
+                           /*clusterCtas=*/1);
     }
     if (!fits(plan))
       return op.emitOpError("needs more shared memory than the target's ")

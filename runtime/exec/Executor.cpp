@@ -451,6 +451,10 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
   // launch each.
   int64_t ctas =
       std::min<int64_t>(tma.order.items, gridCtas > 0 ? gridCtas : *resident);
+  // Whole clusters (the kernel's __cluster_dims__): a cluster's CTAs take
+  // the two row blocks of one pair, so the items are a multiple of it too.
+  ctas = std::max(launch.clusterCtas,
+                  ctas / launch.clusterCtas * launch.clusterCtas);
   return driver_.launch(*function, unsigned(ctas), 1, 1,
                         unsigned(launch.threads), unsigned(launch.smem), stream,
                         &tma, sizeof(tma));

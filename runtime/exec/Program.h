@@ -59,6 +59,9 @@ struct LaunchSpec {
   /// Whether a persistent kernel's CTAs claim their work items with two
   /// counters in its workspace (attn_gpu::PlanAttr::claimsItems).
   bool claimsItems = false;
+  /// CTAs per cluster of a latent kernel that shares its loads
+  /// (attn_gpu::PlanAttr's cluster_ctas): its grid is a multiple of it.
+  int64_t clusterCtas = 1;
 };
 
 struct Program {

@@ -63,6 +63,8 @@ CompileOptions optionsFrom(std::string_view source) {
       options.consumers = std::min<int64_t>(leadingNumber(value), 3);
     } else if (key == "q_buffers") {
       options.queryBuffers = std::min<int64_t>(leadingNumber(value), 2);
+    } else if (key == "cluster") {
+      options.clusterCtas = leadingNumber(value) == 2 ? 2 : 1;
     } else if (key == "stages") {
       options.decodeStages = std::min<int64_t>(leadingNumber(value), 8);
     } else if (key == "sms") {

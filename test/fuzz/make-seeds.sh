@@ -29,6 +29,7 @@ for f in "$root"/examples/*.mlir; do
   split "$f" "$name-sm86" "// fuzz: arch=sm_86 warps=2 stages=5 sms=1"
   split "$f" "$name-sm120" "// fuzz: arch=sm_120 warps=8 stages=8 sms=188"
   split "$f" "$name-sm90a-q" "// fuzz: arch=sm_90a consumers=3 q_buffers=2"
+  split "$f" "$name-sm90a-cluster" "// fuzz: arch=sm_90a cluster=2"
 done
 while IFS= read -r f; do
   rel="${f#"$root"/test/}"

@@ -30,6 +30,7 @@ struct LatentCase {
   std::string attrs = ""; // "causal", "softcap = 30.0 : f32"
   RunShape shape;
   std::string cacheElem = ""; // the queries' type, or an fp8 type (scaled)
+  int64_t clusterCtas = 1;    // attn-plan's cluster-ctas
 };
 
 void PrintTo(const LatentCase &c, std::ostream *os) { *os << c.name; }
@@ -135,6 +136,27 @@ std::vector<LatentCase> cases() {
   add(fp8({"h128_fp8_softcap_grid2", 128, 576, 64, "bf16", true,
            "paged<64, nhd>", "softcap = 30.0 : f32", shapeOf(3, 1, 600, 0, 2)},
           "f8E4M3FN"));
+  // 128 heads in clusters of two CTAs sharing each tile's loads: pages of
+  // 64 (one box a tile) and of 16 (four, from four copying threads), a
+  // contiguous ragged cache, causal chunked prefill, split-KV, and grids
+  // of one and three CTAs (rounded to whole clusters).
+  auto clustered = [](LatentCase c) {
+    c.name += "_cluster";
+    c.clusterCtas = 2;
+    return c;
+  };
+  add(clustered({"h128_paged64", 128, 576, 64, "bf16", true, "paged<64, nhd>",
+                 "", shapeOf(4, 1, 1000)}));
+  add(clustered({"h128_paged16_hnd_split3", 128, 576, 64, "bf16", true,
+                 "paged<16, hnd>", "", shapeOf(2, 1, 701, 3)}));
+  add(clustered({"h128_short", 128, 576, 64, "bf16", true, "ragged", "",
+                 shapeOf(6, 1, 40)}));
+  add(clustered({"h128_chunked_causal_ragged", 128, 576, 64, "bf16", false,
+                 "ragged", "causal", shapeOf(2, 9, 200)}));
+  for (int ctas : {1, 3})
+    add(clustered({"h128_paged64_grid" + std::to_string(ctas), 128, 576, 64,
+                   "bf16", true, "paged<64, nhd>", "",
+                   shapeOf(3, 1, 600, 0, ctas)}));
   // Persistent grids of a few CTAs walk many items each.
   for (int ctas : {1, 3})
     add({"h128_paged64_grid" + std::to_string(ctas), 128, 576, 64, "bf16", true,
@@ -147,8 +169,10 @@ class LatentOnGpu : public ::testing::TestWithParam<LatentCase> {};
 TEST_P(LatentOnGpu, MatchesReference) {
   const LatentCase &c = GetParam();
   std::string text = variantText(c);
-  testing::expectMatchesReference(text, c.name + ".mlir", c.shape, c.name,
-                                  text);
+  CompileOptions options;
+  options.clusterCtas = c.clusterCtas;
+  testing::expectMatchesReference(text, c.name + ".mlir", c.shape, c.name, text,
+                                  options);
 }
 
 INSTANTIATE_TEST_SUITE_P(Latent, LatentOnGpu, ::testing::ValuesIn(cases()),

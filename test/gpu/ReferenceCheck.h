@@ -27,12 +27,12 @@ inline void expectMatchesReference(const std::string &text,
                                    const std::string &fileName,
                                    const RunShape &shape,
                                    const std::string &label,
-                                   const std::string &context) {
+                                   const std::string &context,
+                                   const CompileOptions &options = {}) {
   StatusOr<cuda::Driver *> driver = cuda::Driver::get();
   if (!driver.ok())
     GTEST_SKIP() << "no GPU: " << driver.status().message();
-  StatusOr<RunReport> report =
-      runAndCheck(text, fileName, CompileOptions(), shape, "-");
+  StatusOr<RunReport> report = runAndCheck(text, fileName, options, shape, "-");
   ASSERT_TRUE(report.ok()) << report.status().toString() << "\n" << context;
   std::string details;
   for (const std::string &line : report->outputErrors)

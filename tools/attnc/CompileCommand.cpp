@@ -75,6 +75,12 @@ void addTuningOptions(CLI::App &command, CompileOptions &options) {
                   "tuning: query tiles per consumer of an sm_90a prefill "
                   "CTA, 1 or 2 (0: the planner's)")
       ->check(CLI::Range(0, 2));
+  command
+      .add_option("--cluster-ctas", options.clusterCtas,
+                  "tuning: 2 runs a 128-head latent kernel over a cache the "
+                  "copy engine loads in clusters of two CTAs that share "
+                  "their loads (1: none)")
+      ->check(CLI::Range(1, 2));
 }
 
 namespace {

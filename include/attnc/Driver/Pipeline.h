@@ -35,6 +35,8 @@ struct CompileOptions {
   int64_t decodeStages = 0;
   int64_t consumers = 0;
   int64_t queryBuffers = 0;
+  /// attn-plan's cluster-ctas: 1 (none) or 2.
+  int64_t clusterCtas = 1;
   bool printIRAfterAll = false;
   /// Debug: attach each diagnosed operation's IR (not part of the cache key).
   bool printOpOnDiagnostic = false;

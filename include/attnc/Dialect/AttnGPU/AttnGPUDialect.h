@@ -25,6 +25,14 @@ FailureOr<PartialTiles> parsePartialTiles(AsmParser &parser);
 /// row of an fp8 cache (widened row by row). Boxes that are not whole
 /// swizzle atoms (hopper::boxesFillAtoms) are gathered row by row instead.
 int64_t kvBoxRows(attn::KVType key, int64_t blockN);
+/// CTAs of a latent kernel's cluster (PlanAttr's cluster_ctas) for
+/// `queryHeads` query heads over the cache `keys` in tiles of `blockN`
+/// keys: 2 where a token's heads fill whole pairs of 64-row blocks (so both
+/// CTAs of a pair see the same keys) and the copy engine loads the tiles
+/// (whole swizzle atoms of a 16-bit cache), so that it can multicast each
+/// half into both; 1 otherwise.
+int64_t latentClusterCtas(int64_t queryHeads, attn::KVType keys,
+                          int64_t blockN);
 } // namespace mlir::attn_gpu
 
 #define GET_ATTRDEF_CLASSES

@@ -28,26 +28,28 @@ FailureOr<PartialTiles> mlir::attn_gpu::parsePartialTiles(AsmParser &parser) {
 }
 
 /// A plan's optional trailing fields, each `, name = value` and printed
-/// only where it differs from its default: `q_buffers` (1) and
-/// `static_order` (false), in either order.
+/// only where it differs from its default: `q_buffers` (1),
+/// `static_order` (false) and `cluster_ctas` (1), in any order.
 static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
-                                      bool &staticOrder) {
+                                      bool &staticOrder, int64_t &clusterCtas) {
   queryBuffers = 1;
   staticOrder = false;
-  llvm::SmallSet<StringRef, 2> seen;
+  clusterCtas = 1;
+  llvm::SmallSet<StringRef, 3> seen;
   while (succeeded(parser.parseOptionalComma())) {
     SMLoc loc = parser.getCurrentLocation();
     StringRef name;
     if (parser.parseKeyword(&name) || parser.parseEqual())
       return failure();
-    if ((name == "q_buffers" || name == "static_order") &&
+    if ((name == "q_buffers" || name == "static_order" ||
+         name == "cluster_ctas") &&
         !seen.insert(name).second)
       return parser.emitError(loc, "plan field '") << name << "' given twice";
-    if (name == "q_buffers") {
+    if (name == "q_buffers" || name == "cluster_ctas") {
       int64_t value;
       if (parser.parseInteger(value))
         return failure();
-      queryBuffers = value;
+      (name == "q_buffers" ? queryBuffers : clusterCtas) = value;
     } else if (name == "static_order") {
       StringRef value;
       if (parser.parseKeyword(&value))
@@ -57,8 +59,8 @@ static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
                << value << "'";
       staticOrder = value == "true";
     } else {
-      return parser.emitError(loc,
-                              "expected 'q_buffers' or 'static_order', got '")
+      return parser.emitError(loc, "expected 'q_buffers', 'static_order' or "
+                                   "'cluster_ctas', got '")
              << name << "'";
     }
   }
@@ -66,11 +68,13 @@ static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
 }
 
 static void printPlanOptions(AsmPrinter &printer, int64_t queryBuffers,
-                             bool staticOrder) {
+                             bool staticOrder, int64_t clusterCtas) {
   if (queryBuffers != 1)
     printer << ", q_buffers = " << queryBuffers;
   if (staticOrder)
     printer << ", static_order = true";
+  if (clusterCtas != 1)
+    printer << ", cluster_ctas = " << clusterCtas;
 }
 
 #define GET_ATTRDEF_CLASSES
@@ -119,7 +123,8 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                Schedule schedule, int64_t blockM,
                                int64_t blockN, int64_t warpsM, int64_t warpsN,
                                int64_t stages, int64_t kvSplits, bool,
-                               int64_t queryBuffers, bool staticOrder) {
+                               int64_t queryBuffers, bool staticOrder,
+                               int64_t clusterCtas) {
   // Each factor is bounded before the product, which must not overflow.
   int64_t maxWarps = limits::kMaxThreadsPerCta / 32;
   if (warpsM < 1 || warpsN < 1 || warpsM > maxWarps || warpsN > maxWarps ||
@@ -184,6 +189,12 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (staticOrder && schedule != Schedule::warp_specialized)
     return emitError() << "only a warp_specialized plan chooses how its CTAs "
                           "share the work items (static_order)";
+  if (clusterCtas != 1 && clusterCtas != 2)
+    return emitError() << "cluster_ctas must be 1 or 2, got " << clusterCtas;
+  if (clusterCtas > 1 && schedule != Schedule::latent)
+    return emitError() << "only a latent plan shares its loads across a "
+                          "cluster (cluster_ctas = "
+                       << clusterCtas << ")";
   return success();
 }
 

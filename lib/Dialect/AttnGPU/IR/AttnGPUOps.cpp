@@ -1,6 +1,8 @@
 //===- AttnGPUOps.cpp - attn_gpu operations -------------------------------===//
 
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
+#include "attnc/device/hopper/smem_layout.h"
+#include "attnc/device/hopper/wgmma.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/Builders.h"
@@ -30,6 +32,14 @@ int64_t mlir::attn_gpu::kvBoxRows(attn::KVType key, int64_t blockN) {
   if (key.getLayout() != attnc::TokenLayout::Paged)
     return blockN;
   return std::gcd(key.getPageSize(), blockN);
+}
+
+int64_t mlir::attn_gpu::latentClusterCtas(int64_t queryHeads, attn::KVType keys,
+                                          int64_t blockN) {
+  bool pairsOfBlocks = queryHeads % (2 * attnc::hopper::kWgmmaM) == 0;
+  return pairsOfBlocks && attnc::hopper::boxesFillAtoms(kvBoxRows(keys, blockN))
+             ? 2
+             : 1;
 }
 
 int64_t KernelOp::getKVBoxRows() {
@@ -68,6 +78,18 @@ LogicalResult KernelOp::verify() {
              << " up to " << kMaxLatentDim << ", are the values; got "
              << key.getNumHeads() << " heads of " << key.getHeadDim()
              << " for queries of " << qk << " and outputs of " << v;
+    PlanAttr plan = getPlan();
+    if (plan.getClusterCtas() > 1 &&
+        plan.getClusterCtas() !=
+            latentClusterCtas(query.getNumHeads(), key, plan.getBlockN()))
+      return emitOpError("a latent kernel shares its loads across a cluster "
+                         "(cluster_ctas = ")
+             << plan.getClusterCtas()
+             << ") only where a token's query heads fill pairs of 64-row "
+                "blocks and the copy engine loads whole swizzle atoms of a "
+                "16-bit cache; got "
+             << query.getNumHeads() << " query heads and boxes of "
+             << kvBoxRows(key, plan.getBlockN()) << " rows";
   } else
     for (int64_t dim : {query.getHeadDim(), output.getHeadDim()})
       if (dim % attnc::limits::kKernelHeadDimStep != 0 ||

@@ -227,7 +227,7 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 // -----
 
 // A plan's optional fields are named.
-// expected-error @below {{expected 'q_buffers' or 'static_order', got 'q_tiles'}}
+// expected-error @below {{expected 'q_buffers', 'static_order' or 'cluster_ctas', got 'q_tiles'}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, q_tiles = 2> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
 
@@ -331,4 +331,34 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 // A latent kernel reads one cache head, shared by every query head.
 // expected-error @below {{a latent kernel reads one cache head of the queries' head dim (a multiple of 16 up to 576) whose first columns, a multiple of 128 up to 512, are the values; got 2 heads of 576 for queries of 576 and outputs of 512}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x16x576xbf16> key = !attn.kv<?x2x576xbf16> value = !attn.kv<?x2x512xbf16> output = !attn.out<1x16x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// Clusters hold two CTAs: a token's two row blocks.
+// expected-error @below {{cluster_ctas must be 1 or 2, got 4}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, cluster_ctas = 4> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x128x576xbf16> key = !attn.kv<?x1x576xbf16> value = !attn.kv<?x1x512xbf16> output = !attn.out<1x128x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// Only the latent CTAs share their loads across a cluster.
+// expected-error @below {{only a latent plan shares its loads across a cluster (cluster_ctas = 2)}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, cluster_ctas = 2> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// At 64 heads a token's rows are one block: the two CTAs of a cluster would
+// see different keys.
+// expected-error @below {{a latent kernel shares its loads across a cluster (cluster_ctas = 2) only where a token's query heads fill pairs of 64-row blocks and the copy engine loads whole swizzle atoms of a 16-bit cache; got 64 query heads and boxes of 64 rows}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, cluster_ctas = 2> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x64x576xbf16> key = !attn.kv<?x1x576xbf16> value = !attn.kv<?x1x512xbf16> output = !attn.out<1x64x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// Pages of one slot are gathered row by row, which the copy engine cannot
+// multicast.
+// expected-error @below {{a latent kernel shares its loads across a cluster (cluster_ctas = 2) only where a token's query heads fill pairs of 64-row blocks and the copy engine loads whole swizzle atoms of a 16-bit cache; got 128 query heads and boxes of 1 rows}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, cluster_ctas = 2> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x128x576xbf16> key = !attn.kv<?x1x576xbf16, paged<1, nhd>> value = !attn.kv<?x1x512xbf16, paged<1, nhd>> output = !attn.out<1x128x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }

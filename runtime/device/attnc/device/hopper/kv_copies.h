@@ -139,10 +139,11 @@ gatherTileRows(u32 dst, const void *cache, i64 pageStride, const Rows &rows,
 /// finite (a masked probability is 0, and 0 x NaN is not).
 template <class C, typename Tile, class Rows>
 ATTNC_DEVICE void copyTile(u32 dst, const TensorMap &map, Mbarrier &bar,
-                           const Rows &rows, int key, int head) {
+                           const Rows &rows, int key, int head,
+                           BlockShare share = {}) {
   using Copies = KVCopies<C>;
   if constexpr (!Copies::kPaged) {
-    loadHeadTile<Tile>(dst, map, bar, rows.kvToken0 + key, head);
+    loadHeadTile<Tile>(dst, map, bar, rows.kvToken0 + key, head, share);
   } else {
     constexpr int page = C::kPageSize;
     int lastPage = rows.pageBegin + (rows.kvLen + page - 1) / page - 1;
@@ -154,8 +155,8 @@ ATTNC_DEVICE void copyTile(u32 dst, const TensorMap &map, Mbarrier &bar,
       int entry = rows.pageBegin + slotKey / page;
       entry = entry < lastPage ? entry : lastPage;
       loadPageRows<Tile, Copies::kKVBoxRows, C::kPageOrder == PageOrder::HND>(
-          dst, map, bar, row, rows.p->page_indices[entry], slotKey % page,
-          head);
+          dst, map, bar, row, rows.p->page_indices[entry], slotKey % page, head,
+          share);
     }
   }
 }

@@ -5,8 +5,10 @@
 // shared cache row of D = latent + rope elements per token, and the value is
 // the row's first DV (latent) elements. A CTA's 64 rows are consecutive
 // (token, head) pairs of one request, all of its query heads packed, so a
-// KV tile loaded once serves every head. A CTA is persistent over the work
-// items of work_order.h and has three warpgroups:
+// KV tile loaded once serves every head (at 128 heads and more, a plan may
+// pair a token's two row blocks in a cluster whose producers each load
+// half of every tile for both: cluster.h). A CTA is persistent over the
+// work items of work_order.h and has three warpgroups:
 //
 // - the producer loads the item's query rows and then each KV tile (keys
 //   and values at once: the same bytes) into a ring of kStages stages,
@@ -39,6 +41,7 @@
 #ifndef ATTNC_DEVICE_HOPPER_LATENT_H
 #define ATTNC_DEVICE_HOPPER_LATENT_H
 
+#include "attnc/device/hopper/cluster.h"
 #include "attnc/device/hopper/kv_copies.h"
 #include "attnc/device/hopper/mbarrier.h"
 #include "attnc/device/hopper/online_softmax.h"
@@ -80,6 +83,15 @@ template <class C> struct LatentShape : hopper::KVCopies<C> {
   static constexpr int kBlockN = C::kBlockN;
   static constexpr int kStages = C::kStages;
   static constexpr int kThreads = 32 * C::kWarpsM;
+  /// CTAs of a cluster that share their KV loads (cluster.h): the two row
+  /// blocks of one token's 128 heads, which see the same keys; the planner
+  /// clusters only copy-engine loads.
+  static constexpr int kClusterCtas = C::kClusterCtas;
+  static_assert(kClusterCtas == 1 ||
+                    (kClusterCtas == 2 &&
+                     hopper::boxesFillAtoms(hopper::KVCopies<C>::kKVBoxRows) &&
+                     sizeof(typename C::KVElem) == 2),
+                "clusters of two multicast copy-engine loads");
   using QTile = hopper::Sw128Tile<kBlockM, kD>;
   using KVTile = hopper::Sw128Tile<kBlockN, kD>;
   using PTile = hopper::Sw128Tile<kBlockM, kBlockN>;
@@ -175,16 +187,43 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
       qEmpty().init(4); // the scorer's warps
       for (int stage = 0; stage < S::kStages; ++stage) {
         kvFull(stage).init(S::kKVFillers);
-        kvEmpty(stage).init(8); // every consumer warp, once its P.V is done
+        // Every consumer warp of the cluster, once its P.V is done.
+        kvEmpty(stage).init(8 * S::kClusterCtas);
       }
       hopper::fenceBarrierInit();
     }
-    __syncthreads();
+    if constexpr (S::kClusterCtas > 1)
+      hopper::clusterSync(); // the peer's barriers, before any arrival
+    else
+      __syncthreads();
     return true;
   }
 
+  /// A CTA of a cluster stays until its peer is done with its shared
+  /// memory and barriers (cluster.h): every thread, at the kernel's end.
+  ATTNC_DEVICE ~LatentCta() {
+    if constexpr (S::kClusterCtas > 1)
+      hopper::clusterSync();
+  }
+
+  /// The work order as a cluster walks it: each item a pair of row blocks
+  /// (the order's row blocks pair up, being a token's heads), the cluster's
+  /// CTAs taking one each.
+  ATTNC_DEVICE WorkOrder clusterOrder() const {
+    WorkOrder order = tp->order;
+    order.items /= S::kClusterCtas;
+    order.row_blocks /= S::kClusterCtas;
+    return order;
+  }
+
+  /// This CTA's rank in its cluster: a cluster's CTAs are consecutive
+  /// (__cluster_dims__ of a 1D grid).
+  ATTNC_DEVICE int clusterRank() const {
+    return int(blockIdx.x) % S::kClusterCtas;
+  }
+
   ATTNC_DEVICE int workItems() const {
-    return workSlots(tp->order, int(gridDim.x));
+    return workSlots(clusterOrder(), int(gridDim.x) / S::kClusterCtas);
   }
 
   /// Locates the item in the CTA's next slot, `k`: a block of one request's
@@ -193,9 +232,11 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     ring += itemTiles;
     itemTiles = 0;
     WorkItem w;
-    if (!cursor.next(tp->order, int(blockIdx.x), int(gridDim.x), 1,
-                     tp->attn.num_splits, w))
+    if (!cursor.next(clusterOrder(), int(blockIdx.x) / S::kClusterCtas,
+                     int(gridDim.x) / S::kClusterCtas, 1, tp->attn.num_splits,
+                     w))
       return false;
+    w.row_block = w.row_block * S::kClusterCtas + clusterRank();
     if (!this->locate(tp->attn, w.batch, 0, w.split, w.row_block * S::kBlockM))
       return false;
     itemTiles = tileEnd - tileBegin;
@@ -239,13 +280,28 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     for (int t = tileBegin; t < tileEnd; ++t) {
       int stage = stageOf(t);
       kvEmpty(stage).wait(phaseOf(t) ^ 1u);
+      // The whole tile: this CTA's share and its peers'.
       if (threadIdx.x == 0)
         kvFull(stage).arriveExpectTx(KVTile::kBytes);
       if constexpr (S::kCopyThreads > 1)
         __syncwarp();
       hopper::copyTile<C, KVTile>(kvTile(stage), tp->k, kvFull(stage), *this,
-                                  tileAt(t) * S::kBlockN, 0);
+                                  tileAt(t) * S::kBlockN, 0, loadShare());
     }
+  }
+
+  /// The column blocks of each KV tile this CTA loads: all, or in a
+  /// cluster its share of them, multicast into every CTA of the cluster.
+  ATTNC_DEVICE hopper::BlockShare loadShare() const {
+    hopper::BlockShare share;
+    if constexpr (S::kClusterCtas > 1) {
+      constexpr int kShare =
+          (KVTile::kBlocks + S::kClusterCtas - 1) / S::kClusterCtas;
+      share.first = kShare * clusterRank();
+      share.end = share.first + kShare;
+      share.multicast = u16((1u << S::kClusterCtas) - 1);
+    }
+    return share;
   }
 
   /// Latent tiles gathered by every producer thread (kv_copies.h); the
@@ -413,6 +469,19 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
       empty.arrive();
   }
 
+  /// A KV stage this warp is done with, in every CTA of the cluster: each
+  /// one's copy engine writes its share of the next tile into all.
+  ATTNC_DEVICE void releaseStage(int stage) {
+    if constexpr (S::kClusterCtas == 1) {
+      release(kvEmpty(stage));
+    } else {
+      __syncwarp();
+      if (thread % 32 == 0)
+        for (u32 rank = 0; rank < u32(S::kClusterCtas); ++rank)
+          hopper::arriveInCta(kvEmpty(stage), rank);
+    }
+  }
+
   // Each function below is one role's: the roles are separate programs
   // (is_scorer), so that neither writes an accumulator on a path where the
   // other's wgmma is in flight.
@@ -467,7 +536,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     hopper::wgmmaWait<0>(o);
     if (valuesTile < 0)
       return;
-    release(kvEmpty(stageOf(valuesTile)));
+    releaseStage(stageOf(valuesTile));
     if (!isScorer() && valuesTile + 1 < tileEnd)
       hopper::namedBarrierArrive(kPFree, kPairThreads);
     valuesTile = -1;

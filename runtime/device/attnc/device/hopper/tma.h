@@ -48,30 +48,63 @@ ATTNC_DEVICE void tmaLoad2D(u32 dst, const TensorMap &map, Mbarrier &bar,
                : "memory");
 }
 
-/// Copies the box at (c0, c1, c2) of a 3D map to shared address `dst`.
+/// Copies the box at (c0, c1, c2) of a 3D map to shared address `dst`;
+/// with a `multicast` mask of the cluster's CTAs, to the same address in
+/// each of them, completing on the same barrier in each.
 ATTNC_DEVICE void tmaLoad3D(u32 dst, const TensorMap &map, Mbarrier &bar,
-                            i32 c0, i32 c1, i32 c2) {
+                            i32 c0, i32 c1, i32 c2, u16 multicast = 0) {
   const void *m = &map;
   u32 b = bar.address();
-  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile"
-               ".mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
-               :
-               : "r"(dst), "l"(m), "r"(b), "r"(c0), "r"(c1), "r"(c2)
-               : "memory");
+  if (multicast)
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile"
+                 ".mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4, %5}], [%2], %6;"
+                 :
+                 : "r"(dst), "l"(m), "r"(b), "r"(c0), "r"(c1), "r"(c2),
+                   "h"(multicast)
+                 : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile"
+                 ".mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
+                 "[%2];"
+                 :
+                 : "r"(dst), "l"(m), "r"(b), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
 }
 
-/// Copies the box at (c0, c1, c2, c3) of a 4D map to shared address `dst`.
+/// Copies the box at (c0, c1, c2, c3) of a 4D map to shared address `dst`
+/// (to each CTA of a `multicast` mask, as tmaLoad3D).
 ATTNC_DEVICE void tmaLoad4D(u32 dst, const TensorMap &map, Mbarrier &bar,
-                            i32 c0, i32 c1, i32 c2, i32 c3) {
+                            i32 c0, i32 c1, i32 c2, i32 c3, u16 multicast = 0) {
   const void *m = &map;
   u32 b = bar.address();
-  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile"
-               ".mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
-               "[%2];"
-               :
-               : "r"(dst), "l"(m), "r"(b), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-               : "memory");
+  if (multicast)
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile"
+                 ".mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4, %5, %6}], [%2], %7;"
+                 :
+                 : "r"(dst), "l"(m), "r"(b), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+                   "h"(multicast)
+                 : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile"
+                 ".mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+                 "[%2];"
+                 :
+                 : "r"(dst), "l"(m), "r"(b), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+                 : "memory");
 }
+
+/// Which column blocks of a tile a CTA loads: all of them into its own
+/// shared memory, or, in a cluster that shares its loads (cluster.h),
+/// blocks [first, end) into every CTA of `multicast`.
+struct BlockShare {
+  int first = 0, end = 1 << 30;
+  u16 multicast = 0;
+  ATTNC_DEVICE bool owns(int block) const {
+    return block >= first && block < end;
+  }
+};
 
 /// Loads tokens [token, token + Tile::kRows) of `head` of an attention
 /// operand ([tokens, heads, dim], map from attentionOperandMap) into a tile
@@ -79,11 +112,12 @@ ATTNC_DEVICE void tmaLoad4D(u32 dst, const TensorMap &map, Mbarrier &bar,
 /// has armed `bar` with arriveExpectTx(Tile::kBytes).
 template <typename Tile>
 ATTNC_DEVICE void loadHeadTile(u32 dst, const TensorMap &map, Mbarrier &bar,
-                               i32 token, i32 head) {
+                               i32 token, i32 head, BlockShare share = {}) {
 #pragma unroll
   for (int b = 0; b < Tile::kBlocks; ++b)
-    tmaLoad3D(dst + b * Tile::kBlockBytes, map, bar, b * Tile::kBlockCols, head,
-              token);
+    if (share.owns(b))
+      tmaLoad3D(dst + b * Tile::kBlockBytes, map, bar, b * Tile::kBlockCols,
+                head, token, share.multicast);
 }
 
 /// Loads `BoxRows` consecutive slots from `slot` of one page of an
@@ -95,15 +129,20 @@ ATTNC_DEVICE void loadHeadTile(u32 dst, const TensorMap &map, Mbarrier &bar,
 /// tile's.
 template <typename Tile, int BoxRows, bool HeadMajorPages>
 ATTNC_DEVICE void loadPageRows(u32 dst, const TensorMap &map, Mbarrier &bar,
-                               int row, i32 page, i32 slot, i32 head) {
+                               int row, i32 page, i32 slot, i32 head,
+                               BlockShare share = {}) {
   static_assert(BoxRows % kAtomRows == 0, "boxes start on swizzle atoms");
 #pragma unroll
   for (int b = 0; b < Tile::kBlocks; ++b) {
+    if (!share.owns(b))
+      continue;
     u32 at = dst + b * Tile::kBlockBytes + u32(row) * kSwizzleBytes;
     if (HeadMajorPages)
-      tmaLoad4D(at, map, bar, b * Tile::kBlockCols, slot, head, page);
+      tmaLoad4D(at, map, bar, b * Tile::kBlockCols, slot, head, page,
+                share.multicast);
     else
-      tmaLoad4D(at, map, bar, b * Tile::kBlockCols, head, slot, page);
+      tmaLoad4D(at, map, bar, b * Tile::kBlockCols, head, slot, page,
+                share.multicast);
   }
 }
 
