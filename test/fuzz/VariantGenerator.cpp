@@ -72,7 +72,8 @@ std::string generateVariant(const uint8_t *data, size_t size) {
                              "sm_100a", "sm_120"}) +
                      " warps=" + str(c.below(9)) +
                      " stages=" + str(c.below(9)) +
-                     " sms=" + c.pick({"132", "1", "8", "1000000"}) + "\n";
+                     " sms=" + c.pick({"132", "1", "8", "1000000"}) +
+                     " cluster=" + c.pick({"1", "2"}) + "\n";
 
   // The shapes: queries, keys/values and outputs, GQA group.
   long long qHeads = c.usual(90) ? c.pick({8, 32, 28, 16, 4, 1, 12, 64})
