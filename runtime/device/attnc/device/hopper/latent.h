@@ -88,9 +88,7 @@ template <class C> struct LatentShape : hopper::KVCopies<C> {
   /// clusters only copy-engine loads.
   static constexpr int kClusterCtas = C::kClusterCtas;
   static_assert(kClusterCtas == 1 ||
-                    (kClusterCtas == 2 &&
-                     hopper::boxesFillAtoms(hopper::KVCopies<C>::kKVBoxRows) &&
-                     sizeof(typename C::KVElem) == 2),
+                    (kClusterCtas == 2 && !hopper::KVCopies<C>::kGatherKV),
                 "clusters of two multicast copy-engine loads");
   using QTile = hopper::Sw128Tile<kBlockM, kD>;
   using KVTile = hopper::Sw128Tile<kBlockN, kD>;
@@ -277,6 +275,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   }
 
   ATTNC_DEVICE void copyTiles() {
+    hopper::BlockShare share = loadShare();
     for (int t = tileBegin; t < tileEnd; ++t) {
       int stage = stageOf(t);
       kvEmpty(stage).wait(phaseOf(t) ^ 1u);
@@ -286,7 +285,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
       if constexpr (S::kCopyThreads > 1)
         __syncwarp();
       hopper::copyTile<C, KVTile>(kvTile(stage), tp->k, kvFull(stage), *this,
-                                  tileAt(t) * S::kBlockN, 0, loadShare());
+                                  tileAt(t) * S::kBlockN, 0, share);
     }
   }
 
