@@ -234,12 +234,20 @@ def AttnFuseSplitMerge : Pass<"attn-fuse-split-merge", "::mlir::ModuleOp"> {
   let description = [{
     A launch of a split-KV attention kernel whose partial states feed only
     the launch of a merge kernel becomes one launch of the attention kernel
-    with `merge_splits`: the CTA that stores a row block's last split merges
-    them (`attn_gpu.merge_splits`), so a decode step pays no second launch
-    and no round trip of its states through a second grid. Its results are
-    the merge's; the partial states become the launch's workspace. Splits
-    that the merge does not read alone (another use of the partial states)
-    are left as they are.
+    with `merge_splits`. Its results are the merge's; the partial states
+    become the launch's workspace, and a run with one split stores the
+    results directly. Splits that the merge does not read alone (another
+    use of the partial states) are left as they are.
+
+    How the kernel merges is its schedule's (`PlanAttr`):
+    - the mma.sync CTA that stores a row block's last split merges them
+      (`attn_gpu.merge_splits` after each `store_state`), so a decode step
+      pays no second launch and no round trip of its states through a
+      second grid;
+    - a latent kernel's persistent CTAs end together, and the last CTA of a
+      row block would merge it alone in the launch's tail: the runtime
+      launches the kernel a second time in its merge pass, which spreads
+      the rows over the whole grid (no `attn_gpu.merge_splits`).
 
     Before:
 

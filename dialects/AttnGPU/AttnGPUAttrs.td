@@ -113,6 +113,18 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     }
     /// Whether this is the multi-head latent attention schedule.
     bool isLatent() const { return getSchedule() == Schedule::latent; }
+    /// Whether a split-KV kernel of this schedule can merge its own splits
+    /// (`merge_splits`): the mma.sync schedules' and the latent one's; the
+    /// warp-specialized prefill does not split its keys.
+    bool mergesOwnSplits() const {
+      return getSchedule() != Schedule::warp_specialized;
+    }
+    /// Whether such a kernel merges its splits in a second launch of
+    /// itself, spread over the whole grid, rather than in the CTA that
+    /// stores a row block's last split (`attn_gpu.merge_splits`): the
+    /// latent kernel's persistent CTAs end together, and that CTA would
+    /// merge a row block alone in the launch's tail.
+    bool mergesInSecondLaunch() const { return isLatent(); }
     /// Whether the CTAs claim their work items with an atomic counter
     /// rather than walking a static share of them.
     bool claimsItems() const {

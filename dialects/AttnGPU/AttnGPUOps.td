@@ -413,13 +413,16 @@ def AttnGPU_StoreStateOp : AttnGPU_DeviceOp<"store_state"> {
 def AttnGPU_MergeSplitsOp : AttnGPU_DeviceOp<"merge_splits"> {
   let summary = "the CTA that stores a row block's last split merges them all";
   let description = [{
-    After `store_state` in a kernel with `merge_splits`: the CTA counts its
-    partial state in on its row block's arrival counter; the one that
-    arrives last merges every split's state into the output and LSE and
-    puts the counter back to zero, so that a split-KV step is one launch
-    and the next launch (or a replayed CUDA graph) starts clean.
+    After `store_state` in a kernel with `merge_splits` of the mma.sync
+    schedules: the CTA counts its partial state in on its row block's
+    arrival counter; the one that arrives last merges every split's state
+    into the output and LSE and puts the counter back to zero, so that a
+    split-KV step is one launch and the next launch (or a replayed CUDA
+    graph) starts clean. A latent kernel merges its splits in a second
+    launch of itself instead, and has no such op.
   }];
   let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
 }
 
 #endif // ATTNC_DIALECT_ATTNGPU_OPS_TD

@@ -43,7 +43,7 @@ struct AttnFuseSplitMergePass
         !split.getResult(0).hasOneUse() || !split.getResult(1).hasOneUse())
       return {};
     auto kernel = symbols.lookup<gpu::KernelOp>(split.getKernel());
-    if (!kernel || kernel.getPlan().isWarpSpecialized() ||
+    if (!kernel || !kernel.getPlan().mergesOwnSplits() ||
         kernel.getPlan().getKvSplits() < 2 ||
         split.getGeometry().getKvSplits() < 2)
       return {};
@@ -59,11 +59,14 @@ struct AttnFuseSplitMergePass
     auto kernel = symbols.lookup<gpu::KernelOp>(split.getKernel());
     kernel.setOutputAttr(TypeAttr::get(merge.getResult(0).getType()));
     kernel.setMergeSplits(true);
-    kernel.getBody().walk([](gpu::StoreStateOp store) {
-      OpBuilder b(store);
-      b.setInsertionPointAfter(store);
-      gpu::MergeSplitsOp::create(b, store.getLoc());
-    });
+    // A kernel that merges in a second launch of itself has nothing to do
+    // after its stores.
+    if (!kernel.getPlan().mergesInSecondLaunch())
+      kernel.getBody().walk([](gpu::StoreStateOp store) {
+        OpBuilder b(store);
+        b.setInsertionPointAfter(store);
+        gpu::MergeSplitsOp::create(b, store.getLoc());
+      });
     OpBuilder b(merge);
     auto fused = gpu::LaunchOp::create(
         b, merge.getLoc(), merge.getResultTypes(), split.getKernelAttr(),

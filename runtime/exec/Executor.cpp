@@ -189,9 +189,10 @@ Executor::LaunchWorkspace Executor::launchWorkspace(const LaunchSpec &launch,
   workspace.outs = size_t(splits) * rows * out.dim * sizeof(float);
   workspace.lses = size_t(splits) * rows * sizeof(float);
   // A counter per (request, head group, row block): the grid's CTAs of one
-  // split.
-  workspace.counters = size_t(layout.batch) * headBlocks(launch) *
-                       rowBlocks(launch, layout) * sizeof(int32_t);
+  // split; none where a merge pass merges them.
+  if (!launch.mergePass)
+    workspace.counters = size_t(layout.batch) * headBlocks(launch) *
+                         rowBlocks(launch, layout) * sizeof(int32_t);
   return workspace;
 }
 
@@ -416,8 +417,9 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
   if (launch.mergesSplits) {
     p.partial_out = reinterpret_cast<float *>(workspaceBase);
     p.partial_lse = reinterpret_cast<float *>(workspaceBase + workspace.outs);
-    p.split_counters = reinterpret_cast<i32 *>(workspaceBase + workspace.outs +
-                                               workspace.lses);
+    if (!launch.mergePass)
+      p.split_counters = reinterpret_cast<i32 *>(
+          workspaceBase + workspace.outs + workspace.lses);
   }
 
   StatusOr<cuda::CUfunction> function =
@@ -449,15 +451,27 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
   // As many CTAs as the GPU holds at once: ragged batches' items without
   // rows cost a CTA a few loads there, where a CTA per item would cost a
   // launch each.
-  int64_t ctas =
-      std::min<int64_t>(tma.order.items, gridCtas > 0 ? gridCtas : *resident);
+  int64_t grid = gridCtas > 0 ? gridCtas : *resident;
   // Whole clusters (the kernel's __cluster_dims__): a cluster's CTAs take
   // the two row blocks of one pair, so the items are a multiple of it too.
-  ctas = std::max(launch.clusterCtas,
-                  ctas / launch.clusterCtas * launch.clusterCtas);
-  return driver_.launch(*function, unsigned(ctas), 1, 1,
-                        unsigned(launch.threads), unsigned(launch.smem), stream,
-                        &tma, sizeof(tma));
+  auto wholeClusters = [&](int64_t ctas) {
+    return std::max(launch.clusterCtas,
+                    ctas / launch.clusterCtas * launch.clusterCtas);
+  };
+  int64_t ctas = wholeClusters(std::min<int64_t>(tma.order.items, grid));
+  if (Status s = driver_.launch(*function, unsigned(ctas), 1, 1,
+                                unsigned(launch.threads), unsigned(launch.smem),
+                                stream, &tma, sizeof(tma));
+      !s.ok())
+    return s;
+  if (!launch.mergePass || splits == 1)
+    return Status();
+  // The merge pass: the same kernel again, its warps merging the splits'
+  // partial states into the results over the whole grid, in registers (no
+  // shared memory).
+  tma.merge_pass = 1;
+  return driver_.launch(*function, unsigned(wholeClusters(grid)), 1, 1,
+                        unsigned(launch.threads), 0, stream, &tma, sizeof(tma));
 }
 
 Status Executor::resolveKVTokens(BatchLayout &layout) const {

@@ -56,6 +56,9 @@ struct LaunchSpec {
   /// Whether a split-KV kernel merges its own splits: its results are
   /// final, its partial states and arrival counters a workspace.
   bool mergesSplits = false;
+  /// Whether it merges them in a second launch of itself, its merge pass
+  /// (attn_gpu::PlanAttr::mergesInSecondLaunch), when a run splits.
+  bool mergePass = false;
   /// Whether a persistent kernel's CTAs claim their work items with two
   /// counters in its workspace (attn_gpu::PlanAttr::claimsItems).
   bool claimsItems = false;

@@ -128,9 +128,9 @@ LogicalResult KernelOp::verify() {
     return emitOpError("needs ")
            << getSharedMemoryBytes() << " bytes of shared memory, the target "
            << "allows " << getTarget().getSmem();
-  if (getMergeSplits() && (plan.getKvSplits() < 2 || !mmaSync))
+  if (getMergeSplits() && (plan.getKvSplits() < 2 || !plan.mergesOwnSplits()))
     return emitOpError("merge_splits needs a split-KV plan of the mma.sync "
-                       "schedules, got ")
+                       "or latent schedules, got ")
            << plan;
   if (getPlan().isWarpSpecialized()) {
     // wgmma and setmaxnreg exist only in sm_90a; TMA tiles are 16-bit here.
@@ -148,6 +148,19 @@ LogicalResult KernelOp::verify() {
              << kWidenedRowsPerPass << " rows a pass: its KV tile must be a "
              << "multiple of them, got " << plan.getBlockN() << " keys";
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MergeSplitsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MergeSplitsOp::verify() {
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  if (!kernel || !kernel.getMergeSplits() ||
+      kernel.getPlan().mergesInSecondLaunch())
+    return emitOpError("needs a kernel with merge_splits that merges in its "
+                       "own launch (the mma.sync schedules)");
   return success();
 }
 

@@ -17,6 +17,7 @@
 #include "attnc/device/mma.h"
 #include "attnc/device/params.h"
 #include "attnc/device/prelude.h"
+#include "attnc/device/split_merge.h"
 #include "attnc/device/widen.h"
 
 namespace attnc {
@@ -530,30 +531,20 @@ struct PipelinedCta
                         mergeColumn(pass));
     cpAsyncCommit();
   }
-  ATTNC_DEVICE static void fenceAcqRelGpu() {
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-  }
-
-  /// Counts the CTA's partial state in. The CTA that stores its row
-  /// block's last split merges them all into the output, so that a
-  /// split-KV decode step is one launch; it also puts the counter back to
-  /// zero, so that the next launch (or a replayed CUDA graph) starts clean.
+  /// Counts the CTA's partial state in (split_merge.h); the CTA that
+  /// stores its row block's last split merges them all into the output, so
+  /// that a split-KV decode step is one launch.
   ATTNC_DEVICE void mergeSplits() {
     if (!C::kMergeSplits || !storesPartial())
       return;
     int *last = reinterpret_cast<int *>(smem);
-    // Release and acquire fences around the relaxed counter: the order the
-    // merge needs, without fence.sc's global ordering point.
     fenceAcqRelGpu(); // this CTA's partial state before its arrival
     __syncthreads();
-    if (threadIdx.x == 0) {
-      int *counter = p->split_counters +
-                     (i64(batch) * C::kNumKVHeads + kvHead) * gridDim.x +
-                     blockIdx.x;
-      *last = atomicAdd(counter, 1) == this->requestSplits - 1;
-      if (*last)
-        atomicExch(counter, 0);
-    }
+    if (threadIdx.x == 0)
+      *last = countsInLast(
+          p->split_counters +
+              (i64(batch) * C::kNumKVHeads + kvHead) * gridDim.x + blockIdx.x,
+          this->requestSplits);
     __syncthreads();
     if (!*last)
       return;
@@ -561,7 +552,6 @@ struct PipelinedCta
     // A warp per row: lane i holds split i's LSE, so the weights take one
     // load and shuffles; then each lane sums its 4-dim slices of the
     // splits' outputs from its slots, a batch at a time.
-    static_assert(limits::kMaxKVSplits <= 32, "a lane per split");
     int splits = this->requestSplits;
     auto batchAt = [&](int first) {
       return splits - first < kMergeBatch ? splits - first : kMergeBatch;
@@ -569,20 +559,9 @@ struct PipelinedCta
     for (int row = warp; row < rows; row += S::kWarps) {
       i64 outRow = outRowOf(row);
       stageSplits(0, batchAt(0), outRow);
-      float lse = lane < splits
-                      ? __ldcg(p->partial_lse + lane * p->partial_split_stride +
-                               outRow) *
-                            kLog2E
-                      : negInf();
-      float total = lse;
-      for (int offset = 16; offset > 0; offset /= 2)
-        total = maxf(total, __shfl_xor_sync(0xffffffffu, total, offset));
-      float base = total == negInf() ? 0.0f : total;
-      float part = lane < splits ? fastExp2(lse - base) : 0.0f;
-      float sum = part;
-      for (int offset = 16; offset > 0; offset /= 2)
-        sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-      float weight = sum > 0.0f ? part / sum : 0.0f;
+      SplitWeights weights = splitWeights(
+          p->partial_lse, p->partial_split_stride, outRow, splits, lane);
+      float weight = weights.weight;
       // Every lane takes part in each batch, past the row's end too: the
       // shuffles need the whole warp.
       float acc[kMergePasses][kMergeLaneFloats] = {};
@@ -614,18 +593,8 @@ struct PipelinedCta
                         mergeColumn(pass),
                     acc[pass]);
       if (C::kHasLse && lane == 0)
-        p->lse[outRow] = sum > 0.0f ? (base + fastLog2(sum)) * kLn2 : negInf();
+        p->lse[outRow] = weights.lse();
     }
-  }
-
-  ATTNC_DEVICE static void storeQuad(float *dst, const float *src) {
-    *reinterpret_cast<float4 *>(dst) =
-        make_float4(src[0], src[1], src[2], src[3]);
-  }
-  template <typename T>
-  ATTNC_DEVICE static void storeQuad(T *dst, const float *src) {
-    *reinterpret_cast<uint2 *>(dst) =
-        make_uint2(Mma<T>::pack(src[0], src[1]), Mma<T>::pack(src[2], src[3]));
   }
 
   ATTNC_DEVICE static void storeChunk(float *dst, const float *src) {

@@ -293,8 +293,25 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 // -----
 
 // A kernel merges its own splits only when its plan splits the keys.
-// expected-error @below {{merge_splits needs a split-KV plan of the mma.sync schedules, got #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 1, q_in_regs = true>}}
+// expected-error @below {{merge_splits needs a split-KV plan of the mma.sync or latent schedules, got #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 1, q_in_regs = true>}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<decode, block = 16 x 64, warps = 1 x 4, stages = 3, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x8x64xbf16> key = !attn.kv<?x2x64xbf16> value = !attn.kv<?x2x64xbf16> output = !attn.out<1x8x64xbf16> captures = [] attributes {has_lse, merge_splits, scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// A latent kernel merges its splits in a second launch of itself: a
+// merge_splits op after its stores has no counter to count on.
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 16, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = edges> query = !attn.q<1x16x576xbf16> key = !attn.kv<?x1x576xbf16, paged<64, nhd>> value = !attn.kv<?x1x512xbf16, paged<64, nhd>> output = !attn.out<1x16x512xbf16> captures = [] attributes {has_lse, merge_splits, scale = 0.0721687824 : f32} {
+  // expected-error @below {{'attn_gpu.merge_splits' op needs a kernel with merge_splits that merges in its own launch (the mma.sync schedules)}}
+  attn_gpu.merge_splits
+}
+
+// -----
+
+// The warp-specialized prefill does not split its keys, so it has no
+// splits of its own to merge.
+// expected-error @below {{merge_splits needs a split-KV plan of the mma.sync or latent schedules, got #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 4, q_in_regs = false>}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 4, q_in_regs = false> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x128xbf16> key = !attn.kv<?x2x128xbf16> value = !attn.kv<?x2x128xbf16> output = !attn.out<?x8x128xbf16> captures = [] attributes {merge_splits, scale = 1.250000e-01 : f32} {
 }
 
 // -----

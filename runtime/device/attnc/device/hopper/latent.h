@@ -33,6 +33,12 @@
 // scorer's program, AttnLowerToGPU.cpp). The value consumer's half of a
 // tile's P.V runs beside the scorer's next scores.
 //
+// A split-KV launch with `merge_splits` stores every split's partial state
+// and is followed by a second launch of the same kernel, its merge pass,
+// whose warps merge them over the whole grid: the CTAs end together, so the
+// last CTA of a row block would merge it alone in the launch's tail
+// (split_merge.h). With one split the results are stored directly.
+//
 // Generated kernels drive the CTA through free functions, one per attn_gpu
 // op, as the warp-specialized prefill (prefill.h) does; the scorer and the
 // value consumer run separate programs (attn_gpu.is_scorer).
@@ -55,6 +61,7 @@
 #include "attnc/device/math.h"
 #include "attnc/device/mma.h"
 #include "attnc/device/prelude.h"
+#include "attnc/device/split_merge.h"
 
 namespace attnc {
 
@@ -167,7 +174,14 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   }
 
   // --- Setup ----------------------------------------------------------------
+  /// Sets up the CTA's barriers; false in the merge pass, which merges
+  /// before it returns.
   ATTNC_DEVICE bool begin(const TmaAttnParams &params, void *sharedMem) {
+    if constexpr (C::kMergeSplits)
+      if (params.merge_pass) {
+        mergePass(params.attn);
+        return false;
+      }
     tp = &params;
     cursor.begin();
     ring = 0;
@@ -195,6 +209,40 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     else
       __syncthreads();
     return true;
+  }
+
+  /// 16-byte loads a lane of the merge pass holds in flight: 64 of the
+  /// 168 registers a thread has before any setmaxnreg.
+  static constexpr int kMergeLoads = 16;
+  /// The widest unit of the merge pass: a whole row, in passes of 128
+  /// columns (split_merge.h).
+  static constexpr int kMergeRow = S::kDV % 512 == 0   ? 512
+                                   : S::kDV % 256 == 0 ? 256
+                                                       : 128;
+
+  /// The merge pass: the warps of the grid merge the output's rows from
+  /// every split's partial state (split_merge.h), each warp a unit of a row
+  /// at a time, the loads of all its splits in flight: a whole row where
+  /// they fit (up to 4 splits of 512 columns), else 128 columns. Few splits
+  /// then take one L2 round trip a row, and many still spread over many
+  /// warps.
+  ATTNC_DEVICE void mergePass(const AttnParams &params) {
+    if (params.num_splits * (kMergeRow / 128) <= kMergeLoads)
+      mergeUnits<kMergeRow>(params);
+    else
+      mergeUnits<128>(params);
+  }
+  template <int Columns>
+  ATTNC_DEVICE void mergeUnits(const AttnParams &params) {
+    constexpr int kWarps = S::kThreads / 32;
+    constexpr int kUnitsPerRow = S::kDV / Columns;
+    i64 units = params.partial_split_stride * kUnitsPerRow;
+    for (i64 unit = i64(blockIdx.x) * kWarps + threadIdx.x / 32; unit < units;
+         unit += i64(gridDim.x) * kWarps)
+      mergeRowColumns<Out, S::kDV, Columns, C::kHasLse,
+                      kMergeLoads * 128 / Columns>(
+          params, unit / kUnitsPerRow, int(unit % kUnitsPerRow) * Columns,
+          params.num_splits, threadIdx.x % 32);
   }
 
   /// A CTA of a cluster stays until its peer is done with its shared

@@ -22,6 +22,10 @@ struct TmaAttnParams {
   hopper::TensorMap v; // [kv tokens, kv heads, v dim], likewise
   AttnParams attn;
   WorkOrder order; // the items the CTAs walk (work_order.h)
+  /// Nonzero in the second launch of a latent kernel that merges its own
+  /// splits: the launch merges the partial states the first one stored
+  /// (hopper/latent.h).
+  i32 merge_pass;
 };
 
 } // namespace attnc
