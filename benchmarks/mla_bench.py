@@ -25,7 +25,8 @@ import sys
 import torch
 
 import attnc
-from bench import copy_ceiling_gbs, gemm_ceiling_tflops, time_alternately
+from bench import (copy_ceiling_gbs, gemm_ceiling_tflops, graph_or_eager,
+                   time_alternately)
 
 CKV, KPE = 512, 64
 SCALE = 1.0 / (128 + 64) ** 0.5  # DeepSeek-V3's, before the absorption
@@ -173,6 +174,9 @@ def main():
     parser.add_argument("--no-flashinfer", action="store_true")
     parser.add_argument("--rows", default="",
                         help="comma-separated row names (default: all)")
+    parser.add_argument("--graphs", action="store_true",
+                        help="time replays of CUDA graphs, the GPU's time "
+                        "alone, as engines replay decode steps")
     args = parser.parse_args()
     chosen = {n for n in args.rows.split(",") if n} or None
     unknown = (chosen or set()) - {row[0] for row in ROWS}
@@ -191,8 +195,11 @@ def main():
     copy = copy_ceiling_gbs()
     gemm = gemm_ceiling_tflops()
     device = torch.cuda.get_device_name()
+    notes = []
+    timer = graph_or_eager(notes) if args.graphs else None
     lines = [f"device: {device}; copy ceiling {copy:.0f} GB/s, bf16 GEMM "
-             f"ceiling {gemm:.0f} TFLOP/s", "",
+             f"ceiling {gemm:.0f} TFLOP/s; "
+             f"{'CUDA-graph replays' if args.graphs else 'eager calls'}", "",
              "| row | heads | batch x queries x keys | page | attnc ms | GB/s | TFLOP/s | "
              "roofline | torch ms | FI fa3 ms | FI fa2 ms | attnc / best "
              "peer | rel. error |",
@@ -213,7 +220,7 @@ def main():
                       f"{str(e).splitlines()[0]}")
                 timers.pop("fa_" + backend, None)
         error = relative_error(timers["attnc"](), reference(b))
-        times = time_alternately(timers, args.iters)
+        times = time_alternately(timers, args.iters, timer=timer)
         ms = times["attnc"]
         gbs = b.bytes() / ms / 1e6
         tflops = b.flops() / ms / 1e9
@@ -230,7 +237,7 @@ def main():
         print(lines[-1], flush=True)
         del b, timers
         torch.cuda.empty_cache()
-    text = "\n".join(lines) + "\n"
+    text = "\n".join(lines + [""] + sorted(set(notes))) + "\n"
     print(text)
     with open(os.path.join(args.out, "mla.md"), "w") as f:
         f.write(text)
