@@ -115,7 +115,7 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     bool isLatent() const { return getSchedule() == Schedule::latent; }
     /// Whether a split-KV kernel of this schedule can merge its own splits
     /// (`merge_splits`): the mma.sync schedules' and the latent one's; the
-    /// warp-specialized prefill does not split its keys.
+    /// planner never splits the warp-specialized prefill's keys.
     bool mergesOwnSplits() const {
       return getSchedule() != Schedule::warp_specialized;
     }

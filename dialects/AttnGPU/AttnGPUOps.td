@@ -22,8 +22,9 @@ def AttnGPU_KernelOp : AttnGPU_Op<"kernel", [
     modifiers) and the `score_mod` / `mask_mod` regions come from the
     `attn.attention` it implements; `plan`, `target` and `masks` say how it
     is tiled. With `merge_splits`, a split-KV kernel merges its own splits
-    (`attn_gpu.merge_splits`): its output is the final one, and its partial
-    states are the launch's workspace.
+    (in its launch, `attn_gpu.merge_splits`, or in a second launch of
+    itself: `PlanAttr::mergesInSecondLaunch`): its output is the final one,
+    and its partial states are the launch's workspace.
 
     ```mlir
     attn_gpu.kernel @attention_0 target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
@@ -405,7 +406,9 @@ def AttnGPU_StoreStateOp : AttnGPU_DeviceOp<"store_state"> {
   let description = [{
     Under split-KV the CTA's state goes, in f32, to the partial buffers that
     a merge kernel (or `merge_splits`) reads. In a kernel that merges its
-    splits, a request whose keys fit one split stores its output directly.
+    splits in its launch, a request whose keys fit one split stores its
+    output directly; a kernel that merges in a second launch does so when
+    the run has one split.
   }];
   let assemblyFormat = "attr-dict";
 }

@@ -243,7 +243,8 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
       spec.segments = attention.getSegments();
       spec.kvScales = attention.getKeyScale().has_value();
       spec.mergesSplits = attention.getMergeSplits();
-      spec.mergePass = spec.mergesSplits && plan.mergesInSecondLaunch();
+      spec.mergesInSecondLaunch =
+          spec.mergesSplits && plan.mergesInSecondLaunch();
       spec.splitResults = spec.kvSplits > 1 && !spec.mergesSplits;
     } else {
       spec.kind = LaunchSpec::Kind::Merge;

@@ -172,8 +172,12 @@ KVSplits Executor::chooseSplits(const LaunchSpec &launch,
   // Every request's last tile may be partial: at most one more each.
   int64_t totalKeyTiles =
       layout.kvTokens > 0 ? layout.kvTokens / tile + layout.batch : 0;
+  // Requests of a ragged batch take only the splits their keys need where
+  // a CTA past its request's last split stores nothing; a merge pass reads
+  // every split's state, so there every split stores one.
   return chooseKVSplits(ctas, slots, keyTiles, launch.kvSplits, layout.batch,
-                        totalKeyTiles, launch.mergesSplits);
+                        totalKeyTiles,
+                        launch.mergesSplits && !launch.mergesInSecondLaunch);
 }
 
 Executor::LaunchWorkspace Executor::launchWorkspace(const LaunchSpec &launch,
@@ -190,7 +194,7 @@ Executor::LaunchWorkspace Executor::launchWorkspace(const LaunchSpec &launch,
   workspace.lses = size_t(splits) * rows * sizeof(float);
   // A counter per (request, head group, row block): the grid's CTAs of one
   // split; none where a merge pass merges them.
-  if (!launch.mergePass)
+  if (!launch.mergesInSecondLaunch)
     workspace.counters = size_t(layout.batch) * headBlocks(launch) *
                          rowBlocks(launch, layout) * sizeof(int32_t);
   return workspace;
@@ -417,7 +421,7 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
   if (launch.mergesSplits) {
     p.partial_out = reinterpret_cast<float *>(workspaceBase);
     p.partial_lse = reinterpret_cast<float *>(workspaceBase + workspace.outs);
-    if (!launch.mergePass)
+    if (!launch.mergesInSecondLaunch)
       p.split_counters = reinterpret_cast<i32 *>(
           workspaceBase + workspace.outs + workspace.lses);
   }
@@ -464,7 +468,7 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
                                 stream, &tma, sizeof(tma));
       !s.ok())
     return s;
-  if (!launch.mergePass || splits == 1)
+  if (!launch.mergesInSecondLaunch || splits == 1)
     return Status();
   // The merge pass: the same kernel again, its warps merging the splits'
   // partial states into the results over the whole grid, in registers (no

@@ -41,8 +41,8 @@ std::string Program::serialize() const {
        << " " << l.kvHeads << " " << l.hasLse << " " << l.segments << " "
        << l.splitResults << " " << l.packedHeads << " " << l.qBoxRows << " "
        << l.kvBoxRows << " " << l.blockN << " " << l.kvScales << " "
-       << l.mergesSplits << " " << l.mergePass << " " << l.claimsItems << " "
-       << l.clusterCtas << " ";
+       << l.mergesSplits << " " << l.mergesInSecondLaunch << " "
+       << l.claimsItems << " " << l.clusterCtas << " ";
     writeList(os, l.args);
     os << " ";
     writeList(os, l.results);
@@ -85,7 +85,7 @@ StatusOr<Program> Program::deserialize(const std::string &text) {
     if (!(is >> word >> kind >> l.kernel >> l.threads >> l.smem >> l.blockM >>
           l.kvSplits >> l.group >> l.kvHeads >> l.hasLse >> l.segments >>
           l.splitResults >> l.packedHeads >> l.qBoxRows >> l.kvBoxRows >>
-          l.blockN >> l.kvScales >> l.mergesSplits >> l.mergePass >>
+          l.blockN >> l.kvScales >> l.mergesSplits >> l.mergesInSecondLaunch >>
           l.claimsItems >> l.clusterCtas) ||
         word != "launch" || !readList(is, l.args) || !readList(is, l.results))
       return bad("launch " + std::to_string(i));

@@ -54,11 +54,12 @@ struct LaunchSpec {
   /// Whether the results are split-KV partial states for a merge.
   bool splitResults = false;
   /// Whether a split-KV kernel merges its own splits: its results are
-  /// final, its partial states and arrival counters a workspace.
+  /// final, its partial states (and arrival counters, unless it merges in
+  /// a second launch) a workspace.
   bool mergesSplits = false;
   /// Whether it merges them in a second launch of itself, its merge pass
   /// (attn_gpu::PlanAttr::mergesInSecondLaunch), when a run splits.
-  bool mergePass = false;
+  bool mergesInSecondLaunch = false;
   /// Whether a persistent kernel's CTAs claim their work items with two
   /// counters in its workspace (attn_gpu::PlanAttr::claimsItems).
   bool claimsItems = false;

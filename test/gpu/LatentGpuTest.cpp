@@ -31,6 +31,7 @@ struct LatentCase {
   RunShape shape;
   std::string cacheElem = ""; // the queries' type, or an fp8 type (scaled)
   int64_t clusterCtas = 1;    // attn-plan's cluster-ctas
+  int64_t maxSplits = 16;     // attn-plan's max-splits
 };
 
 void PrintTo(const LatentCase &c, std::ostream *os) { *os << c.name; }
@@ -97,6 +98,13 @@ std::vector<LatentCase> cases() {
        shapeOf(2, 1, 800, 1)});
   add({"h16_five_splits", 16, 576, 64, "bf16", true, "paged<64, nhd>", "",
        shapeOf(2, 1, 800, 5)});
+  // More splits than the merge pass loads at once (16), 8 of them empty:
+  // 24 key tiles in shares of two.
+  LatentCase twenty{
+      "h16_twenty_splits",    16, 576, 64, "bf16", true, "paged<64, nhd>", "",
+      shapeOf(2, 1, 1500, 20)};
+  twenty.maxSplits = 32;
+  add(twenty);
   // Chunked prefill in the absorbed form: a 64-row block holds 4 tokens of
   // 16 heads, each with its own causal bound.
   add({"h16_chunked_causal", 16, 576, 64, "bf16", false, "paged<64, nhd>",
@@ -171,6 +179,7 @@ TEST_P(LatentOnGpu, MatchesReference) {
   std::string text = variantText(c);
   CompileOptions options;
   options.clusterCtas = c.clusterCtas;
+  options.maxSplits = c.maxSplits;
   testing::expectMatchesReference(text, c.name + ".mlir", c.shape, c.name, text,
                                   options);
 }

@@ -84,7 +84,7 @@ TEST(Program, TextFormRoundTrips) {
   l.args = {0, 1};
   l.results = {1};
   l.splitResults = true;
-  l.mergePass = true;
+  l.mergesInSecondLaunch = true;
   l.claimsItems = true;
   l.clusterCtas = 2;
   p.launches = {l};
@@ -95,7 +95,7 @@ TEST(Program, TextFormRoundTrips) {
   EXPECT_EQ(back->serialize(), p.serialize());
   EXPECT_EQ(back->values[1].shape, (std::vector<int64_t>{-1, 64}));
   EXPECT_TRUE(back->launches[0].splitResults);
-  EXPECT_TRUE(back->launches[0].mergePass);
+  EXPECT_TRUE(back->launches[0].mergesInSecondLaunch);
   EXPECT_TRUE(back->launches[0].claimsItems);
   EXPECT_EQ(back->launches[0].clusterCtas, 2);
 }

@@ -50,15 +50,16 @@ struct AttnParams {
   i32 num_splits;
   // Split-KV: partial states [split, tokens, heads, v_dim] and
   // [split, tokens, heads] in f32, merged by the merge kernel or, in a
-  // kernel that merges its splits, by the CTA that stores a row block's
-  // last one.
+  // kernel that merges its splits (split_merge.h), by the CTA that stores a
+  // row block's last one or by the kernel's merge pass.
   float *partial_out;
   float *partial_lse;
   i64 partial_split_stride; // tokens * heads
-  // A kernel that merges its splits: one arrival counter per (request, KV
-  // head, row block), zero between launches, and the visible key tiles of
-  // each split (0: every request's tiles in `num_splits` even shares; more:
-  // a request takes as many splits as its tiles need, at most num_splits).
+  // A kernel that merges its splits in its launch: one arrival counter per
+  // (request, KV head, row block), zero between launches (null for a merge
+  // pass), and the visible key tiles of each split (0: every request's
+  // tiles in `num_splits` even shares; more: a request takes as many splits
+  // as its tiles need, at most num_splits).
   i32 *split_counters;
   i32 split_tiles;
   CaptureParams captures[limits::kMaxCaptures];

@@ -10,8 +10,8 @@
 //   clean. That merge runs after the row block's last split, so each serial
 //   L2 round trip in it lengthens the launch;
 // - the latent kernel (hopper/latent.h) merges in a second launch of
-//   itself, a warp per 128 columns of a row over the whole grid, loading
-//   the splits into registers.
+//   itself, over the whole grid: each warp a whole row (up to 4 splits) or
+//   128 columns of one at a time, its splits loaded into registers.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_DEVICE_SPLIT_MERGE_H
