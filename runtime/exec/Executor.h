@@ -97,10 +97,10 @@ public:
 
   /// Bytes of the workspace of each launch that needs one for `layout`
   /// (by launch index): a kernel that merges its own splits keeps their
-  /// partial states there (and its arrival counters, unless it merges in
-  /// a second launch), a prefill kernel whose
-  /// CTAs claim their items its claim counters. The counters must be zero
-  /// before the first launch; the kernel leaves them at zero.
+  /// partial states there (and its arrival counters, unless it merges in a
+  /// second launch), a prefill kernel whose CTAs claim their items its claim
+  /// counters. The counters must be zero before the first launch; the
+  /// kernel leaves them at zero.
   std::map<int, size_t> workspaceBytes(const BatchLayout &layout) const;
 
   /// Resolves every kernel (and its shared-memory limit) ahead of `run`.
