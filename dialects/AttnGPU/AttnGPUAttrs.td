@@ -125,6 +125,13 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     /// latent kernel's persistent CTAs end together, and that CTA would
     /// merge a row block alone in the launch's tail.
     bool mergesInSecondLaunch() const { return isLatent(); }
+    /// Whether the schedule's kernels wait on the grids before them
+    /// (`griddepcontrol.wait`) before they touch global memory and let the
+    /// grid after them launch early, so that a launch may overlap the
+    /// drain of the kernel before it in the stream (programmatic dependent
+    /// launch): the latent kernel's merge pass and the next decode step's
+    /// setup overlap the launch before them.
+    bool overlapsPreviousLaunch() const { return isLatent(); }
     /// Whether the CTAs claim their work items with an atomic counter
     /// rather than walking a static share of them.
     bool claimsItems() const {

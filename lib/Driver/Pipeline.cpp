@@ -245,6 +245,7 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
       spec.mergesSplits = attention.getMergeSplits();
       spec.mergesInSecondLaunch =
           spec.mergesSplits && plan.mergesInSecondLaunch();
+      spec.overlapsPreviousLaunch = plan.overlapsPreviousLaunch();
       spec.splitResults = spec.kvSplits > 1 && !spec.mergesSplits;
     } else {
       spec.kind = LaunchSpec::Kind::Merge;

@@ -4,6 +4,8 @@
 
 #include "support/DynamicLibrary.h"
 
+#include <cstddef>
+
 namespace attnc::cuda {
 
 namespace {
@@ -15,7 +17,30 @@ constexpr int kAttrSharedOptin = 97;
 constexpr int kAttrL2CacheSize = 38;
 constexpr int kFuncAttrMaxDynamicShared = 8;
 constexpr CUresult kErrorNoDevice = 100;
+constexpr int kLaunchAttrProgrammaticSerialization = 6;
 } // namespace
+
+// cuda.h's CUlaunchAttribute and CUlaunchConfig, as cuLaunchKernelEx reads
+// them.
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmaticStreamSerializationAllowed;
+  } value;
+};
+struct LaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  LaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+static_assert(sizeof(LaunchAttribute) == 72 &&
+                  offsetof(LaunchConfig, hStream) == 32 &&
+                  sizeof(LaunchConfig) == 56,
+              "cuda.h's launch configuration layout");
 
 std::string DeviceInfo::arch() const {
   std::string arch =
@@ -41,6 +66,9 @@ Status Driver::load() {
   // CUDA 12 and later; its absence stays null (encodeTensorMap says so).
   (void)lookupFunction(*library, "cuTensorMapEncodeTiled",
                        cuTensorMapEncodeTiled);
+  // CUDA 11.8 and later; without it a launch that may overlap the previous
+  // kernel is an ordinary one.
+  (void)lookupFunction(*library, "cuLaunchKernelEx", cuLaunchKernelEx);
   CUresult init = cuInit(0);
   if (init == kErrorNoDevice)
     return Status::error(ErrorCode::NoDevice, "the CUDA driver sees no GPU");
@@ -195,7 +223,8 @@ StatusOr<int> Driver::residentBlocks(CUfunction function, int threads,
 }
 Status Driver::launch(CUfunction function, unsigned gridX, unsigned gridY,
                       unsigned gridZ, unsigned threads, unsigned sharedBytes,
-                      CUstream stream, void *params, size_t paramBytes) {
+                      CUstream stream, void *params, size_t paramBytes,
+                      bool overlapsPrevious) {
   if (Status s = enter(); !s.ok())
     return s;
   // Params go as one by-value struct, the kernel's only argument, through
@@ -205,6 +234,15 @@ Status Driver::launch(CUfunction function, unsigned gridX, unsigned gridY,
   // first bulk tensor copy faults, seen on an H200.)
   (void)paramBytes;
   void *args[] = {params};
+  if (overlapsPrevious && cuLaunchKernelEx) {
+    LaunchAttribute overlap = {};
+    overlap.id = kLaunchAttrProgrammaticSerialization;
+    overlap.value.programmaticStreamSerializationAllowed = 1;
+    LaunchConfig config = {gridX, gridY,       gridZ,  threads,  1,
+                           1,     sharedBytes, stream, &overlap, 1};
+    return check(cuLaunchKernelEx(&config, function, args, nullptr),
+                 "cuLaunchKernelEx");
+  }
   return check(cuLaunchKernel(function, gridX, gridY, gridZ, threads, 1, 1,
                               sharedBytes, stream, args, nullptr),
                "cuLaunchKernel");

@@ -29,6 +29,7 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
+struct LaunchConfig; // cuLaunchKernelEx's CUlaunchConfig (CudaDriver.cpp)
 
 /// Device properties the planner and launcher need.
 struct DeviceInfo {
@@ -64,9 +65,16 @@ public:
   /// CTAs of `function` one multiprocessor holds at once.
   StatusOr<int> residentBlocks(CUfunction function, int threads,
                                int sharedBytes);
+  /// Launches `function` with `params` as its one by-value argument. With
+  /// `overlapsPrevious`, the launch may begin while the kernel before it in
+  /// the stream drains (programmatic dependent launch): only for kernels
+  /// that wait on the grids before them (griddepcontrol.wait) before they
+  /// touch global memory. Without cuLaunchKernelEx in the driver it is an
+  /// ordinary launch, which such a kernel also runs correctly.
   Status launch(CUfunction function, unsigned gridX, unsigned gridY,
                 unsigned gridZ, unsigned threads, unsigned sharedBytes,
-                CUstream stream, void *params, size_t paramBytes);
+                CUstream stream, void *params, size_t paramBytes,
+                bool overlapsPrevious = false);
 
   /// Encodes a tensor map for the bulk tensor copy (TensorMap.h). An
   /// Unsupported error on a driver without cuTensorMapEncodeTiled.
@@ -123,6 +131,8 @@ private:
   // method that needs it returns an error instead of the driver failing to
   // load for everything else.
   EncodeTiledFn cuTensorMapEncodeTiled = nullptr;
+  CUresult (*cuLaunchKernelEx)(const LaunchConfig *, CUfunction, void **,
+                               void **) = nullptr;
 };
 
 /// A device allocation freed when it goes out of scope.

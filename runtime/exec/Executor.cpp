@@ -465,7 +465,8 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
   int64_t ctas = wholeClusters(std::min<int64_t>(tma.order.items, grid));
   if (Status s = driver_.launch(*function, unsigned(ctas), 1, 1,
                                 unsigned(launch.threads), unsigned(launch.smem),
-                                stream, &tma, sizeof(tma));
+                                stream, &tma, sizeof(tma),
+                                launch.overlapsPreviousLaunch);
       !s.ok())
     return s;
   if (!launch.mergesInSecondLaunch || splits == 1)
@@ -475,7 +476,8 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
   // shared memory).
   tma.merge_pass = 1;
   return driver_.launch(*function, unsigned(wholeClusters(grid)), 1, 1,
-                        unsigned(launch.threads), 0, stream, &tma, sizeof(tma));
+                        unsigned(launch.threads), 0, stream, &tma, sizeof(tma),
+                        launch.overlapsPreviousLaunch);
 }
 
 Status Executor::resolveKVTokens(BatchLayout &layout) const {

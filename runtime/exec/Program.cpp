@@ -42,7 +42,8 @@ std::string Program::serialize() const {
        << l.splitResults << " " << l.packedHeads << " " << l.qBoxRows << " "
        << l.kvBoxRows << " " << l.blockN << " " << l.kvScales << " "
        << l.mergesSplits << " " << l.mergesInSecondLaunch << " "
-       << l.claimsItems << " " << l.clusterCtas << " ";
+       << l.overlapsPreviousLaunch << " " << l.claimsItems << " "
+       << l.clusterCtas << " ";
     writeList(os, l.args);
     os << " ";
     writeList(os, l.results);
@@ -86,7 +87,7 @@ StatusOr<Program> Program::deserialize(const std::string &text) {
           l.kvSplits >> l.group >> l.kvHeads >> l.hasLse >> l.segments >>
           l.splitResults >> l.packedHeads >> l.qBoxRows >> l.kvBoxRows >>
           l.blockN >> l.kvScales >> l.mergesSplits >> l.mergesInSecondLaunch >>
-          l.claimsItems >> l.clusterCtas) ||
+          l.overlapsPreviousLaunch >> l.claimsItems >> l.clusterCtas) ||
         word != "launch" || !readList(is, l.args) || !readList(is, l.results))
       return bad("launch " + std::to_string(i));
     l.kind = LaunchSpec::Kind(kind);

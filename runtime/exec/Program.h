@@ -60,6 +60,10 @@ struct LaunchSpec {
   /// Whether it merges them in a second launch of itself, its merge pass
   /// (attn_gpu::PlanAttr::mergesInSecondLaunch), when a run splits.
   bool mergesInSecondLaunch = false;
+  /// Whether its kernel waits on the grids before it before touching
+  /// memory, so that it may be launched to overlap the kernel before it
+  /// (attn_gpu::PlanAttr::overlapsPreviousLaunch).
+  bool overlapsPreviousLaunch = false;
   /// Whether a persistent kernel's CTAs claim their work items with two
   /// counters in its workspace (attn_gpu::PlanAttr::claimsItems).
   bool claimsItems = false;

@@ -85,6 +85,7 @@ TEST(Program, TextFormRoundTrips) {
   l.results = {1};
   l.splitResults = true;
   l.mergesInSecondLaunch = true;
+  l.overlapsPreviousLaunch = true;
   l.claimsItems = true;
   l.clusterCtas = 2;
   p.launches = {l};
@@ -96,6 +97,7 @@ TEST(Program, TextFormRoundTrips) {
   EXPECT_EQ(back->values[1].shape, (std::vector<int64_t>{-1, 64}));
   EXPECT_TRUE(back->launches[0].splitResults);
   EXPECT_TRUE(back->launches[0].mergesInSecondLaunch);
+  EXPECT_TRUE(back->launches[0].overlapsPreviousLaunch);
   EXPECT_TRUE(back->launches[0].claimsItems);
   EXPECT_EQ(back->launches[0].clusterCtas, 2);
 }

@@ -48,6 +48,7 @@
 #define ATTNC_DEVICE_HOPPER_LATENT_H
 
 #include "attnc/device/hopper/cluster.h"
+#include "attnc/device/hopper/grid_dependency.h"
 #include "attnc/device/hopper/kv_copies.h"
 #include "attnc/device/hopper/mbarrier.h"
 #include "attnc/device/hopper/online_softmax.h"
@@ -175,10 +176,15 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
 
   // --- Setup ----------------------------------------------------------------
   /// Sets up the CTA's barriers; false in the merge pass, which merges
-  /// before it returns.
+  /// before it returns. Every launch may overlap the one before it
+  /// (PlanAttr::overlapsPreviousLaunch): its CTAs wait for the earlier
+  /// grids before any global access, and the next launch (the merge pass,
+  /// or the next decode step) may set up while this one runs.
   ATTNC_DEVICE bool begin(const TmaAttnParams &params, void *sharedMem) {
     if constexpr (C::kMergeSplits)
       if (params.merge_pass) {
+        hopper::waitForPreviousGrids();
+        hopper::launchDependents();
         mergePass(params.attn);
         return false;
       }
@@ -204,6 +210,8 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
       }
       hopper::fenceBarrierInit();
     }
+    hopper::waitForPreviousGrids();
+    hopper::launchDependents();
     if constexpr (S::kClusterCtas > 1)
       hopper::clusterSync(); // the peer's barriers, before any arrival
     else
