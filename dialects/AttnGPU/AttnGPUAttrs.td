@@ -129,9 +129,9 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     /// (`griddepcontrol.wait`) before they touch global memory and let the
     /// grid after them launch early, so that a launch may overlap the
     /// drain of the kernel before it in the stream (programmatic dependent
-    /// launch): the latent kernel's merge pass and the next decode step's
-    /// setup overlap the launch before them.
-    bool overlapsPreviousLaunch() const { return isLatent(); }
+    /// launch): the sm_90a schedules, whose launch and barrier setup (and
+    /// the latent kernel's merge pass's) then overlap the launch before.
+    bool overlapsPreviousLaunch() const { return isWarpSpecialized(); }
     /// Whether the CTAs claim their work items with an atomic counter
     /// rather than walking a static share of them.
     bool claimsItems() const {

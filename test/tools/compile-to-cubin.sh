@@ -4,9 +4,9 @@
 # supports compiles through NVRTC to an sm_90a cubin, and ptxas reports no
 # spills. Where nvdisasm is found (ATTNC_EXTRA_TOOL_DIRS, PATH or the
 # toolkit), the SASS of each sm_90a schedule (warp_specialized, latent)
-# must hold HGMMA, a plan with two query tiles per consumer (q_buffers
-# = 2) must stage its output (STSM, and its rows stored as STG.E.128), and
-# a latent kernel must wait on the grids before it (ACQBULK).
+# must hold HGMMA and wait on the grids before it (ACQBULK), and a plan
+# with two query tiles per consumer (q_buffers = 2) must stage its output
+# (STSM, and its rows stored as STG.E.128).
 # Without NVRTC the test is skipped (exit 77), saying why.
 set -u
 attnc="$1"; shift
@@ -45,14 +45,13 @@ for f in "${files[@]}"; do
     # any predicate).
     opcodes() { echo "$sass" | grep -cE "\*/ +(@!?U?P[0-9T] +)?$1"; }
     why=""
+    # The sm_90a schedules' kernels are launched to overlap the launch
+    # before them, so they must wait on the grids before them
+    # (griddepcontrol.wait, ACQBULK).
     if echo "$plans" | grep -qE "<(warp_specialized|latent),"; then
       [ "$(opcodes HGMMA)" -gt 0 ] || why="an sm_90a schedule without HGMMA"
-    fi
-    # The latent kernel is launched to overlap the launch before it, so it
-    # must wait on the grids before it (griddepcontrol.wait).
-    if echo "$plans" | grep -qE "<latent,"; then
       [ "$(opcodes ACQBULK)" -gt 0 ] ||
-        why="${why:+$why; }a latent kernel that does not wait on the grids before it (ACQBULK)"
+        why="${why:+$why; }an sm_90a kernel that does not wait on the grids before it (ACQBULK)"
     fi
     if echo "$plans" | grep -q "q_buffers = 2"; then
       [ "$(opcodes STSM)" -gt 0 ] && [ "$(opcodes 'STG\.E\.128')" -gt 0 ] ||

@@ -39,6 +39,7 @@
 #ifndef ATTNC_DEVICE_HOPPER_PREFILL_H
 #define ATTNC_DEVICE_HOPPER_PREFILL_H
 
+#include "attnc/device/hopper/grid_dependency.h"
 #include "attnc/device/hopper/kv_copies.h"
 #include "attnc/device/hopper/mbarrier.h"
 #include "attnc/device/hopper/online_softmax.h"
@@ -273,6 +274,10 @@ struct WarpSpecializedCta
         }
       hopper::fenceBarrierInit();
     }
+    // The launch may overlap the one before it (grid_dependency.h): no
+    // global access before the earlier grids are done.
+    hopper::waitForPreviousGrids();
+    hopper::launchDependents();
     __syncthreads();
     return true;
   }
