@@ -130,7 +130,8 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     /// grid after them launch early, so that a launch may overlap the
     /// drain of the kernel before it in the stream (programmatic dependent
     /// launch): the sm_90a schedules, whose launch and barrier setup (and
-    /// the latent kernel's merge pass's) then overlap the launch before.
+    /// the launch of the latent kernel's merge pass) then overlap the
+    /// launch before.
     bool overlapsPreviousLaunch() const { return isWarpSpecialized(); }
     /// Whether the CTAs claim their work items with an atomic counter
     /// rather than walking a static share of them.

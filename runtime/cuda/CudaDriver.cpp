@@ -18,18 +18,22 @@ constexpr int kAttrL2CacheSize = 38;
 constexpr int kFuncAttrMaxDynamicShared = 8;
 constexpr CUresult kErrorNoDevice = 100;
 constexpr int kLaunchAttrProgrammaticSerialization = 6;
-} // namespace
 
-// cuda.h's CUlaunchAttribute and CUlaunchConfig, as cuLaunchKernelEx reads
-// them.
+// cuda.h's CUlaunchAttribute, as cuLaunchKernelEx reads it.
 struct LaunchAttribute {
   int id;
   char pad[4];
-  union {
+  union alignas(8) {
     char bytes[64];
     int programmaticStreamSerializationAllowed;
   } value;
 };
+static_assert(sizeof(LaunchAttribute) == 72 &&
+                  offsetof(LaunchAttribute, value) == 8,
+              "cuda.h's CUlaunchAttribute layout");
+} // namespace
+
+// cuda.h's CUlaunchConfig (declared in CudaDriver.h).
 struct LaunchConfig {
   unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ;
   unsigned sharedMemBytes;
@@ -37,10 +41,9 @@ struct LaunchConfig {
   LaunchAttribute *attrs;
   unsigned numAttrs;
 };
-static_assert(sizeof(LaunchAttribute) == 72 &&
-                  offsetof(LaunchConfig, hStream) == 32 &&
+static_assert(offsetof(LaunchConfig, hStream) == 32 &&
                   sizeof(LaunchConfig) == 56,
-              "cuda.h's launch configuration layout");
+              "cuda.h's CUlaunchConfig layout");
 
 std::string DeviceInfo::arch() const {
   std::string arch =

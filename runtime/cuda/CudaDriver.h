@@ -128,8 +128,8 @@ private:
   ATTNC_CUDA_FUNCTIONS(ATTNC_DECLARE)
 #undef ATTNC_DECLARE
   // Entry points only newer drivers have: a missing one is null, and the
-  // method that needs it returns an error instead of the driver failing to
-  // load for everything else.
+  // method that needs it returns an error (encodeTensorMap) or does without
+  // (launch) instead of the driver failing to load for everything else.
   EncodeTiledFn cuTensorMapEncodeTiled = nullptr;
   CUresult (*cuLaunchKernelEx)(const LaunchConfig *, CUfunction, void **,
                                void **) = nullptr;

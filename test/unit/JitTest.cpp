@@ -84,8 +84,9 @@ TEST(Program, TextFormRoundTrips) {
   l.args = {0, 1};
   l.results = {1};
   l.splitResults = true;
+  // Neighbouring flags alternate, so a swap in the text form shows.
   l.mergesInSecondLaunch = true;
-  l.overlapsPreviousLaunch = true;
+  l.overlapsPreviousLaunch = false;
   l.claimsItems = true;
   l.clusterCtas = 2;
   p.launches = {l};
@@ -97,7 +98,7 @@ TEST(Program, TextFormRoundTrips) {
   EXPECT_EQ(back->values[1].shape, (std::vector<int64_t>{-1, 64}));
   EXPECT_TRUE(back->launches[0].splitResults);
   EXPECT_TRUE(back->launches[0].mergesInSecondLaunch);
-  EXPECT_TRUE(back->launches[0].overlapsPreviousLaunch);
+  EXPECT_FALSE(back->launches[0].overlapsPreviousLaunch);
   EXPECT_TRUE(back->launches[0].claimsItems);
   EXPECT_EQ(back->launches[0].clusterCtas, 2);
 }
