@@ -20,16 +20,14 @@ namespace hopper {
 #if ATTNC_IS_DEVICE
 
 /// Waits until the grids this one depends on have completed and their
-/// memory operations are visible to it.
-ATTNC_DEVICE void waitForPreviousGrids() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-
-/// Lets the grid after this one launch once every CTA of this grid has
-/// said so (or exited). Its CTAs take multiprocessors as this grid's leave
-/// and wait for this grid's completion before touching memory.
-ATTNC_DEVICE void launchDependents() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+/// memory is visible to it, then lets the grid after this one launch: that
+/// grid starts once every CTA of this one has said so (or exited), its CTAs
+/// taking multiprocessors as this grid's leave, and waits here in turn.
+/// Every thread, before its first global access.
+ATTNC_DEVICE void followPreviousGrids() {
+  asm volatile("griddepcontrol.wait;\n"
+               "griddepcontrol.launch_dependents;" ::
+                   : "memory");
 }
 
 #endif // ATTNC_IS_DEVICE

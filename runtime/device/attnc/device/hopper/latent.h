@@ -183,8 +183,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   ATTNC_DEVICE bool begin(const TmaAttnParams &params, void *sharedMem) {
     if constexpr (C::kMergeSplits)
       if (params.merge_pass) {
-        hopper::waitForPreviousGrids();
-        hopper::launchDependents();
+        hopper::followPreviousGrids();
         mergePass(params.attn);
         return false;
       }
@@ -210,8 +209,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
       }
       hopper::fenceBarrierInit();
     }
-    hopper::waitForPreviousGrids();
-    hopper::launchDependents();
+    hopper::followPreviousGrids();
     if constexpr (S::kClusterCtas > 1)
       hopper::clusterSync(); // the peer's barriers, before any arrival
     else

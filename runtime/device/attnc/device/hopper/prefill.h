@@ -276,8 +276,7 @@ struct WarpSpecializedCta
     }
     // The launch may overlap the one before it (grid_dependency.h): no
     // global access before the earlier grids are done.
-    hopper::waitForPreviousGrids();
-    hopper::launchDependents();
+    hopper::followPreviousGrids();
     __syncthreads();
     return true;
   }
