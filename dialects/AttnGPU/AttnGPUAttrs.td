@@ -75,6 +75,12 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     `static_order = true` walks a static share of it instead, where the
     claims' registers would spill the consumers (three of them beside a
     region).
+    A `warp_specialized` consumer's tile loop does a tile's softmax and
+    then issues the next tile's scores and this tile's P.V, so the softmax
+    is built once; `peel_first_tile = true` builds the first tile's
+    softmax apart instead, before a loop that issues first (twice the
+    softmax code, a slower compile), where the loop that issues last
+    spills the consumers' registers (three of them beside a region).
     `cluster_ctas = 2` (latent only; 1 when omitted) launches the CTAs in
     clusters of two that take the two row blocks of one token's 128 heads:
     both see the same keys, so each CTA's producer loads half of every KV
@@ -89,12 +95,14 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     "bool":$queryInRegisters,
     DefaultValuedParameter<"int64_t", "1">:$queryBuffers,
     DefaultValuedParameter<"bool", "false">:$staticOrder,
-    DefaultValuedParameter<"int64_t", "1">:$clusterCtas);
+    DefaultValuedParameter<"int64_t", "1">:$clusterCtas,
+    DefaultValuedParameter<"bool", "false">:$peelFirstTile);
   let assemblyFormat = [{
     `<` $schedule `,` `block` `=` $blockM `x` $blockN `,`
         `warps` `=` $warpsM `x` $warpsN `,` `stages` `=` $stages `,`
         `kv_splits` `=` $kvSplits `,` `q_in_regs` `=` $queryInRegisters ``
-        custom<PlanOptions>($queryBuffers, $staticOrder, $clusterCtas) `>`
+        custom<PlanOptions>($queryBuffers, $staticOrder, $clusterCtas,
+                            $peelFirstTile) `>`
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

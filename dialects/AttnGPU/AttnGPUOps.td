@@ -142,7 +142,8 @@ def AttnGPU_LaunchOp : AttnGPU_Op<"launch", [
 
 class AttnGPU_DeviceOp<string mnemonic, list<Trait> traits = []>
     : AttnGPU_Op<mnemonic, traits # [
-        ParentOneOf<["KernelOp", "::mlir::scf::ForOp", "::mlir::scf::IfOp"]>]>;
+        ParentOneOf<["KernelOp", "::mlir::scf::ForOp", "::mlir::scf::IfOp",
+                     "::mlir::scf::WhileOp"]>]>;
 
 def AttnGPU_BeginOp : AttnGPU_DeviceOp<"begin"> {
   let summary = "set up the CTA; for mma.sync, locate its rows and KV range";

@@ -500,11 +500,74 @@ private:
           b.setInsertionPointToStart(emitted.getBody());
           return emitBlock(*forOp.getBody());
         })
+        .Case([&](scf::WhileOp whileOp) { return emitWhile(whileOp); })
         .Case([&](scf::YieldOp) { return success(); })
         .Default([&](Operation *other) {
           return other->emitOpError("has no EmitC lowering inside an "
                                     "attn_gpu.kernel");
         });
+  }
+
+  /// A loop that exits in the middle, as `do { before; if (more) { after } }
+  /// while (more);`: its carried values live in variables, assigned from
+  /// the inits and from the after region's yield. A tile loop that does its
+  /// softmax before it issues the next tile's products takes this form;
+  /// ptxas keeps the wgmma pipeline of this control flow (a `for` with the
+  /// issues behind an `if` serializes every wgmma).
+  LogicalResult emitWhile(scf::WhileOp whileOp) {
+    Location loc = whileOp.getLoc();
+    if (!whileOp->use_empty())
+      return whileOp.emitOpError("has no EmitC lowering inside an "
+                                 "attn_gpu.kernel when its results are used");
+    Type i32 = b.getI32Type(), i1 = b.getI1Type();
+    auto variable = [&](Type type) -> Value {
+      return emitc::VariableOp::create(
+          b, loc, emitc::LValueType::get(type),
+          emitc::OpaqueAttr::get(b.getContext(), ""));
+    };
+    SmallVector<Value> carried;
+    for (Value init : whileOp.getInits()) {
+      carried.push_back(variable(i32));
+      emitc::AssignOp::create(b, loc, carried.back(), values.lookup(init));
+    }
+    Value more = variable(i1);
+    auto loop = emitc::DoOp::create(b, loc);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&loop.getBodyRegion().emplaceBlock());
+    for (auto [arg, var] : llvm::zip(whileOp.getBeforeArguments(), carried))
+      values.map(arg, emitc::LoadOp::create(b, loc, i32, var));
+    for (Operation &op : whileOp.getBeforeBody()->without_terminator())
+      if (failed(emitOp(op)))
+        return failure();
+    scf::ConditionOp condition = whileOp.getConditionOp();
+    Value proceed = values.lookup(condition.getCondition());
+    emitc::AssignOp::create(b, loc, more, proceed);
+    auto ifMore = emitc::IfOp::create(b, loc, proceed, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard thenGuard(b);
+      b.setInsertionPointToStart(&ifMore.getThenRegion().front());
+      for (auto [arg, forwarded] :
+           llvm::zip(whileOp.getAfterArguments(), condition.getArgs()))
+        values.map(arg, values.lookup(forwarded));
+      for (Operation &op : whileOp.getAfterBody()->without_terminator())
+        if (failed(emitOp(op)))
+          return failure();
+      for (auto [var, next] :
+           llvm::zip(carried, whileOp.getYieldOp().getResults()))
+        emitc::AssignOp::create(b, loc, var, values.lookup(next));
+      emitc::YieldOp::create(b, loc);
+    }
+    b.setInsertionPointToStart(&loop.getConditionRegion().emplaceBlock());
+    auto test = emitc::ExpressionOp::create(b, loc, i1, ValueRange{more});
+    {
+      OpBuilder::InsertionGuard testGuard(b);
+      Block &body = test.getRegion().emplaceBlock();
+      Value lvalue = body.addArgument(more.getType(), loc);
+      b.setInsertionPointToStart(&body);
+      emitc::YieldOp::create(b, loc, emitc::LoadOp::create(b, loc, i1, lvalue));
+    }
+    emitc::YieldOp::create(b, loc, test.getResult());
+    return success();
   }
 
   gpu::KernelOp kernel;

@@ -65,15 +65,65 @@ void buildForEachItem(OpBuilder &b, Location loc,
   body();
 }
 
-/// One work item of a consumer: it issues tile t's scores, then tile t-1's
-/// P.V, and does t's softmax while that P.V runs. Consumers issue in turns,
-/// which run on from one item to the next (`end_turns` follows the loop).
-/// The first tile is peeled, so that no wgmma or wait depends on a
-/// condition inside the loop (ptxas serializes every wgmma of a kernel
-/// where one does). With two query tiles a consumer (`q_buffers = 2`), the
-/// epilogue stages the output through the item's own query tile, so the
-/// tile goes back to the producer after `store_state` rather than after
-/// the last scores: the next item's queries are already in the other one.
+/// The tile loop of a consumer's work item: tile t's scores are issued,
+/// then tile t-1's P.V, and t's softmax runs while that P.V does. No wgmma
+/// or wait depends on a condition inside the loop (ptxas serializes every
+/// wgmma of a kernel where one does), so the first scores and the last P.V
+/// are outside it. The loop exits in the middle (an scf.while): each pass
+/// does a tile's softmax and then, unless it was the last tile, issues the
+/// next tile's scores and this tile's P.V, so the softmax is built once.
+/// With `peel_first_tile` the first tile's softmax is built apart, before
+/// an scf.for whose passes issue first: twice the softmax code, which the
+/// planner takes where the other loop spills.
+void buildTileLoop(OpBuilder &b, Location loc, gpu::PlanAttr plan,
+                   gpu::MaskAnalysisAttr masks, Value first, Value end,
+                   Value one) {
+  auto issueScores = [&](Value tile, Value valuesTile) {
+    gpu::AwaitTurnOp::create(b, loc);
+    gpu::IssueScoresOp::create(b, loc, tile);
+    if (valuesTile)
+      gpu::IssueValuesOp::create(b, loc, valuesTile);
+    gpu::PassTurnOp::create(b, loc);
+    gpu::WaitScoresOp::create(b, loc, /*pending=*/valuesTile ? 1 : 0);
+  };
+  auto softmax = [&](Value tile) {
+    buildModifyScores(b, loc, masks, tile);
+    gpu::SoftmaxUpdateOp::create(b, loc);
+  };
+  issueScores(first, Value());
+  if (plan.getPeelFirstTile()) {
+    softmax(first);
+    Value second = arith::AddIOp::create(b, loc, first, one);
+    auto loop = scf::ForOp::create(b, loc, second, end, one);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value tile = loop.getInductionVar();
+    issueScores(tile, arith::SubIOp::create(b, loc, tile, one));
+    softmax(tile);
+    return;
+  }
+  Type index = b.getIndexType();
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{index}, first);
+  OpBuilder::InsertionGuard guard(b);
+  Block *before = b.createBlock(&loop.getBefore(), {}, {index}, {loc});
+  softmax(before->getArgument(0));
+  Value next = arith::AddIOp::create(b, loc, before->getArgument(0), one);
+  auto more =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next, end);
+  scf::ConditionOp::create(b, loc, more, next);
+  Block *after = b.createBlock(&loop.getAfter(), {}, {index}, {loc});
+  Value issued = after->getArgument(0);
+  issueScores(issued, arith::SubIOp::create(b, loc, issued, one));
+  scf::YieldOp::create(b, loc, issued);
+}
+
+/// One work item of a consumer: its rows, the tile loop, the last P.V.
+/// Consumers issue in turns, which run on from one item to the next
+/// (`end_turns` follows the loop). With two query tiles a consumer
+/// (`q_buffers = 2`), the epilogue stages the output through the item's
+/// own query tile, so the tile goes back to the producer after
+/// `store_state` rather than after the last scores: the next item's
+/// queries are already in the other one.
 void buildConsumerItem(OpBuilder &b, Location loc, gpu::PlanAttr plan,
                        gpu::MaskAnalysisAttr masks) {
   gpu::BeginRowsOp::create(b, loc);
@@ -86,28 +136,8 @@ void buildConsumerItem(OpBuilder &b, Location loc, gpu::PlanAttr plan,
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifAny.thenBlock());
-    auto scoreTile = [&](Value tile, int64_t pending) {
-      gpu::AwaitTurnOp::create(b, loc);
-      gpu::IssueScoresOp::create(b, loc, tile);
-      if (pending)
-        gpu::IssueValuesOp::create(
-            b, loc,
-            arith::SubIOp::create(b, loc, tile,
-                                  arith::ConstantIndexOp::create(b, loc, 1)));
-      gpu::PassTurnOp::create(b, loc);
-      gpu::WaitScoresOp::create(b, loc, pending);
-      buildModifyScores(b, loc, masks, tile);
-      gpu::SoftmaxUpdateOp::create(b, loc);
-    };
-    scoreTile(first, /*pending=*/0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value second = arith::AddIOp::create(b, loc, first, one);
-    auto loop = scf::ForOp::create(b, loc, second, end, one);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      scoreTile(loop.getInductionVar(), /*pending=*/1);
-    }
+    buildTileLoop(b, loc, plan, masks, first, end, one);
     gpu::AwaitTurnOp::create(b, loc);
     gpu::IssueValuesOp::create(b, loc, arith::SubIOp::create(b, loc, end, one));
     gpu::PassTurnOp::create(b, loc);

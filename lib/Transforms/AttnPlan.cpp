@@ -189,16 +189,32 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
            !gathers;
   }
 
-  /// Whether `consumers` consumers walk a static share of the work items
-  /// instead of claiming them: three beside a region spill with the claims
-  /// (434 bytes with examples/custom_score_mod.mlir, 80 with the item
+  /// Three consumers beside a region: the schedule's tightest registers
+  /// (160 a consumer thread, beside the region's captures and per-score
+  /// work), where the next two choices keep the consumers from spilling.
+  static bool crowdsThreeConsumers(AttentionOp op, int64_t consumers) {
+    bool region = !op.getScoreMod().empty() || !op.getMaskMod().empty();
+    return consumers == 3 && region;
+  }
+
+  /// Whether the consumers walk a static share of the work items instead
+  /// of claiming them: where three crowd beside a region, the claims spill
+  /// them (434 bytes with examples/custom_score_mod.mlir, 80 with the item
   /// decoded by every role; none with the static order), where items
   /// claimed dynamically only balance uneven work a little better (10-18 %
   /// of three consumers against two at head dim 64, 14 % of the claims on
   /// a ragged batch).
   static bool needsStaticOrder(AttentionOp op, int64_t consumers) {
-    bool region = !op.getScoreMod().empty() || !op.getMaskMod().empty();
-    return consumers == 3 && region;
+    return crowdsThreeConsumers(op, consumers);
+  }
+
+  /// Whether the consumers build their first tile's softmax apart
+  /// (`peel_first_tile`): where three crowd beside a region, the loop that does
+  /// each softmax once spills them (8 bytes with
+  /// examples/custom_score_mod.mlir; no other example or benchmark variant
+  /// spills, and its cold compile takes 0.55-0.75x the peeled one's).
+  static bool needsPeeledFirstTile(AttentionOp op, int64_t consumers) {
+    return crowdsThreeConsumers(op, consumers);
   }
 
   /// Hopper prefill (FlashAttention-3's schedule): consumer warpgroups of
@@ -235,11 +251,11 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                      : dims <= 192 ? (heavy ? 64 : 96)
                                    : (heavy ? 32 : 80);
     auto plan = [&](int64_t stages, int64_t queryBuffers) {
-      return PlanAttr::get(&getContext(), Schedule::warp_specialized,
-                           attnc::hopper::kWgmmaM * count, blockN,
-                           4 * (count + 1), 1, stages, 1,
-                           /*queryInRegisters=*/false, queryBuffers,
-                           needsStaticOrder(op, count), /*clusterCtas=*/1);
+      return PlanAttr::get(
+          &getContext(), Schedule::warp_specialized,
+          attnc::hopper::kWgmmaM * count, blockN, 4 * (count + 1), 1, stages, 1,
+          /*queryInRegisters=*/false, queryBuffers, needsStaticOrder(op, count),
+          /*clusterCtas=*/1, needsPeeledFirstTile(op, count));
     };
     auto fits = [&](PlanAttr candidate) {
       return candidate.getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim(),
@@ -290,7 +306,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       return PlanAttr::get(
           &getContext(), Schedule::latent, attnc::hopper::kWgmmaM, kKeys, 12, 1,
           stages, maxSplits, /*queryInRegisters=*/false,
-          /*queryBuffers=*/1, /*staticOrder=*/false, clusterCtas);
+          /*queryBuffers=*/1, /*staticOrder=*/false, clusterCtas,
+          /*peelFirstTile=*/false);
     };
     int64_t stages = 2;
     while (stages < 4 &&
@@ -334,12 +351,14 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                                           maxSplits, queryInRegisters,
                                           /*queryBuffers=*/1,
                                           /*staticOrder=*/false,
-                                          /*clusterCtas=*/1)
+                                          /*clusterCtas=*/1,
+                                          /*peelFirstTile=*/false)
                           : PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4,
                                           stages, maxSplits, queryInRegisters,
                                           /*queryBuffers=*/1,
                                           /*staticOrder=*/false,
-                                          /*clusterCtas=*/1);
+                                          /*clusterCtas=*/1,
+                                          /*peelFirstTile=*/false);
       };
       // An fp8 stage holds half the bytes: a fourth stage keeps as many
       // in flight at two CTAs per SM, with the widened tiles beside them.
@@ -367,7 +386,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       plan = PlanAttr::get(ctx, Schedule::prefill, 16 * warps, blockN, warps, 1,
                            /*stages=*/2, 1, queryInRegisters,
                            /*queryBuffers=*/1, /*staticOrder=*/false,
-                           /*clusterCtas=*/1);
+                           /*clusterCtas=*/1, /*peelFirstTile=*/false);
     }
     if (!fits(plan))
       return op.emitOpError("needs more shared memory than the target's ")

@@ -2,6 +2,9 @@
 
 // The warp-specialized kernel takes its tensor maps in a __grid_constant__
 // parameter struct and drives a WarpSpecializedCta from the Hopper header.
+// The consumers' tile loop (an scf.while) becomes a do-while: the tile
+// index and the loop's condition live in variables, and the issues run
+// only where the condition holds.
 // CHECK-LABEL: func.func @prefill(
 // CHECK: include "attnc/device/hopper/prefill.h"
 // CHECK: static constexpr bool kClaimItems = true;
@@ -16,7 +19,29 @@
 // CHECK: call_opaque "attnc::beginItem"
 // CHECK: call_opaque "attnc::beginRows"
 // CHECK: call_opaque "attnc::waitScores<0>"
-// CHECK: call_opaque "attnc::waitScores<1>"
+// CHECK: %[[TILE:.*]] = "emitc.variable"() <{value = #emitc.opaque<"">}> : () -> !emitc.lvalue<i32>
+// CHECK-NEXT: assign %{{.*}} : i32 to %[[TILE]]
+// CHECK-NEXT: %[[MORE:.*]] = "emitc.variable"() <{value = #emitc.opaque<"">}> : () -> !emitc.lvalue<i1>
+// CHECK-NEXT: do {
+// CHECK-NEXT: %[[CURRENT:.*]] = load %[[TILE]]
+// CHECK: call_opaque "attnc::onlineSoftmax"
+// CHECK-NEXT: %[[NEXT:.*]] = add %[[CURRENT]]
+// CHECK-NEXT: %[[PROCEED:.*]] = cmp lt, %[[NEXT]]
+// CHECK-NEXT: assign %[[PROCEED]] : i1 to %[[MORE]]
+// CHECK-NEXT: if %[[PROCEED]] {
+// CHECK: call_opaque "attnc::issueScores"(%{{.*}}, %[[NEXT]])
+// CHECK-NEXT: call_opaque "attnc::issueValues"
+// CHECK-NEXT: call_opaque "attnc::passTurn"
+// CHECK-NEXT: call_opaque "attnc::waitScores<1>"
+// CHECK-NEXT: assign %[[NEXT]] : i32 to %[[TILE]]
+// CHECK-NEXT: }
+// CHECK-NEXT: } while {
+// CHECK-NEXT: %[[TEST:.*]] = expression %[[MORE]]
+// CHECK-NEXT: %[[LOADED:.*]] = load %[[MORE]]
+// CHECK-NEXT: yield %[[LOADED]] : i1
+// CHECK-NEXT: }
+// CHECK-NEXT: yield %[[TEST]] : i1
+// CHECK-NEXT: }
 // CHECK: call_opaque "attnc::issueValues"
 // CHECK: call_opaque "attnc::finish"
 // CHECK: call_opaque "attnc::releaseQuery"

@@ -3,9 +3,10 @@
 // The warp-specialized kernel: the producer and consumer roles are the two
 // branches of one scf.if, and each role walks the CTA's work items (a
 // persistent grid). One producer thread issues the copies. A consumer
-// clears its rows for each item, peels its first tile, then issues each
-// tile's scores before the previous tile's P.V and waits only for the
-// scores (pending = 1) before its softmax; the last P.V follows the loop,
+// clears its rows for each item and issues its first tile's scores; its
+// tile loop (an scf.while) then does a tile's softmax and, unless it was
+// the last tile, issues the next tile's scores before this tile's P.V and
+// waits only for the scores (pending = 1). The last P.V follows the loop,
 // then the epilogue, which stages the output through the item's query
 // tile (the plan gives each consumer two), and only then the query tile
 // goes back to the producer.
@@ -34,22 +35,29 @@
 // CHECK-NEXT: %[[BEGIN:.*]], %[[END:.*]] = attn_gpu.tile_range
 // CHECK: %[[ANY:.*]] = arith.cmpi slt, %[[BEGIN]], %[[END]]
 // CHECK: scf.if %[[ANY]] {
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : index
 // CHECK-NEXT: attn_gpu.await_turn
 // CHECK-NEXT: attn_gpu.issue_scores %[[BEGIN]]
 // CHECK-NEXT: attn_gpu.pass_turn
 // CHECK-NEXT: attn_gpu.wait_scores pending = 0
-// CHECK: attn_gpu.softmax_update
-// CHECK: scf.for %[[TILE:.*]] =
-// CHECK-NEXT: attn_gpu.await_turn
-// CHECK-NEXT: attn_gpu.issue_scores %[[TILE]]
-// CHECK: %[[PREV:.*]] = arith.subi %[[TILE]]
-// CHECK-NEXT: attn_gpu.issue_values %[[PREV]]
-// CHECK-NEXT: attn_gpu.pass_turn
-// CHECK-NEXT: attn_gpu.wait_scores pending = 1
+// CHECK-NEXT: scf.while (%[[TILE:.*]] = %[[BEGIN]]) : (index) -> index {
 // CHECK: attn_gpu.tile_is_partial %[[TILE]]
 // CHECK: attn_gpu.softmax_update
-// CHECK: attn_gpu.await_turn
-// CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[END]]
+// CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[TILE]], %[[ONE]]
+// CHECK-NEXT: %[[MORE:.*]] = arith.cmpi slt, %[[NEXT]], %[[END]]
+// CHECK-NEXT: scf.condition(%[[MORE]]) %[[NEXT]]
+// CHECK-NEXT: } do {
+// CHECK-NEXT: ^bb0(%[[ISSUED:.*]]: index):
+// CHECK-NEXT: %[[DONE:.*]] = arith.subi %[[ISSUED]], %[[ONE]]
+// CHECK-NEXT: attn_gpu.await_turn
+// CHECK-NEXT: attn_gpu.issue_scores %[[ISSUED]]
+// CHECK-NEXT: attn_gpu.issue_values %[[DONE]]
+// CHECK-NEXT: attn_gpu.pass_turn
+// CHECK-NEXT: attn_gpu.wait_scores pending = 1
+// CHECK-NEXT: scf.yield %[[ISSUED]]
+// CHECK-NEXT: }
+// CHECK-NEXT: attn_gpu.await_turn
+// CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[END]], %[[ONE]]
 // CHECK-NEXT: attn_gpu.issue_values %[[LAST]]
 // CHECK-NEXT: attn_gpu.pass_turn
 // CHECK-NEXT: }
@@ -82,4 +90,46 @@ func.func @prefill_d256(%q: !attn.q<?x8x256xbf16>, %k: !attn.kv<?x8x256xbf16>,
       : !attn.q<?x8x256xbf16>, !attn.kv<?x8x256xbf16>, !attn.kv<?x8x256xbf16>
       -> !attn.out<?x8x256xbf16>
   return %out : !attn.out<?x8x256xbf16>
+}
+
+// -----
+
+// Three consumers beside a region build their first tile's softmax apart
+// (the plan's peel_first_tile): an scf.for then issues each later tile's
+// scores and the previous tile's P.V before its softmax.
+// CHECK-LABEL: attn_gpu.kernel @attention
+// CHECK-SAME: static_order = true, peel_first_tile = true
+// CHECK: attn_gpu.begin_consumer
+// CHECK: %[[BEGIN:.*]], %[[END:.*]] = attn_gpu.tile_range
+// CHECK: %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-NEXT: attn_gpu.await_turn
+// CHECK-NEXT: attn_gpu.issue_scores %[[BEGIN]]
+// CHECK-NEXT: attn_gpu.pass_turn
+// CHECK-NEXT: attn_gpu.wait_scores pending = 0
+// CHECK-NEXT: attn_gpu.tile_is_partial %[[BEGIN]]
+// CHECK: attn_gpu.softmax_update
+// CHECK-NEXT: %[[SECOND:.*]] = arith.addi %[[BEGIN]], %[[ONE]]
+// CHECK-NEXT: scf.for %[[TILE:.*]] = %[[SECOND]] to %[[END]] step %[[ONE]] {
+// CHECK-NEXT: %[[PREV:.*]] = arith.subi %[[TILE]], %[[ONE]]
+// CHECK-NEXT: attn_gpu.await_turn
+// CHECK-NEXT: attn_gpu.issue_scores %[[TILE]]
+// CHECK-NEXT: attn_gpu.issue_values %[[PREV]]
+// CHECK-NEXT: attn_gpu.pass_turn
+// CHECK-NEXT: attn_gpu.wait_scores pending = 1
+// CHECK-NEXT: attn_gpu.tile_is_partial %[[TILE]]
+// CHECK: attn_gpu.softmax_update
+// CHECK-NEXT: }
+// CHECK-NOT: scf.while
+func.func @prefill_d64_score_mod(%q: !attn.q<?x16x64xbf16>, %k: !attn.kv<?x16x64xbf16>,
+                                 %v: !attn.kv<?x16x64xbf16>) -> !attn.out<?x16x64xbf16> {
+  %out = attn.attention(%q, %k, %v)
+      : !attn.q<?x16x64xbf16>, !attn.kv<?x16x64xbf16>, !attn.kv<?x16x64xbf16>
+      -> !attn.out<?x16x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        %c = arith.constant 0.5 : f32
+        %r = arith.mulf %s, %c : f32
+        attn.yield %r : f32
+      }
+  return %out : !attn.out<?x16x64xbf16>
 }

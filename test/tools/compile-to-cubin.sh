@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Usage: compile-to-cubin.sh ATTNC (DIR | FILE.mlir)...
 # Every variant (each DIR's *.mlir, and each FILE) that the GPU pipeline
-# supports compiles through NVRTC to an sm_90a cubin, and ptxas reports no
-# spills. Where nvdisasm is found (ATTNC_EXTRA_TOOL_DIRS, PATH or the
+# supports compiles through NVRTC to an sm_90a cubin, ptxas reports no
+# spills, and no wgmma pipeline loss (its C75xx notes: wgmma serialized, or
+# warpgroup.arrive/wait injected). Where nvdisasm is found (ATTNC_EXTRA_TOOL_DIRS, PATH or the
 # toolkit), the SASS of each sm_90a schedule (warp_specialized, latent)
 # must hold HGMMA and wait on the grids before it (ACQBULK), and a plan
 # with two query tiles per consumer (q_buffers = 2) must stage its output
@@ -37,6 +38,8 @@ for f in "${files[@]}"; do
   if [ $status -ne 0 ]; then echo "FAILED: $f"; echo "$log"; failed=1; continue; fi
   spills=$(echo "$log" | grep -E "bytes spill" | grep -v " 0 bytes spill stores, 0 bytes spill loads")
   if [ -n "$spills" ]; then echo "SPILLS: $f"; echo "$spills"; failed=1; continue; fi
+  serialized=$(echo "$log" | grep -E "\(C75[0-9][0-9]\)")
+  if [ -n "$serialized" ]; then echo "WGMMA PIPELINE: $f"; echo "$serialized"; failed=1; continue; fi
   compiled=$((compiled + 1))
   if [ -n "$nvdisasm" ]; then
     plans=$("$attnc" compile "$f" --arch sm_90a --emit=gpu -o - 2>/dev/null | grep -o "plan = <[a-z_]*,[^>]*>")

@@ -31,18 +31,20 @@ FailureOr<PartialTiles> mlir::attn_gpu::parsePartialTiles(AsmParser &parser) {
 /// only where it differs from its default: `q_buffers` (1),
 /// `static_order` (false) and `cluster_ctas` (1), in any order.
 static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
-                                      bool &staticOrder, int64_t &clusterCtas) {
+                                      bool &staticOrder, int64_t &clusterCtas,
+                                      bool &peelFirstTile) {
   queryBuffers = 1;
   staticOrder = false;
   clusterCtas = 1;
-  llvm::SmallSet<StringRef, 3> seen;
+  peelFirstTile = false;
+  llvm::SmallSet<StringRef, 4> seen;
   while (succeeded(parser.parseOptionalComma())) {
     SMLoc loc = parser.getCurrentLocation();
     StringRef name;
     if (parser.parseKeyword(&name) || parser.parseEqual())
       return failure();
     if ((name == "q_buffers" || name == "static_order" ||
-         name == "cluster_ctas") &&
+         name == "cluster_ctas" || name == "peel_first_tile") &&
         !seen.insert(name).second)
       return parser.emitError(loc, "plan field '") << name << "' given twice";
     if (name == "q_buffers" || name == "cluster_ctas") {
@@ -50,17 +52,17 @@ static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
       if (parser.parseInteger(value))
         return failure();
       (name == "q_buffers" ? queryBuffers : clusterCtas) = value;
-    } else if (name == "static_order") {
+    } else if (name == "static_order" || name == "peel_first_tile") {
       StringRef value;
       if (parser.parseKeyword(&value))
         return failure();
       if (value != "true" && value != "false")
-        return parser.emitError(loc, "static_order is true or false, got '")
-               << value << "'";
-      staticOrder = value == "true";
+        return parser.emitError(loc)
+               << name << " is true or false, got '" << value << "'";
+      (name == "static_order" ? staticOrder : peelFirstTile) = value == "true";
     } else {
-      return parser.emitError(loc, "expected 'q_buffers', 'static_order' or "
-                                   "'cluster_ctas', got '")
+      return parser.emitError(loc, "expected 'q_buffers', 'static_order', "
+                                   "'cluster_ctas' or 'peel_first_tile', got '")
              << name << "'";
     }
   }
@@ -68,13 +70,16 @@ static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
 }
 
 static void printPlanOptions(AsmPrinter &printer, int64_t queryBuffers,
-                             bool staticOrder, int64_t clusterCtas) {
+                             bool staticOrder, int64_t clusterCtas,
+                             bool peelFirstTile) {
   if (queryBuffers != 1)
     printer << ", q_buffers = " << queryBuffers;
   if (staticOrder)
     printer << ", static_order = true";
   if (clusterCtas != 1)
     printer << ", cluster_ctas = " << clusterCtas;
+  if (peelFirstTile)
+    printer << ", peel_first_tile = true";
 }
 
 #define GET_ATTRDEF_CLASSES
@@ -124,7 +129,7 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t blockN, int64_t warpsM, int64_t warpsN,
                                int64_t stages, int64_t kvSplits, bool,
                                int64_t queryBuffers, bool staticOrder,
-                               int64_t clusterCtas) {
+                               int64_t clusterCtas, bool peelFirstTile) {
   // Each factor is bounded before the product, which must not overflow.
   int64_t maxWarps = limits::kMaxThreadsPerCta / 32;
   if (warpsM < 1 || warpsN < 1 || warpsM > maxWarps || warpsN > maxWarps ||
@@ -189,6 +194,9 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (staticOrder && schedule != Schedule::warp_specialized)
     return emitError() << "only a warp_specialized plan chooses how its CTAs "
                           "share the work items (static_order)";
+  if (peelFirstTile && schedule != Schedule::warp_specialized)
+    return emitError() << "only a warp_specialized plan chooses the shape of "
+                          "its consumers' tile loop (peel_first_tile)";
   if (clusterCtas != 1 && clusterCtas != 2)
     return emitError() << "cluster_ctas must be 1 or 2, got " << clusterCtas;
   if (clusterCtas > 1 && schedule != Schedule::latent)

@@ -227,7 +227,7 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 // -----
 
 // A plan's optional fields are named.
-// expected-error @below {{expected 'q_buffers', 'static_order' or 'cluster_ctas', got 'q_tiles'}}
+// expected-error @below {{expected 'q_buffers', 'static_order', 'cluster_ctas' or 'peel_first_tile', got 'q_tiles'}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, q_tiles = 2> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
 
@@ -243,6 +243,21 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 // static_order is a boolean.
 // expected-error @below {{static_order is true or false, got 'yes'}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, static_order = yes> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// peel_first_tile is a boolean too.
+// expected-error @below {{peel_first_tile is true or false, got 'always'}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, peel_first_tile = always> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// Only the warp-specialized consumers have the tile loop whose shape
+// peel_first_tile chooses; the latent ones wait for each tile's P.V.
+// expected-error @below {{only a warp_specialized plan chooses the shape of its consumers' tile loop (peel_first_tile)}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, peel_first_tile = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x16x576xbf16> key = !attn.latent_kv<?x576xbf16, rope = 64> value = !attn.latent_kv<?x576xbf16, rope = 64> output = !attn.out<1x16x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
 
 // -----

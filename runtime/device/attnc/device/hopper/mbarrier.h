@@ -61,6 +61,21 @@ struct Mbarrier {
                  : "r"(a)
                  : "memory");
   }
+  /// Arrives where `arrives` holds, as one predicated instruction: a
+  /// branch around arrive() would leave ptxas unsure the warp reconverges
+  /// after it, and at a loop's back edge that costs every shuffle and wgmma
+  /// after it a divergence check (and the registers of its slow path).
+  ATTNC_DEVICE void arriveIf(bool arrives) {
+    u32 a = address();
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.u32 p, %1, 0;\n"
+                 "@p mbarrier.arrive.shared::cta.b64 _, [%0];\n"
+                 "}"
+                 :
+                 : "r"(a), "r"(u32(arrives))
+                 : "memory");
+  }
   /// Arrives and adds `bytes` to what this phase expects from copies that
   /// complete on the barrier (TMA's complete_tx). Issue it before the
   /// copies, so the phase cannot complete between them.

@@ -565,8 +565,7 @@ struct WarpSpecializedCta
   /// the stage.
   ATTNC_DEVICE void release(hopper::Mbarrier &empty) {
     __syncwarp();
-    if (thread % 32 == 0)
-      empty.arrive();
+    empty.arriveIf(thread % 32 == 0);
   }
 
   /// Waits for a K or V stage to land. Gathered tiles were written through

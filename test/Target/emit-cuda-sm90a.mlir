@@ -1,0 +1,38 @@
+// RUN: attnc compile %s --arch sm_90a --emit=cuda | FileCheck %s
+
+// The warp-specialized prefill's tile loop exits in the middle: the C++ is
+// a do-while whose body does a tile's softmax, then, where another tile
+// follows, issues its scores and this tile's P.V; ptxas keeps the wgmma
+// pipeline of exactly this shape (a `for` with the issues behind an `if`
+// serializes every wgmma). The first scores come before the loop, the last
+// P.V after it.
+// CHECK: #include "attnc/device/hopper/prefill.h"
+// CHECK: attnc::issueScores([[PTR:v[0-9]+]], [[FIRST:v[0-9]+]]);
+// CHECK: attnc::waitScores<0>([[PTR]]);
+// CHECK-NEXT: int32_t [[TILE:v[0-9]+]];
+// CHECK-NEXT: [[TILE]] = [[FIRST]];
+// CHECK-NEXT: bool [[MORE:v[0-9]+]];
+// CHECK-NEXT: do {
+// CHECK-NEXT: int32_t [[CURRENT:v[0-9]+]] = [[TILE]];
+// CHECK: attnc::onlineSoftmax([[PTR]]);
+// CHECK-NEXT: int32_t [[NEXT:v[0-9]+]] = [[CURRENT]] + {{v[0-9]+}};
+// CHECK-NEXT: bool [[PROCEED:v[0-9]+]] = [[NEXT]] < {{v[0-9]+}};
+// CHECK-NEXT: [[MORE]] = [[PROCEED]];
+// CHECK-NEXT: if ([[PROCEED]]) {
+// CHECK: attnc::issueScores([[PTR]], [[NEXT]]);
+// CHECK-NEXT: attnc::issueValues([[PTR]], {{v[0-9]+}});
+// CHECK-NEXT: attnc::passTurn([[PTR]]);
+// CHECK-NEXT: attnc::waitScores<1>([[PTR]]);
+// CHECK-NEXT: [[TILE]] = [[NEXT]];
+// CHECK-NEXT: }
+// CHECK-NEXT: } while ([[MORE]]);
+// CHECK-NEXT: attnc::awaitTurn([[PTR]]);
+// CHECK: attnc::issueValues([[PTR]],
+// CHECK: attnc::finish([[PTR]]);
+func.func @prefill(%q: !attn.q<?x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
+                   %v: !attn.kv<?x8x128xbf16>) -> !attn.out<?x32x128xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x32x128xbf16>, !attn.kv<?x8x128xbf16>, !attn.kv<?x8x128xbf16>
+      -> !attn.out<?x32x128xbf16>
+  return %out : !attn.out<?x32x128xbf16>
+}
