@@ -75,12 +75,15 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     `static_order = true` walks a static share of it instead, where the
     claims' registers would spill the consumers (three of them beside a
     region).
-    A `warp_specialized` consumer's tile loop does a tile's softmax and
-    then issues the next tile's scores and this tile's P.V, so the softmax
-    is built once; `peel_first_tile = true` builds the first tile's
-    softmax apart instead, before a loop that issues first (twice the
-    softmax code, a slower compile), where the loop that issues last
-    spills the consumers' registers (three of them beside a region).
+    A `warp_specialized` consumer's tile loop does a tile's modifiers,
+    masks and softmax and then issues the next tile's scores and this
+    tile's P.V, so the softmax is built once, and its modifiers are built
+    once with the masks apart (`mask_scores`). `lean_tile_loop = true`
+    takes the form that holds fewer registers instead, with a slower
+    compile: the first tile's softmax built apart before a loop that
+    issues first, and the masks in the modifiers' pass on partial tiles
+    (twice the score code), where the other form spills the consumers
+    (three of them beside a region).
     `cluster_ctas = 2` (latent only; 1 when omitted) launches the CTAs in
     clusters of two that take the two row blocks of one token's 128 heads:
     both see the same keys, so each CTA's producer loads half of every KV
@@ -96,13 +99,13 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     DefaultValuedParameter<"int64_t", "1">:$queryBuffers,
     DefaultValuedParameter<"bool", "false">:$staticOrder,
     DefaultValuedParameter<"int64_t", "1">:$clusterCtas,
-    DefaultValuedParameter<"bool", "false">:$peelFirstTile);
+    DefaultValuedParameter<"bool", "false">:$leanTileLoop);
   let assemblyFormat = [{
     `<` $schedule `,` `block` `=` $blockM `x` $blockN `,`
         `warps` `=` $warpsM `x` $warpsN `,` `stages` `=` $stages `,`
         `kv_splits` `=` $kvSplits `,` `q_in_regs` `=` $queryInRegisters ``
         custom<PlanOptions>($queryBuffers, $staticOrder, $clusterCtas,
-                            $peelFirstTile) `>`
+                            $leanTileLoop) `>`
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

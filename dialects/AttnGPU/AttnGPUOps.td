@@ -347,6 +347,21 @@ def AttnGPU_IssueScoresOp : AttnGPU_DeviceOp<"issue_scores"> {
   let assemblyFormat = "$tile attr-dict";
 }
 
+def AttnGPU_MaskScoresOp : AttnGPU_DeviceOp<"mask_scores"> {
+  let summary = "hide the keys a partial tile's rows do not see";
+  let description = [{
+    After `modify_scores` without `masked`, on a tile `tile_is_partial`
+    says needs it (or on every tile, where the mask analysis says all are
+    partial): each score whose row does not see its key becomes -inf. The
+    warp-specialized consumers mask apart from the modifiers, so that a
+    tile loop builds its modifiers (a `score_mod` region among them) once
+    rather than once for partial tiles and once for full ones.
+  }];
+  let arguments = (ins Index:$tile);
+  let assemblyFormat = "$tile attr-dict";
+  let hasVerifier = 1;
+}
+
 def AttnGPU_IssueValuesOp : AttnGPU_DeviceOp<"issue_values"> {
   let summary = "O += P V on wgmma, asynchronously, once V has landed";
   let description = [{

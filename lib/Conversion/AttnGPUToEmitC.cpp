@@ -419,6 +419,10 @@ private:
           call(loc, "attnc::issueScores", {}, {tile(issue.getTile())});
           return success();
         })
+        .Case([&](gpu::MaskScoresOp mask) {
+          call(loc, "attnc::maskScores", {}, {tile(mask.getTile())});
+          return success();
+        })
         .Case([&](gpu::IssueValuesOp issue) {
           call(loc, "attnc::issueValues", {}, {tile(issue.getTile())});
           return success();

@@ -48,6 +48,29 @@ void buildModifyScores(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
   }
 }
 
+/// The warp-specialized consumers' form of buildModifyScores: the modifiers
+/// on every tile, then the masks apart (`mask_scores`), so that the
+/// modifiers are built once rather than in each arm of the partial branch.
+void buildModifyThenMaskScores(OpBuilder &b, Location loc,
+                               gpu::MaskAnalysisAttr masks, Value tile) {
+  gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/false);
+  switch (masks.getPartial()) {
+  case gpu::PartialTiles::Never:
+    return;
+  case gpu::PartialTiles::Always:
+    gpu::MaskScoresOp::create(b, loc, tile);
+    return;
+  case gpu::PartialTiles::Edges: {
+    auto partial = gpu::TileIsPartialOp::create(b, loc, b.getI1Type(), tile);
+    auto ifPartial = scf::IfOp::create(b, loc, partial, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifPartial.thenBlock());
+    gpu::MaskScoresOp::create(b, loc, tile);
+    return;
+  }
+  }
+}
+
 /// `for k in [0, work_items): if (begin_item k) body()`, at the insertion
 /// point, which it leaves after the loop.
 void buildForEachItem(OpBuilder &b, Location loc,
@@ -70,11 +93,12 @@ void buildForEachItem(OpBuilder &b, Location loc,
 /// or wait depends on a condition inside the loop (ptxas serializes every
 /// wgmma of a kernel where one does), so the first scores and the last P.V
 /// are outside it. The loop exits in the middle (an scf.while): each pass
-/// does a tile's softmax and then, unless it was the last tile, issues the
-/// next tile's scores and this tile's P.V, so the softmax is built once.
-/// With `peel_first_tile` the first tile's softmax is built apart, before
-/// an scf.for whose passes issue first: twice the softmax code, which the
-/// planner takes where the other loop spills.
+/// does a tile's modifiers, masks and softmax and then, unless it was the
+/// last tile, issues the next tile's scores and this tile's P.V, so the
+/// softmax is built once, and the modifiers too, the masks apart. With
+/// `lean_tile_loop`, the form that holds fewer registers: the first tile's
+/// softmax built apart, before an scf.for whose passes issue first, and
+/// the masks in the modifiers' pass (buildModifyScores).
 void buildTileLoop(OpBuilder &b, Location loc, gpu::PlanAttr plan,
                    gpu::MaskAnalysisAttr masks, Value first, Value end,
                    Value one) {
@@ -86,12 +110,16 @@ void buildTileLoop(OpBuilder &b, Location loc, gpu::PlanAttr plan,
     gpu::PassTurnOp::create(b, loc);
     gpu::WaitScoresOp::create(b, loc, /*pending=*/valuesTile ? 1 : 0);
   };
+  bool lean = plan.getLeanTileLoop();
   auto softmax = [&](Value tile) {
-    buildModifyScores(b, loc, masks, tile);
+    if (lean)
+      buildModifyScores(b, loc, masks, tile);
+    else
+      buildModifyThenMaskScores(b, loc, masks, tile);
     gpu::SoftmaxUpdateOp::create(b, loc);
   };
   issueScores(first, Value());
-  if (plan.getPeelFirstTile()) {
+  if (lean) {
     softmax(first);
     Value second = arith::AddIOp::create(b, loc, first, one);
     auto loop = scf::ForOp::create(b, loc, second, end, one);

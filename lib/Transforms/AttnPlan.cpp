@@ -208,12 +208,13 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     return crowdsThreeConsumers(op, consumers);
   }
 
-  /// Whether the consumers build their first tile's softmax apart
-  /// (`peel_first_tile`): where three crowd beside a region, the loop that does
-  /// each softmax once spills them (8 bytes with
-  /// examples/custom_score_mod.mlir; no other example or benchmark variant
-  /// spills, and its cold compile takes 0.55-0.75x the peeled one's).
-  static bool needsPeeledFirstTile(AttentionOp op, int64_t consumers) {
+  /// Whether the consumers take the tile loop that holds fewer registers
+  /// (`lean_tile_loop`): where three crowd beside a region, the compact one
+  /// spills them (8 bytes with examples/custom_score_mod.mlir from its
+  /// mid-exit loop, 358 from its masks apart from the modifiers; no other
+  /// example or benchmark variant spills, and a score_mod region at head
+  /// dim 128 compiles in 0.7x the time).
+  static bool needsLeanTileLoop(AttentionOp op, int64_t consumers) {
     return crowdsThreeConsumers(op, consumers);
   }
 
@@ -255,7 +256,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
           &getContext(), Schedule::warp_specialized,
           attnc::hopper::kWgmmaM * count, blockN, 4 * (count + 1), 1, stages, 1,
           /*queryInRegisters=*/false, queryBuffers, needsStaticOrder(op, count),
-          /*clusterCtas=*/1, needsPeeledFirstTile(op, count));
+          /*clusterCtas=*/1, needsLeanTileLoop(op, count));
     };
     auto fits = [&](PlanAttr candidate) {
       return candidate.getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim(),
@@ -307,7 +308,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
           &getContext(), Schedule::latent, attnc::hopper::kWgmmaM, kKeys, 12, 1,
           stages, maxSplits, /*queryInRegisters=*/false,
           /*queryBuffers=*/1, /*staticOrder=*/false, clusterCtas,
-          /*peelFirstTile=*/false);
+          /*leanTileLoop=*/false);
     };
     int64_t stages = 2;
     while (stages < 4 &&
@@ -352,13 +353,13 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                                           /*queryBuffers=*/1,
                                           /*staticOrder=*/false,
                                           /*clusterCtas=*/1,
-                                          /*peelFirstTile=*/false)
+                                          /*leanTileLoop=*/false)
                           : PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4,
                                           stages, maxSplits, queryInRegisters,
                                           /*queryBuffers=*/1,
                                           /*staticOrder=*/false,
                                           /*clusterCtas=*/1,
-                                          /*peelFirstTile=*/false);
+                                          /*leanTileLoop=*/false);
       };
       // An fp8 stage holds half the bytes: a fourth stage keeps as many
       // in flight at two CTAs per SM, with the widened tiles beside them.
@@ -386,7 +387,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       plan = PlanAttr::get(ctx, Schedule::prefill, 16 * warps, blockN, warps, 1,
                            /*stages=*/2, 1, queryInRegisters,
                            /*queryBuffers=*/1, /*staticOrder=*/false,
-                           /*clusterCtas=*/1, /*peelFirstTile=*/false);
+                           /*clusterCtas=*/1, /*leanTileLoop=*/false);
     }
     if (!fits(plan))
       return op.emitOpError("needs more shared memory than the target's ")

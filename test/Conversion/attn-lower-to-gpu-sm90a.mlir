@@ -4,9 +4,10 @@
 // branches of one scf.if, and each role walks the CTA's work items (a
 // persistent grid). One producer thread issues the copies. A consumer
 // clears its rows for each item and issues its first tile's scores; its
-// tile loop (an scf.while) then does a tile's softmax and, unless it was
-// the last tile, issues the next tile's scores before this tile's P.V and
-// waits only for the scores (pending = 1). The last P.V follows the loop,
+// tile loop (an scf.while) then does a tile's modifiers, its masks apart
+// where the tile is partial, and its softmax, and, unless it was the last
+// tile, issues the next tile's scores before this tile's P.V and waits
+// only for the scores (pending = 1). The last P.V follows the loop,
 // then the epilogue, which stages the output through the item's query
 // tile (the plan gives each consumer two), and only then the query tile
 // goes back to the producer.
@@ -41,8 +42,12 @@
 // CHECK-NEXT: attn_gpu.pass_turn
 // CHECK-NEXT: attn_gpu.wait_scores pending = 0
 // CHECK-NEXT: scf.while (%[[TILE:.*]] = %[[BEGIN]]) : (index) -> index {
-// CHECK: attn_gpu.tile_is_partial %[[TILE]]
-// CHECK: attn_gpu.softmax_update
+// CHECK-NEXT: attn_gpu.modify_scores %[[TILE]]{{$}}
+// CHECK-NEXT: %[[PARTIAL:.*]] = attn_gpu.tile_is_partial %[[TILE]]
+// CHECK-NEXT: scf.if %[[PARTIAL]] {
+// CHECK-NEXT: attn_gpu.mask_scores %[[TILE]]
+// CHECK-NEXT: }
+// CHECK-NEXT: attn_gpu.softmax_update
 // CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[TILE]], %[[ONE]]
 // CHECK-NEXT: %[[MORE:.*]] = arith.cmpi slt, %[[NEXT]], %[[END]]
 // CHECK-NEXT: scf.condition(%[[MORE]]) %[[NEXT]]
@@ -94,11 +99,12 @@ func.func @prefill_d256(%q: !attn.q<?x8x256xbf16>, %k: !attn.kv<?x8x256xbf16>,
 
 // -----
 
-// Three consumers beside a region build their first tile's softmax apart
-// (the plan's peel_first_tile): an scf.for then issues each later tile's
-// scores and the previous tile's P.V before its softmax.
+// Three consumers beside a region take the tile loop that holds fewer
+// registers (the plan's lean_tile_loop): the first tile's softmax is built
+// apart, an scf.for then issues each later tile's scores and the previous
+// tile's P.V before its softmax, and the masks go with the modifiers.
 // CHECK-LABEL: attn_gpu.kernel @attention
-// CHECK-SAME: static_order = true, peel_first_tile = true
+// CHECK-SAME: static_order = true, lean_tile_loop = true
 // CHECK: attn_gpu.begin_consumer
 // CHECK: %[[BEGIN:.*]], %[[END:.*]] = attn_gpu.tile_range
 // CHECK: %[[ONE:.*]] = arith.constant 1 : index
@@ -116,10 +122,16 @@ func.func @prefill_d256(%q: !attn.q<?x8x256xbf16>, %k: !attn.kv<?x8x256xbf16>,
 // CHECK-NEXT: attn_gpu.issue_values %[[PREV]]
 // CHECK-NEXT: attn_gpu.pass_turn
 // CHECK-NEXT: attn_gpu.wait_scores pending = 1
-// CHECK-NEXT: attn_gpu.tile_is_partial %[[TILE]]
-// CHECK: attn_gpu.softmax_update
+// CHECK-NEXT: %[[PARTIAL:.*]] = attn_gpu.tile_is_partial %[[TILE]]
+// CHECK-NEXT: scf.if %[[PARTIAL]] {
+// CHECK-NEXT: attn_gpu.modify_scores %[[TILE]] {masked}
+// CHECK-NEXT: } else {
+// CHECK-NEXT: attn_gpu.modify_scores %[[TILE]]
+// CHECK-NEXT: }
+// CHECK-NEXT: attn_gpu.softmax_update
 // CHECK-NEXT: }
 // CHECK-NOT: scf.while
+// CHECK-NOT: mask_scores
 func.func @prefill_d64_score_mod(%q: !attn.q<?x16x64xbf16>, %k: !attn.kv<?x16x64xbf16>,
                                  %v: !attn.kv<?x16x64xbf16>) -> !attn.out<?x16x64xbf16> {
   %out = attn.attention(%q, %k, %v)

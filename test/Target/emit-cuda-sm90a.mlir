@@ -1,7 +1,8 @@
 // RUN: attnc compile %s --arch sm_90a --emit=cuda | FileCheck %s
 
 // The warp-specialized prefill's tile loop exits in the middle: the C++ is
-// a do-while whose body does a tile's softmax, then, where another tile
+// a do-while whose body does a tile's modifiers, its masks where the tile
+// is partial, and its softmax, then, where another tile
 // follows, issues its scores and this tile's P.V; ptxas keeps the wgmma
 // pipeline of exactly this shape (a `for` with the issues behind an `if`
 // serializes every wgmma). The first scores come before the loop, the last
@@ -14,7 +15,12 @@
 // CHECK-NEXT: bool [[MORE:v[0-9]+]];
 // CHECK-NEXT: do {
 // CHECK-NEXT: int32_t [[CURRENT:v[0-9]+]] = [[TILE]];
-// CHECK: attnc::onlineSoftmax([[PTR]]);
+// CHECK-NEXT: attnc::modifyScores([[PTR]], [[CURRENT]]);
+// CHECK-NEXT: bool [[PARTIAL:v[0-9]+]] = attnc::tileIsPartial([[PTR]], [[CURRENT]]);
+// CHECK-NEXT: if ([[PARTIAL]]) {
+// CHECK-NEXT: attnc::maskScores([[PTR]], [[CURRENT]]);
+// CHECK-NEXT: }
+// CHECK-NEXT: attnc::onlineSoftmax([[PTR]]);
 // CHECK-NEXT: int32_t [[NEXT:v[0-9]+]] = [[CURRENT]] + {{v[0-9]+}};
 // CHECK-NEXT: bool [[PROCEED:v[0-9]+]] = [[NEXT]] < {{v[0-9]+}};
 // CHECK-NEXT: [[MORE]] = [[PROCEED]];

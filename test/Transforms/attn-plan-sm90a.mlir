@@ -51,7 +51,7 @@ func.func @prefill_d64_gathered_pages(%q: !attn.q<?x16x64xbf16, ragged>, %k: !at
 // last spills the consumers' 160 registers.
 // CHECK-LABEL: func.func @prefill_d64_score_mod
 // CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 192 x 128, warps = 16 x 1,
-// CHECK-SAME: static_order = true, peel_first_tile = true>
+// CHECK-SAME: static_order = true, lean_tile_loop = true>
 func.func @prefill_d64_score_mod(%q: !attn.q<?x16x64xbf16>, %k: !attn.kv<?x16x64xbf16>,
                                  %v: !attn.kv<?x16x64xbf16>) -> !attn.out<?x16x64xbf16> {
   %out = attn.attention(%q, %k, %v) {causal}

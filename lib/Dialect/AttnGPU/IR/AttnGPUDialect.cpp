@@ -32,11 +32,11 @@ FailureOr<PartialTiles> mlir::attn_gpu::parsePartialTiles(AsmParser &parser) {
 /// `static_order` (false) and `cluster_ctas` (1), in any order.
 static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
                                       bool &staticOrder, int64_t &clusterCtas,
-                                      bool &peelFirstTile) {
+                                      bool &leanTileLoop) {
   queryBuffers = 1;
   staticOrder = false;
   clusterCtas = 1;
-  peelFirstTile = false;
+  leanTileLoop = false;
   llvm::SmallSet<StringRef, 4> seen;
   while (succeeded(parser.parseOptionalComma())) {
     SMLoc loc = parser.getCurrentLocation();
@@ -44,7 +44,7 @@ static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
     if (parser.parseKeyword(&name) || parser.parseEqual())
       return failure();
     if ((name == "q_buffers" || name == "static_order" ||
-         name == "cluster_ctas" || name == "peel_first_tile") &&
+         name == "cluster_ctas" || name == "lean_tile_loop") &&
         !seen.insert(name).second)
       return parser.emitError(loc, "plan field '") << name << "' given twice";
     if (name == "q_buffers" || name == "cluster_ctas") {
@@ -52,17 +52,17 @@ static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
       if (parser.parseInteger(value))
         return failure();
       (name == "q_buffers" ? queryBuffers : clusterCtas) = value;
-    } else if (name == "static_order" || name == "peel_first_tile") {
+    } else if (name == "static_order" || name == "lean_tile_loop") {
       StringRef value;
       if (parser.parseKeyword(&value))
         return failure();
       if (value != "true" && value != "false")
         return parser.emitError(loc)
                << name << " is true or false, got '" << value << "'";
-      (name == "static_order" ? staticOrder : peelFirstTile) = value == "true";
+      (name == "static_order" ? staticOrder : leanTileLoop) = value == "true";
     } else {
       return parser.emitError(loc, "expected 'q_buffers', 'static_order', "
-                                   "'cluster_ctas' or 'peel_first_tile', got '")
+                                   "'cluster_ctas' or 'lean_tile_loop', got '")
              << name << "'";
     }
   }
@@ -71,15 +71,15 @@ static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
 
 static void printPlanOptions(AsmPrinter &printer, int64_t queryBuffers,
                              bool staticOrder, int64_t clusterCtas,
-                             bool peelFirstTile) {
+                             bool leanTileLoop) {
   if (queryBuffers != 1)
     printer << ", q_buffers = " << queryBuffers;
   if (staticOrder)
     printer << ", static_order = true";
   if (clusterCtas != 1)
     printer << ", cluster_ctas = " << clusterCtas;
-  if (peelFirstTile)
-    printer << ", peel_first_tile = true";
+  if (leanTileLoop)
+    printer << ", lean_tile_loop = true";
 }
 
 #define GET_ATTRDEF_CLASSES
@@ -129,7 +129,7 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t blockN, int64_t warpsM, int64_t warpsN,
                                int64_t stages, int64_t kvSplits, bool,
                                int64_t queryBuffers, bool staticOrder,
-                               int64_t clusterCtas, bool peelFirstTile) {
+                               int64_t clusterCtas, bool leanTileLoop) {
   // Each factor is bounded before the product, which must not overflow.
   int64_t maxWarps = limits::kMaxThreadsPerCta / 32;
   if (warpsM < 1 || warpsN < 1 || warpsM > maxWarps || warpsN > maxWarps ||
@@ -194,9 +194,9 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (staticOrder && schedule != Schedule::warp_specialized)
     return emitError() << "only a warp_specialized plan chooses how its CTAs "
                           "share the work items (static_order)";
-  if (peelFirstTile && schedule != Schedule::warp_specialized)
+  if (leanTileLoop && schedule != Schedule::warp_specialized)
     return emitError() << "only a warp_specialized plan chooses the shape of "
-                          "its consumers' tile loop (peel_first_tile)";
+                          "its consumers' tile loop (lean_tile_loop)";
   if (clusterCtas != 1 && clusterCtas != 2)
     return emitError() << "cluster_ctas must be 1 or 2, got " << clusterCtas;
   if (clusterCtas > 1 && schedule != Schedule::latent)

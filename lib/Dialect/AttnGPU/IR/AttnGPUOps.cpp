@@ -165,6 +165,18 @@ LogicalResult MergeSplitsOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// MaskScoresOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MaskScoresOp::verify() {
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  if (!kernel || kernel.getPlan().getSchedule() != Schedule::warp_specialized)
+    return emitOpError("needs a warp_specialized kernel (the other schedules "
+                       "mask in `modify_scores {masked}`)");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // LaunchOp
 //===----------------------------------------------------------------------===//
 

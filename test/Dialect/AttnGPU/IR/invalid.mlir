@@ -227,7 +227,7 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 // -----
 
 // A plan's optional fields are named.
-// expected-error @below {{expected 'q_buffers', 'static_order', 'cluster_ctas' or 'peel_first_tile', got 'q_tiles'}}
+// expected-error @below {{expected 'q_buffers', 'static_order', 'cluster_ctas' or 'lean_tile_loop', got 'q_tiles'}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, q_tiles = 2> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
 
@@ -247,17 +247,17 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 
 // -----
 
-// peel_first_tile is a boolean too.
-// expected-error @below {{peel_first_tile is true or false, got 'always'}}
-attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, peel_first_tile = always> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+// lean_tile_loop is a boolean too.
+// expected-error @below {{lean_tile_loop is true or false, got 'always'}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, lean_tile_loop = always> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
 
 // -----
 
 // Only the warp-specialized consumers have the tile loop whose shape
-// peel_first_tile chooses; the latent ones wait for each tile's P.V.
-// expected-error @below {{only a warp_specialized plan chooses the shape of its consumers' tile loop (peel_first_tile)}}
-attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, peel_first_tile = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x16x576xbf16> key = !attn.latent_kv<?x576xbf16, rope = 64> value = !attn.latent_kv<?x576xbf16, rope = 64> output = !attn.out<1x16x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+// lean_tile_loop chooses; the latent ones wait for each tile's P.V.
+// expected-error @below {{only a warp_specialized plan chooses the shape of its consumers' tile loop (lean_tile_loop)}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, lean_tile_loop = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x16x576xbf16> key = !attn.latent_kv<?x576xbf16, rope = 64> value = !attn.latent_kv<?x576xbf16, rope = 64> output = !attn.out<1x16x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
 
 // -----
@@ -393,4 +393,14 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 // multicast.
 // expected-error @below {{a latent kernel shares its loads across a cluster (cluster_ctas = 2) only where a token's query heads fill pairs of 64-row blocks and the copy engine loads whole swizzle atoms of a 16-bit cache; got 128 query heads and boxes of 1 rows}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, cluster_ctas = 2> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x128x576xbf16> key = !attn.kv<?x1x576xbf16, paged<1, nhd>> value = !attn.kv<?x1x512xbf16, paged<1, nhd>> output = !attn.out<1x128x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
+}
+
+// -----
+
+// Only the warp-specialized consumers mask apart from the modifiers; the
+// other schedules mask in `modify_scores {masked}`.
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_80", sms = 108, smem = 166912> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = true, sinks = 0, partial = edges> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {causal, scale = 1.250000e-01 : f32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'attn_gpu.mask_scores' op needs a warp_specialized kernel (the other schedules mask in `modify_scores {masked}`)}}
+  attn_gpu.mask_scores %c0
 }

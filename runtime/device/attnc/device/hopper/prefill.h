@@ -653,12 +653,29 @@ struct WarpSpecializedCta
     }
   }
 
-  template <bool Partial> ATTNC_DEVICE void modifyScores(int t) {
-    if (kHoldRaw && !Partial)
+  /// Score `i` of the tile at `key0`, or -inf where its row does not see
+  /// its key (`columnIds`: the tile's document ids, with segments).
+  ATTNC_DEVICE float maskedScore(float x, int i, int key0,
+                                 const int (&columnIds)[kColumnIds]) const {
+    int half = (i / 2) % 2;
+    x = this->template masked<true, false>(
+        x, rowBegin + localRow(half),
+        key0 + hopper::AccumulatorLayout::col(thread, i));
+    if constexpr (C::kSegments)
+      if (rowSegment[half] != columnIds[2 * (i / 4) + i % 2])
+        x = negInf();
+    return x;
+  }
+
+  /// The modifiers on tile `t`'s scores, in the held units above, and with
+  /// `Masked` the masks in the same pass (the plan's lean_tile_loop; other
+  /// plans mask partial tiles apart, maskScores).
+  template <bool Masked> ATTNC_DEVICE void modifyScores(int t) {
+    if (kHoldRaw && !Masked)
       return;
     int key0 = tileAt(t) * S::kBlockN;
     int columnIds[kColumnIds];
-    if constexpr (C::kSegments && Partial)
+    if constexpr (C::kSegments && Masked)
       loadColumnSegments(key0, columnIds);
     // ALiBi's bias at the thread's first column of the tile; the others
     // are whole steps on (AccumulatorLayout::col).
@@ -673,26 +690,34 @@ struct WarpSpecializedCta
 #pragma unroll
     for (int i = 0; i < hopper::Accumulator<S::kBlockN>::kRegs; ++i) {
       int half = (i / 2) % 2;
-      int row = rowBegin + localRow(half);
-      int key = key0 + hopper::AccumulatorLayout::col(thread, i);
       float x = s.d[i];
-      if constexpr (kHoldRaw)
-        x = this->template masked<Partial, false>(x, row, key);
-      else if constexpr (kHoldAlibi)
-        x = this->template masked<Partial, false>(
-            x + fmaf(slope[half], float(hopper::AccumulatorLayout::col(0, i)),
-                     alibiFirst[half]),
-            row, key);
+      if constexpr (kHoldAlibi)
+        x += fmaf(slope[half], float(hopper::AccumulatorLayout::col(0, i)),
+                  alibiFirst[half]);
       else if constexpr (kHoldTanh)
-        x = this->template masked<Partial, false>(
-            fastTanh(x * (C::kScale / C::kSoftcap)), row, key);
-      else
-        x = this->template logit<Partial, false>(x, row, key, slope[half]);
-      if constexpr (C::kSegments && Partial)
-        if (rowSegment[half] != columnIds[2 * (i / 4) + i % 2])
-          x = negInf();
+        x = fastTanh(x * (C::kScale / C::kSoftcap));
+      else if constexpr (!kHoldRaw)
+        x = this->template logit<false, false>(
+            x, rowBegin + localRow(half),
+            key0 + hopper::AccumulatorLayout::col(thread, i), slope[half]);
+      if constexpr (Masked)
+        x = maskedScore(x, i, key0, columnIds);
       s.d[i] = x;
     }
+  }
+
+  /// Hides the keys of partial tile `t` that its rows do not see, after its
+  /// modifiers: apart from them, so that a tile loop builds the modifiers
+  /// (a score_mod region among them) once, not once per arm of its partial
+  /// branch.
+  ATTNC_DEVICE void maskScores(int t) {
+    int key0 = tileAt(t) * S::kBlockN;
+    int columnIds[kColumnIds];
+    if constexpr (C::kSegments)
+      loadColumnSegments(key0, columnIds);
+#pragma unroll
+    for (int i = 0; i < hopper::Accumulator<S::kBlockN>::kRegs; ++i)
+      s.d[i] = maskedScore(s.d[i], i, key0, columnIds);
   }
 
   /// Chains of maxima per row (hopper::rowMaxOf): one chain would sit on
@@ -838,6 +863,10 @@ ATTNC_DEVICE void modifyScoresMasked(WarpSpecializedCta<C> *cta, int t) {
 template <class C>
 ATTNC_DEVICE void modifyScores(WarpSpecializedCta<C> *cta, int t) {
   cta->template modifyScores<false>(t);
+}
+template <class C>
+ATTNC_DEVICE void maskScores(WarpSpecializedCta<C> *cta, int t) {
+  cta->maskScores(t);
 }
 template <class C> ATTNC_DEVICE void onlineSoftmax(WarpSpecializedCta<C> *cta) {
   cta->onlineSoftmax();
