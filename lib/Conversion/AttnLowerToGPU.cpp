@@ -25,27 +25,44 @@ TypeAttr typeIf(Value value) {
   return value ? TypeAttr::get(value.getType()) : TypeAttr();
 }
 
-/// Modifiers, then the masks on the tiles the mask analysis says need them.
-void buildModifyScores(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
-                       Value tile) {
+/// `partial()` on the tiles the mask analysis says need the per-element
+/// mask and `full()` (if any) on the others: a branch on `tile_is_partial`
+/// where only some tiles do.
+void buildByPartiality(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
+                       Value tile, llvm::function_ref<void()> partial,
+                       llvm::function_ref<void()> full) {
   switch (masks.getPartial()) {
   case gpu::PartialTiles::Never:
-    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/false);
-    break;
+    if (full)
+      full();
+    return;
   case gpu::PartialTiles::Always:
-    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/true);
-    break;
+    partial();
+    return;
   case gpu::PartialTiles::Edges: {
-    auto partial = gpu::TileIsPartialOp::create(b, loc, b.getI1Type(), tile);
-    auto ifPartial = scf::IfOp::create(b, loc, partial, /*withElse=*/true);
+    auto isPartial = gpu::TileIsPartialOp::create(b, loc, b.getI1Type(), tile);
+    auto ifPartial =
+        scf::IfOp::create(b, loc, isPartial, /*withElse=*/bool(full));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifPartial.thenBlock());
-    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/true);
-    b.setInsertionPointToStart(ifPartial.elseBlock());
-    gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/false);
-    break;
+    partial();
+    if (full) {
+      b.setInsertionPointToStart(ifPartial.elseBlock());
+      full();
+    }
+    return;
   }
   }
+}
+
+/// Modifiers, then the masks on the tiles the mask analysis says need them,
+/// in one op per tile.
+void buildModifyScores(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
+                       Value tile) {
+  buildByPartiality(
+      b, loc, masks, tile,
+      [&] { gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/true); },
+      [&] { gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/false); });
 }
 
 /// The warp-specialized consumers' form of buildModifyScores: the modifiers
@@ -54,21 +71,9 @@ void buildModifyScores(OpBuilder &b, Location loc, gpu::MaskAnalysisAttr masks,
 void buildModifyThenMaskScores(OpBuilder &b, Location loc,
                                gpu::MaskAnalysisAttr masks, Value tile) {
   gpu::ModifyScoresOp::create(b, loc, tile, /*masked=*/false);
-  switch (masks.getPartial()) {
-  case gpu::PartialTiles::Never:
-    return;
-  case gpu::PartialTiles::Always:
-    gpu::MaskScoresOp::create(b, loc, tile);
-    return;
-  case gpu::PartialTiles::Edges: {
-    auto partial = gpu::TileIsPartialOp::create(b, loc, b.getI1Type(), tile);
-    auto ifPartial = scf::IfOp::create(b, loc, partial, /*withElse=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifPartial.thenBlock());
-    gpu::MaskScoresOp::create(b, loc, tile);
-    return;
-  }
-  }
+  buildByPartiality(
+      b, loc, masks, tile, [&] { gpu::MaskScoresOp::create(b, loc, tile); },
+      nullptr);
 }
 
 /// `for k in [0, work_items): if (begin_item k) body()`, at the insertion
