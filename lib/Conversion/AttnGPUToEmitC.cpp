@@ -523,6 +523,13 @@ private:
     if (!whileOp->use_empty())
       return whileOp.emitOpError("has no EmitC lowering inside an "
                                  "attn_gpu.kernel when its results are used");
+    // Tile indices are what the kernels carry: the variables are int32_t.
+    if (!llvm::all_of(whileOp.getInits().getTypes(),
+                      [](Type type) { return type.isIndex(); }) ||
+        !llvm::all_of(whileOp.getConditionOp().getArgs().getTypes(),
+                      [](Type type) { return type.isIndex(); }))
+      return whileOp.emitOpError("has no EmitC lowering inside an "
+                                 "attn_gpu.kernel but for index values");
     Type i32 = b.getI32Type(), i1 = b.getI1Type();
     auto variable = [&](Type type) -> Value {
       return emitc::VariableOp::create(

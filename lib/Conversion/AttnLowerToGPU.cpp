@@ -94,20 +94,25 @@ void buildForEachItem(OpBuilder &b, Location loc,
 }
 
 /// The tile loop of a consumer's work item: tile t's scores are issued,
-/// then tile t-1's P.V, and t's softmax runs while that P.V does. No wgmma
-/// or wait depends on a condition inside the loop (ptxas serializes every
-/// wgmma of a kernel where one does), so the first scores and the last P.V
-/// are outside it. The loop exits in the middle (an scf.while): each pass
-/// does a tile's modifiers, masks and softmax and then, unless it was the
-/// last tile, issues the next tile's scores and this tile's P.V, so the
-/// softmax is built once, and the modifiers too, the masks apart. With
+/// then tile t-1's P.V, and t's softmax runs while that P.V does. ptxas
+/// serializes every wgmma of a kernel where a wgmma or its wait sits behind
+/// a condition it does not see as the loop's own exit test, so the first
+/// scores and the last P.V are outside the loop. The loop exits in the
+/// middle (an scf.while): each pass does a tile's modifiers, masks and
+/// softmax and then, unless it was the last tile, issues the next tile's
+/// scores and this tile's P.V, so the softmax is built once, and the
+/// modifiers too, the masks apart. The issues are on the path back to the
+/// loop's head, behind the exit test itself; the same issues behind an `if`
+/// of their own inside an scf.for serialize every wgmma (C7515). With
 /// `lean_tile_loop`, the form that holds fewer registers: the first tile's
 /// softmax built apart, before an scf.for whose passes issue first, and
 /// the masks in the modifiers' pass (buildModifyScores).
 void buildTileLoop(OpBuilder &b, Location loc, gpu::PlanAttr plan,
                    gpu::MaskAnalysisAttr masks, Value first, Value end,
                    Value one) {
-  auto issueScores = [&](Value tile, Value valuesTile) {
+  // A consumer's turn at the tensor cores: tile `tile`'s scores and, with
+  // `valuesTile`, that tile's P.V; it then waits for the scores alone.
+  auto takeTurn = [&](Value tile, Value valuesTile) {
     gpu::AwaitTurnOp::create(b, loc);
     gpu::IssueScoresOp::create(b, loc, tile);
     if (valuesTile)
@@ -116,37 +121,37 @@ void buildTileLoop(OpBuilder &b, Location loc, gpu::PlanAttr plan,
     gpu::WaitScoresOp::create(b, loc, /*pending=*/valuesTile ? 1 : 0);
   };
   bool lean = plan.getLeanTileLoop();
-  auto softmax = [&](Value tile) {
+  auto modifyMaskAndSoftmax = [&](Value tile) {
     if (lean)
       buildModifyScores(b, loc, masks, tile);
     else
       buildModifyThenMaskScores(b, loc, masks, tile);
     gpu::SoftmaxUpdateOp::create(b, loc);
   };
-  issueScores(first, Value());
+  takeTurn(first, Value());
   if (lean) {
-    softmax(first);
+    modifyMaskAndSoftmax(first);
     Value second = arith::AddIOp::create(b, loc, first, one);
     auto loop = scf::ForOp::create(b, loc, second, end, one);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value tile = loop.getInductionVar();
-    issueScores(tile, arith::SubIOp::create(b, loc, tile, one));
-    softmax(tile);
+    takeTurn(tile, arith::SubIOp::create(b, loc, tile, one));
+    modifyMaskAndSoftmax(tile);
     return;
   }
   Type index = b.getIndexType();
   auto loop = scf::WhileOp::create(b, loc, TypeRange{index}, first);
   OpBuilder::InsertionGuard guard(b);
   Block *before = b.createBlock(&loop.getBefore(), {}, {index}, {loc});
-  softmax(before->getArgument(0));
+  modifyMaskAndSoftmax(before->getArgument(0));
   Value next = arith::AddIOp::create(b, loc, before->getArgument(0), one);
   auto more =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next, end);
   scf::ConditionOp::create(b, loc, more, next);
   Block *after = b.createBlock(&loop.getAfter(), {}, {index}, {loc});
   Value issued = after->getArgument(0);
-  issueScores(issued, arith::SubIOp::create(b, loc, issued, one));
+  takeTurn(issued, arith::SubIOp::create(b, loc, issued, one));
   scf::YieldOp::create(b, loc, issued);
 }
 

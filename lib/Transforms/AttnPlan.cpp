@@ -178,7 +178,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   /// atoms) keeps 56 registers and leaves them 152. Measured
   /// with ptxas on sm_90a: no spills for masks, soft-cap, ALiBi, sinks,
   /// segments or one region alone at head dim 64 (a region with the
-  /// static order: needsStaticOrder); 48 bytes gathering pages
+  /// static order and the lean tile loop: needsStaticOrder,
+  /// needsLeanTileLoop); 48 bytes gathering pages
   /// of 1 or 3 slots, 58 with ALiBi, soft-cap and a window together, 144-208
   /// at head dim 96.
   static constexpr int64_t kThreeConsumerKeys = 128;
@@ -213,7 +214,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   /// spills them (8 bytes with examples/custom_score_mod.mlir from its
   /// mid-exit loop, 358 from its masks apart from the modifiers; no other
   /// example or benchmark variant spills, and a score_mod region at head
-  /// dim 128 compiles in 0.7x the time).
+  /// dim 128 compiles in about half the time).
   static bool needsLeanTileLoop(AttentionOp op, int64_t consumers) {
     return crowdsThreeConsumers(op, consumers);
   }

@@ -112,8 +112,13 @@ func.func @prefill_d256(%q: !attn.q<?x8x256xbf16>, %k: !attn.kv<?x8x256xbf16>,
 // CHECK-NEXT: attn_gpu.issue_scores %[[BEGIN]]
 // CHECK-NEXT: attn_gpu.pass_turn
 // CHECK-NEXT: attn_gpu.wait_scores pending = 0
-// CHECK-NEXT: attn_gpu.tile_is_partial %[[BEGIN]]
-// CHECK: attn_gpu.softmax_update
+// CHECK-NEXT: %[[FIRST_PARTIAL:.*]] = attn_gpu.tile_is_partial %[[BEGIN]]
+// CHECK-NEXT: scf.if %[[FIRST_PARTIAL]] {
+// CHECK-NEXT: attn_gpu.modify_scores %[[BEGIN]] {masked}
+// CHECK-NEXT: } else {
+// CHECK-NEXT: attn_gpu.modify_scores %[[BEGIN]]
+// CHECK-NEXT: }
+// CHECK-NEXT: attn_gpu.softmax_update
 // CHECK-NEXT: %[[SECOND:.*]] = arith.addi %[[BEGIN]], %[[ONE]]
 // CHECK-NEXT: scf.for %[[TILE:.*]] = %[[SECOND]] to %[[END]] step %[[ONE]] {
 // CHECK-NEXT: %[[PREV:.*]] = arith.subi %[[TILE]], %[[ONE]]
@@ -144,4 +149,33 @@ func.func @prefill_d64_score_mod(%q: !attn.q<?x16x64xbf16>, %k: !attn.kv<?x16x64
         attn.yield %r : f32
       }
   return %out : !attn.out<?x16x64xbf16>
+}
+
+// -----
+
+// A mask_mod region makes every tile partial (the analysis cannot bound
+// it): two consumers keep the compact loop, whose passes mask every tile
+// after its modifiers, with no branch.
+// CHECK-LABEL: attn_gpu.kernel @attention
+// CHECK-SAME: q_buffers = 2>
+// CHECK-SAME: partial = always
+// CHECK: scf.while (%[[TILE:.*]] = %{{.*}}) : (index) -> index {
+// CHECK-NEXT: attn_gpu.modify_scores %[[TILE]]{{$}}
+// CHECK-NEXT: attn_gpu.mask_scores %[[TILE]]
+// CHECK-NEXT: attn_gpu.softmax_update
+func.func @prefill_mask_mod(%q: !attn.q<?x16x128xbf16>, %k: !attn.kv<?x16x128xbf16>,
+                            %v: !attn.kv<?x16x128xbf16>) -> !attn.out<?x16x128xbf16> {
+  %out = attn.attention(%q, %k, %v)
+      : !attn.q<?x16x128xbf16>, !attn.kv<?x16x128xbf16>, !attn.kv<?x16x128xbf16>
+      -> !attn.out<?x16x128xbf16>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        %d = arith.subi %i, %j : index
+        %c = arith.constant 2 : index
+        %r = arith.remui %d, %c : index
+        %z = arith.constant 0 : index
+        %e = arith.cmpi eq, %r, %z : index
+        attn.yield %e : i1
+      }
+  return %out : !attn.out<?x16x128xbf16>
 }

@@ -29,7 +29,8 @@ FailureOr<PartialTiles> mlir::attn_gpu::parsePartialTiles(AsmParser &parser) {
 
 /// A plan's optional trailing fields, each `, name = value` and printed
 /// only where it differs from its default: `q_buffers` (1),
-/// `static_order` (false) and `cluster_ctas` (1), in any order.
+/// `static_order` (false), `cluster_ctas` (1) and `lean_tile_loop` (false),
+/// in any order.
 static LogicalResult parsePlanOptions(AsmParser &parser, int64_t &queryBuffers,
                                       bool &staticOrder, int64_t &clusterCtas,
                                       bool &leanTileLoop) {
