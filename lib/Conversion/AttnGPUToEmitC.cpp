@@ -277,9 +277,7 @@ private:
                                 : "attnc::AttentionCta<";
     Type ctaType =
         emitc::OpaqueType::get(ctx, ctaTemplate.str() + name + "_config>");
-    auto cta =
-        emitc::VariableOp::create(b, loc, emitc::LValueType::get(ctaType),
-                                  emitc::OpaqueAttr::get(ctx, ""));
+    Value cta = declare(loc, ctaType);
     ctaPtr = emitc::AddressOfOp::create(b, loc,
                                         emitc::PointerType::get(ctaType), cta);
     paramsArg = entry->getArgument(0);
@@ -288,6 +286,13 @@ private:
         return failure();
     emitc::ReturnOp::create(b, loc, Value());
     return success();
+  }
+
+  /// A variable of `type` declared without a value (`T v;`).
+  Value declare(Location loc, Type type) {
+    return emitc::VariableOp::create(
+        b, loc, emitc::LValueType::get(type),
+        emitc::OpaqueAttr::get(b.getContext(), ""));
   }
 
   Value call(Location loc, StringRef callee, Type result,
@@ -531,17 +536,12 @@ private:
       return whileOp.emitOpError("has no EmitC lowering inside an "
                                  "attn_gpu.kernel but for index values");
     Type i32 = b.getI32Type(), i1 = b.getI1Type();
-    auto variable = [&](Type type) -> Value {
-      return emitc::VariableOp::create(
-          b, loc, emitc::LValueType::get(type),
-          emitc::OpaqueAttr::get(b.getContext(), ""));
-    };
     SmallVector<Value> carried;
     for (Value init : whileOp.getInits()) {
-      carried.push_back(variable(i32));
+      carried.push_back(declare(loc, i32));
       emitc::AssignOp::create(b, loc, carried.back(), values.lookup(init));
     }
-    Value more = variable(i1);
+    Value more = declare(loc, i1);
     auto loop = emitc::DoOp::create(b, loc);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&loop.getBodyRegion().emplaceBlock());

@@ -178,8 +178,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   /// atoms) keeps 56 registers and leaves them 152. Measured
   /// with ptxas on sm_90a: no spills for masks, soft-cap, ALiBi, sinks,
   /// segments or one region alone at head dim 64 (a region with the
-  /// static order and the lean tile loop: needsStaticOrder,
-  /// needsLeanTileLoop); 48 bytes gathering pages
+  /// static order and the lean tile loop: crowdsThreeConsumers); 48
+  /// bytes gathering pages
   /// of 1 or 3 slots, 58 with ALiBi, soft-cap and a window together, 144-208
   /// at head dim 96.
   static constexpr int64_t kThreeConsumerKeys = 128;
@@ -192,31 +192,22 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
 
   /// Three consumers beside a region: the schedule's tightest registers
   /// (160 a consumer thread, beside the region's captures and per-score
-  /// work), where the next two choices keep the consumers from spilling.
+  /// work). There the plan takes the two choices that keep the consumers
+  /// from spilling:
+  /// - `static_order`: the CTAs walk a static share of the work items
+  ///   instead of claiming them. The claims spill them (434 bytes with
+  ///   examples/custom_score_mod.mlir, 80 with the item decoded by every
+  ///   role; none with the static order), where items claimed dynamically
+  ///   only balance uneven work a little better (10-18 % of three consumers
+  ///   against two at head dim 64, 14 % of the claims on a ragged batch);
+  /// - `lean_tile_loop`: the tile loop that holds fewer registers. The
+  ///   compact one spills them (8 bytes with examples/custom_score_mod.mlir
+  ///   from its mid-exit loop, 358 from its masks apart from the
+  ///   modifiers; no other example or benchmark variant spills, and a
+  ///   score_mod region at head dim 128 compiles in about half the time).
   static bool crowdsThreeConsumers(AttentionOp op, int64_t consumers) {
     bool region = !op.getScoreMod().empty() || !op.getMaskMod().empty();
     return consumers == 3 && region;
-  }
-
-  /// Whether the consumers walk a static share of the work items instead
-  /// of claiming them: where three crowd beside a region, the claims spill
-  /// them (434 bytes with examples/custom_score_mod.mlir, 80 with the item
-  /// decoded by every role; none with the static order), where items
-  /// claimed dynamically only balance uneven work a little better (10-18 %
-  /// of three consumers against two at head dim 64, 14 % of the claims on
-  /// a ragged batch).
-  static bool needsStaticOrder(AttentionOp op, int64_t consumers) {
-    return crowdsThreeConsumers(op, consumers);
-  }
-
-  /// Whether the consumers take the tile loop that holds fewer registers
-  /// (`lean_tile_loop`): where three crowd beside a region, the compact one
-  /// spills them (8 bytes with examples/custom_score_mod.mlir from its
-  /// mid-exit loop, 358 from its masks apart from the modifiers; no other
-  /// example or benchmark variant spills, and a score_mod region at head
-  /// dim 128 compiles in about half the time).
-  static bool needsLeanTileLoop(AttentionOp op, int64_t consumers) {
-    return crowdsThreeConsumers(op, consumers);
   }
 
   /// Hopper prefill (FlashAttention-3's schedule): consumer warpgroups of
@@ -252,12 +243,14 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                      : dims <= 128 ? (heavy ? 96 : 128)
                      : dims <= 192 ? (heavy ? 64 : 96)
                                    : (heavy ? 32 : 80);
+    bool crowded = crowdsThreeConsumers(op, count);
     auto plan = [&](int64_t stages, int64_t queryBuffers) {
-      return PlanAttr::get(
-          &getContext(), Schedule::warp_specialized,
-          attnc::hopper::kWgmmaM * count, blockN, 4 * (count + 1), 1, stages, 1,
-          /*queryInRegisters=*/false, queryBuffers, needsStaticOrder(op, count),
-          /*clusterCtas=*/1, needsLeanTileLoop(op, count));
+      return PlanAttr::get(&getContext(), Schedule::warp_specialized,
+                           attnc::hopper::kWgmmaM * count, blockN,
+                           4 * (count + 1), 1, stages, 1,
+                           /*queryInRegisters=*/false, queryBuffers,
+                           /*staticOrder=*/crowded, /*clusterCtas=*/1,
+                           /*leanTileLoop=*/crowded);
     };
     auto fits = [&](PlanAttr candidate) {
       return candidate.getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim(),

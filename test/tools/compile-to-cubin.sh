@@ -3,8 +3,8 @@
 # Every variant (each DIR's *.mlir, and each FILE) that the GPU pipeline
 # supports compiles through NVRTC to an sm_90a cubin, ptxas reports no
 # spills, and no wgmma pipeline loss (its C75xx notes: wgmma serialized, or
-# warpgroup.arrive/wait injected). Where nvdisasm is found (ATTNC_EXTRA_TOOL_DIRS, PATH or the
-# toolkit), the SASS of each sm_90a schedule (warp_specialized, latent)
+# warpgroup.arrive/wait injected). Where nvdisasm is found
+# (ATTNC_EXTRA_TOOL_DIRS, PATH or the toolkit), the SASS of each sm_90a schedule (warp_specialized, latent)
 # must hold HGMMA and wait on the grids before it (ACQBULK), and a plan
 # with two query tiles per consumer (q_buffers = 2) must stage its output
 # (STSM, and its rows stored as STG.E.128).
