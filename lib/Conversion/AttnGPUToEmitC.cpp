@@ -112,6 +112,9 @@ private:
     member("int", "kWarpsN", plan.getWarpsN());
     member("int", "kBlockN", plan.getBlockN());
     member("int", "kStages", plan.getStages());
+    // The most KV splits a launch may take: with one, the device compiles no
+    // split-KV path.
+    member("int", "kKVSplits", plan.getKvSplits());
     member("int", "kQueryBuffers", plan.getQueryBuffers());
     member("int", "kClusterCtas", plan.getClusterCtas());
     flag("kClaimItems", plan.claimsItems());

@@ -4,9 +4,11 @@
 // parameter struct and drives a WarpSpecializedCta from the Hopper header.
 // The consumers' tile loop (an scf.while) becomes a do-while: the tile
 // index and the loop's condition live in variables, and the issues run
-// only where the condition holds.
+// only where the condition holds. The plan's one KV split reaches the
+// configuration, so that the device compiles no split-KV stores.
 // CHECK-LABEL: func.func @prefill(
 // CHECK: include "attnc/device/hopper/prefill.h"
+// CHECK: static constexpr int kKVSplits = 1;
 // CHECK: static constexpr bool kClaimItems = true;
 // CHECK: !emitc.opaque<"attnc::WarpSpecializedCta<attention_config>">
 // CHECK: call_opaque "attnc::ctaBegin"{{.*}}!emitc.opaque<"const __grid_constant__ attnc::TmaAttnParams">

@@ -4,13 +4,15 @@
 // tile library's headers, the configuration struct (the compiler's decisions,
 // the shared-memory size and mask classification among them, in the ABI's
 // enums) and the entry point. The decode kernel (a GQA group of 4: the
-// transposed CTA, 8 rows) merges its own KV splits: there is no merge kernel.
+// transposed CTA, 8 rows) merges its own KV splits (up to the plan's 16):
+// there is no merge kernel.
 // CHECK: #include "attnc/device/attention.h"
 // CHECK: #include "attnc/device/transposed_decode.h"
 // CHECK: struct attention_config {
 // CHECK: using Elem = attnc::bf16;
 // CHECK: using Out = attnc::bf16;
 // CHECK: static constexpr int kBlockM = 8;
+// CHECK: static constexpr int kKVSplits = 16;
 // CHECK: static constexpr int kSmemBytes = [[SMEM:[0-9]+]];
 // CHECK: static constexpr attnc::TokenLayout kKVLayout = attnc::TokenLayout::Paged;
 // CHECK: static constexpr int kPageSize = 16;

@@ -454,7 +454,8 @@ std::vector<Case> persistentGridCases() {
 
 /// On sm_90a a consumer with two query tiles stages its output through
 /// one and stores 16-byte chunks (hopper/staged_output.h); an output that
-/// is not 16-byte aligned takes the element-wise stores instead. Outputs
+/// is not 16-byte aligned takes element-wise stores from the staged tile
+/// instead. Outputs
 /// 4 bytes past their allocation's start, for prefill of a few kinds.
 std::vector<Case> misalignedOutputCases() {
   std::vector<Case> all;

@@ -705,7 +705,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
                       ? (rowMax[half] * logitScale() + fastLog2(sum)) * kLn2
                       : negInf();
       // This consumer's half of the row's columns.
-      hopper::storeOutputRow<Out, S::kDV, C::kHasLse>(
+      hopper::storeOutputRow<Out, S::kDV, C::kHasLse, (C::kKVSplits > 1)>(
           *p, split, outRow, consumer * S::kHalfDV, o, half, factor[half],
           thread, writesLse, lse);
     }

@@ -132,14 +132,14 @@ ATTNC_DEVICE void storeRow(T *row, const Accumulator<N> &acc, int half,
 /// Stores output row `outRow`'s columns [col0, ...) that this thread holds
 /// in row `half` of `acc`, times `factor`, and, where `writesLse` (one
 /// thread of the quad), its LSE: the kernel's output (the LSE only with
-/// HasLse), or under split-KV (num_splits > 1) split `split`'s partial
-/// state, in f32, which a merge reads.
-template <typename Out, int DV, bool HasLse, int N>
+/// HasLse), or under split-KV (num_splits > 1, only where the plan
+/// `MaySplit`) split `split`'s partial state, in f32, which a merge reads.
+template <typename Out, int DV, bool HasLse, bool MaySplit, int N>
 ATTNC_DEVICE void storeOutputRow(const AttnParams &p, int split, i64 outRow,
                                  i64 col0, const Accumulator<N> &acc, int half,
                                  float factor, int thread, bool writesLse,
                                  float lse) {
-  if (p.num_splits > 1) {
+  if (MaySplit && p.num_splits > 1) {
     i64 state = split * p.partial_split_stride + outRow;
     storeRow(p.partial_out + state * DV + col0, acc, half, factor, thread);
     if (writesLse)

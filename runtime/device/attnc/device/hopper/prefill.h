@@ -295,6 +295,12 @@ struct WarpSpecializedCta
       hopper::kWarpgroupThreads * S::kConsumers +
       (S::kCopyThreads > 32 ? S::kCopyThreads - 32 : 0);
 
+  /// The launch's KV splits: one wherever the plan allows no more, so that
+  /// the items' decoding divides by no run-time split count.
+  ATTNC_DEVICE int kvSplits() const {
+    return C::kKVSplits == 1 ? 1 : tp->attn.num_splits;
+  }
+
   /// Slots every role walks: the most items this CTA may claim, or its
   /// static share's slots (the plan's static_order).
   ATTNC_DEVICE int workItems() const {
@@ -323,7 +329,7 @@ struct WarpSpecializedCta
         itemEmpty(slot).wait(phase ^ 1u); // a slot's first item finds it free
         int item = claimNext(k);
         if (item >= 0)
-          w = workItem(tp->order, item, C::kNumQHeads, tp->attn.num_splits);
+          w = workItem(tp->order, item, C::kNumQHeads, kvSplits());
         itemSlot(slot) = w;
         itemFull(slot).arrive();
       }
@@ -375,7 +381,7 @@ struct WarpSpecializedCta
       if (!claimedItem(k, w))
         return false;
     } else if (!cursor.next(tp->order, int(blockIdx.x), int(gridDim.x),
-                            C::kNumQHeads, tp->attn.num_splits, w)) {
+                            C::kNumQHeads, kvSplits(), w)) {
       return false;
     }
     qHead = w.head;
@@ -739,9 +745,9 @@ struct WarpSpecializedCta
   // --- Epilogue -------------------------------------------------------------
   /// Normalizes and stores the rows' outputs and LSE (or, under split-KV,
   /// this split's partial state): staged through the query tile where the
-  /// plan gave the consumer a second one and whole 16-byte chunks may be
-  /// stored (the output 16-byte aligned), else straight from the
-  /// accumulator.
+  /// plan gave the consumer a second one and the launch has one split,
+  /// else straight from the accumulator. A plan of one split (every
+  /// warp-specialized plan attn-plan makes) compiles no split-KV stores.
   ATTNC_DEVICE void finish() {
     waitValues();
     float factor[2], lse[2];
@@ -750,13 +756,13 @@ struct WarpSpecializedCta
       float sum = rowSum[half];
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      factor[half] = sum > 0.0f ? 1.0f / sum : 0.0f;
+      factor[half] = sum > 0.0f ? fastRcp(sum) : 0.0f;
       lse[half] = sum > 0.0f
                       ? (rowMax[half] * kLogitScale + fastLog2(sum)) * kLn2
                       : negInf();
     }
     if constexpr (S::kStagedOutput)
-      if (p->num_splits == 1 && (reinterpret_cast<u64>(p->out) & 15u) == 0) {
+      if (C::kKVSplits == 1 || p->num_splits == 1) {
         storeStaged(factor, lse);
         return;
       }
@@ -766,10 +772,15 @@ struct WarpSpecializedCta
       if (row >= rows)
         continue;
       i64 outRow = i64(qToken0 + rowBegin + row) * C::kNumQHeads + qHead;
-      hopper::storeOutputRow<Out, S::kDV, C::kHasLse>(
+      hopper::storeOutputRow<Out, S::kDV, C::kHasLse, (C::kKVSplits > 1)>(
           *p, split, outRow, 0, o, half, factor[half], thread, thread % 4 == 0,
           lse[half]);
     }
+    // The rows past the item's end diverged the warp above: without a
+    // split-KV branch after them to reconverge it, ptxas saw the next
+    // item's wgmma and turn barriers as maybe divergent and put a
+    // WARPSYNC before each (head dim 256, one query tile a consumer).
+    __syncwarp();
   }
 
   /// The epilogue through the item's query tile (staged_output.h); the

@@ -86,7 +86,8 @@ template <class Tile, int DV> struct StagedOutputRows {
   }
 
   /// Stores the warp's staged rows to global memory, row r to `first + r
-  /// * rowStride`, those below `rows` only. `first` is 16-byte aligned.
+  /// * rowStride`, those below `rows` only. Where `first` is 16-byte
+  /// aligned (rowStride is a whole number of chunks), whole chunks at once.
   /// Chunks are read in batches of up to kBatch before they are stored:
   /// read and stored one by one, each read waited for the store before
   /// it, and the batch bounds the registers the reads hold (a lane has up
@@ -97,6 +98,10 @@ template <class Tile, int DV> struct StagedOutputRows {
   template <class Out>
   static ATTNC_DEVICE void store(u32 tile, Out *first, i64 rowStride, int rows,
                                  int thread) {
+    if ((reinterpret_cast<u64>(first) & 15u) != 0) {
+      storeElementwise(tile, first, rowStride, rows, thread);
+      return;
+    }
     int lane = thread % 32;
     u32 warpRow = 16u * (u32(thread) / 32u);
     // Each lane's chunks lie at constant distances from its first one,
@@ -127,6 +132,37 @@ template <class Tile, int DV> struct StagedOutputRows {
                         chunks[step - batch]);
       }
     }
+  }
+
+  /// The same stores for an output that starts inside a 16-byte chunk (a
+  /// view past its allocation's start): each chunk as 16-bit elements, in
+  /// a rolled loop. Such outputs are rare, and unrolled stores of every
+  /// width would be compile time for every kernel.
+  template <class Out>
+  static ATTNC_DEVICE void storeElementwise(u32 tile, Out *first, i64 rowStride,
+                                            int rows, int thread) {
+    static_assert(sizeof(Out) == 2, "the staged output is 16-bit");
+    int lane = thread % 32;
+    u32 warpRow = 16u * (u32(thread) / 32u);
+#pragma unroll 1
+    for (int step = 0; step < kSteps; ++step) {
+      int row = rowOf(step, lane), chunk = chunkOf(step, lane);
+      u32 r = warpRow + u32(row);
+      uint4 v = loadShared16(tile + u32(chunk / 8) * Tile::kBlockBytes +
+                             r * kSwizzleBytes +
+                             ((u32(chunk % 8) ^ (r % kAtomRows)) << 4));
+      if (row >= rows)
+        continue;
+      u16 *element =
+          reinterpret_cast<u16 *>(first + row * rowStride + chunk * 8);
+      u32 words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        element[2 * w] = u16(words[w]);
+        element[2 * w + 1] = u16(words[w] >> 16);
+      }
+    }
+    fenceProxyAsync();
   }
 
 private:
