@@ -444,8 +444,10 @@ struct PipelinedCta
 
   /// Whether the CTA stores a partial state: one of several splits of its
   /// request (all of them for a separate merge kernel, which reads every
-  /// split of every request).
+  /// split of every request). Never under a plan of one split.
   ATTNC_DEVICE bool storesPartial() const {
+    if constexpr (C::kKVSplits == 1)
+      return false;
     return C::kMergeSplits ? this->requestSplits > 1 : p->num_splits > 1;
   }
   ATTNC_DEVICE i64 outRowOf(int row) const {
