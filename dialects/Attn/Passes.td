@@ -70,9 +70,8 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     a 16-bit cache is `warp_specialized` instead: a producer and consumer
     warpgroups of 64 rows, three with 128-key tiles up to head dim 64 where
     their registers hold the work (no heavy score work, no gathered
-    pages; beside a region their CTAs walk a static share of the work
-    items, `static_order`, instead of claiming them, and take the tile
-    loop that holds fewer registers, `lean_tile_loop`),
+    pages; 96-key tiles beside a region, whose captures and per-score
+    work leave the wider tiles no registers),
     else two with KV tiles from 192 keys at head dim 64 to 80 at 256, two
     query tiles per consumer where they fit (the next
     item's queries load while one runs, and its output is staged through

@@ -72,9 +72,9 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     item's own tile (its queries are dead by then) to store whole rows.
     A `warp_specialized` launch's persistent CTAs claim the work order's
     items one by one (a CTA whose items ran fast takes more);
-    `static_order = true` walks a static share of it instead, where the
-    claims' registers would spill the consumers (three of them beside a
-    region).
+    `static_order = true` walks a static share of it instead, for a plan
+    whose consumers the claims' registers would spill (attn-plan chooses
+    it nowhere: its narrower tiles leave them room).
     A `warp_specialized` consumer's tile loop does a tile's modifiers,
     masks and softmax and then issues the next tile's scores and this
     tile's P.V, so the softmax is built once, and its modifiers are built
@@ -82,8 +82,9 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     takes the form that holds fewer registers instead, with a slower
     compile: the first tile's softmax built apart before a loop that
     issues first, and the masks in the modifiers' pass on partial tiles
-    (twice the score code), where the other form spills the consumers
-    (three of them beside a region).
+    (twice the score code), for a plan whose consumers the other form
+    would spill (attn-plan chooses it nowhere: its narrower tiles leave
+    them room).
     `cluster_ctas = 2` (latent only; 1 when omitted) launches the CTAs in
     clusters of two that take the two row blocks of one token's 128 heads:
     both see the same keys, so each CTA's producer loads half of every KV

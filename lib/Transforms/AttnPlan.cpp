@@ -175,13 +175,11 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   /// tiles of kThreeConsumerKeys at head dims up to 64 without heavy score
   /// work, beside a producer that issues bulk copies. A producer that
   /// gathers pages (attn_gpu::kvBoxRows: boxes that are not whole swizzle
-  /// atoms) keeps 56 registers and leaves them 152. Measured
-  /// with ptxas on sm_90a: no spills for masks, soft-cap, ALiBi, sinks,
-  /// segments or one region alone at head dim 64 (a region with the
-  /// static order and the lean tile loop: crowdsThreeConsumers); 48
-  /// bytes gathering pages
-  /// of 1 or 3 slots, 58 with ALiBi, soft-cap and a window together, 144-208
-  /// at head dim 96.
+  /// atoms) keeps 56 registers and leaves them 152. Measured with ptxas on
+  /// sm_90a: no spills for masks, soft-cap, ALiBi, sinks, segments or one
+  /// region alone at head dim 64 (a region with narrower tiles:
+  /// crowdsThreeConsumers); 48 bytes gathering pages of 1 or 3 slots, 58
+  /// with ALiBi, soft-cap and a window together, 144-208 at head dim 96.
   static constexpr int64_t kThreeConsumerKeys = 128;
   static bool threeConsumersFit(AttentionOp op, bool heavy) {
     bool gathers = !attnc::hopper::boxesFillAtoms(int(attn_gpu::kvBoxRows(
@@ -192,19 +190,19 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
 
   /// Three consumers beside a region: the schedule's tightest registers
   /// (160 a consumer thread, beside the region's captures and per-score
-  /// work). There the plan takes the two choices that keep the consumers
-  /// from spilling:
-  /// - `static_order`: the CTAs walk a static share of the work items
-  ///   instead of claiming them. The claims spill them (434 bytes with
-  ///   examples/custom_score_mod.mlir, 80 with the item decoded by every
-  ///   role; none with the static order), where items claimed dynamically
-  ///   only balance uneven work a little better (10-18 % of three consumers
-  ///   against two at head dim 64, 14 % of the claims on a ragged batch);
-  /// - `lean_tile_loop`: the tile loop that holds fewer registers. The
-  ///   compact one spills them (8 bytes with examples/custom_score_mod.mlir
-  ///   from its mid-exit loop, 358 from its masks apart from the
-  ///   modifiers; no other example or benchmark variant spills, and a
-  ///   score_mod region at head dim 128 compiles in about half the time).
+  /// work). There the consumers take kCrowdedConsumerKeys-key tiles: with
+  /// kThreeConsumerKeys they spilled (examples/custom_score_mod.mlir: 342
+  /// bytes in the compact tile loop, 434 claiming items), and the plan had
+  /// to keep them in a static share of the items (`static_order`) and the
+  /// peeled loop with the masks in the modifiers (`lean_tile_loop`),
+  /// whose code was 3.5 times the size (a 4-second cold compile on the GPU
+  /// machine). With the narrower tiles they spill nothing in the plan's
+  /// usual form, and forced beside heavy score work (window, sinks and
+  /// soft-cap with a region) 22 bytes, against 390 before. Measured on an
+  /// H100 against the 128-key lean form: custom_score_mod 1.3 % slower on
+  /// 4 x 4096, 1.7 % faster on 16 x 512, its compile 0.3x
+  /// (docs/PERFORMANCE.md). attn-plan no longer chooses either field.
+  static constexpr int64_t kCrowdedConsumerKeys = 96;
   static bool crowdsThreeConsumers(AttentionOp op, int64_t consumers) {
     bool region = !op.getScoreMod().empty() || !op.getMaskMod().empty();
     return consumers == 3 && region;
@@ -237,20 +235,22 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     int64_t count = consumers > 0                  ? consumers
                     : threeConsumersFit(op, heavy) ? 3
                                                    : 2;
-    int64_t blockN = dims <= 64    ? (count == 3 ? kThreeConsumerKeys
+    int64_t threeConsumerKeys = crowdsThreeConsumers(op, count)
+                                    ? kCrowdedConsumerKeys
+                                    : kThreeConsumerKeys;
+    int64_t blockN = dims <= 64    ? (count == 3 ? threeConsumerKeys
                                       : heavy    ? 128
                                                  : 192)
                      : dims <= 128 ? (heavy ? 96 : 128)
                      : dims <= 192 ? (heavy ? 64 : 96)
                                    : (heavy ? 32 : 80);
-    bool crowded = crowdsThreeConsumers(op, count);
     auto plan = [&](int64_t stages, int64_t queryBuffers) {
       return PlanAttr::get(&getContext(), Schedule::warp_specialized,
                            attnc::hopper::kWgmmaM * count, blockN,
                            4 * (count + 1), 1, stages, 1,
                            /*queryInRegisters=*/false, queryBuffers,
-                           /*staticOrder=*/crowded, /*clusterCtas=*/1,
-                           /*leanTileLoop=*/crowded);
+                           /*staticOrder=*/false, /*clusterCtas=*/1,
+                           /*leanTileLoop=*/false);
     };
     auto fits = [&](PlanAttr candidate) {
       return candidate.getSharedMemoryBytes(op.getQKHeadDim(), op.getVHeadDim(),

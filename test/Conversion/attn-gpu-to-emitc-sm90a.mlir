@@ -128,10 +128,12 @@ func.func @fp8_decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xf8E4M3FN>
 
 // -----
 
-// Three consumers beside a region walk a static share of the work items:
-// the configuration tells the device not to claim them.
+// Three consumers beside a region claim their work items like any others
+// (their 96-key tiles leave the claims room); a written plan's static
+// order is in attn-gpu-to-emitc-written-plans.mlir.
 // CHECK-LABEL: func.func @prefill_d64_score_mod
-// CHECK: static constexpr bool kClaimItems = false;
+// CHECK: static constexpr int kBlockN = 96;
+// CHECK: static constexpr bool kClaimItems = true;
 // CHECK: !emitc.opaque<"attnc::WarpSpecializedCta<attention_config>">
 func.func @prefill_d64_score_mod(%q: !attn.q<?x16x64xbf16>, %k: !attn.kv<?x16x64xbf16>,
                                  %v: !attn.kv<?x16x64xbf16>) -> !attn.out<?x16x64xbf16> {

@@ -99,44 +99,18 @@ func.func @prefill_d256(%q: !attn.q<?x8x256xbf16>, %k: !attn.kv<?x8x256xbf16>,
 
 // -----
 
-// Three consumers beside a region take the tile loop that holds fewer
-// registers (the plan's lean_tile_loop): the first tile's softmax is built
-// apart, an scf.for then issues each later tile's scores and the previous
-// tile's P.V before its softmax, and the masks go with the modifiers.
+// Three consumers beside a region take 96-key tiles, and with them the
+// compact tile loop (the loop exits in the middle, the masks apart) and
+// claimed work items. The lean loop a written plan may ask for is in
+// attn-lower-to-gpu-written-plans.mlir.
 // CHECK-LABEL: attn_gpu.kernel @attention
-// CHECK-SAME: static_order = true, lean_tile_loop = true
+// CHECK-SAME: block = 192 x 96
+// CHECK-NOT: static_order
+// CHECK-NOT: lean_tile_loop
 // CHECK: attn_gpu.begin_consumer
-// CHECK: %[[BEGIN:.*]], %[[END:.*]] = attn_gpu.tile_range
-// CHECK: %[[ONE:.*]] = arith.constant 1 : index
-// CHECK-NEXT: attn_gpu.await_turn
-// CHECK-NEXT: attn_gpu.issue_scores %[[BEGIN]]
-// CHECK-NEXT: attn_gpu.pass_turn
-// CHECK-NEXT: attn_gpu.wait_scores pending = 0
-// CHECK-NEXT: %[[FIRST_PARTIAL:.*]] = attn_gpu.tile_is_partial %[[BEGIN]]
-// CHECK-NEXT: scf.if %[[FIRST_PARTIAL]] {
-// CHECK-NEXT: attn_gpu.modify_scores %[[BEGIN]] {masked}
-// CHECK-NEXT: } else {
-// CHECK-NEXT: attn_gpu.modify_scores %[[BEGIN]]
-// CHECK-NEXT: }
-// CHECK-NEXT: attn_gpu.softmax_update
-// CHECK-NEXT: %[[SECOND:.*]] = arith.addi %[[BEGIN]], %[[ONE]]
-// CHECK-NEXT: scf.for %[[TILE:.*]] = %[[SECOND]] to %[[END]] step %[[ONE]] {
-// CHECK-NEXT: %[[PREV:.*]] = arith.subi %[[TILE]], %[[ONE]]
-// CHECK-NEXT: attn_gpu.await_turn
-// CHECK-NEXT: attn_gpu.issue_scores %[[TILE]]
-// CHECK-NEXT: attn_gpu.issue_values %[[PREV]]
-// CHECK-NEXT: attn_gpu.pass_turn
-// CHECK-NEXT: attn_gpu.wait_scores pending = 1
-// CHECK-NEXT: %[[PARTIAL:.*]] = attn_gpu.tile_is_partial %[[TILE]]
-// CHECK-NEXT: scf.if %[[PARTIAL]] {
-// CHECK-NEXT: attn_gpu.modify_scores %[[TILE]] {masked}
-// CHECK-NEXT: } else {
-// CHECK-NEXT: attn_gpu.modify_scores %[[TILE]]
-// CHECK-NEXT: }
-// CHECK-NEXT: attn_gpu.softmax_update
-// CHECK-NEXT: }
-// CHECK-NOT: scf.while
-// CHECK-NOT: mask_scores
+// CHECK: scf.while
+// CHECK: attn_gpu.modify_scores
+// CHECK: attn_gpu.mask_scores
 func.func @prefill_d64_score_mod(%q: !attn.q<?x16x64xbf16>, %k: !attn.kv<?x16x64xbf16>,
                                  %v: !attn.kv<?x16x64xbf16>) -> !attn.out<?x16x64xbf16> {
   %out = attn.attention(%q, %k, %v)

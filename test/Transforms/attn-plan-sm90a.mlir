@@ -45,13 +45,11 @@ func.func @prefill_d64_gathered_pages(%q: !attn.q<?x16x64xbf16, ragged>, %k: !at
 
 // -----
 
-// A score_mod region at head dim 64 keeps three consumers, whose CTAs walk
-// a static share of the work items and build their first tile's softmax
-// apart: beside the region, claiming the items or a tile loop that issues
-// last spills the consumers' 160 registers.
+// A score_mod region at head dim 64 keeps three consumers on 96-key tiles:
+// beside the region, 128-key tiles spill the consumers' 160 registers. The
+// CTAs still claim the work items, and the tile loop is the compact one.
 // CHECK-LABEL: func.func @prefill_d64_score_mod
-// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 192 x 128, warps = 16 x 1,
-// CHECK-SAME: static_order = true, lean_tile_loop = true>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 192 x 96, warps = 16 x 1, stages = 3, kv_splits = 1, q_in_regs = false, q_buffers = 2>
 func.func @prefill_d64_score_mod(%q: !attn.q<?x16x64xbf16>, %k: !attn.kv<?x16x64xbf16>,
                                  %v: !attn.kv<?x16x64xbf16>) -> !attn.out<?x16x64xbf16> {
   %out = attn.attention(%q, %k, %v) {causal}
