@@ -72,7 +72,8 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     their registers hold the work (no heavy score work, no gathered
     pages; 96-key tiles beside a region, whose captures and per-score
     work leave the wider tiles no registers),
-    else two with KV tiles from 192 keys at head dim 64 to 80 at 256, two
+    else two with KV tiles from 192 keys at head dim 64 (128 beside a
+    region) to 80 at 256, two
     query tiles per consumer where they fit (the next
     item's queries load while one runs, and its output is staged through
     the other), then as many stages as fit, up to three. A `!attn.latent_kv`

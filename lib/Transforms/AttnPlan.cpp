@@ -204,8 +204,11 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   /// (docs/PERFORMANCE.md). attn-plan no longer chooses either field.
   static constexpr int64_t kCrowdedConsumerKeys = 96;
   static bool crowdsThreeConsumers(AttentionOp op, int64_t consumers) {
-    bool region = !op.getScoreMod().empty() || !op.getMaskMod().empty();
-    return consumers == 3 && region;
+    return consumers == 3 && hasRegion(op);
+  }
+  /// Whether the variant has a `score_mod` or `mask_mod` region.
+  static bool hasRegion(AttentionOp op) {
+    return !op.getScoreMod().empty() || !op.getMaskMod().empty();
   }
 
   /// Hopper prefill (FlashAttention-3's schedule): consumer warpgroups of
@@ -232,15 +235,20 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     // column ids (a quarter of its keys) in registers (measured: 52 bytes
     // spilled with a window at head dim 192 and 96-key tiles).
     bool heavy = scoreWork(op) + bool(op.getQuerySegments()) >= 3;
+    // A region alone, beside two consumers' 192-key tiles at head dim 64,
+    // spills too (custom_score_mod: 330 bytes, 430 where the producer
+    // gathers pages of one slot; none with 128), where the declarative
+    // modifiers and masks of the same weight spill nothing.
+    bool region = hasRegion(op);
     int64_t count = consumers > 0                  ? consumers
                     : threeConsumersFit(op, heavy) ? 3
                                                    : 2;
     int64_t threeConsumerKeys = crowdsThreeConsumers(op, count)
                                     ? kCrowdedConsumerKeys
                                     : kThreeConsumerKeys;
-    int64_t blockN = dims <= 64    ? (count == 3 ? threeConsumerKeys
-                                      : heavy    ? 128
-                                                 : 192)
+    int64_t blockN = dims <= 64    ? (count == 3        ? threeConsumerKeys
+                                      : heavy || region ? 128
+                                                        : 192)
                      : dims <= 128 ? (heavy ? 96 : 128)
                      : dims <= 192 ? (heavy ? 64 : 96)
                                    : (heavy ? 32 : 80);

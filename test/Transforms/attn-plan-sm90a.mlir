@@ -45,6 +45,29 @@ func.func @prefill_d64_gathered_pages(%q: !attn.q<?x16x64xbf16, ragged>, %k: !at
 
 // -----
 
+// A region at head dim 64 over pages of one slot: the gathering producer
+// leaves room for two consumers, on 128-key tiles, where 192 keys spill
+// them beside the region.
+// CHECK-LABEL: func.func @prefill_d64_score_mod_pages_of_one
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1,
+func.func @prefill_d64_score_mod_pages_of_one(%q: !attn.q<?x16x64xbf16>,
+    %k: !attn.kv<?x16x64xbf16, paged<1, nhd>>,
+    %v: !attn.kv<?x16x64xbf16, paged<1, nhd>>) -> !attn.out<?x16x64xbf16> {
+  %out = attn.attention(%q, %k, %v) {causal}
+      : !attn.q<?x16x64xbf16>, !attn.kv<?x16x64xbf16, paged<1, nhd>>,
+        !attn.kv<?x16x64xbf16, paged<1, nhd>>
+      -> !attn.out<?x16x64xbf16>
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %ql: index, %kl: index):
+        %c = arith.constant 0.5 : f32
+        %r = arith.mulf %s, %c : f32
+        attn.yield %r : f32
+      }
+  return %out : !attn.out<?x16x64xbf16>
+}
+
+// -----
+
 // A score_mod region at head dim 64 keeps three consumers on 96-key tiles:
 // beside the region, 128-key tiles spill the consumers' 160 registers. The
 // CTAs still claim the work items, and the tile loop is the compact one.

@@ -139,12 +139,6 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
       }
     }
     int total = numVisibleTiles();
-    if constexpr (C::kKVSplits == 1) { // the plan's one split: every tile
-      requestSplits = 1;
-      tileBegin = 0;
-      tileEnd = total;
-      return;
-    }
     // Even shares cover every tile, however long the request: the launch
     // has no CTAs for more than num_splits splits.
     int perSplit = (total + p->num_splits - 1) / p->num_splits;

@@ -747,7 +747,8 @@ struct WarpSpecializedCta
   /// this split's partial state): staged through the query tile where the
   /// plan gave the consumer a second one and the launch has one split,
   /// else straight from the accumulator. A plan of one split (every
-  /// warp-specialized plan attn-plan makes) compiles no split-KV stores.
+  /// warp-specialized plan attn-plan makes) with a second query tile
+  /// compiles only the staged stores.
   ATTNC_DEVICE void finish() {
     waitValues();
     float factor[2], lse[2];
@@ -772,15 +773,15 @@ struct WarpSpecializedCta
       if (row >= rows)
         continue;
       i64 outRow = i64(qToken0 + rowBegin + row) * C::kNumQHeads + qHead;
-      hopper::storeOutputRow<Out, S::kDV, C::kHasLse, (C::kKVSplits > 1)>(
+      // The split-KV branch stays under one split too. The rows past the
+      // item's end diverge the warp here; without the branch ptxas put a
+      // WARPSYNC before every wgmma of the head-dim-256 kernels, and with
+      // a __syncwarp() after this loop instead it spilled a score_mod
+      // region's consumers there (86 bytes).
+      hopper::storeOutputRow<Out, S::kDV, C::kHasLse, /*MaySplit=*/true>(
           *p, split, outRow, 0, o, half, factor[half], thread, thread % 4 == 0,
           lse[half]);
     }
-    // The rows past the item's end diverged the warp above: without a
-    // split-KV branch after them to reconverge it, ptxas saw the next
-    // item's wgmma and turn barriers as maybe divergent and put a
-    // WARPSYNC before each (head dim 256, one query tile a consumer).
-    __syncwarp();
   }
 
   /// The epilogue through the item's query tile (staged_output.h); the
