@@ -178,7 +178,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   /// atoms) keeps 56 registers and leaves them 152. Measured with ptxas on
   /// sm_90a: no spills for masks, soft-cap, ALiBi, sinks, segments or one
   /// region alone at head dim 64 (a region with narrower tiles:
-  /// crowdsThreeConsumers); 48 bytes gathering pages of 1 or 3 slots, 58
+  /// kCrowdedConsumerKeys); 48 bytes gathering pages of 1 or 3 slots, 58
   /// with ALiBi, soft-cap and a window together, 144-208 at head dim 96.
   static constexpr int64_t kThreeConsumerKeys = 128;
   static bool threeConsumersFit(AttentionOp op, bool heavy) {
@@ -203,9 +203,6 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   /// 4 x 4096, 1.7 % faster on 16 x 512, its compile 0.3x
   /// (docs/PERFORMANCE.md). attn-plan no longer chooses either field.
   static constexpr int64_t kCrowdedConsumerKeys = 96;
-  static bool crowdsThreeConsumers(AttentionOp op, int64_t consumers) {
-    return consumers == 3 && hasRegion(op);
-  }
   /// Whether the variant has a `score_mod` or `mask_mod` region.
   static bool hasRegion(AttentionOp op) {
     return !op.getScoreMod().empty() || !op.getMaskMod().empty();
@@ -243,9 +240,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     int64_t count = consumers > 0                  ? consumers
                     : threeConsumersFit(op, heavy) ? 3
                                                    : 2;
-    int64_t threeConsumerKeys = crowdsThreeConsumers(op, count)
-                                    ? kCrowdedConsumerKeys
-                                    : kThreeConsumerKeys;
+    int64_t threeConsumerKeys =
+        region ? kCrowdedConsumerKeys : kThreeConsumerKeys;
     int64_t blockN = dims <= 64    ? (count == 3        ? threeConsumerKeys
                                       : heavy || region ? 128
                                                         : 192)

@@ -115,9 +115,7 @@ template <class Tile, int DV> struct StagedOutputRows {
       for (int step = batch; step < batch + kBatch && step < kSteps; ++step) {
         u32 r = warpRow + u32(rowOf(step, lane));
         int chunk = chunkOf(step, lane);
-        chunks[step - batch] = loadShared16(
-            tile + u32(chunk / 8) * Tile::kBlockBytes + r * kSwizzleBytes +
-            ((u32(chunk % 8) ^ (r % kAtomRows)) << 4));
+        chunks[step - batch] = loadShared16(chunkAddress(tile, r, chunk));
       }
       if (batch + kBatch >= kSteps)
         fenceProxyAsync();
@@ -148,9 +146,7 @@ template <class Tile, int DV> struct StagedOutputRows {
     for (int step = 0; step < kSteps; ++step) {
       int row = rowOf(step, lane), chunk = chunkOf(step, lane);
       u32 r = warpRow + u32(row);
-      uint4 v = loadShared16(tile + u32(chunk / 8) * Tile::kBlockBytes +
-                             r * kSwizzleBytes +
-                             ((u32(chunk % 8) ^ (r % kAtomRows)) << 4));
+      uint4 v = loadShared16(chunkAddress(tile, r, chunk));
       if (row >= rows)
         continue;
       u16 *element =
@@ -166,6 +162,12 @@ template <class Tile, int DV> struct StagedOutputRows {
   }
 
 private:
+  /// The shared address of 16-byte chunk `chunk` of staged row `r`.
+  static ATTNC_DEVICE u32 chunkAddress(u32 tile, u32 r, int chunk) {
+    return tile + u32(chunk / 8) * Tile::kBlockBytes + r * kSwizzleBytes +
+           ((u32(chunk % 8) ^ (r % kAtomRows)) << 4);
+  }
+
   // Lane `lane`'s chunk at step `step`: 32 consecutive chunks a step, row
   // by row. Where rows divide a warp's 32 chunks (head dims 64, 128, 256)
   // both are shifts and masks.
