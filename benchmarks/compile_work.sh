@@ -4,7 +4,8 @@
 # machine's load and clock move. `attnc compile --time` moved up to 1.8x
 # between runs of one binary on the GPU machines and 1.5x on the build
 # machine, more than most changes to the device code move it. The count
-# repeats to 0.1 %, and its shares of the phases are those of the time.
+# repeats within 0.001 %, and it splits between NVVM and ptxas as the
+# time does (docs/PERFORMANCE.md, seventeenth session).
 #
 #   benchmarks/compile_work.sh [ATTNC] [variant.mlir ...]
 #

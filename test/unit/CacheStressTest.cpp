@@ -93,8 +93,8 @@ bool isTemporary(const std::string &name) {
 
 /// The bytes of `path` if it is a regular file. The saboteur's own FIFOs
 /// and links stay under entry names until a writer replaces them: opened
-/// as a stream, a FIFO waited for a writer forever and hung the saboteur
-/// (the watchdog failed the test after 15 minutes).
+/// as a stream, a FIFO waited for a writer, and the saboteur stalled the
+/// test for 14 minutes, a minute short of its watchdog.
 std::optional<std::string> readRegularFile(const std::string &path) {
   int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0)
