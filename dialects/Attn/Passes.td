@@ -81,11 +81,15 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     sm_90a: every query head of a token packed into 64-row blocks, 64-key
     tiles of whole cache rows, as many stages as fit.
 
+    The plan's register model is measured, not exact: where ptxas still
+    reports spills, the driver compiles again with `register-relief` one
+    step higher (heavier score work, then narrower tiles), and keeps the
+    first cubin without them.
+
     Features the verifier accepts but the GPU pipeline cannot compile yet
-    (latent caches off sm_90a, in fp8, with ALiBi or with pages that are
-    not a multiple of 8 slots; fp8 caches before sm_89; head dims that are
-    not multiples of 16 from 16 to 256; segments with a paged cache) are
-    reported here, by name.
+    (latent caches off sm_90a, with ALiBi or with document segments; fp8
+    caches before sm_89; head dims that are not multiples of 16 from 16 to
+    256; segments with a paged cache) are reported here, by name.
 
     Before:
 
@@ -125,7 +129,13 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
            "2 runs a latent kernel whose query heads fill pairs of 64-row "
            "blocks, over a cache the copy engine loads, in clusters of two "
            "CTAs that each load half of every KV tile for both; 1 in none "
-           "(tuning)">
+           "(tuning)">,
+    Option<"registerRelief", "register-relief", "int64_t", "0",
+           "steps of register room the plan leaves a kernel beyond its "
+           "measured needs: 1 plans its score work as heavy (narrower KV "
+           "tiles, no third consumer, stage or query tile for it), 2 "
+           "narrows its KV tiles one step more; the driver takes a step "
+           "when ptxas reports spills">
   ];
   let dependentDialects = ["::mlir::attn_gpu::AttnGPUDialect"];
 }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/Driver/Compile.h"
+#include "attnc/Transforms/Passes.h"
 
 #include "jit/CubinCache.h"
 #include "jit/DiskCache.h"
@@ -38,13 +39,15 @@ std::string cacheKey(const std::string &source, const CompileOptions &o,
       std::to_string(o.prefillWarps) + "\n" + std::to_string(o.decodeStages) +
       "\n" + std::to_string(o.consumers) + "\n" +
       std::to_string(o.queryBuffers) + "\n" + std::to_string(o.clusterCtas) +
-      "\n" + nvrtcVersion + "\n" + source);
+      "\n" + std::to_string(o.registerRelief) + "\n" + nvrtcVersion + "\n" +
+      source);
 }
 
 std::string encodeEntry(const CompiledVariant &v) {
   std::string program = v.program.serialize();
   return std::to_string(program.size()) + " " + std::to_string(v.cuda.size()) +
-         " " + std::to_string(v.ptxasLog.size()) + "\n" + program + v.cuda +
+         " " + std::to_string(v.ptxasLog.size()) + " " +
+         std::to_string(v.registerRelief) + "\n" + program + v.cuda +
          v.ptxasLog + v.cubin;
 }
 
@@ -67,10 +70,12 @@ bool readSize(const std::string &text, size_t &at, char separator,
 /// from the file), and that there is a cubin.
 std::optional<CompiledVariant> decodeEntry(const std::string &entry) {
   size_t at = 0;
-  uint64_t programSize = 0, cudaSize = 0, logSize = 0;
+  uint64_t programSize = 0, cudaSize = 0, logSize = 0, relief = 0;
   if (!readSize(entry, at, ' ', programSize) ||
       !readSize(entry, at, ' ', cudaSize) ||
-      !readSize(entry, at, '\n', logSize))
+      !readSize(entry, at, ' ', logSize) ||
+      !readSize(entry, at, '\n', relief) ||
+      relief > uint64_t(attn::kMaxRegisterRelief))
     return std::nullopt;
   uint64_t left = entry.size() - at;
   if (programSize > left || cudaSize > left - programSize ||
@@ -89,6 +94,8 @@ std::optional<CompiledVariant> decodeEntry(const std::string &entry) {
   v.ptxasLog = entry.substr(at, logSize);
   at += logSize;
   v.cubin = entry.substr(at);
+  v.registerRelief = int64_t(relief);
+  v.localMemoryBytes = jit::localMemoryBytes(v.ptxasLog);
   v.fromCache = true;
   return v;
 }
@@ -158,6 +165,77 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+/// The pipeline at `options.registerRelief`: the program and its CUDA.
+CompileResult lower(const std::string &source, const std::string &fileName,
+                    const CompileOptions &options) {
+  CompiledVariant result;
+  result.registerRelief = options.registerRelief;
+  auto start = std::chrono::steady_clock::now();
+  MLIRContext context(MLIRContext::Threading::DISABLED);
+  registerAttncDialects(context, options.printOpOnDiagnostic);
+  DiagnosticCollector diagnostics(context);
+  OwningOpRef<ModuleOp> module = diagnostics.parse(source, fileName);
+  if (!module)
+    return Status::error(ErrorCode::ParseError, diagnostics.text());
+  if (failed(lowerVariant(*module, options, Stage::EmitC, &result.program)) ||
+      failed(printCuda(*module, result.cuda)))
+    return Status::error(ErrorCode::CompileError, diagnostics.text());
+  result.frontendMs = millisecondsSince(start);
+  return result;
+}
+
+/// NVRTC and ptxas on `variant.cuda`: its cubin and ptxas's log.
+Status compileCuda(CompiledVariant &variant, const std::string &arch,
+                   jit::Nvrtc &nvrtc, bool driverCache) {
+  auto start = std::chrono::steady_clock::now();
+  StatusOr<jit::CompiledCode> code =
+      nvrtc.compile(variant.cuda, arch, /*ptx=*/false, driverCache);
+  if (!code.ok())
+    return code.status();
+  variant.cubin = std::move(code->image);
+  variant.ptxasLog = std::move(code->log);
+  variant.localMemoryBytes = jit::localMemoryBytes(variant.ptxasLog);
+  variant.nvrtcMs = millisecondsSince(start);
+  return Status();
+}
+
+/// The pipeline and NVRTC. attn-plan's register model is measured, not
+/// exact: while ptxas reports local memory, the variant is planned again
+/// with more register room (attn-plan's register-relief), and the first
+/// kernel without any is kept (else the one with the least). A step that
+/// plans the same kernel is not compiled again.
+CompileResult lowerAndCompile(const std::string &source,
+                              const std::string &fileName,
+                              const CompileOptions &options, jit::Nvrtc &nvrtc,
+                              bool driverCache) {
+  CompileOptions attempt = options;
+  CompileResult best = lower(source, fileName, attempt);
+  if (!best.ok())
+    return best;
+  if (Status status = compileCuda(*best, options.arch, nvrtc, driverCache);
+      !status.ok())
+    return status;
+  double frontendMs = best->frontendMs, nvrtcMs = best->nvrtcMs;
+  while (best->localMemoryBytes > 0 &&
+         attempt.registerRelief < attn::kMaxRegisterRelief) {
+    ++attempt.registerRelief;
+    CompileResult next = lower(source, fileName, attempt);
+    if (!next.ok())
+      break;
+    frontendMs += next->frontendMs;
+    if (next->cuda == best->cuda)
+      continue;
+    if (!compileCuda(*next, options.arch, nvrtc, driverCache).ok())
+      break;
+    nvrtcMs += next->nvrtcMs;
+    if (next->localMemoryBytes < best->localMemoryBytes)
+      best = std::move(next);
+  }
+  best->frontendMs = frontendMs;
+  best->nvrtcMs = nvrtcMs;
+  return best;
+}
+
 /// The disk cache, then the pipeline and NVRTC.
 CompileResult compileUncached(const std::string &key, const std::string &source,
                               const std::string &fileName,
@@ -172,33 +250,16 @@ CompileResult compileUncached(const std::string &key, const std::string &source,
       if (std::optional<CompiledVariant> hit = decodeEntry(*entry))
         return *hit;
 
-  CompiledVariant result;
-  auto start = std::chrono::steady_clock::now();
-  MLIRContext context(MLIRContext::Threading::DISABLED);
-  registerAttncDialects(context, options.printOpOnDiagnostic);
-  DiagnosticCollector diagnostics(context);
-  OwningOpRef<ModuleOp> module = diagnostics.parse(source, fileName);
-  if (!module)
-    return Status::error(ErrorCode::ParseError, diagnostics.text());
-  if (failed(lowerVariant(*module, options, Stage::EmitC, &result.program)) ||
-      failed(printCuda(*module, result.cuda)))
-    return Status::error(ErrorCode::CompileError, diagnostics.text());
-  result.frontendMs = millisecondsSince(start);
-
-  start = std::chrono::steady_clock::now();
-  StatusOr<jit::CompiledCode> code =
-      nvrtc.compile(result.cuda, options.arch, /*ptx=*/false,
-                    /*driverCache=*/disk.has_value());
-  if (!code.ok())
-    return code.status();
-  result.cubin = std::move(code->image);
-  result.ptxasLog = std::move(code->log);
-  result.nvrtcMs = millisecondsSince(start);
+  CompileResult compiled =
+      lowerAndCompile(source, fileName, options, nvrtc, disk.has_value());
+  if (!compiled.ok())
+    return compiled;
+  CompiledVariant &result = *compiled;
 
   // A cache that cannot be written only costs time; the caller may say so.
   if (disk)
     result.cacheWrite = disk->put(key, encodeEntry(result));
-  return result;
+  return compiled;
 }
 
 } // namespace

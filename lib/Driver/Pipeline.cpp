@@ -294,6 +294,7 @@ LogicalResult lowerVariant(ModuleOp module, const CompileOptions &options,
     plan.consumers = options.consumers;
     plan.queryBuffers = options.queryBuffers;
     plan.clusterCtas = options.clusterCtas;
+    plan.registerRelief = options.registerRelief;
     pm.addPass(attn::createAttnPlan(plan));
     pm.addPass(attn::createAttnAnalyzeMasks());
     pm.addPass(attn::createAttnSplitKV());

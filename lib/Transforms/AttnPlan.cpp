@@ -168,7 +168,9 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                    succeeded(outside("decode-stages", decodeStages, 0, 8)) &&
                    succeeded(outside("consumers", consumers, 0, 3)) &&
                    succeeded(outside("query-buffers", queryBuffers, 0, 2)) &&
-                   succeeded(outside("cluster-ctas", clusterCtas, 1, 2)));
+                   succeeded(outside("cluster-ctas", clusterCtas, 1, 2)) &&
+                   succeeded(outside("register-relief", registerRelief, 0,
+                                     kMaxRegisterRelief)));
   }
 
   /// Whether three consumers' 160 registers each hold their work: their
@@ -231,7 +233,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     // Document segments weigh one more here: the consumers hold a tile's
     // column ids (a quarter of its keys) in registers (measured: 52 bytes
     // spilled with a window at head dim 192 and 96-key tiles).
-    bool heavy = scoreWork(op) + bool(op.getQuerySegments()) >= 3;
+    bool heavy =
+        registerRelief > 0 || scoreWork(op) + bool(op.getQuerySegments()) >= 3;
     // A region alone, beside two consumers' 192-key tiles at head dim 64,
     // spills too (custom_score_mod: 330 bytes, 430 where the producer
     // gathers pages of one slot; none with 128), where the declarative
@@ -248,6 +251,11 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                      : dims <= 128 ? (heavy ? 96 : 128)
                      : dims <= 192 ? (heavy ? 64 : 96)
                                    : (heavy ? 32 : 80);
+    // The second step of relief: a narrower tile than heavy work takes,
+    // among the widths the schedule runs anyway (its scores and
+    // probabilities hold blockN * 3 / 4 registers a thread).
+    if (registerRelief > 1)
+      blockN = blockN > 96 ? 96 : blockN > 64 ? 64 : 32;
     auto plan = [&](int64_t stages, int64_t queryBuffers) {
       return PlanAttr::get(&getContext(), Schedule::warp_specialized,
                            attnc::hopper::kWgmmaM * count, blockN,
@@ -269,9 +277,9 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     // further ahead of the consumers (two stages instead of three cost
     // long rows 1-2 %, docs/PERFORMANCE.md); its ring arithmetic (modulo
     // 3) spills heavy score work at head dim 128.
-    int64_t most = queryBuffers > 0      ? queryBuffers
-                   : heavy && dims > 192 ? 1
-                                         : 2;
+    int64_t most = queryBuffers > 0                              ? queryBuffers
+                   : (heavy && dims > 192) || registerRelief > 1 ? 1
+                                                                 : 2;
     int64_t fewest = queryBuffers > 0 ? queryBuffers : 1;
     for (int64_t buffers = most; buffers >= fewest; --buffers) {
       if (!heavy && fits(plan(3, buffers)))
@@ -335,7 +343,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       // declarative masks with soft-cap and ALiBi at 240.
       int64_t work = scoreWork(op);
       bool queryInRegisters =
-          work == 0 || qkDim / 4 + vDim / 2 + 8 * work <= 160;
+          registerRelief == 0 &&
+          (work == 0 || qkDim / 4 + vDim / 2 + 8 * work <= 160);
       // Decode has few rows per request: every warp takes a quarter of each
       // KV tile. Three stages keep enough bytes in flight and leave room for
       // two CTAs per SM (measured on an H100: 3 stages 0.40 ms, 4 stages
@@ -376,7 +385,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       // spills 64-key tiles on sm_90a from head dim 96 (a score_mod region
       // with a window at 128, both regions at 96): it halves the tile too,
       // and keeps queries in registers only up to head dim 64.
-      bool heavy = scoreWork(op) >= 3;
+      bool heavy = registerRelief > 0 || scoreWork(op) >= 3;
       int64_t blockN = std::max(qkDim, vDim) > 128 || heavy ? 32 : 64;
       bool queryInRegisters = qkDim <= (heavy ? 64 : 128);
       // Eight warps share each K/V tile loaded into shared memory (measured

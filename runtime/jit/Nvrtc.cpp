@@ -6,6 +6,8 @@
 #include "support/DynamicLibrary.h"
 
 #include <cstdlib>
+#include <regex>
+#include <sstream>
 #include <sys/stat.h>
 #include <vector>
 
@@ -56,6 +58,46 @@ Status Nvrtc::load() {
 #undef ATTNC_LOAD
   nvrtcVersion(&major_, &minor_);
   return Status();
+}
+
+namespace {
+/// ptxas's report of one kernel's local memory (-v).
+const std::regex &localMemoryReport() {
+  static const std::regex report(
+      "([0-9]+) bytes stack frame, ([0-9]+) bytes spill stores, ([0-9]+) "
+      "bytes spill loads");
+  return report;
+}
+
+/// Calls `line(text, bytes)` for each report of more than 0 bytes.
+template <class Fn>
+void forEachLocalMemoryReport(const std::string &log, Fn line) {
+  std::istringstream in(log);
+  for (std::string text; std::getline(in, text);) {
+    std::smatch m;
+    if (!std::regex_search(text, m, localMemoryReport()))
+      continue;
+    long long bytes = 0;
+    for (int i = 1; i <= 3; ++i)
+      bytes += std::stoll(m[i].str().substr(0, 12));
+    if (bytes > 0)
+      line(text, bytes);
+  }
+}
+} // namespace
+
+std::vector<std::string> localMemoryLines(const std::string &log) {
+  std::vector<std::string> lines;
+  forEachLocalMemoryReport(
+      log, [&](const std::string &text, long long) { lines.push_back(text); });
+  return lines;
+}
+
+long long localMemoryBytes(const std::string &log) {
+  long long total = 0;
+  forEachLocalMemoryReport(
+      log, [&](const std::string &, long long bytes) { total += bytes; });
+  return total;
 }
 
 std::string Nvrtc::version() const {

@@ -14,6 +14,7 @@
 
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace attnc::jit {
 
@@ -21,6 +22,12 @@ struct CompiledCode {
   std::string image; // cubin, or PTX text when PTX was asked for
   std::string log;   // NVRTC's log, ptxas's resource usage included
 };
+
+/// The lines of a ptxas log (CompiledCode::log) that report local memory:
+/// a stack frame, spill stores or spill loads of more than 0 bytes.
+std::vector<std::string> localMemoryLines(const std::string &log);
+/// Those lines' bytes, summed.
+long long localMemoryBytes(const std::string &log);
 
 class Nvrtc {
 public:

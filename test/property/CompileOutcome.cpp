@@ -2,29 +2,14 @@
 
 #include "CompileOutcome.h"
 
+#include "jit/Nvrtc.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <regex>
-#include <sstream>
 #include <thread>
 
 namespace attnc::property {
-
-std::vector<std::string> spillLines(const std::string &ptxasLog) {
-  static const std::regex localMemory(
-      "([0-9]+) bytes stack frame, ([0-9]+) bytes spill stores, ([0-9]+) "
-      "bytes spill loads");
-  std::vector<std::string> lines;
-  std::istringstream in(ptxasLog);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, localMemory) &&
-        (m[1] != "0" || m[2] != "0" || m[3] != "0"))
-      lines.push_back(line);
-  }
-  return lines;
-}
 
 Outcome compileAndJudge(const std::string &mlir, const std::string &fileName,
                         const CompileOptions &options) {
@@ -38,7 +23,7 @@ Outcome compileAndJudge(const std::string &mlir, const std::string &fileName,
   if (compiled.ok()) {
     outcome.kind = Outcome::Kind::Compiled;
     outcome.detail = compiled->ptxasLog;
-    outcome.spills = spillLines(compiled->ptxasLog);
+    outcome.spills = jit::localMemoryLines(compiled->ptxasLog);
     return outcome;
   }
   Status status = compiled.status();

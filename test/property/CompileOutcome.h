@@ -41,10 +41,6 @@ struct Outcome {
 Outcome compileAndJudge(const std::string &mlir, const std::string &fileName,
                         const CompileOptions &options);
 
-/// The lines of a ptxas log that report local memory: spill stores or loads,
-/// or a stack frame, that are not zero.
-std::vector<std::string> spillLines(const std::string &ptxasLog);
-
 /// Runs `job(i)` for i in [0, count) on a few threads (NVRTC compiles in
 /// parallel; CI machines have few cores).
 void parallelFor(int count, const std::function<void(int)> &job);

@@ -119,6 +119,19 @@ TEST(VariantProperty, CompilesWithoutSpillsOrIsRefusedByName) {
   EXPECT_GE(compiled, count / 2);
 }
 
+// A second stream, whose first variants include eight whose first plans
+// spill (up to 330 bytes: heavy score work at head dims 128-192, a
+// gathering producer): compileVariant plans them again with register
+// relief, and what it keeps must spill nothing (test/gpu's
+// RegisterReliefGpuTest runs them).
+TEST(VariantProperty, ReplannedStreamCompilesWithoutSpills) {
+  StatusOr<jit::Nvrtc *> nvrtc = jit::Nvrtc::get();
+  if (!nvrtc.ok())
+    GTEST_SKIP() << "no NVRTC: " << nvrtc.status().message();
+  int compiled = checkStream(7, 60, {});
+  EXPECT_GE(compiled, 30);
+}
+
 // The variants test/gpu/PropertyGpuTest.cpp runs against the reference all
 // compile, without spills: on the GPU only numbers can fail.
 TEST(VariantProperty, GpuStreamCompilesWithoutSpills) {

@@ -4,6 +4,7 @@
 
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
 #include "attnc/Driver/Compile.h"
+#include "attnc/Transforms/Passes.h"
 #include "jit/Nvrtc.h"
 
 #include "mlir/IR/AsmState.h"
@@ -81,6 +82,12 @@ void addTuningOptions(CLI::App &command, CompileOptions &options) {
                   "copy engine loads in clusters of two CTAs that share "
                   "their loads (1: none)")
       ->check(CLI::Range(1, 2));
+  command
+      .add_option("--register-relief", options.registerRelief,
+                  "steps of register room the plan leaves beyond its "
+                  "measured needs (0-2); a compile to a cubin takes more "
+                  "while ptxas reports spills")
+      ->check(CLI::Range(int64_t(0), mlir::attn::kMaxRegisterRelief));
 }
 
 namespace {
@@ -173,6 +180,9 @@ int runCompile(const CompileArgs &args) {
                 << compiled->frontendMs
                 << " ms\nnvrtc + ptxas: " << compiled->nvrtcMs
                 << " ms\ntotal: " << totalMs << " ms\n";
+    if (compiled->registerRelief > options.registerRelief)
+      std::cerr << "register relief: " << compiled->registerRelief
+                << " (a plan with less room spilled)\n";
   }
   if (args.emit == "cubin") {
     if (!compiled->ptxasLog.empty())

@@ -19,6 +19,12 @@ struct CompiledVariant {
   std::string cubin;
   std::string ptxasLog;
   double frontendMs = 0, nvrtcMs = 0; // 0 when it came from the cache
+  /// The attn-plan register-relief the cubin was planned with: above the
+  /// asked-for one where a plan with less room spilled.
+  int64_t registerRelief = 0;
+  /// Bytes of stack frame, spill stores and spill loads ptxas reported (0
+  /// for a kernel that keeps everything in registers).
+  int64_t localMemoryBytes = 0;
   bool fromCache = false;
   /// Why this compile could not store its result in the disk cache
   /// (read-only, full, ...); ok when it did or had nothing to store. The

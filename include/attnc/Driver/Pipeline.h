@@ -37,6 +37,9 @@ struct CompileOptions {
   int64_t queryBuffers = 0;
   /// attn-plan's cluster-ctas: 1 (none) or 2.
   int64_t clusterCtas = 1;
+  /// attn-plan's register-relief. compileVariant raises it from here while
+  /// ptxas reports spills.
+  int64_t registerRelief = 0;
   bool printIRAfterAll = false;
   /// Debug: attach each diagnosed operation's IR (not part of the cache key).
   bool printOpOnDiagnostic = false;

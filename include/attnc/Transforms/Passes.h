@@ -12,6 +12,10 @@
 
 namespace mlir::attn {
 
+/// The most steps of attn-plan's `register-relief`: the driver compiles a
+/// variant whose kernel spills at most this many times more.
+constexpr int64_t kMaxRegisterRelief = 2;
+
 #define GEN_PASS_DECL
 #include "attnc/Dialect/Attn/Passes.h.inc"
 
