@@ -167,28 +167,57 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     return false;
   }
 
+  /// The keys a row sees under the declarative masks, as offsets from key
+  /// `from`: [lo, hi] (the request's keys, causal and window), and below lo
+  /// the sinks before sinkEnd. A row past the CTA's rows sees none. Offsets
+  /// from a thread's first column let a tile compare its registers'
+  /// constant columns against two or three values per row, instead of
+  /// building each score's row and key from its position.
+  ///
+  /// The tests combine without short circuits: with them, NVVM branched
+  /// around each score's second and third compare.
+  struct SeenKeys {
+    int lo, hi, sinkEnd;
+    ATTNC_DEVICE bool has(int key) const {
+      bool seen = key <= hi;
+      if constexpr (kWindowLeft)
+        seen &= (key >= lo) | (C::kSinks > 0 && key < sinkEnd);
+      return seen;
+    }
+  };
+  ATTNC_DEVICE SeenKeys seenKeys(int row, int from = 0) const {
+    int pos = queryOf(row) + kvLen - qLen;
+    // Window extents may be as large as any position: compare in i64.
+    int hi = kvLen - 1;
+    if (C::kCausal && pos < hi)
+      hi = pos;
+    if (kWindowRight && pos + C::kWindowRight < hi)
+      hi = int(pos + C::kWindowRight);
+    if (row - rowBegin >= rows)
+      hi = -1;
+    int lo =
+        kWindowLeft && pos - C::kWindowLeft > 0 ? int(pos - C::kWindowLeft) : 0;
+    int sinkEnd = C::kSinks < kvLen ? int(C::kSinks) : kvLen;
+    return {lo - from, hi - from, sinkEnd - from};
+  }
+
+  /// Whether the variant's mask_mod shows `key` to `row` (true without one).
+  ATTNC_DEVICE bool maskModShows(int row, int key) const {
+    return !C::kMaskMod ||
+           C::maskMod(batch, headOf(row), queryOf(row), key, qLen, kvLen, *p);
+  }
+
   /// Whether `row` (of the CTA's block) sees `key`. A schedule that
   /// compares document segments itself, from ids it keeps in registers,
   /// passes Segments = false.
   template <bool Segments = C::kSegments>
   ATTNC_DEVICE bool visible(int row, int key) const {
-    int query = queryOf(row);
-    int pos = query + kvLen - qLen;
-    if (key >= kvLen || row - rowBegin >= rows)
-      return false;
-    if (C::kCausal && key > pos)
-      return false;
-    if (kWindowRight && key > pos + C::kWindowRight)
-      return false;
-    if (kWindowLeft && key < pos - C::kWindowLeft && key >= C::kSinks)
+    if (!seenKeys(row).has(key))
       return false;
     if (Segments &&
-        p->q_segments[qToken0 + query] != p->kv_segments[kvToken0 + key])
+        p->q_segments[qToken0 + queryOf(row)] != p->kv_segments[kvToken0 + key])
       return false;
-    if (C::kMaskMod &&
-        !C::maskMod(batch, headOf(row), query, key, qLen, kvLen, *p))
-      return false;
-    return true;
+    return maskModShows(row, key);
   }
 
   /// The ALiBi slope of `row`'s head (0 without ALiBi).

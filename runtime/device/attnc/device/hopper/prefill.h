@@ -659,18 +659,36 @@ struct WarpSpecializedCta
     }
   }
 
+  /// The keys the thread's two rows see, from its first column of the
+  /// tile at `key0` (the other columns are constant steps on from it).
+  using SeenKeys = typename Rows::SeenKeys;
+  ATTNC_DEVICE void seenKeysOfTile(int key0, SeenKeys (&seen)[2]) const {
+    int first = key0 + hopper::AccumulatorLayout::col(thread, 0);
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      seen[half] = this->seenKeys(rowBegin + localRow(half), first);
+  }
+
   /// Score `i` of the tile at `key0`, or -inf where its row does not see
-  /// its key (`columnIds`: the tile's document ids, with segments).
+  /// its key (`seen`: seenKeysOfTile; `columnIds`: the tile's document ids,
+  /// with segments).
   ATTNC_DEVICE float maskedScore(float x, int i, int key0,
+                                 const SeenKeys (&seen)[2],
                                  const int (&columnIds)[kColumnIds]) const {
     int half = (i / 2) % 2;
-    x = this->template masked<true, false>(
-        x, rowBegin + localRow(half),
-        key0 + hopper::AccumulatorLayout::col(thread, i));
+    bool shown;
+    if constexpr (C::kMaskMod)
+      // Tested as visible() tests it, the mask_mod last: behind the seen
+      // keys' compares, NVVM wrote each hidden score inside the branch
+      // around the region's loads, and document_mask ran 4 % slower.
+      shown = this->template visible<false>(
+          rowBegin + localRow(half),
+          key0 + hopper::AccumulatorLayout::col(thread, i));
+    else
+      shown = seen[half].has(hopper::AccumulatorLayout::col(0, i));
     if constexpr (C::kSegments)
-      if (rowSegment[half] != columnIds[2 * (i / 4) + i % 2])
-        x = negInf();
-    return x;
+      shown &= rowSegment[half] == columnIds[2 * (i / 4) + i % 2];
+    return shown ? x : negInf();
   }
 
   /// The modifiers on tile `t`'s scores, in the held units above, and with
@@ -683,6 +701,9 @@ struct WarpSpecializedCta
     int columnIds[kColumnIds];
     if constexpr (C::kSegments && Masked)
       loadColumnSegments(key0, columnIds);
+    SeenKeys seen[2];
+    if constexpr (Masked)
+      seenKeysOfTile(key0, seen);
     // ALiBi's bias at the thread's first column of the tile; the others
     // are whole steps on (AccumulatorLayout::col).
     float alibiFirst[2];
@@ -707,7 +728,7 @@ struct WarpSpecializedCta
             x, rowBegin + localRow(half),
             key0 + hopper::AccumulatorLayout::col(thread, i), slope[half]);
       if constexpr (Masked)
-        x = maskedScore(x, i, key0, columnIds);
+        x = maskedScore(x, i, key0, seen, columnIds);
       s.d[i] = x;
     }
   }
@@ -721,9 +742,11 @@ struct WarpSpecializedCta
     int columnIds[kColumnIds];
     if constexpr (C::kSegments)
       loadColumnSegments(key0, columnIds);
+    SeenKeys seen[2];
+    seenKeysOfTile(key0, seen);
 #pragma unroll
     for (int i = 0; i < hopper::Accumulator<S::kBlockN>::kRegs; ++i)
-      s.d[i] = maskedScore(s.d[i], i, key0, columnIds);
+      s.d[i] = maskedScore(s.d[i], i, key0, seen, columnIds);
   }
 
   /// Chains of maxima per row (hopper::rowMaxOf): one chain would sit on
