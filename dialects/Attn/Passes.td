@@ -82,9 +82,9 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     tiles of whole cache rows, as many stages as fit.
 
     The plan's register model is measured, not exact: where ptxas still
-    reports spills, the driver compiles again with `register-relief` one
-    step higher (heavier score work, then narrower tiles), and keeps the
-    first cubin without them.
+    reports local memory (spills or a stack frame), the driver compiles
+    again with `register-relief` one step higher (heavier score work, then
+    narrower tiles), and keeps the first cubin without any.
 
     Features the verifier accepts but the GPU pipeline cannot compile yet
     (latent caches off sm_90a, with ALiBi or with document segments; fp8
@@ -132,10 +132,12 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
            "(tuning)">,
     Option<"registerRelief", "register-relief", "int64_t", "0",
            "steps of register room the plan leaves a kernel beyond its "
-           "measured needs: 1 plans its score work as heavy (narrower KV "
-           "tiles, no third consumer, stage or query tile for it), 2 "
-           "narrows its KV tiles one step more; the driver takes a step "
-           "when ptxas reports spills">
+           "measured needs: 1 plans its score work as heavy (on sm_90a "
+           "narrower KV tiles, two consumers, no third stage; mma.sync "
+           "prefill 32-key tiles; decode rereads its queries from shared "
+           "memory), 2 narrows a warp-specialized KV tile one step more "
+           "and keeps one query tile a consumer; the driver takes a step "
+           "while ptxas reports local memory">
   ];
   let dependentDialects = ["::mlir::attn_gpu::AttnGPUDialect"];
 }

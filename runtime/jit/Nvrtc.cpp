@@ -69,7 +69,10 @@ const std::regex &localMemoryReport() {
   return report;
 }
 
-/// Calls `line(text, bytes)` for each report of more than 0 bytes.
+/// Calls `line(text, bytes)` for each report of more than 0 bytes. A
+/// kernel's local memory is kilobytes at most: twelve digits of a field
+/// cannot overflow, and a longer field reads as its first twelve, still
+/// more than any kernel has.
 template <class Fn>
 void forEachLocalMemoryReport(const std::string &log, Fn line) {
   std::istringstream in(log);
@@ -77,7 +80,7 @@ void forEachLocalMemoryReport(const std::string &log, Fn line) {
     std::smatch m;
     if (!std::regex_search(text, m, localMemoryReport()))
       continue;
-    long long bytes = 0;
+    int64_t bytes = 0;
     for (int i = 1; i <= 3; ++i)
       bytes += std::stoll(m[i].str().substr(0, 12));
     if (bytes > 0)
@@ -89,14 +92,14 @@ void forEachLocalMemoryReport(const std::string &log, Fn line) {
 std::vector<std::string> localMemoryLines(const std::string &log) {
   std::vector<std::string> lines;
   forEachLocalMemoryReport(
-      log, [&](const std::string &text, long long) { lines.push_back(text); });
+      log, [&](const std::string &text, int64_t) { lines.push_back(text); });
   return lines;
 }
 
-long long localMemoryBytes(const std::string &log) {
-  long long total = 0;
+int64_t localMemoryBytes(const std::string &log) {
+  int64_t total = 0;
   forEachLocalMemoryReport(
-      log, [&](const std::string &, long long bytes) { total += bytes; });
+      log, [&](const std::string &, int64_t bytes) { total += bytes; });
   return total;
 }
 

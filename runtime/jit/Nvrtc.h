@@ -12,6 +12,7 @@
 #include "support/DynamicLibrary.h"
 #include "support/Status.h"
 
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -27,7 +28,7 @@ struct CompiledCode {
 /// a stack frame, spill stores or spill loads of more than 0 bytes.
 std::vector<std::string> localMemoryLines(const std::string &log);
 /// Those lines' bytes, summed.
-long long localMemoryBytes(const std::string &log);
+int64_t localMemoryBytes(const std::string &log);
 
 class Nvrtc {
 public:
@@ -35,8 +36,10 @@ public:
   /// Compiles `source` for `arch` ("sm_90a") to a cubin, or to PTX.
   /// Where a CUDA driver is loaded, NVRTC 12.9 and later also look in, and
   /// add to, the driver's compute cache (~/.nv/ComputeCache):
-  /// `driverCache = false` bypasses it (NVRTC's --no-cache), for callers
-  /// that asked for no cache at all, so that their compile is cold.
+  /// `driverCache = false` bypasses it (NVRTC's --no-cache): for callers
+  /// that asked for no cache at all, so that their compile is cold, and
+  /// for compileVariant, which reads ptxas's report (an answer from the
+  /// driver's cache has none).
   StatusOr<CompiledCode> compile(const std::string &source,
                                  const std::string &arch, bool ptx,
                                  bool driverCache) const;

@@ -2,6 +2,8 @@
 
 #include "FuzzOptions.h"
 
+#include "attnc/Transforms/Passes.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -65,6 +67,9 @@ CompileOptions optionsFrom(std::string_view source) {
       options.queryBuffers = std::min<int64_t>(leadingNumber(value), 2);
     } else if (key == "cluster") {
       options.clusterCtas = leadingNumber(value) == 2 ? 2 : 1;
+    } else if (key == "relief") {
+      options.registerRelief = std::min<int64_t>(
+          leadingNumber(value), mlir::attn::kMaxRegisterRelief);
     } else if (key == "stages") {
       options.decodeStages = std::min<int64_t>(leadingNumber(value), 8);
     } else if (key == "sms") {

@@ -3,10 +3,10 @@
 // A fuzz input may name compile options in a comment line, which MLIR's
 // parser skips, so a reproducer carries everything it needs:
 //   // fuzz: arch=sm_80 warps=4 stages=3 sms=8
-// (also consumers=, q_buffers= and cluster=). Values are clamped to what a
-// user can ask for: the CLI's --prefill-warps and --decode-stages take 0..8,
-// --consumers 0..3, --query-buffers 0..2 and --cluster-ctas 1..2 (any
-// other number is 1), the API's multiprocessor
+// (also consumers=, q_buffers=, cluster= and relief=). Values are clamped to
+// what a user can ask for: the CLI's --prefill-warps and --decode-stages
+// take 0..8, --consumers 0..3, --query-buffers 0..2, --register-relief 0..2
+// and --cluster-ctas 1..2 (any other number is 1), the API's multiprocessor
 // count is any positive number, and the shared memory comes with the arch
 // (as the API reads it from the device).
 //

@@ -24,6 +24,8 @@ Outcome compileAndJudge(const std::string &mlir, const std::string &fileName,
     outcome.kind = Outcome::Kind::Compiled;
     outcome.detail = compiled->ptxasLog;
     outcome.spills = jit::localMemoryLines(compiled->ptxasLog);
+    outcome.registerRelief = compiled->registerRelief;
+    outcome.reliefError = compiled->reliefError;
     return outcome;
   }
   Status status = compiled.status();

@@ -33,6 +33,10 @@ struct Outcome {
   std::string detail;
   /// Compiled: the ptxas lines that report spills or a stack frame.
   std::vector<std::string> spills;
+  /// Compiled: the register relief the kept plan took (compileVariant),
+  /// and why a step of it failed (ok when none did).
+  int64_t registerRelief = 0;
+  Status reliefError;
   double milliseconds = 0;
 };
 

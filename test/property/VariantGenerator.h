@@ -81,6 +81,20 @@ inline GeneratorOptions gpuStreamOptions() {
   return options;
 }
 
+/// One variant of a stream of the whole vocabulary (default options).
+struct VariantId {
+  uint64_t seed;
+  int index;
+};
+
+/// Variants whose first plans spill on sm_90a (4 to 116 bytes: heavy score
+/// work at head dims 160-192, a gathering producer, an fp32 output beside
+/// three consumers), so that the driver plans them again with register
+/// relief: the compile property test holds each to that and to no spills,
+/// and the GPU tests run them against the reference.
+inline constexpr VariantId kReliefVariants[] = {
+    {7, 0}, {7, 12}, {7, 42}, {7, 121}, {20261122, 53}};
+
 } // namespace attnc::property
 
 #endif // ATTNC_TEST_PROPERTY_VARIANTGENERATOR_H

@@ -52,6 +52,7 @@ using test::writeFile;
 /// A variant and what the single-threaded, uncached compile made of it.
 struct Reference {
   std::string path, source, program, cuda, cubin;
+  int64_t registerRelief = 0;
 };
 
 /// Examples of each schedule: prefill with a modifier, paged decode with
@@ -69,6 +70,9 @@ std::string mismatch(const Reference &want, const CompiledVariant &got) {
   if (got.cubin != want.cubin)
     return "cubin differs (" + std::to_string(got.cubin.size()) + " vs " +
            std::to_string(want.cubin.size()) + " bytes)";
+  if (got.registerRelief != want.registerRelief)
+    return "register relief differs (" + std::to_string(got.registerRelief) +
+           " vs " + std::to_string(want.registerRelief) + ")";
   return "";
 }
 
@@ -181,6 +185,7 @@ protected:
       ref.program = compiled->program.serialize();
       ref.cuda = compiled->cuda;
       ref.cubin = compiled->cubin;
+      ref.registerRelief = compiled->registerRelief;
     }
     forgetCompiledVariants();
   }
@@ -442,18 +447,25 @@ TEST_F(CacheStress, EntryWithSizesThatDoNotFitIsRecompiled) {
   ASSERT_TRUE(entry.has_value());
   size_t line = entry->find('\n');
   std::string body = entry->substr(line + 1);
-  unsigned long long program = 0, cuda = 0, log = 0;
-  ASSERT_EQ(
-      std::sscanf(entry->c_str(), "%llu %llu %llu", &program, &cuda, &log), 3);
+  unsigned long long program = 0, cuda = 0, log = 0, relief = 0;
+  ASSERT_EQ(std::sscanf(entry->c_str(), "%llu %llu %llu %llu", &program, &cuda,
+                        &log, &relief),
+            4);
   // Entries with a valid checksum (as a buggy or hostile writer could make)
-  // whose sizes wrap around, overrun or leave no cubin.
-  std::string p = std::to_string(program), c = std::to_string(cuda);
+  // whose sizes wrap around, overrun or leave no cubin, or whose register
+  // relief is missing or past attn-plan's steps. Each header is whole but
+  // for its one flaw.
+  std::string p = std::to_string(program), c = std::to_string(cuda),
+              n = std::to_string(log), r = std::to_string(relief);
   std::vector<std::string> headers = {
-      p + " 18446744073709551615 1", // wraps
-      p + " " + c + " " +
-          std::to_string(body.size() - program - cuda), // no cubin
-      p + " " + c + " 99999999999999999999", // more digits than 64 bits hold
-      "-1 " + c + " 0",
+      p + " 18446744073709551615 1 " + r, // wraps
+      p + " " + c + " " + std::to_string(body.size() - program - cuda) + " " +
+          r,                                      // no cubin
+      p + " " + c + " 99999999999999999999 " + r, // more than 64 bits hold
+      "-1 " + c + " 0 " + r,                      // not a size
+      p + " " + c + " " + n,                      // no relief
+      p + " " + c + " " + n + " 3",               // a relief attn-plan has not
+      p + " " + c + " " + n + " 99999999999999999999", // nor that
   };
   for (const std::string &header : headers) {
     ASSERT_TRUE(disk.put(key, header + "\n" + body).ok());

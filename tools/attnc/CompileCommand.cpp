@@ -85,8 +85,10 @@ void addTuningOptions(CLI::App &command, CompileOptions &options) {
   command
       .add_option("--register-relief", options.registerRelief,
                   "steps of register room the plan leaves beyond its "
-                  "measured needs (0-2); a compile to a cubin takes more "
-                  "while ptxas reports spills")
+                  "measured needs (0-2); a compile through NVRTC (a cubin, "
+                  "PTX, --time) takes more while ptxas reports local "
+                  "memory, --emit=cuda and the IR stages show this one's "
+                  "plan")
       ->check(CLI::Range(int64_t(0), mlir::attn::kMaxRegisterRelief));
 }
 

@@ -18,13 +18,18 @@ struct CompiledVariant {
   std::string cuda;
   std::string cubin;
   std::string ptxasLog;
-  double frontendMs = 0, nvrtcMs = 0; // 0 when it came from the cache
+  /// Summed over the plans compiled (see registerRelief); 0 when it came
+  /// from the cache.
+  double frontendMs = 0, nvrtcMs = 0;
   /// The attn-plan register-relief the cubin was planned with: above the
-  /// asked-for one where a plan with less room spilled.
+  /// asked-for one where a plan with less room had local memory.
   int64_t registerRelief = 0;
   /// Bytes of stack frame, spill stores and spill loads ptxas reported (0
   /// for a kernel that keeps everything in registers).
   int64_t localMemoryBytes = 0;
+  /// Why a step of register relief could not be planned or compiled (a
+  /// bug: its plans must compile); ok when none failed.
+  Status reliefError;
   bool fromCache = false;
   /// Why this compile could not store its result in the disk cache
   /// (read-only, full, ...); ok when it did or had nothing to store. The
@@ -34,6 +39,9 @@ struct CompiledVariant {
 
 /// Compiles `source` for `options.arch`, through the disk cache under
 /// `cacheDir` ("" for the default; "-" for none) and the in-process cache.
+/// A kernel that ptxas reports local memory for is planned again with
+/// attn-plan's register-relief above `options.registerRelief`, up to
+/// attn::kMaxRegisterRelief (docs/ARCHITECTURE.md).
 /// Safe to call from any number of threads and processes at once: threads
 /// asking for a variant that is being compiled wait for that compile and
 /// share its result; processes share the disk cache, whose entries are
