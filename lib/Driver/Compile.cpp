@@ -263,13 +263,9 @@ CompileResult compileUncached(const std::string &key, const std::string &source,
         return *hit;
 
   CompileResult compiled = lowerAndCompile(source, fileName, options, nvrtc);
-  if (!compiled.ok())
-    return compiled;
-  CompiledVariant &result = *compiled;
-
   // A cache that cannot be written only costs time; the caller may say so.
-  if (disk)
-    result.cacheWrite = disk->put(key, encodeEntry(result));
+  if (compiled.ok() && disk)
+    compiled->cacheWrite = disk->put(key, encodeEntry(*compiled));
   return compiled;
 }
 

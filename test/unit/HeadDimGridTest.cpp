@@ -156,6 +156,12 @@ TEST(HeadDimGrid, Sm80CompilesWithoutSpills) {
   expectAllCompileWithoutSpills(cases, a100);
 }
 
+/// Every declarative mask and modifier at once (the heaviest cases add both
+/// regions).
+constexpr const char *kEveryDeclarative =
+    "causal, window = #attn.window<100, 0>, sinks = 4, softcap = 30.0 : f32, "
+    "alibi";
+
 // Every declarative modifier and mask plus both regions (with captured
 // buffers) at once: the most registers a variant asks for, at the dims where
 // the accumulators are widest or the tiles change shape.
@@ -163,8 +169,6 @@ TEST(HeadDimGrid, HeaviestVariantsCompileWithoutSpills) {
   std::string why;
   if (!haveNvrtc(why))
     GTEST_SKIP() << "no NVRTC: " << why;
-  const std::string all = "causal, window = #attn.window<100, 0>, sinks = 4, "
-                          "softcap = 30.0 : f32, alibi";
   std::vector<GridCase> cases;
   for (bool decode : {false, true})
     for (auto [qk, v] : {std::pair{16, 16},
@@ -174,7 +178,7 @@ TEST(HeadDimGrid, HeaviestVariantsCompileWithoutSpills) {
                          {192, 128},
                          {240, 240},
                          {256, 256}})
-      cases.push_back({qk, v, decode, "bf16", all, true});
+      cases.push_back({qk, v, decode, "bf16", kEveryDeclarative, true});
   expectAllCompileWithoutSpills(cases);
 }
 
@@ -186,12 +190,11 @@ TEST(HeadDimGrid, HeaviestPrefillOverPagesCompilesWithoutSpills) {
   std::string why;
   if (!haveNvrtc(why))
     GTEST_SKIP() << "no NVRTC: " << why;
-  const std::string all = "causal, window = #attn.window<100, 0>, sinks = 4, "
-                          "softcap = 30.0 : f32, alibi";
   std::vector<GridCase> cases;
   for (int pageSize : {1, 16})
     for (auto [qk, v] : {std::pair{64, 64}, {128, 128}, {192, 128}, {256, 256}})
-      cases.push_back({qk, v, false, "bf16", all, true, pageSize});
+      cases.push_back(
+          {qk, v, false, "bf16", kEveryDeclarative, true, pageSize});
   expectAllCompileWithoutSpills(cases);
 }
 
