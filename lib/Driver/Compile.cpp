@@ -153,7 +153,7 @@ private:
 CompileResult asHit(CompileResult result) {
   if (result.ok()) {
     result->fromCache = true;
-    result->frontendMs = result->nvrtcMs = 0;
+    result->frontendMs = result->nvrtcMs = result->ptxasMs = 0;
     result->cacheWrite = Status();
   }
   return result;
@@ -197,6 +197,7 @@ Status compileCuda(CompiledVariant &variant, const std::string &arch,
   variant.cubin = std::move(code->image);
   variant.ptxasLog = std::move(code->log);
   variant.localMemoryBytes = jit::localMemoryBytes(variant.ptxasLog);
+  variant.ptxasMs = jit::ptxasMilliseconds(variant.ptxasLog);
   variant.nvrtcMs = millisecondsSince(start);
   return Status();
 }
@@ -219,7 +220,8 @@ CompileResult lowerAndCompile(const std::string &source,
     return best;
   if (Status status = compileCuda(*best, options.arch, nvrtc); !status.ok())
     return status;
-  double frontendMs = best->frontendMs, nvrtcMs = best->nvrtcMs;
+  double frontendMs = best->frontendMs, nvrtcMs = best->nvrtcMs,
+         ptxasMs = best->ptxasMs;
   std::string lastCuda = best->cuda;
   Status reliefError;
   while (best->localMemoryBytes > 0 &&
@@ -239,11 +241,13 @@ CompileResult lowerAndCompile(const std::string &source,
       break;
     }
     nvrtcMs += next->nvrtcMs;
+    ptxasMs += next->ptxasMs;
     if (next->localMemoryBytes < best->localMemoryBytes)
       best = std::move(next);
   }
   best->frontendMs = frontendMs;
   best->nvrtcMs = nvrtcMs;
+  best->ptxasMs = ptxasMs;
   best->reliefError = reliefError;
   return best;
 }

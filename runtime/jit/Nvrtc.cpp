@@ -103,6 +103,16 @@ int64_t localMemoryBytes(const std::string &log) {
   return total;
 }
 
+double ptxasMilliseconds(const std::string &log) {
+  static const std::regex report(
+      "ptxas info *: Compile time = ([0-9]+(\\.[0-9]+)?) ms");
+  double total = 0;
+  for (std::sregex_iterator it(log.begin(), log.end(), report), end; it != end;
+       ++it)
+    total += std::stod((*it)[1].str().substr(0, 15));
+  return total;
+}
+
 std::string Nvrtc::version() const {
   return std::to_string(major_) + "." + std::to_string(minor_);
 }

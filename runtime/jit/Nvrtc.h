@@ -29,6 +29,9 @@ struct CompiledCode {
 std::vector<std::string> localMemoryLines(const std::string &log);
 /// Those lines' bytes, summed.
 int64_t localMemoryBytes(const std::string &log);
+/// The milliseconds ptxas reports it took (-v: "Compile time = N ms"),
+/// summed over its reports; 0 for a log without any (ptxas before CUDA 13).
+double ptxasMilliseconds(const std::string &log);
 
 class Nvrtc {
 public:

@@ -37,6 +37,17 @@ TEST(PtxasLog, LocalMemoryLinesAndBytes) {
   EXPECT_EQ(jit::localMemoryBytes("no report at all"), 0);
 }
 
+// ptxas's own time (-v, CUDA 13), which `attnc compile --time` splits off
+// NVRTC's: every report adds up, and a log without one reads 0.
+TEST(PtxasLog, CompileTimes) {
+  std::string log = "ptxas info    : Compile time = 590.735 ms\n"
+                    "ptxas info    : Used 168 registers, used 16 barriers\n"
+                    "ptxas info    : Compile time = 9.265 ms\n"
+                    "ptxas info    : Compile time = ms\n";
+  EXPECT_DOUBLE_EQ(jit::ptxasMilliseconds(log), 600.0);
+  EXPECT_EQ(jit::ptxasMilliseconds("no report at all"), 0.0);
+}
+
 // The parser reads what this NVRTC's ptxas really prints: a kernel that
 // indexes a local array at run time keeps it on the stack.
 TEST(PtxasLog, ReadsTheRealReport) {
@@ -62,6 +73,7 @@ TEST(PtxasLog, ReadsTheRealReport) {
   EXPECT_NE(clean->log.find("0 bytes stack frame"), std::string::npos)
       << clean->log;
   EXPECT_EQ(jit::localMemoryBytes(clean->log), 0) << clean->log;
+  EXPECT_GT(jit::ptxasMilliseconds(spilled->log), 0.0) << spilled->log;
 }
 
 // Three consumers beside ALiBi, an fp32 output and its LSE at head dim 32:

@@ -21,6 +21,9 @@ struct CompiledVariant {
   /// Summed over the plans compiled (see registerRelief); 0 when it came
   /// from the cache.
   double frontendMs = 0, nvrtcMs = 0;
+  /// The part of nvrtcMs that ptxas reports it took (0 where its log says
+  /// nothing): the rest is NVRTC's front end and NVVM.
+  double ptxasMs = 0;
   /// The attn-plan register-relief the cubin was planned with: above the
   /// asked-for one where a plan with less room had local memory.
   int64_t registerRelief = 0;

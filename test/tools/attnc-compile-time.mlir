@@ -1,0 +1,15 @@
+// REQUIRES: nvrtc
+// RUN: attnc compile %s --emit=cubin --no-cache --time -o /dev/null 2>&1 | FileCheck %s
+
+// `--time` says what a cold compile goes to: attnc's own passes, then
+// NVRTC split into its front end with NVVM and ptxas, as ptxas reports it.
+// CHECK: frontend (MLIR passes, C++ emission): [[FRONTEND:[0-9.e+-]+]] ms
+// CHECK-NEXT: nvrtc + ptxas: [[NVRTC:[0-9.e+-]+]] ms (NVRTC's front end and NVVM [[NVVM:[0-9.e+-]+]] ms, ptxas [[PTXAS:[0-9.e+-]+]] ms)
+// CHECK-NEXT: total: [[TOTAL:[0-9.e+-]+]] ms
+func.func @prefill_causal(%q: !attn.q<?x4x64xbf16>, %k: !attn.kv<?x1x64xbf16>, %v: !attn.kv<?x1x64xbf16>)
+    -> !attn.out<?x4x64xbf16> {
+  %out = attn.attention(%q, %k, %v) {scale = 0.125 : f32, causal}
+      : !attn.q<?x4x64xbf16>, !attn.kv<?x1x64xbf16>, !attn.kv<?x1x64xbf16>
+      -> !attn.out<?x4x64xbf16>
+  return %out : !attn.out<?x4x64xbf16>
+}
