@@ -29,6 +29,7 @@
 #include "support/Status.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,6 +112,9 @@ struct Target {
   int64_t multiprocessors = 0;
   /// "" for the default cache ($XDG_CACHE_HOME/attnc), "-" for none.
   std::string cacheDir;
+  /// Told what a compile that misses the kernel caches is doing, a line at
+  /// a time on the compiling thread: NVRTC takes a second or more there.
+  std::function<void(const std::string &line)> progress;
 };
 
 /// One value of a compiled variant's function, in argument order.

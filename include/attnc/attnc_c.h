@@ -36,8 +36,9 @@ extern "C" {
  * 6: the serving runtime: attnc_kv_pool, attnc_radix_cache,
  * attnc_scheduler and attnc_step (the second half of this file).
  * 7: multi-head latent attention (rope_dim in the spec).
- * 8: value_head_dim in the spec (values of another head dim). */
-#define ATTNC_C_API_VERSION 8
+ * 8: value_head_dim in the spec (values of another head dim).
+ * 9: attnc_set_compile_progress. */
+#define ATTNC_C_API_VERSION 9
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -193,6 +194,13 @@ attnc_status attnc_variant_destroy(attnc_variant variant);
  * cache; "-": none. */
 attnc_status attnc_kernel_compile(attnc_variant variant, const char *arch,
                                   const char *cache_dir, attnc_kernel *out);
+/* Called with a line of text (no newline) saying what a compile that misses
+ * the kernel caches is doing ("compiling ... with NVRTC", "compiled ... in
+ * N ms"): NVRTC takes a second or more there. Called on the compiling
+ * thread, with `user` passed back. Process-wide, for the compiles that start
+ * after the call; NULL (the default) makes none. */
+typedef void (*attnc_progress_fn)(const char *line, void *user);
+void attnc_set_compile_progress(attnc_progress_fn fn, void *user);
 /* A kernel's plans keep what they need of it: it may be destroyed first. */
 attnc_status attnc_kernel_destroy(attnc_kernel kernel);
 int attnc_kernel_num_inputs(attnc_kernel kernel);

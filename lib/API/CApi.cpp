@@ -163,6 +163,18 @@ attnc_status specFromC(const attnc_variant_spec &c, attnc::VariantSpec &spec) {
   return ATTNC_OK;
 }
 
+/// attnc_set_compile_progress's handler: the compiles that start after a
+/// call take it.
+struct CompileProgress {
+  std::mutex mutex;
+  attnc_progress_fn fn = nullptr;
+  void *user = nullptr;
+};
+CompileProgress &compileProgress() {
+  static auto *progress = new CompileProgress;
+  return *progress;
+}
+
 const char *kRoleNames[] = {"query", "kv", "output", "lse", "buffer"};
 static_assert(sizeof(kRoleNames) / sizeof(*kRoleNames) ==
                   size_t(attnc::TensorSpec::Role::Buffer) + 1,
@@ -275,6 +287,14 @@ attnc_status attnc_kernel_compile(attnc_variant handle, const char *arch,
       target.arch = arch;
     if (cacheDir)
       target.cacheDir = cacheDir;
+    {
+      CompileProgress &progress = compileProgress();
+      std::lock_guard<std::mutex> lock(progress.mutex);
+      if (attnc_progress_fn fn = progress.fn)
+        target.progress = [fn, user = progress.user](const std::string &line) {
+          fn(line.c_str(), user);
+        };
+    }
     attnc::StatusOr<attnc::Kernel> kernel =
         attnc::Kernel::compile(*variant, target);
     if (!kernel.ok())
@@ -282,6 +302,13 @@ attnc_status attnc_kernel_compile(attnc_variant handle, const char *arch,
     *out = kernels().add(std::move(*kernel));
     return ATTNC_OK;
   });
+}
+
+void attnc_set_compile_progress(attnc_progress_fn fn, void *user) {
+  CompileProgress &progress = compileProgress();
+  std::lock_guard<std::mutex> lock(progress.mutex);
+  progress.fn = fn;
+  progress.user = user;
 }
 
 attnc_status attnc_kernel_destroy(attnc_kernel kernel) {

@@ -96,6 +96,7 @@ StatusOr<Kernel> Kernel::compile(const Variant &variant, const Target &target) {
   StatusOr<CompileOptions> options = optionsFor(target);
   if (!options.ok())
     return options.status();
+  options->progress = target.progress;
   StatusOr<CompiledVariant> compiled = compileVariant(
       variant.mlir(), variant.fileName(), *options, target.cacheDir);
   if (!compiled.ok())

@@ -184,6 +184,12 @@ CompileResult lower(const std::string &source, const std::string &fileName,
   return result;
 }
 
+/// One line of progress, where the caller asked for it.
+void tell(const CompileOptions &options, const std::string &line) {
+  if (options.progress)
+    options.progress(line);
+}
+
 /// NVRTC and ptxas on `variant.cuda`: its cubin and ptxas's log. Never
 /// from the CUDA driver's compute cache, whose answers carry no ptxas
 /// report (the relief below reads it; attnc's own caches serve repeats).
@@ -227,6 +233,11 @@ CompileResult lowerAndCompile(const std::string &source,
   while (best->localMemoryBytes > 0 &&
          attempt.registerRelief < attn::kMaxRegisterRelief) {
     ++attempt.registerRelief;
+    tell(options, fileName + ": ptxas reported " +
+                      std::to_string(best->localMemoryBytes) +
+                      " bytes of local memory; planning it again with "
+                      "register relief " +
+                      std::to_string(attempt.registerRelief));
     CompileResult next = lower(source, fileName, attempt);
     if (!next.ok()) {
       reliefError = next.status();
@@ -266,7 +277,16 @@ CompileResult compileUncached(const std::string &key, const std::string &source,
       if (std::optional<CompiledVariant> hit = decodeEntry(*entry))
         return *hit;
 
+  tell(options, "compiling " + fileName + " for " + options.arch +
+                    " with NVRTC (" +
+                    (disk ? "not in the kernel cache; cached after)"
+                          : "no kernel cache)"));
+  auto start = std::chrono::steady_clock::now();
   CompileResult compiled = lowerAndCompile(source, fileName, options, nvrtc);
+  if (compiled.ok())
+    tell(options, "compiled " + fileName + " in " +
+                      std::to_string(int64_t(millisecondsSince(start) + 0.5)) +
+                      " ms");
   // A cache that cannot be written only costs time; the caller may say so.
   if (compiled.ok() && disk)
     compiled->cacheWrite = disk->put(key, encodeEntry(*compiled));

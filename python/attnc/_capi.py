@@ -4,15 +4,17 @@ The names and values of the library's enums, its status codes and its
 limits are read from the library, never written down here."""
 
 import ctypes
+import logging
 import os
 from pathlib import Path
 
 from .errors import AttncError, InvalidArgumentError
 
-API_VERSION = 8  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
+API_VERSION = 9  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
+ProgressFn = ctypes.CFUNCTYPE(None, c_char_p, c_void_p)  # attnc_progress_fn
 
 
 class VariantSpec(ctypes.Structure):
@@ -159,6 +161,7 @@ def _declare(lib):
         "attnc_variant_destroy": (c_int, [c_void_p]),
         "attnc_kernel_compile": (c_int, [c_void_p, c_char_p, c_char_p,
                                          P(c_void_p)]),
+        "attnc_set_compile_progress": (None, [ProgressFn, c_void_p]),
         "attnc_kernel_destroy": (c_int, [c_void_p]),
         "attnc_kernel_num_inputs": (c_int, [c_void_p]),
         "attnc_kernel_num_outputs": (c_int, [c_void_p]),
@@ -216,6 +219,17 @@ def _declare(lib):
 
 
 lib = _load()
+
+
+# What a compile that misses the kernel caches is doing ("compiling ... with
+# NVRTC", "compiled ... in N ms": a second or more), as INFO records of the
+# "attnc" logger. Kept here for as long as the library may call it.
+@ProgressFn
+def _compile_progress(line, _user):
+    logging.getLogger("attnc").info("%s", line.decode(errors="replace"))
+
+
+lib.attnc_set_compile_progress(_compile_progress, None)
 
 
 def _names(name_of):

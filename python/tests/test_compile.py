@@ -56,6 +56,22 @@ def test_compiles_for_an_explicit_arch_without_a_gpu():
     assert kernel.inputs[1].heads == 4 and kernel.inputs[1].dim == 64
 
 
+def test_a_cold_compile_logs_its_progress(caplog):
+    # A kernel no other test compiles: the process's cache has not seen it.
+    variant = Variant.from_spec(query_heads=12, kv_heads=3, head_dim=64,
+                                window_left=45, window_right=0)
+    with caplog.at_level("INFO", logger="attnc"):
+        Kernel(variant, arch="sm_90a", cache_dir="-")
+        cold = [r.getMessage() for r in caplog.records]
+        caplog.clear()
+        Kernel(variant, arch="sm_90a", cache_dir="-")  # the process's cache
+    assert len(cold) == 2, cold
+    assert cold[0].startswith("compiling ")
+    assert cold[0].endswith(" for sm_90a with NVRTC (no kernel cache)")
+    assert cold[1].startswith("compiled ") and cold[1].endswith(" ms")
+    assert caplog.records == []
+
+
 def test_values_may_have_their_own_head_dim():
     # DeepSeek's MLA prefill, not absorbed: qk 192 (128 + 64 rope), v 128.
     variant = Variant.from_spec(query_heads=16, kv_heads=16, head_dim=192,

@@ -3,7 +3,10 @@
 
 // `--time` says what a cold compile goes to: attnc's own passes, then
 // NVRTC split into its front end with NVVM and ptxas, as ptxas reports it.
-// CHECK: frontend (MLIR passes, C++ emission): [[FRONTEND:[0-9.e+-]+]] ms
+// While it compiles, the command says what it is doing.
+// CHECK: attnc: compiling {{.*}}attnc-compile-time.mlir for sm_90a with NVRTC (no kernel cache)
+// CHECK-NEXT: attnc: compiled {{.*}}attnc-compile-time.mlir in {{[0-9]+}} ms
+// CHECK-NEXT: frontend (MLIR passes, C++ emission): [[FRONTEND:[0-9.e+-]+]] ms
 // CHECK-NEXT: nvrtc + ptxas: [[NVRTC:[0-9.e+-]+]] ms (NVRTC's front end and NVVM [[NVVM:[0-9.e+-]+]] ms, ptxas [[PTXAS:[0-9.e+-]+]] ms)
 // CHECK-NEXT: total: [[TOTAL:[0-9.e+-]+]] ms
 func.func @prefill_causal(%q: !attn.q<?x4x64xbf16>, %k: !attn.kv<?x1x64xbf16>, %v: !attn.kv<?x1x64xbf16>)

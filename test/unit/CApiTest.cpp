@@ -54,6 +54,49 @@ TEST(CApi, DefaultsAreAPlainVariant) {
   EXPECT_EQ(attnc_api_version(), ATTNC_C_API_VERSION);
 }
 
+// A compile that misses the kernel caches says what it is doing through the
+// process's progress handler (NVRTC takes a second or more there); a hit in
+// the process's cache says nothing, and a cleared handler is not called.
+TEST(CApi, ColdCompilesReportProgress) {
+  std::vector<std::string> lines;
+  attnc_set_compile_progress(
+      [](const char *line, void *user) {
+        static_cast<std::vector<std::string> *>(user)->push_back(line);
+      },
+      &lines);
+  // A kernel no other test compiles: the process's cache has not seen it.
+  attnc_variant_spec spec = gqaCausal();
+  spec.query_heads = 10;
+  spec.kv_heads = 5;
+  spec.window_left = 37;
+  spec.window_right = 0;
+  attnc_variant variant = nullptr;
+  attnc_kernel cold = nullptr, hit = nullptr;
+  EXPECT_EQ(attnc_variant_from_spec(&spec, &variant), ATTNC_OK) << lastError();
+  EXPECT_EQ(attnc_kernel_compile(variant, "sm_90a", "-", &cold), ATTNC_OK)
+      << lastError();
+  size_t coldLines = lines.size();
+  EXPECT_EQ(attnc_kernel_compile(variant, "sm_90a", "-", &hit), ATTNC_OK)
+      << lastError();
+  size_t hitLines = lines.size() - coldLines;
+  attnc_set_compile_progress(nullptr, nullptr);
+  attnc_kernel cleared = nullptr; // another arch: cold again
+  EXPECT_EQ(attnc_kernel_compile(variant, "sm_80", "-", &cleared), ATTNC_OK)
+      << lastError();
+  attnc_kernel_destroy(cleared);
+  attnc_kernel_destroy(hit);
+  attnc_kernel_destroy(cold);
+  attnc_variant_destroy(variant);
+  ASSERT_EQ(coldLines, 2u);
+  EXPECT_EQ(lines[0].rfind("compiling ", 0), 0u) << lines[0];
+  EXPECT_TRUE(contains(lines[0], " for sm_90a with NVRTC (no kernel cache)"))
+      << lines[0];
+  EXPECT_EQ(lines[1].rfind("compiled ", 0), 0u) << lines[1];
+  EXPECT_TRUE(contains(lines[1], " ms")) << lines[1];
+  EXPECT_EQ(hitLines, 0u);
+  EXPECT_EQ(lines.size(), coldLines);
+}
+
 TEST(CApi, ErrorsAreStatusCodesWithMessages) {
   attnc_variant_spec spec = gqaCausal();
   spec.kv_heads = 3;

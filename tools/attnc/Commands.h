@@ -18,6 +18,10 @@ bool readSource(const std::string &path, std::string &source);
 /// ("file:line:col: error: ..."), other errors as "attnc: kind: message".
 void printFailure(const Status &status);
 
+/// Shows on stderr what a compile that misses the kernel caches is doing
+/// ("attnc: compiling ..."): NVRTC takes a second or more there.
+void showCompileProgress(CompileOptions &options);
+
 /// `--arch`, checked against the architectures attnc compiles for.
 CLI::Option *addArchOption(CLI::App &command, std::string &arch);
 

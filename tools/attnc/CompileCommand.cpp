@@ -40,6 +40,12 @@ void printFailure(const Status &status) {
   std::cerr << text;
 }
 
+void showCompileProgress(CompileOptions &options) {
+  options.progress = [](const std::string &line) {
+    std::cerr << "attnc: " << line << "\n";
+  };
+}
+
 CLI::Option *addArchOption(CLI::App &command, std::string &arch) {
   std::string supported;
   for (llvm::StringRef name : mlir::attn_gpu::TargetAttr::getSupportedArchs())
@@ -122,6 +128,7 @@ int runCompile(const CompileArgs &args) {
   options.arch = args.arch;
   options.printIRAfterAll = args.printIRAfterAll;
   options.printOpOnDiagnostic = args.printOpOnDiagnostic;
+  showCompileProgress(options);
   if (args.emit == "attn" || args.emit == "gpu" || args.emit == "emitc" ||
       (args.emit == "cuda" && !args.time)) {
     // IR stages need no NVRTC: print the module after the asked-for stage.

@@ -75,6 +75,7 @@ int runRun(const RunArgs &args) {
   shape.timingIterations = args.iterations;
   shape.compare = args.check;
   CompileOptions options = args.tuning;
+  showCompileProgress(options);
   StatusOr<RunReport> report =
       runAndCheck(source, args.file, options, shape, args.cacheDir);
   if (!report.ok()) {

@@ -21,6 +21,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <string>
 
 namespace attnc {
@@ -43,6 +44,11 @@ struct CompileOptions {
   bool printIRAfterAll = false;
   /// Debug: attach each diagnosed operation's IR (not part of the cache key).
   bool printOpOnDiagnostic = false;
+  /// Told, a line at a time on the compiling thread, what a compile that
+  /// misses both kernel caches is doing: NVRTC and ptxas take a second or
+  /// more there (docs/PERFORMANCE.md), which the caller may show. Not part
+  /// of the cache key; none when empty.
+  std::function<void(const std::string &line)> progress;
 };
 
 /// Stages of the pipeline, for --emit.
