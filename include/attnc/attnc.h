@@ -114,6 +114,7 @@ struct Target {
   std::string cacheDir;
   /// Told what a compile that misses the kernel caches is doing, a line at
   /// a time on the compiling thread: NVRTC takes a second or more there.
+  /// It must not throw.
   std::function<void(const std::string &line)> progress;
 };
 

@@ -197,8 +197,12 @@ attnc_status attnc_kernel_compile(attnc_variant variant, const char *arch,
 /* Called with a line of text (no newline) saying what a compile that misses
  * the kernel caches is doing ("compiling ... with NVRTC", "compiled ... in
  * N ms"): NVRTC takes a second or more there. Called on the compiling
- * thread, with `user` passed back. Process-wide, for the compiles that start
- * after the call; NULL (the default) makes none. */
+ * thread, possibly from several threads at once, with `user` passed back;
+ * `line` lives for the call only. Process-wide, for the compiles that start
+ * after the call: those already running keep the handler they started
+ * with, so `user` must outlive them. NULL (the default) makes none. A
+ * handler must not wait for a compile of the same variant, whose thread may
+ * be the one calling it. */
 typedef void (*attnc_progress_fn)(const char *line, void *user);
 void attnc_set_compile_progress(attnc_progress_fn fn, void *user);
 /* A kernel's plans keep what they need of it: it may be destroyed first. */

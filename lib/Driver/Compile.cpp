@@ -218,12 +218,15 @@ Status compileCuda(CompiledVariant &variant, const std::string &arch,
 /// property tests hold it to that.
 CompileResult lowerAndCompile(const std::string &source,
                               const std::string &fileName,
-                              const CompileOptions &options,
-                              jit::Nvrtc &nvrtc) {
+                              const CompileOptions &options, jit::Nvrtc &nvrtc,
+                              bool diskCache) {
   CompileOptions attempt = options;
   CompileResult best = lower(source, fileName, attempt);
   if (!best.ok())
     return best;
+  tell(options,
+       "compiling " + fileName + " for " + options.arch + " with NVRTC (" +
+           (diskCache ? "not in the kernel cache)" : "no disk cache)"));
   if (Status status = compileCuda(*best, options.arch, nvrtc); !status.ok())
     return status;
   double frontendMs = best->frontendMs, nvrtcMs = best->nvrtcMs,
@@ -277,19 +280,16 @@ CompileResult compileUncached(const std::string &key, const std::string &source,
       if (std::optional<CompiledVariant> hit = decodeEntry(*entry))
         return *hit;
 
-  tell(options, "compiling " + fileName + " for " + options.arch +
-                    " with NVRTC (" +
-                    (disk ? "not in the kernel cache; cached after)"
-                          : "no kernel cache)"));
   auto start = std::chrono::steady_clock::now();
-  CompileResult compiled = lowerAndCompile(source, fileName, options, nvrtc);
+  CompileResult compiled =
+      lowerAndCompile(source, fileName, options, nvrtc, disk.has_value());
+  // A cache that cannot be written only costs time; the caller may say so.
+  if (compiled.ok() && disk)
+    compiled->cacheWrite = disk->put(key, encodeEntry(*compiled));
   if (compiled.ok())
     tell(options, "compiled " + fileName + " in " +
                       std::to_string(int64_t(millisecondsSince(start) + 0.5)) +
                       " ms");
-  // A cache that cannot be written only costs time; the caller may say so.
-  if (compiled.ok() && disk)
-    compiled->cacheWrite = disk->put(key, encodeEntry(*compiled));
   return compiled;
 }
 

@@ -3,6 +3,7 @@
 The names and values of the library's enums, its status codes and its
 limits are read from the library, never written down here."""
 
+import atexit
 import ctypes
 import logging
 import os
@@ -230,6 +231,8 @@ def _compile_progress(line, _user):
 
 
 lib.attnc_set_compile_progress(_compile_progress, None)
+# Before the interpreter tears down this module (and the callback with it).
+atexit.register(lib.attnc_set_compile_progress, ProgressFn(), None)
 
 
 def _names(name_of):

@@ -67,7 +67,7 @@ def test_a_cold_compile_logs_its_progress(caplog):
         Kernel(variant, arch="sm_90a", cache_dir="-")  # the process's cache
     assert len(cold) == 2, cold
     assert cold[0].startswith("compiling ")
-    assert cold[0].endswith(" for sm_90a with NVRTC (no kernel cache)")
+    assert cold[0].endswith(" for sm_90a with NVRTC (no disk cache)")
     assert cold[1].startswith("compiled ") and cold[1].endswith(" ms")
     assert caplog.records == []
 

@@ -5,6 +5,7 @@
 #include "jit/DeviceHeaders.h"
 #include "support/DynamicLibrary.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <regex>
 #include <sstream>
@@ -105,11 +106,19 @@ int64_t localMemoryBytes(const std::string &log) {
 
 double ptxasMilliseconds(const std::string &log) {
   static const std::regex report(
-      "ptxas info *: Compile time = ([0-9]+(\\.[0-9]+)?) ms");
+      "ptxas info *: Compile time = ([0-9]+(?:\\.[0-9]+)?) ms");
   double total = 0;
   for (std::sregex_iterator it(log.begin(), log.end(), report), end; it != end;
-       ++it)
-    total += std::stod((*it)[1].str().substr(0, 15));
+       ++it) {
+    // from_chars reads the C locale's digits whatever the host's locale;
+    // a number past double's range is no time ptxas took: it adds nothing.
+    std::string digits = (*it)[1].str();
+    double ms = 0;
+    std::from_chars_result read =
+        std::from_chars(digits.data(), digits.data() + digits.size(), ms);
+    if (read.ec == std::errc())
+      total += ms;
+  }
   return total;
 }
 

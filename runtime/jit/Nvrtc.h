@@ -30,7 +30,8 @@ std::vector<std::string> localMemoryLines(const std::string &log);
 /// Those lines' bytes, summed.
 int64_t localMemoryBytes(const std::string &log);
 /// The milliseconds ptxas reports it took (-v: "Compile time = N ms"),
-/// summed over its reports; 0 for a log without any (ptxas before CUDA 13).
+/// summed over its reports; 0 for a log without any (a ptxas that does not
+/// print its time).
 double ptxasMilliseconds(const std::string &log);
 
 class Nvrtc {

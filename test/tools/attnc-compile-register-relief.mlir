@@ -7,7 +7,7 @@
 // relief, says so while it compiles, and the cubin it keeps spills
 // nothing. If the planner learns to plan it right the first time, the
 // relief lines go: move the test to a variant it still misjudges.
-// CHECK: attnc: compiling {{.*}}attnc-compile-register-relief.mlir for sm_90a with NVRTC (no kernel cache)
+// CHECK: attnc: compiling {{.*}}attnc-compile-register-relief.mlir for sm_90a with NVRTC (no disk cache)
 // CHECK-NEXT: attnc: {{.*}}attnc-compile-register-relief.mlir: ptxas reported {{[0-9]+}} bytes of local memory; planning it again with register relief 1
 // CHECK-NEXT: attnc: compiled {{.*}}attnc-compile-register-relief.mlir in {{[0-9]+}} ms
 // CHECK: register relief: 1 (a plan with less room spilled)

@@ -89,7 +89,7 @@ TEST(CApi, ColdCompilesReportProgress) {
   attnc_variant_destroy(variant);
   ASSERT_EQ(coldLines, 2u);
   EXPECT_EQ(lines[0].rfind("compiling ", 0), 0u) << lines[0];
-  EXPECT_TRUE(contains(lines[0], " for sm_90a with NVRTC (no kernel cache)"))
+  EXPECT_TRUE(contains(lines[0], " for sm_90a with NVRTC (no disk cache)"))
       << lines[0];
   EXPECT_EQ(lines[1].rfind("compiled ", 0), 0u) << lines[1];
   EXPECT_TRUE(contains(lines[1], " ms")) << lines[1];

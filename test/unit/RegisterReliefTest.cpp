@@ -43,7 +43,10 @@ TEST(PtxasLog, CompileTimes) {
   std::string log = "ptxas info    : Compile time = 590.735 ms\n"
                     "ptxas info    : Used 168 registers, used 16 barriers\n"
                     "ptxas info    : Compile time = 9.265 ms\n"
-                    "ptxas info    : Compile time = ms\n";
+                    "ptxas info    : Compile time = ms\n"
+                    "ptxas info    : Compile time = 1" +
+                    std::string(400, '0') + " ms\n";
+  // The last two are no times: nothing, and past double's range.
   EXPECT_DOUBLE_EQ(jit::ptxasMilliseconds(log), 600.0);
   EXPECT_EQ(jit::ptxasMilliseconds("no report at all"), 0.0);
 }
@@ -73,7 +76,9 @@ TEST(PtxasLog, ReadsTheRealReport) {
   EXPECT_NE(clean->log.find("0 bytes stack frame"), std::string::npos)
       << clean->log;
   EXPECT_EQ(jit::localMemoryBytes(clean->log), 0) << clean->log;
-  EXPECT_GT(jit::ptxasMilliseconds(spilled->log), 0.0) << spilled->log;
+  // CUDA 13's ptxas prints its time, which `attnc compile --time` splits off.
+  if (std::stoi((*nvrtc)->version()) >= 13)
+    EXPECT_GT(jit::ptxasMilliseconds(spilled->log), 0.0) << spilled->log;
 }
 
 // Three consumers beside ALiBi, an fp32 output and its LSE at head dim 32:

@@ -11,6 +11,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -181,10 +182,10 @@ int runCompile(const CompileArgs &args) {
     std::cerr << "attnc: warning: compiled, but not cached: "
               << compiled->cacheWrite.message() << "\n";
   if (args.time) {
-    if (compiled->fromCache)
+    if (compiled->fromCache) {
       std::cerr << "cache hit: " << totalMs
                 << " ms (frontend 0 ms, nvrtc 0 ms)\n";
-    else {
+    } else {
       std::cerr << "frontend (MLIR passes, C++ emission): "
                 << compiled->frontendMs
                 << " ms\nnvrtc + ptxas: " << compiled->nvrtcMs << " ms";
@@ -192,8 +193,8 @@ int runCompile(const CompileArgs &args) {
       // kernel's size (docs/PERFORMANCE.md).
       if (compiled->ptxasMs > 0)
         std::cerr << " (NVRTC's front end and NVVM "
-                  << compiled->nvrtcMs - compiled->ptxasMs << " ms, ptxas "
-                  << compiled->ptxasMs << " ms)";
+                  << std::max(0.0, compiled->nvrtcMs - compiled->ptxasMs)
+                  << " ms, ptxas " << compiled->ptxasMs << " ms)";
       std::cerr << "\ntotal: " << totalMs << " ms\n";
     }
     if (compiled->registerRelief > options.registerRelief)

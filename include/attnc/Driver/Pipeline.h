@@ -46,8 +46,9 @@ struct CompileOptions {
   bool printOpOnDiagnostic = false;
   /// Told, a line at a time on the compiling thread, what a compile that
   /// misses both kernel caches is doing: NVRTC and ptxas take a second or
-  /// more there (docs/PERFORMANCE.md), which the caller may show. Not part
-  /// of the cache key; none when empty.
+  /// more there (docs/PERFORMANCE.md), which the caller may show. It must
+  /// not throw (the driver is built without exceptions). Not part of the
+  /// cache key; none when empty.
   std::function<void(const std::string &line)> progress;
 };
 
