@@ -5,7 +5,7 @@
 # between runs of one binary on the GPU machines and 1.5x on the build
 # machine, more than most changes to the device code move it. The count
 # repeats within 0.001 %, and it splits between NVVM and ptxas as the
-# time does (docs/PERFORMANCE.md, seventeenth session).
+# time does (docs/perf-log/2026-11-27-8-seventeenth-session.md).
 #
 #   benchmarks/compile_work.sh [ATTNC] [variant.mlir ...]
 #
