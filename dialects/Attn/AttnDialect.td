@@ -31,6 +31,11 @@ def Attn_Dialect : Dialect {
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
+  // attn annotates no other operation: a discardable `attn.*` attribute
+  // (`attn.causal` on a function, say) would be ignored, so it is refused.
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerTypes();
   }];

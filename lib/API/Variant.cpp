@@ -136,7 +136,7 @@ Status checkVariantText(const std::string &text, const std::string &fileName,
     return Status::error(code, diagnostics.text());
   // A variant that verifies is one the compiler accepts as input (what it
   // cannot compile yet is reported by compile), if it holds anything.
-  if (mlir::failed(requireSomethingToCompile(*module)))
+  if (mlir::failed(requireCompilableModule(*module)))
     return Status::error(ErrorCode::InvalidArgument, diagnostics.text());
   return Status();
 }

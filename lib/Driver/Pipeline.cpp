@@ -2,7 +2,8 @@
 
 #include "attnc/Driver/Pipeline.h"
 
-#include "ParserHazards.h"
+#include "attnc/Driver/ParserHazards.h"
+#include "attnc/Driver/ParserStack.h"
 
 #include "attnc/Dialect/Attn/AttnDialect.h"
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
@@ -62,8 +63,12 @@ OwningOpRef<ModuleOp> DiagnosticCollector::parse(const std::string &source,
   if (!copy)
     return nullptr;
   // This buffer, not the source manager's first (a type parsed before).
-  return parseSourceString<ModuleOp>(copy->getBuffer(), ParserConfig(&context_),
-                                     fileName);
+  OwningOpRef<ModuleOp> module;
+  runOnParserStack([&] {
+    module = parseSourceString<ModuleOp>(copy->getBuffer(),
+                                         ParserConfig(&context_), fileName);
+  });
+  return module;
 }
 
 Type DiagnosticCollector::parseType(const std::string &source,
@@ -85,10 +90,40 @@ Type DiagnosticCollector::parseType(const std::string &source,
     return success();
   });
   // Without numRead, mlir::parseType fails unless it consumes everything.
-  return mlir::parseType(source, &context_);
+  Type type;
+  runOnParserStack([&] { type = mlir::parseType(source, &context_); });
+  return type;
 }
 
-LogicalResult requireSomethingToCompile(ModuleOp module) {
+/// The first discardable attribute of `module` that nothing reads, if any:
+/// anything the user wrote must change the kernel or be refused.
+static LogicalResult refuseUnreadAttributes(ModuleOp module) {
+  WalkResult result = module.walk([&](Operation *op) {
+    for (NamedAttribute attr : op->getDiscardableAttrs()) {
+      if (op == module.getOperation() &&
+          attr.getName() == attn_gpu::AttnGPUDialect::kTargetAnnotation)
+        continue;
+      op->emitError() << "attribute '" << attr.getName().getValue()
+                      << "' on '" << op->getName()
+                      << "' would be ignored: attnc reads no such attribute "
+                         "there";
+      return WalkResult::interrupt();
+    }
+    if (auto func = dyn_cast<func::FuncOp>(op);
+        func && (func.getArgAttrs() || func.getResAttrs())) {
+      func.emitError() << "argument and result attributes of '"
+                       << func.getSymName()
+                       << "' would be ignored: attnc reads none";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+LogicalResult requireCompilableModule(ModuleOp module) {
+  if (failed(refuseUnreadAttributes(module)))
+    return failure();
   bool found = false;
   module.walk([&](Operation *op) {
     if (isa<attn::AttentionOp, attn::MergeStatesOp>(op)) {
@@ -271,7 +306,7 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
 
 LogicalResult lowerVariant(ModuleOp module, const CompileOptions &options,
                            Stage stage, Program *program) {
-  if (failed(requireSomethingToCompile(module)))
+  if (failed(requireCompilableModule(module)))
     return failure();
   MLIRContext *context = module.getContext();
   PassManager pm(context);

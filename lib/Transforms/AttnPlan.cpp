@@ -134,6 +134,19 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       return signalPassFailure();
     if (failed(verifyTuningOptions(module)))
       return signalPassFailure();
+    // A target the module names is one the user asked for: compiling for
+    // another would ignore it.
+    if (auto asked = module->getAttrOfType<attn_gpu::TargetAttr>(
+            attn_gpu::AttnGPUDialect::kTargetAnnotation);
+        asked && asked != target) {
+      module.emitError() << "the module asks for " << asked
+                         << ", but this compile is for " << target
+                         << ": remove the module's "
+                         << attn_gpu::AttnGPUDialect::kTargetAnnotation
+                         << " or compile for its target (--arch, --sms, "
+                            "--smem)";
+      return signalPassFailure();
+    }
     module->setAttr(attn_gpu::AttnGPUDialect::kTargetAnnotation, target);
     WalkResult result = module.walk([&](AttentionOp op) {
       std::string feature = unsupportedFeature(op, arch);

@@ -8,6 +8,8 @@
 
 #include <limits>
 
+#include <pthread.h>
+
 using namespace attnc;
 
 namespace {
@@ -207,6 +209,13 @@ TEST(Api, CompileWithoutArchNeedsAGpu) {
 
 // Inputs on which MLIR 22's parser crashes the process are refused with a
 // located error first: a host application must survive any string.
+std::string repeat(const std::string &piece, int times) {
+  std::string text;
+  for (int i = 0; i < times; ++i)
+    text += piece;
+  return text;
+}
+
 TEST(Api, UpstreamParserCrashesAreErrors) {
   struct Case {
     std::string text, message;
@@ -221,6 +230,20 @@ TEST(Api, UpstreamParserCrashesAreErrors) {
        "error: brackets nest deeper than 256 levels"},
       {"func.func @f() attributes {x = " + std::string(20000, '(') + "}",
        "error: brackets nest deeper than 256 levels"},
+      // The guard reads tokens: spacing and comments hide nothing.
+      {"\"func.return\"(%0 #2147483647) : (i32) -> ()",
+       "<variant>:1:18: error: result number #2147483647 is larger than"},
+      {"\"func.return\"(%0 // a comment\n #99999) : (i32) -> ()",
+       "<variant>:2:2: error: result number #99999 is larger than"},
+      // A `>` closes only a `<`: comparisons cannot lower the count.
+      {"func.func @f() attributes {x = " + repeat("(>=", 300) + "}",
+       "error: brackets nest deeper than 256 levels"},
+      // Affine expressions recurse per operator, without brackets.
+      {"func.func @f() attributes {x = affine_map<(d0) -> (" +
+           repeat("- ", 20000) + "d0)>} { return }",
+       "<variant>:1:32: error: 'affine_map' is not part of attnc's input"},
+      {"#set = affine_set<(d0) : (d0 >= 0)>",
+       "<variant>:1:8: error: 'affine_set' is not part of attnc's input"},
   };
   for (const Case &c : cases) {
     StatusOr<Variant> variant = Variant::fromMlir(c.text);
@@ -235,7 +258,71 @@ TEST(Api, UpstreamParserCrashesAreErrors) {
                                  "{x = \"array<index: 1>\"} { return }")
                    .status()
                    .message()
-                   .find("nothing to compile") == std::string::npos);
+                   .find("attribute 'x' on 'func.func' would be ignored") ==
+               std::string::npos);
+}
+
+// A host thread's stack may be small (Python's and worker pools' can be a
+// few hundred kilobytes): the parser brings its own, sized for the deepest
+// nesting the guard lets through.
+TEST(Api, ParsingTheDeepestNestingNeedsNoLargeCallerStack) {
+  std::string text = "func.func @f() attributes {x = " + repeat("[", 250) +
+                     repeat("]", 250) + "} { return }";
+  struct Call {
+    std::string text, message;
+  } call{text, ""};
+  pthread_attr_t attributes;
+  ASSERT_EQ(pthread_attr_init(&attributes), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attributes, 64 << 10), 0);
+  pthread_t thread;
+  ASSERT_EQ(pthread_create(
+                &thread, &attributes,
+                [](void *argument) -> void * {
+                  auto *call = static_cast<Call *>(argument);
+                  call->message =
+                      Variant::fromMlir(call->text).status().message();
+                  return nullptr;
+                },
+                &call),
+            0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attributes);
+  // Parsed whole: the error is the verdict on what was parsed.
+  EXPECT_NE(call.message.find("attribute 'x' on 'func.func' would be ignored"),
+            std::string::npos)
+      << call.message;
+}
+
+// An attribute nothing reads would silently change nothing: it is refused.
+TEST(Api, AttributesThatWouldBeIgnoredAreErrors) {
+  std::string attention =
+      "  %o = attn.attention(%q, %k, %v) : !attn.q<?x8x64xbf16>, "
+      "!attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> "
+      "!attn.out<?x8x64xbf16>\n  return %o : !attn.out<?x8x64xbf16>\n}\n";
+  std::string signature =
+      "(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, "
+      "%v: !attn.kv<?x8x64xbf16>) -> !attn.out<?x8x64xbf16>";
+  struct Case {
+    std::string text, message;
+  };
+  std::vector<Case> cases = {
+      {"func.func @f" + signature + " attributes {attn.causal} {\n" +
+           attention,
+       "'attn.causal' on 'func.func' would be ignored: attn annotates no "
+       "other operation; write variant attributes on attn.attention (e.g. "
+       "{causal})"},
+      {"func.func @f" + signature + " attributes {causal} {\n" + attention,
+       "attribute 'causal' on 'func.func' would be ignored"},
+      {"module attributes {my.window = 4} {\nfunc.func @f" + signature + " {\n" +
+           attention + "}\n",
+       "attribute 'my.window' on 'builtin.module' would be ignored"},
+  };
+  for (const Case &c : cases) {
+    StatusOr<Variant> variant = Variant::fromMlir(c.text);
+    ASSERT_FALSE(variant.ok()) << c.text;
+    EXPECT_NE(variant.status().message().find(c.message), std::string::npos)
+        << variant.status().message();
+  }
 }
 
 TEST(Api, AModuleWithNothingToCompileIsAnError) {

@@ -85,9 +85,12 @@ private:
   mlir::SourceMgrDiagnosticHandler handler_;
 };
 
-/// Whether `module` holds anything the pipeline compiles (an attn.attention
-/// or attn.merge_states); emits the error if not.
-mlir::LogicalResult requireSomethingToCompile(mlir::ModuleOp module);
+/// Whether `module` is a variant the pipeline reads whole: it holds
+/// something to compile (an attn.attention or attn.merge_states) and no
+/// attribute that nothing would read (a discardable attribute other than
+/// the module's attn_gpu.target, which attn-plan checks); emits the error
+/// if not.
+mlir::LogicalResult requireCompilableModule(mlir::ModuleOp module);
 
 /// Runs the pipeline up to and including `stage`; on the way, describes the
 /// host launches into `program` (when given) once they exist.

@@ -34,3 +34,41 @@ LogicalResult WindowAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << ", " << right << ">";
   return success();
 }
+
+/// The error for a discardable `attn.*` attribute: attn's variant
+/// attributes are inherent to attn.attention, and nothing reads them
+/// anywhere else.
+static LogicalResult refuseAnnotation(Operation *op, NamedAttribute attr,
+                                      const Twine &where) {
+  return op->emitError() << "'" << attr.getName().getValue()
+                         << "' on " << where
+                         << " would be ignored: attn annotates no other "
+                            "operation; write variant attributes on "
+                            "attn.attention (e.g. {"
+                         << attr.getName().getValue().drop_front(
+                                AttnDialect::getDialectNamespace().size() + 1)
+                         << "})";
+}
+
+LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  return refuseAnnotation(op, attr, "'" + op->getName().getStringRef() + "'");
+}
+
+LogicalResult AttnDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned region,
+                                                    unsigned argument,
+                                                    NamedAttribute attr) {
+  return refuseAnnotation(op, attr,
+                          "argument " + Twine(argument) + " of '" +
+                              op->getName().getStringRef() + "'");
+}
+
+LogicalResult AttnDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned region,
+                                                       unsigned result,
+                                                       NamedAttribute attr) {
+  return refuseAnnotation(op, attr,
+                          "result " + Twine(result) + " of '" +
+                              op->getName().getStringRef() + "'");
+}

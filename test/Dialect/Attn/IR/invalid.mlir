@@ -859,3 +859,20 @@ func.func @f(%q: !attn.q<1x8x64xbf16>, %k: !attn.kv<?x8x64xf8E4M3FN>, %v: !attn.
   %out = "attn.attention"(%q, %k, %v, %s) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 0>}> ({}, {}) : (!attn.q<1x8x64xbf16>, !attn.kv<?x8x64xf8E4M3FN>, !attn.kv<?x8x64xf8E4M3FN>, memref<1xf32>) -> !attn.out<1x8x64xbf16>
   return
 }
+
+// -----
+
+// attn annotates no other operation: `attn.causal` on a function would be
+// ignored, so the dialect refuses it.
+// expected-error @+1 {{'attn.causal' on 'func.func' would be ignored: attn annotates no other operation; write variant attributes on attn.attention (e.g. {causal})}}
+func.func @f() attributes {attn.causal} {
+  return
+}
+
+// -----
+
+// Nor does it annotate a function's arguments.
+// expected-error @+1 {{'attn.window' on argument 0 of 'func.func' would be ignored}}
+func.func @f(%q: !attn.q<?x8x64xbf16> {attn.window = 4 : i64}) {
+  return
+}

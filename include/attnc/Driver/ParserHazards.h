@@ -2,8 +2,9 @@
 //
 // MLIR 22's parser crashes the process on a few inputs instead of reporting
 // an error (docs/UPSTREAM.md lists them with reproducers). attnc is a library
-// inside other people's processes, so it scans the text for them first and
-// refuses them with a diagnostic at their location.
+// inside other people's processes, so it reads the text's tokens first and
+// refuses those inputs with a diagnostic at their location; what it lets
+// through is parsed on a stack sized for it (ParserStack.h).
 //
 //===----------------------------------------------------------------------===//
 
