@@ -2,7 +2,7 @@
 
 #include "jit/DiskCache.h"
 
-#include "support/Hash.h"
+#include "support/Sha256.h"
 
 #include <atomic>
 #include <cerrno>
@@ -23,9 +23,10 @@
 namespace attnc::jit {
 
 namespace {
-// v2 records the key in the entry: v1 entries are misses, recompiled and
-// overwritten on first use.
-constexpr std::string_view kMagic = "attnc-cache-v2";
+// v2 recorded the key in the entry, v3 checks it with SHA-256 instead of
+// FNV-1a: entries of older formats are misses, recompiled and overwritten
+// on first use.
+constexpr std::string_view kMagic = "attnc-cache-v3";
 constexpr std::string_view kSuffix = ".entry";
 constexpr std::string_view kTempMarker = ".tmp.";
 /// Magic, key, size and checksum lines together stay under this.
@@ -58,7 +59,9 @@ Status makeDirectories(const std::string &path) {
     if (part.empty())
       continue;
     partial += part + "/";
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+    // Only this user reads or writes the kernels it will run: whatever the
+    // umask, mkdir never widens 0700.
+    if (mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
       return ioError("cannot create " + partial.substr(0, partial.size() - 1),
                      errno);
   }
@@ -85,7 +88,16 @@ bool parseSize(std::string_view text, uint64_t &value) {
   return true;
 }
 
-/// Parses "magic\nkey\nsize checksum\npayload"; nothing if anything is off,
+/// The SHA-256 an entry records: of its magic, key and size as well as its
+/// payload, so that no header line can be changed without a mismatch.
+std::string entryDigest(const std::string &key, std::string_view payload) {
+  Sha256 hasher;
+  hasher.update(kMagic).update("\n").update(key).update("\n");
+  hasher.update(std::to_string(payload.size())).update("\n").update(payload);
+  return hasher.hexDigest();
+}
+
+/// Parses "magic\nkey\nsize sha256\npayload"; nothing if anything is off,
 /// the key included: the file of another key put under this one's name
 /// must never be used.
 std::optional<std::string> decode(std::string_view file,
@@ -109,7 +121,8 @@ std::optional<std::string> decode(std::string_view file,
       !parseSize(meta.substr(0, space), size))
     return std::nullopt;
   std::string_view payload = file.substr(at);
-  if (payload.size() != size || contentKey(payload) != meta.substr(space + 1))
+  if (payload.size() != size ||
+      entryDigest(key, payload) != meta.substr(space + 1))
     return std::nullopt;
   return std::string(payload);
 }
@@ -171,6 +184,111 @@ int writeAll(const DiskCache::WriteFunction &write, int fd,
   }
   return 0;
 }
+
+/// Why a cache directory described by `info` must not be used, or "": a
+/// directory another user owns or can write is one where a cubin attnc
+/// will run could be planted, whatever its checksum says (anyone who can
+/// write an entry can compute one).
+std::string refusalOf(const std::string &path, const struct stat &info) {
+  char mode[16];
+  std::snprintf(mode, sizeof(mode), "%04o", unsigned(info.st_mode & 07777));
+  std::string why;
+  if (info.st_uid != geteuid())
+    why = "is owned by another user (uid " + std::to_string(info.st_uid) +
+          ", not " + std::to_string(geteuid()) + ")";
+  else if (info.st_mode & S_IWOTH)
+    why = "is writable by others (mode " + std::string(mode) + ")";
+  else if (info.st_mode & S_IWGRP)
+    why = "is writable by its group (mode " + std::string(mode) + ")";
+  else
+    return "";
+  return "kernel cache " + path + " " + why +
+         ": refusing to use it; fix its owner and permissions (chmod go-w) or "
+         "use another directory (XDG_CACHE_HOME, --cache-dir)";
+}
+
+/// Opens the cache directory, following a link to it (a link is fine: the
+/// directory it leads to is the one checked), and checks it. Every later
+/// access goes through the descriptor, so the checks hold for the
+/// directory actually read and written even if the path is swapped
+/// meanwhile; which is also why the directories above it need no check.
+/// NotFound when it does not exist.
+Status openCheckedDirectory(const std::string &path, int &fd) {
+  fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    int error = errno;
+    if (error == ENOENT)
+      return Status::error(ErrorCode::NotFound, "no cache directory " + path);
+    return ioError("cannot use the cache directory " + path, error);
+  }
+  struct stat info;
+  if (fstat(fd, &info) != 0) {
+    int error = errno;
+    ::close(fd);
+    fd = -1;
+    return ioError("cannot use the cache directory " + path, error);
+  }
+  if (std::string why = refusalOf(path, info); !why.empty()) {
+    ::close(fd);
+    fd = -1;
+    return Status::error(ErrorCode::InvalidArgument, why);
+  }
+  return Status();
+}
+
+/// The payload of `key`'s entry in the directory `dirFd`, if it is one.
+std::optional<std::string> readEntry(int dirFd, const std::string &key,
+                                     uint64_t maxEntryBytes) {
+  std::string name = key + std::string(kSuffix);
+  // We only ever rename regular files into place. O_NOFOLLOW: a link could
+  // point at another key's entry, a device or itself (a loop). O_NONBLOCK:
+  // opening a FIFO put under an entry's name must not wait for a writer.
+  int fd = ::openat(dirFd, name.c_str(),
+                    O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0)
+    return std::nullopt;
+  FileDescriptor file(fd);
+  // The descriptor pins the inode: an entry renamed over this one meanwhile
+  // does not change what we read. Entries are this user's, mode 0600: a
+  // file someone else owns or could rewrite is not one of them.
+  struct stat info;
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) ||
+      info.st_uid != geteuid() || (info.st_mode & (S_IWGRP | S_IWOTH)) ||
+      uint64_t(info.st_size) > maxEntryBytes + kMaxHeaderBytes)
+    return std::nullopt;
+  std::string bytes(size_t(info.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) // an error, or someone truncated the file in place
+      return std::nullopt;
+    done += size_t(got);
+  }
+  return decode(bytes, key);
+}
+
+/// The names in the directory `dirFd` (not . and ..).
+StatusOr<std::vector<std::string>> namesIn(int dirFd, const std::string &path) {
+  // fdopendir takes the descriptor it is given: give it a copy.
+  int copy = fcntl(dirFd, F_DUPFD_CLOEXEC, 0);
+  DIR *dir = copy < 0 ? nullptr : fdopendir(copy);
+  if (!dir) {
+    int error = errno;
+    if (copy >= 0)
+      ::close(copy);
+    return ioError("cannot read the cache directory " + path, error);
+  }
+  std::vector<std::string> names;
+  while (dirent *item = readdir(dir)) {
+    std::string_view name = item->d_name;
+    if (name != "." && name != "..")
+      names.emplace_back(name);
+  }
+  closedir(dir);
+  return names;
+}
 } // namespace
 
 bool DiskCache::isValidKey(const std::string &key) {
@@ -200,31 +318,12 @@ std::string DiskCache::pathOf(const std::string &key) const {
 std::optional<std::string> DiskCache::get(const std::string &key) const {
   if (directory_.empty() || !isValidKey(key))
     return std::nullopt;
-  // We only ever rename regular files into place. O_NOFOLLOW: a link could
-  // point at another key's entry, a device or itself (a loop). O_NONBLOCK:
-  // opening a FIFO put under an entry's name must not wait for a writer.
-  int fd = ::open(pathOf(key).c_str(),
-                  O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0)
+  // A directory that is refused is a miss here; put() says why.
+  int dirFd = -1;
+  if (!openCheckedDirectory(directory_, dirFd).ok())
     return std::nullopt;
-  FileDescriptor file(fd);
-  // The descriptor pins the inode: an entry renamed over this one meanwhile
-  // does not change what we read.
-  struct stat info;
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) ||
-      uint64_t(info.st_size) > maxEntryBytes_ + kMaxHeaderBytes)
-    return std::nullopt;
-  std::string bytes(size_t(info.st_size), '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0) // an error, or someone truncated the file in place
-      return std::nullopt;
-    done += size_t(got);
-  }
-  return decode(bytes, key);
+  FileDescriptor dir(dirFd);
+  return readEntry(dirFd, key, maxEntryBytes_);
 }
 
 Status DiskCache::put(const std::string &key,
@@ -243,7 +342,7 @@ Status DiskCache::put(const std::string &key,
                              std::to_string(maxEntryBytes_));
   std::string header = std::string(kMagic) + "\n" + key + "\n" +
                        std::to_string(payload.size()) + " " +
-                       contentKey(payload) + "\n";
+                       entryDigest(key, payload) + "\n";
   // Writing past the file-size limit (ulimit -f) raises SIGXFSZ, which
   // kills the process unless it is ignored: check first, so that only
   // caching fails.
@@ -260,9 +359,9 @@ Status DiskCache::put(const std::string &key,
   // Everything below is relative to the directory we opened, so that the
   // temporary file is removed, or renamed into place, in the directory it
   // was written in even if the path is moved or replaced meanwhile.
-  int dirFd = ::open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirFd < 0)
-    return ioError("cannot use the cache directory " + directory_, errno);
+  int dirFd = -1;
+  if (Status s = openCheckedDirectory(directory_, dirFd); !s.ok())
+    return s;
   FileDescriptor dir(dirFd);
   // A name of this writer's own, created exclusively: threads and processes
   // (even in other PID namespaces on a shared disk) storing one key at once
@@ -272,7 +371,7 @@ Status DiskCache::put(const std::string &key,
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
     temp = "." + key + std::string(kTempMarker) + uniqueSuffix();
     fd = ::openat(dirFd, temp.c_str(),
-                  O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+                  O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 && errno != EEXIST)
       break;
   }
@@ -285,6 +384,10 @@ Status DiskCache::put(const std::string &key,
     ::unlinkat(dirFd, temp.c_str(), 0); // never leave a torn file behind
     return ioError("cannot write the cache entry " + pathOf(key), error);
   };
+  // Exactly 0600, whatever the umask took away: readers refuse entries
+  // others can write, and need to read their own.
+  if (fchmod(fd, 0600) != 0)
+    return fail(errno);
   // No fsync: after a power loss an entry may come back empty or torn, and
   // its size and checksum turn that into a miss.
   if (int error = writeAll(write_, fd, header))
@@ -302,51 +405,60 @@ Status DiskCache::put(const std::string &key,
 }
 
 StatusOr<std::vector<DiskCache::Entry>> DiskCache::list() const {
-  std::vector<Entry> entries;
-  DIR *dir = opendir(directory_.c_str());
-  if (!dir) {
-    if (errno == ENOENT)
-      return entries; // no cache yet
-    return ioError("cannot read the cache directory " + directory_, errno);
+  int dirFd = -1;
+  if (Status s = openCheckedDirectory(directory_, dirFd); !s.ok()) {
+    if (s.code() == ErrorCode::NotFound)
+      return std::vector<Entry>(); // no cache yet
+    return s;
   }
-  while (dirent *item = readdir(dir)) {
-    std::string_view name = item->d_name;
+  FileDescriptor dir(dirFd);
+  StatusOr<std::vector<std::string>> names = namesIn(dirFd, directory_);
+  if (!names.ok())
+    return names.status();
+  std::vector<Entry> entries;
+  for (const std::string &name : *names) {
     if (!endsWith(name, kSuffix))
       continue;
     Entry entry;
-    entry.key = std::string(name.substr(0, name.size() - kSuffix.size()));
+    entry.key = name.substr(0, name.size() - kSuffix.size());
     if (!isValidKey(entry.key))
       continue; // not a name put() gives
-    std::optional<std::string> payload = get(entry.key);
+    std::optional<std::string> payload =
+        readEntry(dirFd, entry.key, maxEntryBytes_);
     entry.valid = payload.has_value();
     entry.bytes = payload ? payload->size() : 0;
     entries.push_back(entry);
   }
-  closedir(dir);
   return entries;
 }
 
 StatusOr<int> DiskCache::clear() const {
-  StatusOr<std::vector<Entry>> entries = list();
-  if (!entries.ok())
-    return entries.status();
+  int dirFd = -1;
+  if (Status s = openCheckedDirectory(directory_, dirFd); !s.ok()) {
+    if (s.code() == ErrorCode::NotFound)
+      return 0;
+    return s;
+  }
+  FileDescriptor dir(dirFd);
+  StatusOr<std::vector<std::string>> names = namesIn(dirFd, directory_);
+  if (!names.ok())
+    return names.status();
   int removed = 0;
-  for (const Entry &entry : *entries)
-    if (std::remove(pathOf(entry.key).c_str()) == 0)
-      ++removed;
-  // Temporary files of writers that died before their rename. A writer
-  // still running only loses its entry: its rename fails and it says so.
-  if (DIR *dir = opendir(directory_.c_str())) {
-    std::vector<std::string> temps;
-    while (dirent *item = readdir(dir)) {
-      std::string_view name = item->d_name;
-      if (name.size() > 1 && name[0] == '.' &&
-          name.find(kTempMarker) != std::string_view::npos)
-        temps.emplace_back(name);
+  for (const std::string &name : *names) {
+    if (endsWith(name, kSuffix) &&
+        isValidKey(name.substr(0, name.size() - kSuffix.size()))) {
+      // Whatever is under an entry's name (an empty directory too).
+      if (::unlinkat(dirFd, name.c_str(), 0) == 0 ||
+          (errno == EISDIR &&
+           ::unlinkat(dirFd, name.c_str(), AT_REMOVEDIR) == 0))
+        ++removed;
+    } else if (name.size() > 1 && name[0] == '.' &&
+               name.find(kTempMarker) != std::string::npos) {
+      // Temporary files of writers that died before their rename. A writer
+      // still running only loses its entry: its rename fails and it says
+      // so.
+      ::unlinkat(dirFd, name.c_str(), 0);
     }
-    closedir(dir);
-    for (const std::string &name : temps)
-      ::unlink((directory_ + "/" + name).c_str());
   }
   return removed;
 }

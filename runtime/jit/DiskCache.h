@@ -1,15 +1,22 @@
-//===- DiskCache.h - content-addressed cache of compiled kernels -*- C++
-//-*-===//
+//===- DiskCache.h - content-addressed cache of kernels ---------*- C++ -*-===//
 //
 // One file per key under $XDG_CACHE_HOME/attnc (or ~/.cache/attnc), shared
-// by every thread and process that compiles kernels. An entry is written to
-// a temporary file of its own (unique per process and thread) and renamed
-// into place, so a reader never sees half an entry. Each entry records its
-// key, its size and a checksum: an entry that does not match them (torn by
-// a crash, garbled, or the file of another key put in its place) is a miss
-// (the caller recompiles and overwrites it), never trusted. A cache that
-// cannot be written (read-only, missing, full, over a file-size limit) only
-// makes `put` return an error: callers keep working uncached.
+// by every thread and process of this user that compiles kernels. An entry
+// is written to a temporary file of its own (unique per process and
+// thread) and renamed into place, so a reader never sees half an entry.
+// Each entry records its key, its size and the SHA-256 of them and its
+// payload: an entry that does not match them (torn by a crash, garbled, or
+// the file of another key put in its place) is a miss (the caller
+// recompiles and overwrites it), never trusted.
+//
+// A checksum cannot stop whoever can write the directory (they can compute
+// one too): the cubins in it are run, so the cache is this user's alone.
+// Directories it creates are 0700 and entries 0600; a cache directory
+// another user owns, or that its group or others can write, is refused by
+// name, and an entry that is not a regular file of this user's that only
+// it can write is a miss. A cache that is refused or cannot be written
+// (read-only, missing, full, over a file-size limit) only makes `put`
+// return an error (and `get` miss): callers keep working uncached.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,10 +59,12 @@ public:
     uint64_t bytes = 0;
     bool valid = false;
   };
-  /// Every entry; an error when the directory exists but cannot be read.
+  /// Every entry; an error when the directory exists but cannot be read or
+  /// is refused.
   StatusOr<std::vector<Entry>> list() const;
   /// Removes every entry, and temporary files that writers left behind;
-  /// returns how many entries.
+  /// returns how many entries. An error for a refused directory, as for
+  /// one that cannot be read.
   StatusOr<int> clear() const;
 
   const std::string &directory() const { return directory_; }

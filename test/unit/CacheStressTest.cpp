@@ -12,6 +12,9 @@
 // many times, so most calls hit one of the caches and the sabotage bounds
 // the number of real compiles.
 //
+// A cache directory others can write, or another user owns, is refused:
+// the compile succeeds uncached and says so once, naming the directory.
+//
 //===----------------------------------------------------------------------===//
 
 #include "CacheTestSupport.h"
@@ -295,7 +298,7 @@ TEST_F(CacheStress, ThreadsAndProcessesShareOneDiskCacheUnderSabotage) {
     ++acts;
     switch (Act(a % kActs)) {
     case Garbage:
-      replaceWith(target, "attnc-cache-v2\nnot a key\n12 garbage\n" +
+      replaceWith(target, "attnc-cache-v3\nnot a key\n12 garbage\n" +
                               std::string(1000, '\x7f'));
       break;
     case TearInPlace:
@@ -495,6 +498,16 @@ TEST_F(CacheStress, CompileSucceedsUncachedWhenTheCacheCannotBeWritten) {
       {"over the file size limit", root + "/limited", 16 << 10},
   };
   ASSERT_EQ(mkdir((root + "/limited").c_str(), 0755), 0);
+  // Caches that could be written but are refused: a cubin planted there
+  // would be run. Mode set past the umask with chmod.
+  ASSERT_EQ(mkdir((root + "/open").c_str(), 0700), 0);
+  ASSERT_EQ(chmod((root + "/open").c_str(), 0777), 0);
+  cases.push_back({"writable by others", root + "/open"});
+  ASSERT_EQ(mkdir((root + "/foreign").c_str(), 0700), 0);
+  if (geteuid() == 0 && chown((root + "/foreign").c_str(), 65534, 65534) == 0)
+    cases.push_back({"owned by another user", root + "/foreign"});
+  else
+    std::cout << "[ owned by another user ] not run: needs root to chown\n";
   for (const Case &c : cases) {
     forgetCompiledVariants();
     StatusOr<CompiledVariant> got = Status::error(ErrorCode::Internal, "");
@@ -512,6 +525,8 @@ TEST_F(CacheStress, CompileSucceedsUncachedWhenTheCacheCannotBeWritten) {
   }
   EXPECT_EQ(readFile(root + "/file"), "not a directory");
   EXPECT_EQ(countFiles(root + "/limited"), 0) << "a torn entry was left";
+  EXPECT_EQ(countFiles(root + "/open"), 0) << "a refused cache was written";
+  EXPECT_EQ(countFiles(root + "/foreign"), 0) << "a refused cache was written";
 
   // The command line compiles, and says the cache did not take the result.
   std::string error = runCompiler(references[3].path, root + "/file/cache",
@@ -524,6 +539,20 @@ TEST_F(CacheStress, CompileSucceedsUncachedWhenTheCacheCannotBeWritten) {
                       root + "/file/cache: " + strerror(ENOTDIR)),
             std::string::npos)
       << readFile(root + "/cli.log");
+  // A refused cache is named once, with the reason.
+  error = runCompiler(references[3].path, root + "/open", root + "/open.cubin",
+                      root + "/open.log");
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(readFile(root + "/open.cubin"), references[3].cubin);
+  std::string log = readFile(root + "/open.log");
+  std::string warning = "attnc: warning: compiled, but not cached: kernel "
+                        "cache " +
+                        root + "/open is writable by others (mode 0777)";
+  size_t at = log.find(warning);
+  EXPECT_NE(at, std::string::npos) << log;
+  if (at != std::string::npos)
+    EXPECT_EQ(log.find(warning, at + 1), std::string::npos)
+        << "reported more than once: " << log;
 }
 
 } // namespace

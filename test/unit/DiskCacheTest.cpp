@@ -5,13 +5,16 @@
 // that cannot be used, and files under an entry's name that are not ours
 // (another key's entry, a FIFO, a link to a device, a directory, a huge
 // file). Every case ends in a miss or an error value, never a wrong
-// payload, a crash or a hang.
+// payload, a crash or a hang. And what it must refuse: a directory another
+// user owns or others can write (a cubin planted there would be run), an
+// entry changed after it was written or that others could have written.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CacheTestSupport.h"
 
 #include "jit/DiskCache.h"
+#include "support/Hash.h"
 
 #include <gtest/gtest.h>
 
@@ -21,6 +24,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -55,12 +59,239 @@ TEST(DiskCacheFailures, EntryOfAnotherKeyIsAMiss) {
 
 TEST(DiskCacheFailures, OlderFormatIsAMiss) {
   DiskCache cache(freshDirectory());
-  // The v1 layout had no key: it must not be read as a v2 entry.
-  writeFile(cache.directory() + "/k.entry",
-            "attnc-cache-v1\n3 0000000000000000000000000000000\nabc");
+  std::string path = cache.directory() + "/k.entry";
+  // The v1 layout had no key: it must not be read as a v3 entry.
+  writeFile(path, "attnc-cache-v1\n3 0000000000000000000000000000000\nabc");
+  chmod(path.c_str(), 0600);
+  EXPECT_FALSE(cache.get("k").has_value());
+  // v2, checked with FNV-1a (this is the v2 writer's checksum of "abc"):
+  // whole and valid then, a miss now.
+  writeFile(path, "attnc-cache-v2\nk\n3 e71fa2190541574b8607c5f7479b8249\nabc");
+  chmod(path.c_str(), 0600);
   EXPECT_FALSE(cache.get("k").has_value());
   ASSERT_TRUE(cache.put("k", "abc").ok());
   EXPECT_EQ(cache.get("k").value_or(""), "abc");
+  EXPECT_EQ(readFile(path).substr(0, 17), "attnc-cache-v3\nk\n");
+}
+
+TEST(DiskCacheSecurity, KeysAreSha256AndFitTheKeyRules) {
+  std::string key = contentKey("attnc-1\nsm_90a\nsource");
+  EXPECT_EQ(key.size(), 64u);
+  EXPECT_TRUE(DiskCache::isValidKey(key));
+  EXPECT_NE(key, contentKey("attnc-1\nsm_90a\nsourcf"));
+}
+
+TEST(DiskCacheSecurity, PayloadChangedAfterWritingIsAMiss) {
+  DiskCache cache(freshDirectory());
+  std::string path = cache.directory() + "/k.entry";
+  std::string payload(3000, 'p');
+  ASSERT_TRUE(cache.put("k", payload).ok());
+  std::string entry = readFile(path);
+  // The header records the SHA-256 as 64 hex digits.
+  size_t meta = entry.find("\n", entry.find("\n") + 1) + 1;
+  std::string sizeLine = entry.substr(meta, entry.find('\n', meta) - meta);
+  EXPECT_EQ(sizeLine.size(), std::string("3000 ").size() + 64) << sizeLine;
+  // A right key, a right size, a right header: one byte of the payload
+  // changed in place (the file keeps its owner and mode 0600), anywhere.
+  for (size_t at :
+       {entry.size() - payload.size(), entry.size() - 1500, entry.size() - 1}) {
+    std::string changed = entry;
+    changed[at] = 'q';
+    {
+      int fd = open(path.c_str(), O_WRONLY | O_TRUNC);
+      ASSERT_GE(fd, 0);
+      ASSERT_EQ(write(fd, changed.data(), changed.size()),
+                ssize_t(changed.size()));
+      close(fd);
+    }
+    EXPECT_FALSE(cache.get("k").has_value()) << "byte " << at;
+  }
+  // So is a header whose size was changed to match a longer payload.
+  {
+    std::string longer = entry;
+    longer.replace(meta, 4, "3001");
+    longer += "p";
+    int fd = open(path.c_str(), O_WRONLY | O_TRUNC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, longer.data(), longer.size()), ssize_t(longer.size()));
+    close(fd);
+    EXPECT_FALSE(cache.get("k").has_value());
+  }
+  // The file unchanged is a hit: the misses above were the changes'.
+  {
+    int fd = open(path.c_str(), O_WRONLY | O_TRUNC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, entry.data(), entry.size()), ssize_t(entry.size()));
+    close(fd);
+  }
+  EXPECT_EQ(cache.get("k").value_or(""), payload);
+}
+
+/// Sets the umask for the scope.
+class Umask {
+public:
+  explicit Umask(mode_t mask) : saved_(umask(mask)) {}
+  ~Umask() { umask(saved_); }
+
+private:
+  mode_t saved_;
+};
+
+mode_t modeOf(const std::string &path) {
+  struct stat info;
+  if (lstat(path.c_str(), &info) != 0)
+    return mode_t(-1);
+  return info.st_mode & 07777;
+}
+
+TEST(DiskCacheSecurity, EntriesAre0600AndCreatedDirectories0700) {
+  std::string root = freshDirectory();
+  {
+    // The widest umask: modes must come from attnc, not from it.
+    Umask none(0);
+    DiskCache cache(root + "/made/by/attnc");
+    ASSERT_TRUE(cache.put("k", "payload").ok());
+    for (const char *dir : {"/made", "/made/by", "/made/by/attnc"})
+      EXPECT_EQ(modeOf(root + dir), mode_t(0700)) << dir;
+    EXPECT_EQ(modeOf(root + "/made/by/attnc/k.entry"), mode_t(0600));
+    EXPECT_EQ(cache.get("k").value_or(""), "payload");
+  }
+  {
+    // A umask that takes the owner's bits away too: the entry is still
+    // 0600, so that this user can read it back.
+    Umask narrow(0377);
+    DiskCache cache(root);
+    ASSERT_TRUE(cache.put("k", "payload").ok());
+    EXPECT_EQ(modeOf(root + "/k.entry"), mode_t(0600));
+  }
+  EXPECT_EQ(DiskCache(root).get("k").value_or(""), "payload");
+}
+
+/// Whether `status` refuses `dir` by name, for `reason`.
+::testing::AssertionResult refuses(const Status &status, const std::string &dir,
+                                   const std::string &reason) {
+  if (status.ok())
+    return ::testing::AssertionFailure() << "not refused";
+  const std::string &m = status.message();
+  if (m.find("kernel cache " + dir + " ") == std::string::npos ||
+      m.find(reason) == std::string::npos ||
+      m.find("refusing to use it") == std::string::npos)
+    return ::testing::AssertionFailure() << "refused as: " << m;
+  return ::testing::AssertionSuccess();
+}
+
+/// A valid entry put while `dir` was fine; then `dir` is made unsafe by
+/// `spoil` and must be refused for `reason` by put, list and clear (get
+/// misses), and the entry left alone.
+void expectRefusedAfter(const std::string &dir,
+                        const std::function<bool()> &spoil,
+                        const std::string &reason) {
+  DiskCache cache(dir);
+  ASSERT_TRUE(cache.put("k", "payload").ok());
+  ASSERT_EQ(cache.get("k").value_or(""), "payload");
+  ASSERT_TRUE(spoil());
+  EXPECT_TRUE(refuses(cache.put("k", "other"), dir, reason));
+  EXPECT_TRUE(refuses(cache.put("new", "other"), dir, reason));
+  EXPECT_FALSE(cache.get("k").has_value()) << "an entry in " << dir;
+  StatusOr<std::vector<DiskCache::Entry>> entries = cache.list();
+  EXPECT_TRUE(refuses(entries.status(), dir, reason));
+  StatusOr<int> removed = cache.clear();
+  EXPECT_TRUE(refuses(removed.status(), dir, reason));
+  EXPECT_EQ(countFiles(dir), 1) << "a refused cache was written or cleared";
+}
+
+TEST(DiskCacheSecurity, WorldWritableDirectoryIsRefusedByName) {
+  std::string dir = freshDirectory();
+  expectRefusedAfter(
+      dir, [&] { return chmod(dir.c_str(), 0777) == 0; },
+      "is writable by others (mode 0777)");
+  // Sticky, as /tmp is: others still create files in it.
+  std::string sticky = freshDirectory();
+  expectRefusedAfter(
+      sticky, [&] { return chmod(sticky.c_str(), 01777) == 0; },
+      "is writable by others (mode 1777)");
+  EXPECT_NE(DiskCache(dir).put("k", "x").message().find("XDG_CACHE_HOME"),
+            std::string::npos)
+      << "the refusal says how to get out of it";
+}
+
+TEST(DiskCacheSecurity, GroupWritableDirectoryIsRefused) {
+  std::string dir = freshDirectory();
+  expectRefusedAfter(
+      dir, [&] { return chmod(dir.c_str(), 0770) == 0; },
+      "is writable by its group (mode 0770)");
+  // Read and search by others is fine: only writing is refused.
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+  EXPECT_TRUE(DiskCache(dir).put("k", "x").ok());
+}
+
+TEST(DiskCacheSecurity, ForeignOwnedDirectoryIsRefused) {
+  if (geteuid() != 0) {
+    // The root directory is root's: refused for anyone else.
+    struct stat info;
+    ASSERT_EQ(stat("/", &info), 0);
+    if (info.st_uid == geteuid() || (info.st_mode & 022))
+      GTEST_SKIP() << "/ is not root's 0755 here";
+    EXPECT_TRUE(refuses(DiskCache("/").put("k", "x"), "/",
+                        "is owned by another user (uid 0, not " +
+                            std::to_string(geteuid()) + ")"));
+    return;
+  }
+  // Root owns whatever it creates: give a directory to nobody.
+  std::string dir = freshDirectory();
+  DiskCache cache(dir);
+  ASSERT_TRUE(cache.put("k", "payload").ok());
+  if (chown(dir.c_str(), 65534, 65534) != 0)
+    GTEST_SKIP() << "running as root but cannot chown a directory to nobody "
+                    "(65534): "
+                 << strerror(errno);
+  EXPECT_TRUE(refuses(cache.put("k", "other"), dir,
+                      "is owned by another user (uid 65534, not 0)"));
+  EXPECT_FALSE(cache.get("k").has_value());
+  EXPECT_TRUE(refuses(cache.list().status(), dir, "owned by another user"));
+  ASSERT_EQ(chown(dir.c_str(), 0, 0), 0);
+  EXPECT_EQ(cache.get("k").value_or(""), "payload");
+}
+
+TEST(DiskCacheSecurity, EntryOthersCouldWriteOrOwnIsAMiss) {
+  DiskCache cache(freshDirectory());
+  std::string path = cache.directory() + "/k.entry";
+  ASSERT_TRUE(cache.put("k", "payload").ok());
+  for (mode_t mode : {mode_t(0666), mode_t(0620), mode_t(0602)}) {
+    ASSERT_EQ(chmod(path.c_str(), mode), 0);
+    EXPECT_FALSE(cache.get("k").has_value()) << std::oct << mode;
+  }
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0); // others may read, not write
+  EXPECT_EQ(cache.get("k").value_or(""), "payload");
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
+  EXPECT_EQ(cache.get("k").value_or(""), "payload");
+  if (geteuid() == 0 && chown(path.c_str(), 65534, 65534) == 0) {
+    EXPECT_FALSE(cache.get("k").has_value()) << "an entry nobody owns";
+    auto entries = cache.list();
+    ASSERT_TRUE(entries.ok());
+    ASSERT_EQ(entries->size(), 1u);
+    EXPECT_FALSE((*entries)[0].valid);
+  }
+  // A put replaces it with this user's entry.
+  ASSERT_TRUE(cache.put("k", "payload").ok());
+  EXPECT_EQ(cache.get("k").value_or(""), "payload");
+}
+
+TEST(DiskCacheSecurity, LinkToTheDirectoryIsCheckedAtItsTarget) {
+  std::string root = freshDirectory();
+  std::string real = root + "/real", link = root + "/link";
+  ASSERT_EQ(mkdir(real.c_str(), 0700), 0);
+  ASSERT_EQ(symlink(real.c_str(), link.c_str()), 0);
+  // A link to a directory of ours that passes: used (the link itself is
+  // 0777, as every link is).
+  DiskCache cache(link);
+  ASSERT_TRUE(cache.put("k", "payload").ok());
+  EXPECT_EQ(cache.get("k").value_or(""), "payload");
+  EXPECT_EQ(modeOf(real + "/k.entry"), mode_t(0600));
+  // Its target opened to others: refused, named as the user gave it.
+  ASSERT_EQ(chmod(real.c_str(), 0777), 0);
+  EXPECT_TRUE(refuses(cache.put("k", "x"), link, "writable by others"));
+  EXPECT_FALSE(cache.get("k").has_value());
 }
 
 TEST(DiskCacheFailures, KeysThatAreNotFileNamesAreRefused) {
