@@ -420,6 +420,15 @@ attnc_status attnc_run(attnc_kernel kernelHandle, attnc_plan planHandle,
         kernels().find(kernelHandle, "kernel");
     if (!kernel)
       return ATTNC_INVALID_ARGUMENT;
+    // The kernel's declared counts bound what is read of the arrays.
+    int declaredInputs = int(kernel->inputs().size());
+    int declaredOutputs = int(kernel->outputs().size());
+    if (numInputs != declaredInputs || numOutputs != declaredOutputs)
+      return invalid("num_inputs and num_outputs must be the kernel's " +
+                     std::to_string(declaredInputs) + " inputs and " +
+                     std::to_string(declaredOutputs) + " outputs, got " +
+                     std::to_string(numInputs) + " and " +
+                     std::to_string(numOutputs));
     std::vector<std::vector<int64_t>> sizes;
     if (bufferSizes) {
       int buffers = 0;

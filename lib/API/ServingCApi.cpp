@@ -270,6 +270,11 @@ attnc_status attnc_kv_pool_append_slots(attnc_kv_pool handle, uint64_t keys,
                                         uint64_t values, int64_t keyStride,
                                         int64_t valueStride, uint64_t slots,
                                         int64_t tokens, void *stream) {
+  // A step's rows are counted by int32 (qo_indptr): more is no step's.
+  if (tokens > INT32_MAX)
+    return invalid("tokens must be at most 2147483647 (a step's int32 "
+                   "qo_indptr), got " +
+                   str(tokens));
   return guarded([&] {
     std::shared_ptr<PoolObject> pool = pools().find(handle, "pool");
     if (!pool)
@@ -337,8 +342,10 @@ attnc_status attnc_radix_cache_match_prefix(attnc_radix_cache handle,
     if (!cache)
       return ATTNC_INVALID_ARGUMENT;
     Lock lock(cache->pool->mutex);
-    RadixCache::Match match = cache->cache->matchPrefix(
-        std::vector<attnc::Token>(tokens, tokens + numTokens), cacheNamespace);
+    // Read only as far as the tree matches: num_tokens bounds nothing the
+    // library knows, so the array is never copied whole.
+    RadixCache::Match match =
+        cache->cache->matchPrefix(tokens, size_t(numTokens), cacheNamespace);
     int64_t capacity = pages ? *numPages : 0; // read only with an array
     int64_t count = sizeOf(match.pages.size());
     *numPages = count;
@@ -456,6 +463,13 @@ attnc_status attnc_scheduler_add(attnc_scheduler handle,
         schedulers().find(handle, "scheduler");
     if (!scheduler)
       return ATTNC_INVALID_ARGUMENT;
+    Lock lock(scheduler->mutex());
+    // The scheduler's own checks, before prompt_len tokens are read: a
+    // length past the pool or int32 positions is refused uncopied.
+    if (attnc::Status status = scheduler->scheduler->checkRequest(
+            c->id, c->prompt_len, c->max_tokens, c->n);
+        !status.ok())
+      return fail(status);
     attnc::Request request;
     request.id = c->id;
     request.prompt.assign(c->prompt, c->prompt + c->prompt_len);
@@ -463,7 +477,6 @@ attnc_status attnc_scheduler_add(attnc_scheduler handle,
     request.priority = c->priority;
     request.cacheNamespace = c->cache_namespace;
     request.n = c->n;
-    Lock lock(scheduler->mutex());
     attnc::Status status = scheduler->scheduler->add(request);
     return status.ok() ? ATTNC_OK : fail(status);
   });
@@ -547,6 +560,12 @@ attnc_status attnc_scheduler_commit(attnc_scheduler handle,
         schedulers().find(handle, "scheduler");
     if (!scheduler)
       return ATTNC_INVALID_ARGUMENT;
+    Lock lock(scheduler->mutex());
+    // The samplers the last step awaits bound what is read of `samples`.
+    if (attnc::Status status =
+            scheduler->scheduler->checkSampleCount(numSamples);
+        !status.ok())
+      return fail(status);
     std::vector<attnc::Sample> taken;
     taken.reserve(size_t(numSamples));
     for (int64_t k = 0; k < numSamples; ++k) {
@@ -560,7 +579,6 @@ attnc_status attnc_scheduler_commit(attnc_scheduler handle,
       sample.stop = samples[k].stop == 1;
       taken.push_back(sample);
     }
-    Lock lock(scheduler->mutex());
     attnc::StatusOr<std::vector<attnc::RequestId>> done =
         scheduler->scheduler->commit(taken);
     if (!done.ok())

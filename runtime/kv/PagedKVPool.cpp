@@ -156,6 +156,8 @@ const std::byte *PagedKVPool::valueAt(PageId page, int64_t inPage,
 StatusOr<std::vector<PageId>> PagedKVPool::allocate(int64_t count) {
   if (count < 0)
     return invalid("cannot allocate " + str(count) + " pages");
+  if (Status status = injectedFault(Operation::Allocate); !status.ok())
+    return status;
   if (count > numFreePages())
     return Status::error(ErrorCode::OutOfMemory,
                          "the pool has " + str(numFreePages()) +
@@ -189,6 +191,8 @@ Status PagedKVPool::retain(const std::vector<PageId> &pages) {
 
 Status PagedKVPool::release(const std::vector<PageId> &pages) {
   if (Status status = checkPagesInUse(pages); !status.ok())
+    return status;
+  if (Status status = injectedFault(Operation::Release); !status.ok())
     return status;
   // A page listed more often than it is referenced would be freed twice.
   std::unordered_map<PageId, int32_t> drops;
@@ -228,6 +232,8 @@ PagedKVPool::lookup(SequenceId sequence) const {
 
 Status PagedKVPool::copyPageContents(PageId from, PageId to) {
   if (Status status = checkPagesInUse({from, to}); !status.ok())
+    return status;
+  if (Status status = injectedFault(Operation::CopyPage); !status.ok())
     return status;
   return copyPage(from, to);
 }

@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -170,6 +171,15 @@ public:
   /// once) or in use, and that sequences reference only pages in use.
   Status checkInvariants() const;
 
+  /// A test seam: failures an engine meets only rarely (a device copy
+  /// failing) injected on demand, to show that callers that must be
+  /// all-or-nothing are. allocate, release and copyPageContents ask the
+  /// hook first and return its error before changing anything; null (the
+  /// default) injects nothing.
+  enum class Operation { Allocate, Release, CopyPage };
+  using FaultHook = std::function<Status(Operation)>;
+  void setFaultHook(FaultHook hook) { faultHook_ = std::move(hook); }
+
 private:
   struct Sequence {
     std::vector<PageId> pages;
@@ -204,6 +214,10 @@ private:
   std::vector<PageId> free_;
   std::unordered_map<SequenceId, Sequence> sequences_;
   SequenceId nextSequence_ = 0;
+  FaultHook faultHook_;
+  Status injectedFault(Operation operation) const {
+    return faultHook_ ? faultHook_(operation) : Status();
+  }
 };
 
 } // namespace attnc

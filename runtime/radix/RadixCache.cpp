@@ -131,6 +131,37 @@ RadixCache::Node *RadixCache::splitNode(Node *node, int64_t keepPages) {
 
 RadixCache::Match RadixCache::matchPrefix(const std::vector<Token> &tokens,
                                           CacheNamespace space) {
+  return matchPrefix(tokens.data(), tokens.size(), space);
+}
+
+int64_t RadixCache::matchLength(const Token *tokens, size_t count,
+                                CacheNamespace space) const {
+  auto root = roots_.find(space);
+  if (root == roots_.end())
+    return 0;
+  const Node *node = root->second.get();
+  size_t offset = 0;
+  while (offset + pageSize_ <= count) {
+    auto it = node->children.find(firstPage(tokens + offset));
+    if (it == node->children.end())
+      break;
+    const Node *child = it->second.get();
+    size_t pages = 1, childPages = child->pages.size();
+    while (pages < childPages && offset + (pages + 1) * pageSize_ <= count &&
+           std::equal(child->key.begin() + pages * pageSize_,
+                      child->key.begin() + (pages + 1) * pageSize_,
+                      tokens + offset + pages * pageSize_))
+      ++pages;
+    offset += pages * pageSize_;
+    if (pages < childPages)
+      break;
+    node = child;
+  }
+  return static_cast<int64_t>(offset);
+}
+
+RadixCache::Match RadixCache::matchPrefix(const Token *tokens, size_t count,
+                                          CacheNamespace space) {
   Match match;
   // A lookup does not make a namespace: one with nothing cached matches
   // nothing, at the default root (whose lock, like every root's, is a no-op).
@@ -143,18 +174,17 @@ RadixCache::Match RadixCache::matchPrefix(const std::vector<Token> &tokens,
   uint64_t now = ++clock_;
   touch(node, now);
   size_t offset = 0;
-  while (offset + pageSize_ <= tokens.size()) {
-    auto it = node->children.find(firstPage(tokens, offset));
+  while (offset + pageSize_ <= count) {
+    auto it = node->children.find(firstPage(tokens + offset));
     if (it == node->children.end())
       break;
     Node *child = it->second.get();
     int64_t pages = 1;
     int64_t childPages = static_cast<int64_t>(child->pages.size());
-    while (pages < childPages &&
-           offset + (pages + 1) * pageSize_ <= tokens.size() &&
+    while (pages < childPages && offset + (pages + 1) * pageSize_ <= count &&
            std::equal(child->key.begin() + pages * pageSize_,
                       child->key.begin() + (pages + 1) * pageSize_,
-                      tokens.begin() + offset + pages * pageSize_))
+                      tokens + offset + pages * pageSize_))
       ++pages;
     if (pages < childPages)
       child = splitNode(child, pages);

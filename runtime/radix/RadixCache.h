@@ -98,6 +98,14 @@ public:
   /// The longest cached prefix of `tokens` in whole pages. A match that
   /// ends inside a node splits it, so that `node` covers exactly the match.
   Match matchPrefix(const std::vector<Token> &tokens, CacheNamespace space = 0);
+  /// The same over tokens[0 .. count), read only as far as the tree
+  /// matches: a caller's array of any length costs the match, not a copy.
+  Match matchPrefix(const Token *tokens, size_t count,
+                    CacheNamespace space = 0);
+  /// The tokens matchPrefix would match, without splitting or touching
+  /// anything: what an insert of `tokens` would find cached already.
+  int64_t matchLength(const Token *tokens, size_t count,
+                      CacheNamespace space = 0) const;
 
   /// Inserts the first `pages.size()` pages of `tokens`. Returns how many
   /// leading tokens were already cached: the tree takes over the caller's
@@ -158,6 +166,9 @@ private:
   void removePages(const Node *node);
   std::vector<Token> firstPage(const std::vector<Token> &tokens,
                                size_t offset) const;
+  std::vector<Token> firstPage(const Token *tokens) const {
+    return std::vector<Token>(tokens, tokens + pageSize_);
+  }
   void checkInDebug() const;
 
   PagedKVPool &pool_;

@@ -71,10 +71,6 @@ namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-std::vector<Token> head(const std::vector<Token> &tokens, int64_t count) {
-  return std::vector<Token>(tokens.begin(), tokens.begin() + count);
-}
-
 } // namespace
 
 std::vector<Token> RunningRequest::sequence() const {
@@ -96,46 +92,54 @@ Scheduler::~Scheduler() {
     (void)retire(running, 0);
 }
 
-Status Scheduler::add(const Request &request) {
-  std::string name = "request " + std::to_string(request.id);
-  if (request.prompt.empty() || request.maxTokens < 1)
+Status Scheduler::checkRequest(RequestId id, int64_t prompt, int64_t maxTokens,
+                               int64_t n) const {
+  std::string name = "request " + std::to_string(id);
+  if (prompt < 1 || maxTokens < 1)
     return Status::error(ErrorCode::InvalidArgument,
                          name + " needs a prompt and max_tokens of at least 1");
-  // A step's positions are int32: so is every sequence.
-  if (request.maxTokens >
-      INT32_MAX - static_cast<int64_t>(request.prompt.size()))
-    return Status::error(
-        ErrorCode::InvalidArgument,
-        name + ": prompt (" + std::to_string(request.prompt.size()) +
-            " tokens) and max_tokens (" + std::to_string(request.maxTokens) +
-            ") exceed 2147483647 positions");
-  if (request.n < 1 || request.n > kMaxParallelSamples)
+  // A step's positions are int32: so is every sequence. (Both are positive
+  // here: the difference cannot overflow.)
+  if (maxTokens > INT32_MAX - prompt)
     return Status::error(ErrorCode::InvalidArgument,
-                         name + " asks for " + std::to_string(request.n) +
+                         name + ": prompt (" + std::to_string(prompt) +
+                             " tokens) and max_tokens (" +
+                             std::to_string(maxTokens) +
+                             ") exceed 2147483647 positions");
+  if (n < 1 || n > kMaxParallelSamples)
+    return Status::error(ErrorCode::InvalidArgument,
+                         name + " asks for " + std::to_string(n) +
                              " parallel samples: n must be in [1, " +
                              std::to_string(kMaxParallelSamples) + "]");
-  if (request.n > config_.maxRunning)
+  if (n > config_.maxRunning)
     return Status::error(ErrorCode::InvalidArgument,
-                         name + " asks for " + std::to_string(request.n) +
+                         name + " asks for " + std::to_string(n) +
                              " parallel samples, the scheduler runs at most " +
                              std::to_string(config_.maxRunning) + " sequences");
   // The prompt once, each branch's output, and a copy of the prompt's
   // partial last page for every branch but the first.
   int64_t pageSize = pool_.pageSize();
-  int64_t prompt = static_cast<int64_t>(request.prompt.size());
-  int64_t pages =
-      ceilDiv(prompt + request.maxTokens, pageSize) +
-      int64_t(request.n - 1) * (ceilDiv(request.maxTokens, pageSize) + 1);
+  int64_t pages = ceilDiv(prompt + maxTokens, pageSize) +
+                  (n - 1) * (ceilDiv(maxTokens, pageSize) + 1);
   if (pages > pool_.numPages())
     return Status::error(
         ErrorCode::OutOfMemory,
         name + " needs " + std::to_string(pages) +
             " pages of KV cache (prompt, and max_tokens for each of its " +
-            std::to_string(request.n) + " samples), the pool holds " +
+            std::to_string(n) + " samples), the pool holds " +
             std::to_string(pool_.numPages()));
-  if (liveBranches_.count(request.id))
+  if (liveBranches_.count(id))
     return Status::error(ErrorCode::InvalidArgument,
                          name + " is queued or running already");
+  return Status();
+}
+
+Status Scheduler::add(const Request &request) {
+  int64_t prompt = static_cast<int64_t>(request.prompt.size());
+  if (Status status =
+          checkRequest(request.id, prompt, request.maxTokens, request.n);
+      !status.ok())
+    return status;
   Waiter waiter;
   waiter.request = request;
   waiter.promptLength = prompt;
@@ -230,9 +234,7 @@ std::vector<Scheduler::Arrival> Scheduler::dfsWeightOrder() {
     const std::vector<Token> &prompt = waiter.request.prompt;
     const RadixCache::Node *node =
         cache_
-            .matchPrefix(std::vector<Token>(prompt.begin(),
-                                            prompt.begin() +
-                                                waiter.matchable * pageSize),
+            .matchPrefix(prompt.data(), size_t(waiter.matchable * pageSize),
                          waiter.request.cacheNamespace)
             .node;
     at[node].push_back(arrival);
@@ -478,7 +480,8 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
       return false;
     available -= pinned + needed * pageSize;
     RadixCache::Match match = cache_.matchPrefix(
-        head(request.prompt, waiter.cached * pageSize), request.cacheNamespace);
+        request.prompt.data(), size_t(waiter.cached * pageSize),
+        request.cacheNamespace);
     if (match.tokens != waiter.cached * pageSize) {
       // Two prefixes of one page hash (a collision): the tree is right.
       // The waiter is filed again after the pass and tried at the next.
@@ -640,16 +643,47 @@ Status Scheduler::growDecodes(StepStats &stats) {
 }
 
 Status Scheduler::preempt(size_t index) {
-  RunningRequest running = std::move(running_[index]);
-  running_.erase(running_.begin() + static_cast<ptrdiff_t>(index));
+  RunningRequest &running = running_[index];
+  // The waiter is made first (a copy: what can throw comes before any
+  // change), and retire is all or nothing: an error leaves the request
+  // running as it was.
+  Waiter waiter = continuation(running);
+  Arrival arrival = running.arrival + uint64_t(running.branch);
   // What it computed stays in the cache, unlocked: its recomputation reads
   // whatever eviction leaves of it.
   if (Status status = retire(running, running.fed); !status.ok())
     return status;
+  running_.erase(running_.begin() + static_cast<ptrdiff_t>(index));
   ++totals_.preemptions;
   newTokenRatio_ = config_.initialNewTokenRatio;
-  Arrival arrival = running.arrival + uint64_t(running.branch);
-  enqueue(continuation(std::move(running)), arrival);
+  enqueue(std::move(waiter), arrival);
+  return Status();
+}
+
+Status Scheduler::checkHolds(const RunningRequest &running) const {
+  auto broken = [&](const std::string &what) {
+    return Status::error(ErrorCode::Internal,
+                         "request " + std::to_string(running.request.id) +
+                             " branch " + std::to_string(running.branch) +
+                             ": " + what);
+  };
+  auto inUse = [&](PageId page) {
+    return page >= 0 && page < pool_.numPages() && pool_.refCount(page) > 0;
+  };
+  for (size_t i = running.ownedFrom; i < running.pages.size(); ++i)
+    if (!inUse(running.pages[i]))
+      return broken("holds page " + std::to_string(running.pages[i]) +
+                    ", which the pool has free");
+  for (PageId page : running.forkPages)
+    if (!inUse(page))
+      return broken("reserved page " + std::to_string(page) +
+                    ", which the pool has free");
+  if (!running.locked)
+    return broken("locks no prefix");
+  for (const RadixCache::Node *node = running.locked; node->parent;
+       node = node->parent)
+    if (node->lockRef <= 0)
+      return broken("its prefix is not locked");
   return Status();
 }
 
@@ -664,50 +698,102 @@ Scheduler::Waiter Scheduler::continuation(RunningRequest running) const {
   return waiter;
 }
 
-Status Scheduler::cacheComputed(RunningRequest &running, int64_t tokens) {
+Status Scheduler::cacheComputed(RunningRequest &running, int64_t tokens,
+                                std::vector<PageId> alsoRelease) {
+  // Everything is read and checked first and the pool's release, which is
+  // all or nothing, goes before any change: the cache's steps after it
+  // cannot fail.
   int64_t pageSize = pool_.pageSize();
   int64_t full = tokens / pageSize;
-  if (full <= static_cast<int64_t>(running.ownedFrom))
+  bool inserts = full > static_cast<int64_t>(running.ownedFrom);
+  CacheNamespace space = running.request.cacheNamespace;
+  std::vector<Token> cached;
+  if (inserts) {
+    cached = running.sequence();
+    cached.resize(size_t(full * pageSize));
+    // Pages someone else cached meanwhile are the tree's: drop our copies.
+    size_t presentPages = static_cast<size_t>(
+        cache_.matchLength(cached.data(), cached.size(), space) / pageSize);
+    if (presentPages > running.ownedFrom)
+      alsoRelease.insert(alsoRelease.end(),
+                         running.pages.begin() + running.ownedFrom,
+                         running.pages.begin() + presentPages);
+  }
+  for (const RadixCache::Node *node = running.locked; node && node->parent;
+       node = node->parent)
+    if (node->lockRef <= 0)
+      return Status::error(ErrorCode::Internal,
+                           "request " + std::to_string(running.request.id) +
+                               ": its prefix is not locked");
+  if (!alsoRelease.empty())
+    if (Status status = pool_.release(alsoRelease); !status.ok())
+      return status;
+  if (!inserts)
     return Status();
-  std::vector<Token> cached = running.sequence();
-  cached.resize(size_t(full * pageSize));
   std::vector<PageId> pages(running.pages.begin(),
                             running.pages.begin() + full);
-  CacheNamespace space = running.request.cacheNamespace;
-  StatusOr<int64_t> present = cache_.insert(cached, pages, space);
-  if (!present.ok())
-    return present.status();
-  // Pages someone else cached meanwhile are the tree's now: drop our copies.
-  size_t presentPages = static_cast<size_t>(*present / pageSize);
-  if (presentPages > running.ownedFrom)
-    if (Status status = pool_.release(
-            std::vector<PageId>(running.pages.begin() + running.ownedFrom,
-                                running.pages.begin() + presentPages));
-        !status.ok())
-      return status;
+  // Cannot fail: there are exactly the pages' tokens.
+  (void)cache_.insert(cached, pages, space);
   RadixCache::Match match = cache_.matchPrefix(cached, space);
   std::copy(match.pages.begin(), match.pages.end(), running.pages.begin());
   running.ownedFrom = static_cast<size_t>(full);
   cache_.lock(match.node);
-  if (Status status = cache_.unlock(running.locked); !status.ok())
-    return status;
+  (void)cache_.unlock(running.locked); // checked above
   running.locked = match.node;
   return Status();
 }
 
 Status Scheduler::retire(RunningRequest &running, int64_t computed) {
-  Status cached = cacheComputed(running, computed);
-  Status released = pool_.release(std::vector<PageId>(
-      running.pages.begin() + running.ownedFrom, running.pages.end()));
+  // Every page after the cached whole pages returns with the duplicates,
+  // in cacheComputed's one release.
+  size_t kept = std::max(running.ownedFrom,
+                         static_cast<size_t>(computed / pool_.pageSize()));
+  kept = std::min(kept, running.pages.size());
+  std::vector<PageId> release(running.pages.begin() + kept,
+                              running.pages.end());
+  release.insert(release.end(), running.forkPages.begin(),
+                 running.forkPages.end());
+  if (Status status = cacheComputed(running, computed, std::move(release));
+      !status.ok())
+    return status;
+  running.pages.resize(running.ownedFrom);
+  running.forkPages.clear();
   withdrawInFlight(running);
-  Status unlocked = cache_.unlock(running.locked);
-  return !cached.ok() ? cached : !released.ok() ? released : unlocked;
+  (void)cache_.unlock(running.locked); // locked by cacheComputed, or checked
+  return Status();
 }
 
-Status Scheduler::fork(size_t index) {
+Status Scheduler::reserveForkPages(const std::vector<Fed> &fed) {
+  int64_t pageSize = pool_.pageSize();
+  for (const Fed &f : fed) {
+    RunningRequest &running = running_[f.index];
+    int64_t length = running.length();
+    if (running.request.n <= 1 || f.begin + f.count != length ||
+        length % pageSize == 0)
+      continue;
+    // The branches' copies of the partial last page; those that find no
+    // page are computed again from the cache (fork).
+    int64_t wanted = running.request.n - 1;
+    int64_t missing = wanted - pool_.numFreePages();
+    if (missing > 0)
+      totals_.evictedTokens += cache_.evict(missing * pageSize);
+    int64_t count = std::min(wanted, pool_.numFreePages());
+    if (count == 0)
+      continue;
+    StatusOr<std::vector<PageId>> pages = pool_.allocate(count);
+    if (!pages.ok())
+      return pages.status();
+    running.forkPages = std::move(*pages);
+  }
+  return Status();
+}
+
+void Scheduler::fork(size_t index) {
   int32_t n = running_[index].request.n;
   running_[index].request.n = 1;
-  int64_t pageSize = pool_.pageSize();
+  std::vector<PageId> reserved = std::move(running_[index].forkPages);
+  running_[index].forkPages.clear();
+  size_t used = 0;
   for (int32_t branch = 1; branch < n; ++branch) {
     const RunningRequest &parent = running_[index];
     RunningRequest child = parent;
@@ -715,31 +801,18 @@ Status Scheduler::fork(size_t index) {
     child.admission = admissions_++;
     child.pages.resize(parent.ownedFrom);
     bool partial = parent.pages.size() > parent.ownedFrom;
-    if (partial && pool_.numFreePages() == 0)
-      totals_.evictedTokens += cache_.evict(pageSize);
-    if (partial && pool_.numFreePages() == 0) {
+    if (partial && used == reserved.size()) {
       // No page to copy into: the branch is computed again from the
       // cache once it has its first token (commit queues it).
       unforked_.push_back(std::move(child));
       continue;
     }
-    if (partial) {
-      StatusOr<std::vector<PageId>> page = pool_.allocate(1);
-      if (!page.ok())
-        return page.status();
-      if (Status status = pool_.copyPageContents(parent.pages[parent.ownedFrom],
-                                                 page->front());
-          !status.ok()) {
-        (void)pool_.release(*page);
-        return status;
-      }
-      child.pages.push_back(page->front());
-    }
+    if (partial)
+      child.pages.push_back(reserved[used++]); // copied by commit
     cache_.lock(child.locked);
     inFlight_.insert(child.hashes.begin(), child.hashes.end());
     running_.push_back(std::move(child));
   }
-  return Status();
 }
 
 void Scheduler::withdrawInFlight(const RunningRequest &running) {
@@ -822,7 +895,6 @@ StatusOr<StepStats> Scheduler::step() {
                          "the last step's " +
                              std::to_string(awaitingSamples_.size()) +
                              " samples were not committed");
-  committed_ = false;
   StepStats stats;
   std::vector<Fed> fed;
   ++steps_;
@@ -875,8 +947,15 @@ StatusOr<StepStats> Scheduler::step() {
   // request reads the cache as it is when it arrives).
   if (waiting_.empty())
     (void)cache_.takeChanges();
+  // The pages a fork copies into are taken now, while the step may still
+  // evict, so that commit changes nothing before its copies succeed.
+  if (Status status = reserveForkPages(fed); !status.ok())
+    return status;
   stats.batch = batchOf(fed);
   stats.batch.numDecodes = decodes;
+  // Only a step that was formed awaits a commit: a failed one leaves the
+  // scheduler able to step again.
+  committed_ = false;
   for (size_t k = 0; k < stats.batch.samplers.size(); ++k)
     awaitingSamples_.push_back(
         {stats.batch.samplers[k], stats.batch.samplerBranches[k]});
@@ -888,13 +967,21 @@ StatusOr<StepStats> Scheduler::step() {
   return stats;
 }
 
-StatusOr<std::vector<RequestId>>
-Scheduler::commit(const std::vector<Sample> &samples) {
-  if (samples.size() != awaitingSamples_.size())
+Status Scheduler::checkSampleCount(int64_t count) const {
+  if (count != static_cast<int64_t>(awaitingSamples_.size()))
     return Status::error(
         ErrorCode::InvalidArgument,
         "the last step has " + std::to_string(awaitingSamples_.size()) +
-            " samplers, got " + std::to_string(samples.size()) + " samples");
+            " samplers, got " + std::to_string(count) + " samples");
+  return Status();
+}
+
+StatusOr<std::vector<RequestId>>
+Scheduler::commit(const std::vector<Sample> &samples) {
+  // Checked first: every error below returns before anything changes.
+  if (Status status = checkSampleCount(static_cast<int64_t>(samples.size()));
+      !status.ok())
+    return status;
   auto name = [](RequestId id, int32_t branch) {
     return "request " + std::to_string(id) +
            (branch ? " branch " + std::to_string(branch) : "");
@@ -908,8 +995,6 @@ Scheduler::commit(const std::vector<Sample> &samples) {
               name(samples[k].request, samples[k].branch) +
               ", the step's sampler " + std::to_string(k) + " is " +
               name(awaitingSamples_[k].first, awaitingSamples_[k].second));
-  awaitingSamples_.clear();
-  committed_ = true;
   using Key = std::pair<RequestId, int32_t>;
   auto indexOf = [&] {
     std::map<Key, size_t> index;
@@ -918,6 +1003,37 @@ Scheduler::commit(const std::vector<Sample> &samples) {
     return index;
   };
   std::map<Key, size_t> index = indexOf();
+  // What the commit lets go of (the pages and locks of the requests it
+  // caches or retires) must be held: a broken reference is found here, not
+  // half way through.
+  std::set<size_t> touched;
+  for (const Key &key : prefilled_)
+    if (auto it = index.find(key); it != index.end())
+      touched.insert(it->second);
+  for (const Sample &sample : samples)
+    if (auto it = index.find({sample.request, sample.branch});
+        it != index.end())
+      touched.insert(it->second);
+  for (size_t i : touched)
+    if (Status status = checkHolds(running_[i]); !status.ok())
+      return status;
+  // The forks' copies of the partial prompt page, into the pages the step
+  // reserved: the one step that can fail on its own (a device copy), so it
+  // goes before any change. Copying again on a retry is harmless.
+  for (const Sample &sample : samples) {
+    auto it = index.find({sample.request, 0});
+    if (sample.branch != 0 || it == index.end())
+      continue;
+    const RunningRequest &parent = running_[it->second];
+    if (parent.forkPages.empty())
+      continue;
+    PageId partial = parent.pages[size_t(parent.length() / pool_.pageSize())];
+    for (PageId page : parent.forkPages)
+      if (Status status = pool_.copyPageContents(partial, page); !status.ok())
+        return status;
+  }
+  awaitingSamples_.clear();
+  committed_ = true;
   // The step ran: the prompt chunks it computed enter the cache, for the
   // requests that share them (a request aborted since has none).
   for (const Key &key : prefilled_) {
@@ -939,8 +1055,7 @@ Scheduler::commit(const std::vector<Sample> &samples) {
       forking.insert(sample.request);
   }
   for (RequestId id : forking)
-    if (Status status = fork(index.at({id, 0})); !status.ok())
-      return status;
+    fork(index.at({id, 0}));
   if (!forking.empty())
     index = indexOf();
   std::map<Key, RunningRequest> unforked;

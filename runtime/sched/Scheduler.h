@@ -139,6 +139,10 @@ struct RunningRequest {
   /// Page-prefix hashes of the sequence's whole pages: the KV it computes,
   /// which waiting requests may wait for.
   std::vector<uint64_t> hashes;
+  /// Pages the step completing a prompt of n > 1 reserved for its
+  /// branches' copies of the partial last page, until commit forks them:
+  /// commit then allocates and evicts nothing.
+  std::vector<PageId> forkPages;
 
   int64_t length() const {
     return static_cast<int64_t>(request.prompt.size() + output.size());
@@ -229,9 +233,17 @@ public:
             RadixCache &cache);
   ~Scheduler();
 
-  /// Queues a request. Fails when its prompt and max_tokens could never
-  /// fit in the pool, or when a request of its id is queued or running.
+  /// Queues a request. Fails as checkRequest does.
   Status add(const Request &request);
+
+  /// Whether a request of this id, prompt length, max_tokens and n could be
+  /// queued: InvalidArgument for an empty prompt or max_tokens below 1, a
+  /// sequence past int32 positions, n outside [1, kMaxParallelSamples] or
+  /// above maxRunning, or an id queued or running; OutOfMemory when the
+  /// prompt and max_tokens could never fit in the pool. What add checks,
+  /// callable before the prompt is copied (the C API's).
+  Status checkRequest(RequestId id, int64_t promptLength, int64_t maxTokens,
+                      int64_t n) const;
 
   /// Forms the next forward pass: admits waiting requests, gives each
   /// decode the page its token goes to (evicting cached prefixes, then
@@ -251,7 +263,18 @@ public:
   /// gets a copy of its partial last page (the pool copies it), or, with
   /// no page to spare, is queued to compute that part again from the cache.
   /// Returns the finished requests.
+  ///
+  /// All or nothing: an error leaves the scheduler, its pool and its cache
+  /// as they were, so the engine may retry. Everything that can be wrong is
+  /// checked first (the samples, the references and locks the commit will
+  /// drop); the only operations that can fail after that, the page copies
+  /// of forks, go into pages the step reserved, before anything changes.
   StatusOr<std::vector<RequestId>> commit(const std::vector<Sample> &samples);
+
+  /// InvalidArgument unless `count` is the number of samples the last step
+  /// awaits: what commit checks first, callable before the samples are
+  /// copied (the C API's).
+  Status checkSampleCount(int64_t count) const;
 
   /// Drops a request wherever it is: from the queue, or from the running
   /// batch mid-prefill or mid-decode (its prefix unlocked, the pages it owns
@@ -272,6 +295,9 @@ public:
   std::vector<size_t> order();
 
 private:
+  /// Tests drive preempt directly (SchedulerTest.cpp defines it).
+  friend struct SchedulerTestAccess;
+
   /// A queued request and how much of its prompt the cache holds.
   struct Waiter {
     /// A preempted request's prompt is followed by what it had sampled:
@@ -333,21 +359,32 @@ private:
   /// and then preempting as needed.
   Status growDecodes(StepStats &stats);
   /// Takes running_[index] out of the batch and back to the queue: what
-  /// it computed enters the cache (unlocked), its output is kept.
+  /// it computed enters the cache (unlocked), its output is kept. All or
+  /// nothing, as retire.
   Status preempt(size_t index);
+  /// Checks that `running` holds what it will let go of: its own pages are
+  /// in use and its prefix is locked. Commit checks every request it
+  /// touches before changing anything.
+  Status checkHolds(const RunningRequest &running) const;
+  /// Reserves the copies of the partial prompt page for the branches of
+  /// every request of n > 1 whose prompt this step completes.
+  Status reserveForkPages(const std::vector<Fed> &fed);
   EngineBatch batchOf(const std::vector<Fed> &fed) const;
   /// Inserts the whole pages of the first `tokens` tokens of the sequence
   /// into the cache and locks them for the request instead of its older
-  /// prefix; pages the cache held already replace the request's copies.
-  Status cacheComputed(RunningRequest &running, int64_t tokens);
+  /// prefix; pages the cache held already replace the request's copies,
+  /// which are released with `alsoRelease`. All or nothing: the one
+  /// release, the only step that can fail, comes first.
+  Status cacheComputed(RunningRequest &running, int64_t tokens,
+                       std::vector<PageId> alsoRelease = {});
   /// Ends `running`'s hold on the pool and the cache: the whole pages of
   /// its first `computed` tokens enter the cache, its other pages return,
-  /// its prefix is unlocked, nobody waits for its KV any more. Every part
-  /// is done; the first error is returned.
+  /// its prefix is unlocked, nobody waits for its KV any more. All or
+  /// nothing, as cacheComputed.
   Status retire(RunningRequest &running, int64_t computed);
   /// Branches 1..n-1 of running_[index], whose prompt the last step
-  /// completed.
-  Status fork(size_t index);
+  /// completed, into the pages the step reserved (copied already).
+  void fork(size_t index);
   /// A waiter continuing `running`: its prompt and output computed again.
   Waiter continuation(RunningRequest running) const;
   /// No request waits any more for the KV `running` was computing.

@@ -310,12 +310,15 @@ TEST(CApi, APointerThatIsNoHandleIsAnError) {
   EXPECT_STREQ(
       attnc_variant_mlir(reinterpret_cast<attnc_variant>(compiled.kernel)), "");
   EXPECT_TRUE(contains(lastError(), "not a live attnc_variant"));
+  // The kernel's counts (3 inputs, 1 output), so that the plan is what is
+  // wrong.
+  uint64_t pointers[3] = {1, 2, 3};
   EXPECT_EQ(attnc_run(compiled.kernel,
-                      reinterpret_cast<attnc_plan>(compiled.kernel), nullptr, 0,
-                      nullptr, 0, nullptr, nullptr, nullptr),
+                      reinterpret_cast<attnc_plan>(compiled.kernel), pointers,
+                      3, pointers, 1, nullptr, nullptr, nullptr),
             ATTNC_INVALID_ARGUMENT);
   EXPECT_TRUE(contains(lastError(), "plan is not a live attnc_plan"));
-  EXPECT_EQ(attnc_run(compiled.kernel, plan, nullptr, 0, nullptr, 0, nullptr,
+  EXPECT_EQ(attnc_run(compiled.kernel, plan, pointers, 3, pointers, 1, nullptr,
                       nullptr, nullptr),
             ATTNC_INVALID_ARGUMENT);
   EXPECT_TRUE(contains(lastError(), "plan is not a live attnc_plan"));
@@ -374,6 +377,18 @@ TEST(CApi, RunChecksItsArrays) {
                       nullptr, nullptr, nullptr),
             ATTNC_INVALID_ARGUMENT);
   EXPECT_EQ(lastError(), "plan is null");
+  // The kernel's counts bound what is read: a count past the 3-entry
+  // array is refused before it is copied.
+  EXPECT_EQ(attnc_run(compiled.kernel, nullptr, pointers, 1 << 30, pointers, 1,
+                      nullptr, nullptr, nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "num_inputs and num_outputs must be the kernel's 3 "
+                         "inputs and 1 outputs, got 1073741824 and 1");
+  EXPECT_EQ(attnc_run(compiled.kernel, nullptr, pointers, 3, pointers, 3,
+                      nullptr, nullptr, nullptr),
+            ATTNC_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "num_inputs and num_outputs must be the kernel's 3 "
+                         "inputs and 1 outputs, got 3 and 3");
 }
 
 namespace {
@@ -658,4 +673,39 @@ TEST(CApi, RunChecksBufferSizes) {
   EXPECT_EQ(lastError(), "buffer_sizes[0] is null");
   attnc_kernel_destroy(kernel);
   attnc_variant_destroy(variant);
+}
+
+// Bindings read records' layouts from the library: each table lists the
+// struct's fields in order, at the compiler's offsets, with their kinds.
+TEST(CApi, RecordTablesDescribeTheStructs) {
+  int count = -1;
+  int64_t size = -1;
+  const attnc_field *fields =
+      attnc_record_fields("attnc_request", &count, &size);
+  ASSERT_NE(fields, nullptr);
+  ASSERT_EQ(count, 7);
+  EXPECT_EQ(size, int64_t(sizeof(attnc_request)));
+  EXPECT_STREQ(fields[1].name, "prompt");
+  EXPECT_EQ(fields[1].offset, int64_t(offsetof(attnc_request, prompt)));
+  EXPECT_EQ(fields[1].kind, ATTNC_FIELD_INT32_ARRAY);
+  EXPECT_STREQ(fields[5].name, "cache_namespace");
+  EXPECT_EQ(fields[5].offset,
+            int64_t(offsetof(attnc_request, cache_namespace)));
+  EXPECT_EQ(fields[5].kind, ATTNC_FIELD_UINT64);
+  // Every record: fields in order, none overlapping, all inside the struct.
+  int records = 0;
+  for (; *attnc_record_name(records); ++records) {
+    const attnc_field *f =
+        attnc_record_fields(attnc_record_name(records), &count, &size);
+    ASSERT_NE(f, nullptr);
+    for (int i = 0; i < count; ++i) {
+      EXPECT_GE(f[i].offset, i ? f[i - 1].offset + f[i - 1].size : 0)
+          << attnc_record_name(records) << "." << f[i].name;
+      EXPECT_LE(f[i].offset + f[i].size, size) << f[i].name;
+    }
+  }
+  EXPECT_EQ(records, 10);
+  EXPECT_STREQ(attnc_record_name(-1), "");
+  EXPECT_EQ(attnc_record_fields("attnc_nothing", &count, &size), nullptr);
+  EXPECT_EQ(count, 0);
 }

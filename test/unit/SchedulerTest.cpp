@@ -997,3 +997,187 @@ TEST(Scheduler, BranchesArePreemptedAndForkedWithoutLosingTokens) {
   EXPECT_EQ(deferred.preemptions, 0);
   EXPECT_GT(deferred.recomputedTokens, 0) << "every fork found a page";
 }
+
+namespace attnc {
+/// Scheduler's friend: preemption is driven directly, where step would
+/// have changed other things before it.
+struct SchedulerTestAccess {
+  static Status preempt(Scheduler &scheduler, size_t index) {
+    return scheduler.preempt(index);
+  }
+};
+} // namespace attnc
+
+namespace {
+
+/// Everything a failed call must leave as it was, as text (so that a
+/// difference prints): the pool's references and free pages, the cache's
+/// sizes, every running sequence and the queue.
+std::string snapshot(const Fixture &f) {
+  std::string text = "free " + std::to_string(f.pool->numFreePages()) + "\n";
+  text += "refs";
+  for (PageId page = 0; page < f.pool->numPages(); ++page)
+    text += " " + std::to_string(f.pool->refCount(page));
+  text += "\ncache " + std::to_string(f.cache->evictableSize()) + "/" +
+          std::to_string(f.cache->protectedSize()) + "\n";
+  for (const RunningRequest &running : f.scheduler->running()) {
+    text += "running " + std::to_string(running.request.id) + "." +
+            std::to_string(running.branch) + " n " +
+            std::to_string(running.request.n) + " fed " +
+            std::to_string(running.fed) + " output " +
+            std::to_string(running.output.size()) + " owned from " +
+            std::to_string(running.ownedFrom) + " locked " +
+            std::to_string(running.locked ? running.locked->lockRef : -1) +
+            " pages";
+    for (PageId page : running.pages)
+      text += " " + std::to_string(page);
+    text += " reserved";
+    for (PageId page : running.forkPages)
+      text += " " + std::to_string(page);
+    text += "\n";
+  }
+  const SchedulerTotals &totals = f.scheduler->totals();
+  text += "waiting " + std::to_string(f.scheduler->numWaiting()) +
+          " preemptions " + std::to_string(totals.preemptions) + " finished " +
+          std::to_string(totals.finished) + " evicted " +
+          std::to_string(totals.evictedTokens) + "\n";
+  return text;
+}
+
+/// The next step of both, with the same samples: equal batches and equal
+/// states after.
+void expectSameNextStep(Fixture &a, Fixture &b) {
+  StatusOr<SimulatedStep> left = a.step(), right = b.step();
+  ASSERT_TRUE(left.ok()) << left.status().toString();
+  ASSERT_TRUE(right.ok()) << right.status().toString();
+  const EngineBatch &x = left->stats.batch, &y = right->stats.batch;
+  EXPECT_EQ(x.requests, y.requests);
+  EXPECT_EQ(x.branches, y.branches);
+  EXPECT_EQ(x.tokens, y.tokens);
+  EXPECT_EQ(x.positions, y.positions);
+  EXPECT_EQ(x.slotMapping, y.slotMapping);
+  EXPECT_EQ(x.pageTable.indices, y.pageTable.indices);
+  EXPECT_EQ(x.samplers, y.samplers);
+  EXPECT_EQ(left->finished, right->finished);
+  EXPECT_EQ(snapshot(a), snapshot(b));
+}
+
+/// Fails the `nth` (from 1) call of `operation` on the pool, once.
+void failNth(PagedKVPool &pool, PagedKVPool::Operation operation, int nth,
+             int *calls) {
+  *calls = 0;
+  pool.setFaultHook([=](PagedKVPool::Operation op) {
+    if (op != operation || ++*calls != nth)
+      return Status();
+    return Status::error(ErrorCode::CudaError, "injected failure");
+  });
+}
+
+} // namespace
+
+// A fork's copy fails half way (a device error): the commit changes
+// nothing, and once retried the scheduler goes on exactly as one that never
+// saw the failure.
+TEST(Scheduler, ACommitWhoseCopyFailsChangesNothing) {
+  Fixture f(Policy::FCFS, /*pages=*/32), twin(Policy::FCFS, /*pages=*/32);
+  TracedRequest wide = makeRequest(1, range(1, 5), /*outputLen=*/3);
+  wide.n = 3;
+  TracedRequest other = makeRequest(2, range(50, 9), 3);
+  for (Fixture *g : {&f, &twin}) {
+    ASSERT_TRUE(g->add(wide).ok());
+    ASSERT_TRUE(g->add(other).ok());
+  }
+  StatusOr<StepStats> step = f.scheduler->step();
+  ASSERT_TRUE(step.ok()) << step.status().toString();
+  StatusOr<StepStats> twinStep = twin.scheduler->step();
+  ASSERT_TRUE(twinStep.ok());
+  std::vector<Sample> samples = f.model.sample(step->batch);
+  // The twin's model answers alike; its samples are these.
+  ASSERT_EQ(twin.model.sample(twinStep->batch).size(), samples.size());
+  // The 5-token prompt's partial page: a copy for each of branches 1, 2,
+  // reserved by the step; request 2's 9 tokens enter the cache.
+  ASSERT_EQ(f.scheduler->running()[0].forkPages.size(), 2u);
+  std::string before = snapshot(f);
+
+  int copies = 0;
+  failNth(*f.pool, PagedKVPool::Operation::CopyPage, 2, &copies);
+  StatusOr<std::vector<RequestId>> failed = f.scheduler->commit(samples);
+  EXPECT_EQ(copies, 2) << "the failure is injected at the second copy";
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().message(), "injected failure");
+  EXPECT_EQ(snapshot(f), before);
+  EXPECT_TRUE(f.pool->checkInvariants().ok());
+  EXPECT_TRUE(f.cache->checkInvariants().ok());
+
+  f.pool->setFaultHook(nullptr);
+  StatusOr<std::vector<RequestId>> retried = f.scheduler->commit(samples);
+  ASSERT_TRUE(retried.ok()) << retried.status().toString();
+  StatusOr<std::vector<RequestId>> twinDone = twin.scheduler->commit(samples);
+  ASSERT_TRUE(twinDone.ok());
+  EXPECT_EQ(*retried, *twinDone);
+  EXPECT_EQ(f.scheduler->running().size(), 4u) << "three branches and 2";
+  EXPECT_EQ(snapshot(f), snapshot(twin));
+  for (int i = 0; i < 4; ++i)
+    expectSameNextStep(f, twin);
+  f.runToCompletion();
+  twin.runToCompletion();
+  expectNoLeaks(f);
+}
+
+// A preemption whose release fails leaves the request running, holding
+// what it held; the scheduler then goes on as one that never tried.
+TEST(Scheduler, APreemptionWhoseReleaseFailsChangesNothing) {
+  Fixture f(Policy::FCFS, /*pages=*/32), twin(Policy::FCFS, /*pages=*/32);
+  for (Fixture *g : {&f, &twin}) {
+    ASSERT_TRUE(g->add(makeRequest(1, range(1, 10), 6)).ok());
+    ASSERT_TRUE(g->add(makeRequest(2, range(40, 7), 6)).ok());
+    for (int i = 0; i < 3; ++i)
+      ASSERT_TRUE(g->step().ok());
+  }
+  ASSERT_EQ(f.scheduler->running().size(), 2u);
+  std::string before = snapshot(f);
+  int releases = 0;
+  failNth(*f.pool, PagedKVPool::Operation::Release, 1, &releases);
+  Status failed = SchedulerTestAccess::preempt(*f.scheduler, 1);
+  EXPECT_EQ(releases, 1);
+  EXPECT_EQ(failed.message(), "injected failure");
+  EXPECT_EQ(snapshot(f), before);
+  EXPECT_TRUE(f.pool->checkInvariants().ok());
+  EXPECT_TRUE(f.cache->checkInvariants().ok());
+  f.pool->setFaultHook(nullptr);
+  expectSameNextStep(f, twin);
+
+  // Without the failure it goes through: back in the queue, its output
+  // kept, what it computed cached and unlocked.
+  ASSERT_EQ(f.scheduler->running().size(), 2u);
+  ASSERT_TRUE(SchedulerTestAccess::preempt(*f.scheduler, 1).ok());
+  EXPECT_EQ(f.scheduler->running().size(), 1u);
+  EXPECT_EQ(f.scheduler->numWaiting(), 1u);
+  EXPECT_EQ(f.scheduler->totals().preemptions, 1);
+  f.runToCompletion();
+  expectNoLeaks(f);
+}
+
+// What add and the C API check before a prompt is read, and commit before
+// its samples are.
+TEST(Scheduler, ChecksCountsBeforeReadingArrays) {
+  Fixture f(Policy::FCFS, /*pages=*/8);
+  EXPECT_EQ(f.scheduler->checkRequest(1, int64_t(1) << 31, 1, 1).message(),
+            "request 1: prompt (2147483648 tokens) and max_tokens (1) exceed "
+            "2147483647 positions");
+  Status big = f.scheduler->checkRequest(2, 100, 1, 1);
+  EXPECT_EQ(big.code(), ErrorCode::OutOfMemory);
+  EXPECT_EQ(big.message(), "request 2 needs 26 pages of KV cache (prompt, and "
+                           "max_tokens for each of its 1 samples), the pool "
+                           "holds 8");
+  EXPECT_EQ(f.scheduler->checkRequest(3, 4, 1, 1 << 20).message(),
+            "request 3 asks for 1048576 parallel samples: n must be in [1, "
+            "256]");
+  EXPECT_TRUE(f.scheduler->checkRequest(4, 4, 1, 1).ok());
+  EXPECT_EQ(f.scheduler->checkSampleCount(int64_t(1) << 40).message(),
+            "the last step has 0 samplers, got 1099511627776 samples");
+  EXPECT_TRUE(f.scheduler->checkSampleCount(0).ok());
+  // add refuses exactly what checkRequest does, with its message.
+  TracedRequest many = makeRequest(2, range(1, 100), 1);
+  EXPECT_EQ(f.add(many).message(), big.message());
+}

@@ -1285,3 +1285,148 @@ TEST(ServingCApi, CallsFromSeveralThreadsAreSerialized) {
   for (int64_t id = 0; id < 16; ++id)
     EXPECT_EQ(sampled[id], 4);
 }
+
+// Counts are checked against what the library knows before an array is
+// read that far: each call below hands a short array and a count far past
+// it, which a copy first would read out of bounds (ASan's catch).
+TEST(ServingCApi, CountsAreCheckedBeforeArraysAreRead) {
+  Stack s(/*pages=*/8, /*pageSize=*/4);
+  std::vector<int32_t> four = range(1, 4);
+  attnc_request request;
+  attnc_request_init(&request);
+  request.id = 1;
+  request.prompt = four.data();
+  request.prompt_len = int64_t(1) << 31;
+  EXPECT_ERROR(attnc_scheduler_add(s.scheduler, &request),
+               ATTNC_INVALID_ARGUMENT,
+               "request 1: prompt (2147483648 tokens) and max_tokens (1) "
+               "exceed 2147483647 positions");
+  // Within int32 positions but past the pool: the same OutOfMemory add
+  // gives, before the copy.
+  request.prompt_len = 100;
+  EXPECT_ERROR(attnc_scheduler_add(s.scheduler, &request), ATTNC_OUT_OF_MEMORY,
+               "request 1 needs 26 pages of KV cache (prompt, and max_tokens "
+               "for each of its 1 samples), the pool holds 8");
+  request.prompt_len = 4;
+  request.n = 1 << 20;
+  EXPECT_ERROR(attnc_scheduler_add(s.scheduler, &request),
+               ATTNC_INVALID_ARGUMENT, "n must be in [1, 256]");
+  request.n = 1;
+  ASSERT_EQ(attnc_scheduler_add(s.scheduler, &request), ATTNC_OK)
+      << lastError();
+
+  // commit reads no more samples than the step awaits.
+  attnc_step step = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK);
+  attnc_sample samples[2] = {{1, 9, 1, 0}, {1, 9, 1, 0}};
+  EXPECT_ERROR(attnc_scheduler_commit(s.scheduler, samples, int64_t(1) << 40,
+                                      nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT,
+               "the last step has 1 samplers, got 1099511627776 samples");
+  EXPECT_ERROR(
+      attnc_scheduler_commit(s.scheduler, samples, 2, nullptr, nullptr),
+      ATTNC_INVALID_ARGUMENT, "the last step has 1 samplers, got 2 samples");
+  // Refused commits changed nothing: the right one goes through.
+  int64_t finished[1] = {-1}, numFinished = 0;
+  ASSERT_EQ(
+      attnc_scheduler_commit(s.scheduler, samples, 1, finished, &numFinished),
+      ATTNC_OK)
+      << lastError();
+  EXPECT_EQ(numFinished, 1);
+  EXPECT_EQ(finished[0], 1);
+  attnc_step_destroy(step);
+  EXPECT_EQ(attnc_radix_cache_cached_tokens(s.cache), 4);
+
+  // match_prefix reads tokens only as far as the tree matches: the first
+  // page matches, the second does not, and nothing past it is read.
+  std::vector<int32_t> query = concat(range(1, 4), range(900, 4));
+  int64_t matched = -1, count = -1;
+  ASSERT_EQ(attnc_radix_cache_match_prefix(s.cache, query.data(),
+                                           int64_t(1) << 40, 0, &matched,
+                                           nullptr, &count),
+            ATTNC_OK)
+      << lastError();
+  EXPECT_EQ(matched, 4);
+  EXPECT_EQ(count, 1);
+
+  // Appends are rows of one step, counted in int32.
+  EXPECT_ERROR(attnc_kv_pool_append_slots(s.pool, 16, 16, 128, 128, 16,
+                                          int64_t(1) << 31, nullptr),
+               ATTNC_INVALID_ARGUMENT,
+               "tokens must be at most 2147483647 (a step's int32 qo_indptr), "
+               "got 2147483648");
+}
+
+// A commit refused for its samples leaves the C scheduler in step with a
+// C++ one that never saw it.
+TEST(ServingCApi, ARefusedCommitChangesNothing) {
+  Stack s(/*pages=*/16, /*pageSize=*/4);
+  auto pool = attnc::PagedKVPool::create([] {
+    attnc::PoolConfig config;
+    config.numPages = 16;
+    config.pageSize = 4;
+    config.memory = attnc::PoolMemory::AccountingOnly;
+    return config;
+  }());
+  ASSERT_TRUE(pool.ok());
+  attnc::RadixCache cache(**pool);
+  attnc::Scheduler twin(attnc::SchedulerConfig{}, **pool, cache);
+  for (int64_t id = 1; id <= 2; ++id) {
+    std::vector<int32_t> prompt = range(int32_t(10 * id), 6);
+    ASSERT_EQ(add(s.scheduler, id, prompt, 3, 0, 0, id == 1 ? 2 : 1), ATTNC_OK)
+        << lastError();
+    attnc::Request request;
+    request.id = id;
+    request.prompt = prompt;
+    request.maxTokens = 3;
+    request.n = id == 1 ? 2 : 1;
+    ASSERT_TRUE(twin.add(request).ok());
+  }
+  for (int round = 0; round < 3; ++round) {
+    attnc_step step = nullptr;
+    ASSERT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK);
+    attnc::StepStats got = readStep(step);
+    attnc::StatusOr<attnc::StepStats> want = twin.step();
+    ASSERT_TRUE(want.ok());
+    EXPECT_EQ(got.batch.requests, want->batch.requests);
+    EXPECT_EQ(got.batch.slotMapping, want->batch.slotMapping);
+    EXPECT_EQ(got.batch.pageTable.indices, want->batch.pageTable.indices);
+    std::vector<attnc_sample> samples;
+    std::vector<attnc::Sample> twinSamples;
+    for (size_t k = 0; k < want->batch.samplers.size(); ++k) {
+      int32_t token = int32_t(1000 + 10 * round + k);
+      samples.push_back(
+          {want->batch.samplers[k], token, 0, want->batch.samplerBranches[k]});
+      twinSamples.push_back({want->batch.samplers[k],
+                             want->batch.samplerBranches[k], token, false});
+    }
+    ASSERT_FALSE(samples.empty());
+    // Too many, a bad flag at the end, a wrong branch: each refused whole.
+    std::vector<attnc_sample> more = samples;
+    more.push_back(samples.back());
+    EXPECT_EQ(attnc_scheduler_commit(s.scheduler, more.data(),
+                                     int64_t(more.size()), nullptr, nullptr),
+              ATTNC_INVALID_ARGUMENT);
+    std::vector<attnc_sample> badFlag = samples;
+    badFlag.back().stop = 7;
+    EXPECT_ERROR(attnc_scheduler_commit(s.scheduler, badFlag.data(),
+                                        int64_t(badFlag.size()), nullptr,
+                                        nullptr),
+                 ATTNC_INVALID_ARGUMENT, "].stop must be 0 or 1, got 7");
+    std::vector<attnc_sample> badBranch = samples;
+    badBranch.back().branch += 5;
+    EXPECT_EQ(attnc_scheduler_commit(s.scheduler, badBranch.data(),
+                                     int64_t(badBranch.size()), nullptr,
+                                     nullptr),
+              ATTNC_INVALID_ARGUMENT);
+    ASSERT_EQ(attnc_scheduler_commit(s.scheduler, samples.data(),
+                                     int64_t(samples.size()), nullptr, nullptr),
+              ATTNC_OK)
+        << lastError();
+    ASSERT_TRUE(twin.commit(twinSamples).ok());
+    EXPECT_EQ(attnc_kv_pool_num_free_pages(s.pool), (*pool)->numFreePages());
+    EXPECT_EQ(attnc_radix_cache_evictable_tokens(s.cache),
+              cache.evictableSize());
+    attnc_step_destroy(step);
+  }
+}
