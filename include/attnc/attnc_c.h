@@ -37,8 +37,9 @@ extern "C" {
  * attnc_scheduler and attnc_step (the second half of this file).
  * 7: multi-head latent attention (rope_dim in the spec).
  * 8: value_head_dim in the spec (values of another head dim).
- * 9: attnc_set_compile_progress. */
-#define ATTNC_C_API_VERSION 9
+ * 9: attnc_set_compile_progress.
+ * 10: attnc_record_fields and attnc_record_name (records' layouts). */
+#define ATTNC_C_API_VERSION 10
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -84,6 +85,37 @@ typedef enum attnc_role {
   ATTNC_ROLE_BUFFER = 4,
 } attnc_role;
 
+/* Each record (struct) of this header is declared once, as the list of its
+ * fields, ATTNC_<RECORD>_FIELDS(FIELD) with FIELD(type, name): the list
+ * defines the struct here and the table attnc_record_fields returns, from
+ * which bindings (Python's ctypes) build their mirrors and check their
+ * sizes and offsets. Nothing else spells a record's fields. */
+#define ATTNC_DECLARE_FIELD(type, name) type name;
+#define ATTNC_RECORD(record, fields)                                           \
+  typedef struct record {                                                      \
+    fields(ATTNC_DECLARE_FIELD)                                                \
+  } record;
+
+/* What a field holds, for bindings: the C types are those the
+ * ATTNC_<RECORD>_FIELDS lists name (enums are int). */
+typedef enum attnc_field_kind {
+  ATTNC_FIELD_INT32 = 0,       /* int, int32_t, an enum */
+  ATTNC_FIELD_INT64 = 1,       /* int64_t */
+  ATTNC_FIELD_UINT64 = 2,      /* uint64_t (device addresses, namespaces) */
+  ATTNC_FIELD_FLOAT = 3,       /* float */
+  ATTNC_FIELD_DOUBLE = 4,      /* double */
+  ATTNC_FIELD_STRING = 5,      /* const char *, NUL-terminated */
+  ATTNC_FIELD_STRINGS = 6,     /* const char *const * */
+  ATTNC_FIELD_INT32_ARRAY = 7, /* const int32_t * */
+  ATTNC_FIELD_INT64_ARRAY = 8  /* const int64_t * */
+} attnc_field_kind;
+
+typedef struct attnc_field {
+  const char *name;
+  int64_t offset, size; /* bytes */
+  attnc_field_kind kind;
+} attnc_field;
+
 typedef struct attnc_variant_st *attnc_variant;
 typedef struct attnc_kernel_st *attnc_kernel;
 typedef struct attnc_plan_st *attnc_plan;
@@ -92,83 +124,94 @@ typedef struct attnc_plan_st *attnc_plan;
  * attnc_variant_from_spec checks the encoding (flags 0 or 1, the sentinels
  * below, known enumerators, the capture array); the attn dialect's
  * verifier checks the values, and its message is attnc_last_error. */
-typedef struct attnc_variant_spec {
-  const char *name; /* a symbol: [A-Za-z_][A-Za-z0-9_]*; NULL: "attention" */
-  int64_t query_heads, kv_heads, head_dim;
-  attnc_dtype dtype;           /* BF16 or F16 */
-  attnc_layout query_layout;   /* DENSE or RAGGED */
-  int64_t queries_per_request; /* dense queries: 0 for any */
-  attnc_layout kv_layout;
-  int64_t page_size;           /* paged keys only */
-  attnc_page_order page_order; /* paged keys only */
-  int causal;                  /* 0 or 1 */
-  /* Both -1: no window; otherwise both non-negative. */
-  int64_t window_left, window_right;
-  int64_t sinks;
-  float scale;    /* 0: 1/sqrt(head_dim) */
-  float softcap;  /* 0: none */
-  int alibi;      /* 0 or 1 */
-  int return_lse; /* 0 or 1 */
-  /* Region block text, or NULL (or "") for none: the block arguments are in
-   * attnc.h's VariantSpec::scoreMod and maskMod, the admitted ops in
-   * docs/regions.md. It must be exactly one block: text that closes the
-   * region to add operations is refused. */
-  const char *score_mod;
-  const char *mask_mod;
-  /* num_captures (0..attnc_limits.max_captures) memref types, each parsed
-   * alone: anything but one whole memref type is refused. */
-  const char *const *capture_types;
-  int num_captures;
-  /* Keys and values: -1 for `dtype`, or an fp8 cache (ATTNC_F8E4M3,
-   * ATTNC_F8E5M2) dequantized on load. */
-  int kv_dtype;
-  /* An fp8 cache's scales, inputs after k and v (f32 device arrays). */
-  attnc_kv_scales kv_scales;
-  /* Multi-head latent attention: > 0, the cache is one latent row of
-   * head_dim elements per token whose first head_dim - rope_dim are the
-   * values (kv_heads 1; the inputs are q and the cache). 0: keys and
-   * values. */
-  int64_t rope_dim;
-  /* The values' and outputs' head dim where it differs from head_dim (the
-   * queries' and keys', e.g. 192 and 128); 0: head_dim. 0 with rope_dim. */
-  int64_t value_head_dim;
-} attnc_variant_spec;
+#define ATTNC_VARIANT_SPEC_FIELDS(FIELD)                                       \
+  /* A symbol: [A-Za-z_][A-Za-z0-9_]*; NULL: "attention". */                 \
+  FIELD(const char *, name)                                                    \
+  FIELD(int64_t, query_heads)                                                  \
+  FIELD(int64_t, kv_heads)                                                     \
+  FIELD(int64_t, head_dim)                                                     \
+  FIELD(attnc_dtype, dtype)                /* BF16 or F16 */                   \
+  FIELD(attnc_layout, query_layout)        /* DENSE or RAGGED */               \
+  FIELD(int64_t, queries_per_request)      /* dense queries: 0 for any */      \
+  FIELD(attnc_layout, kv_layout)                                               \
+  FIELD(int64_t, page_size)                /* paged keys only */               \
+  FIELD(attnc_page_order, page_order)      /* paged keys only */               \
+  FIELD(int, causal)                       /* 0 or 1 */                        \
+  /* Both -1: no window; otherwise both non-negative. */                      \
+  FIELD(int64_t, window_left)                                                  \
+  FIELD(int64_t, window_right)                                                 \
+  FIELD(int64_t, sinks)                                                        \
+  FIELD(float, scale)                      /* 0: 1/sqrt(head_dim) */           \
+  FIELD(float, softcap)                    /* 0: none */                       \
+  FIELD(int, alibi)                        /* 0 or 1 */                        \
+  FIELD(int, return_lse)                   /* 0 or 1 */                        \
+  /* Region block text, or NULL (or "") for none: the block arguments are   \
+   * in attnc.h's VariantSpec::scoreMod and maskMod, the admitted ops in    \
+   * docs/regions.md. It must be exactly one block: text that closes the    \
+   * region to add operations is refused. */                                 \
+  FIELD(const char *, score_mod)                                               \
+  FIELD(const char *, mask_mod)                                                \
+  /* num_captures (0..attnc_limits.max_captures) memref types, each parsed   \
+   * alone: anything but one whole memref type is refused. */                \
+  FIELD(const char *const *, capture_types)                                    \
+  FIELD(int, num_captures)                                                     \
+  /* Keys and values: -1 for `dtype`, or an fp8 cache (ATTNC_F8E4M3,         \
+   * ATTNC_F8E5M2) dequantized on load. */                                   \
+  FIELD(int, kv_dtype)                                                         \
+  /* An fp8 cache's scales, inputs after k and v (f32 device arrays). */     \
+  FIELD(attnc_kv_scales, kv_scales)                                            \
+  /* Multi-head latent attention: > 0, the cache is one latent row of        \
+   * head_dim elements per token whose first head_dim - rope_dim are the    \
+   * values (kv_heads 1; the inputs are q and the cache). 0: keys and       \
+   * values. */                                                              \
+  FIELD(int64_t, rope_dim)                                                     \
+  /* The values' and outputs' head dim where it differs from head_dim (the   \
+   * queries' and keys', e.g. 192 and 128); 0: head_dim. 0 with rope_dim. */ \
+  FIELD(int64_t, value_head_dim)
+ATTNC_RECORD(attnc_variant_spec, ATTNC_VARIANT_SPEC_FIELDS)
 
-typedef struct attnc_tensor_spec {
-  attnc_role role;
-  int64_t heads, dim;
-  attnc_dtype dtype;
-  attnc_layout layout;
-  int64_t seq_len; /* per request; -1 when any */
-} attnc_tensor_spec;
+#define ATTNC_TENSOR_SPEC_FIELDS(FIELD)                                        \
+  FIELD(attnc_role, role)                                                      \
+  FIELD(int64_t, heads)                                                        \
+  FIELD(int64_t, dim)                                                          \
+  FIELD(attnc_dtype, dtype)                                                    \
+  FIELD(attnc_layout, layout)                                                  \
+  FIELD(int64_t, seq_len) /* per request; -1 when any */
+ATTNC_RECORD(attnc_tensor_spec, ATTNC_TENSOR_SPEC_FIELDS)
 
 /* Mirrors attnc::Batch: index arrays are int32 device pointers, which
  * attnc cannot check; counts and lengths must be non-negative, page
  * strides 0 (packed pages) or positive. */
-typedef struct attnc_batch {
-  int batch;
-  int max_query_len;
-  int max_kv_len;
-  int64_t query_tokens;
-  uint64_t q_indptr, kv_indptr, page_indices, last_page_len;
-  int64_t k_page_stride, v_page_stride;
-  /* Keys of all requests: rows of ragged k and v (the last kv_indptr), or
-   * the sum of the paged requests' lengths; 0: unknown, and a kernel that
-   * needs it reads it from the device when planning (a synchronous copy).
-   * Decode splits a ragged batch's long requests further when given. */
-  int64_t kv_tokens;
-} attnc_batch;
+#define ATTNC_BATCH_FIELDS(FIELD)                                              \
+  FIELD(int, batch)                                                            \
+  FIELD(int, max_query_len)                                                    \
+  FIELD(int, max_kv_len)                                                       \
+  FIELD(int64_t, query_tokens)                                                 \
+  FIELD(uint64_t, q_indptr)                                                    \
+  FIELD(uint64_t, kv_indptr)                                                   \
+  FIELD(uint64_t, page_indices)                                                \
+  FIELD(uint64_t, last_page_len)                                               \
+  FIELD(int64_t, k_page_stride)                                                \
+  FIELD(int64_t, v_page_stride)                                                \
+  /* Keys of all requests: rows of ragged k and v (the last kv_indptr), or   \
+   * the sum of the paged requests' lengths; 0: unknown, and a kernel that   \
+   * needs it reads it from the device when planning (a synchronous copy).   \
+   * Decode splits a ragged batch's long requests further when given. */     \
+  FIELD(int64_t, kv_tokens)
+ATTNC_RECORD(attnc_batch, ATTNC_BATCH_FIELDS)
 
 /* What a kernel can hold (attnc/device/abi.h's limits). */
-typedef struct attnc_limits {
-  int64_t max_seq_len;  /* tokens per request, window extents, sinks */
-  int64_t max_heads;    /* query or KV heads */
-  int64_t max_head_dim; /* elements per head the IR accepts */
-  int64_t min_page_size, max_page_size;
-  int64_t max_kv_splits;
-  int64_t max_merge_states;
-  int64_t max_captures, max_capture_rank;
-} attnc_limits;
+#define ATTNC_LIMITS_FIELDS(FIELD)                                             \
+  FIELD(int64_t, max_seq_len) /* tokens per request, window extents, sinks */ \
+  FIELD(int64_t, max_heads)    /* query or KV heads */                         \
+  FIELD(int64_t, max_head_dim) /* elements per head the IR accepts */          \
+  FIELD(int64_t, min_page_size)                                                \
+  FIELD(int64_t, max_page_size)                                                \
+  FIELD(int64_t, max_kv_splits)                                                \
+  FIELD(int64_t, max_merge_states)                                             \
+  FIELD(int64_t, max_captures)                                                 \
+  FIELD(int64_t, max_capture_rank)
+ATTNC_RECORD(attnc_limits, ATTNC_LIMITS_FIELDS)
 
 const char *attnc_last_error(void);
 /* The names of the enums' values ("bf16", "paged", "hnd"); "" for a value
@@ -181,6 +224,13 @@ const char *attnc_kv_scales_name(int scales); /* "none", "tensor", "head" */
 const attnc_limits *attnc_get_limits(void);
 const char *attnc_status_name(attnc_status status);
 int attnc_api_version(void);
+/* The fields of the record named `record` ("attnc_variant_spec", ...), in
+ * order; *num_fields gets their count and *size (may be NULL) the record's
+ * size in bytes. NULL, with *num_fields 0, for a name that is no record.
+ * attnc_record_name(i) names the records, "" past the last. */
+const attnc_field *attnc_record_fields(const char *record, int *num_fields,
+                                       int64_t *size);
+const char *attnc_record_name(int index);
 
 void attnc_variant_spec_init(attnc_variant_spec *spec);
 attnc_status attnc_variant_from_mlir(const char *text, attnc_variant *out);
@@ -272,18 +322,19 @@ typedef enum attnc_kv_memory {
 } attnc_kv_memory;
 
 /* attnc_kv_pool_config_init fills the defaults; num_pages must be set. */
-typedef struct attnc_kv_pool_config {
-  int64_t num_pages;    /* 1 .. 2^31-1 */
-  int64_t page_size;    /* tokens a page: attnc_limits' min/max_page_size */
-  int64_t num_kv_heads; /* 1 .. max_heads */
-  int64_t head_dim;     /* 1 .. max_head_dim */
-  attnc_dtype dtype;    /* BF16, F16, F32, F8E4M3 or F8E5M2 */
-  attnc_page_order page_order; /* NHD: [pages, page, heads, dim]; HND */
-  attnc_kv_memory memory;
-  /* A device pool's compiled kernels: NULL or "": the default cache; "-":
-   * none. */
-  const char *cache_dir;
-} attnc_kv_pool_config;
+#define ATTNC_KV_POOL_CONFIG_FIELDS(FIELD)                                     \
+  FIELD(int64_t, num_pages)    /* 1 .. 2^31-1 */                               \
+  FIELD(int64_t, page_size) /* tokens a page: attnc_limits' min/max_page_size */ \
+  FIELD(int64_t, num_kv_heads) /* 1 .. max_heads */                            \
+  FIELD(int64_t, head_dim)     /* 1 .. max_head_dim */                         \
+  FIELD(attnc_dtype, dtype)    /* BF16, F16, F32, F8E4M3 or F8E5M2 */          \
+  /* NHD: [pages, page, heads, dim]; HND */                                   \
+  FIELD(attnc_page_order, page_order)                                          \
+  FIELD(attnc_kv_memory, memory)                                               \
+  /* A device pool's compiled kernels: NULL or "": the default cache; "-":   \
+   * none. */                                                                \
+  FIELD(const char *, cache_dir)
+ATTNC_RECORD(attnc_kv_pool_config, ATTNC_KV_POOL_CONFIG_FIELDS)
 
 void attnc_kv_pool_config_init(attnc_kv_pool_config *config);
 const char *attnc_kv_memory_name(int memory);
@@ -348,39 +399,44 @@ typedef enum attnc_policy {
 /* Mirrors attnc::SchedulerConfig (runtime/sched/Scheduler.h, where each
  * field is explained); attnc_scheduler_config_init fills its defaults and
  * attnc::checkConfig judges the values (its message names the field). */
-typedef struct attnc_scheduler_config {
-  attnc_policy policy;
-  int64_t token_budget; /* tokens fed per pass, decodes included: >= 1 */
-  int64_t max_running;  /* >= 1 */
-  int64_t in_flight_share_threshold; /* 1 .. 2^31-1 tokens */
-  int protect_waiting_prefixes;      /* 0 or 1 */
-  int64_t aging_steps;               /* >= 0; 0: never */
-  /* 0 <= min_new_token_ratio <= initial_new_token_ratio <= 1 and
-   * 0 <= new_token_ratio_decay <= 1. */
-  double initial_new_token_ratio, min_new_token_ratio, new_token_ratio_decay;
-} attnc_scheduler_config;
+#define ATTNC_SCHEDULER_CONFIG_FIELDS(FIELD)                                   \
+  FIELD(attnc_policy, policy)                                                  \
+  /* Tokens fed per pass, decodes included: >= 1. */                          \
+  FIELD(int64_t, token_budget)                                                 \
+  FIELD(int64_t, max_running)               /* >= 1 */                         \
+  FIELD(int64_t, in_flight_share_threshold) /* 1 .. 2^31-1 tokens */           \
+  FIELD(int, protect_waiting_prefixes)      /* 0 or 1 */                       \
+  FIELD(int64_t, aging_steps)               /* >= 0; 0: never */               \
+  /* 0 <= min_new_token_ratio <= initial_new_token_ratio <= 1 and            \
+   * 0 <= new_token_ratio_decay <= 1. */                                     \
+  FIELD(double, initial_new_token_ratio)                                       \
+  FIELD(double, min_new_token_ratio)                                           \
+  FIELD(double, new_token_ratio_decay)
+ATTNC_RECORD(attnc_scheduler_config, ATTNC_SCHEDULER_CONFIG_FIELDS)
 
 /* A request as it arrives; attnc_request_init fills the defaults. */
-typedef struct attnc_request {
-  int64_t id; /* unique among the requests queued or running */
-  const int32_t *prompt;
-  int64_t prompt_len;       /* >= 1 */
-  int64_t max_tokens;       /* >= 1; prompt_len + max_tokens <= 2^31-1 */
-  int32_t priority;         /* higher goes first */
-  uint64_t cache_namespace; /* requests share cached KV only within one */
-  /* Parallel samples, 1 .. 256: the prompt is computed once and forks into
-   * n branches when it completes (each a request of the batch, named by
-   * its branch). */
-  int32_t n;
-} attnc_request;
+#define ATTNC_REQUEST_FIELDS(FIELD)                                            \
+  FIELD(int64_t, id) /* unique among the requests queued or running */        \
+  FIELD(const int32_t *, prompt)                                               \
+  FIELD(int64_t, prompt_len)       /* >= 1 */                                  \
+  /* >= 1; prompt_len + max_tokens <= 2^31-1 */                               \
+  FIELD(int64_t, max_tokens)                                                   \
+  FIELD(int32_t, priority)         /* higher goes first */                     \
+  /* Requests share cached KV only within one. */                             \
+  FIELD(uint64_t, cache_namespace)                                             \
+  /* Parallel samples, 1 .. 256: the prompt is computed once and forks into  \
+   * n branches when it completes (each a request of the batch, named by     \
+   * its branch). */                                                         \
+  FIELD(int32_t, n)
+ATTNC_RECORD(attnc_request, ATTNC_REQUEST_FIELDS)
 
 /* What the model sampled for one of a step's samplers. */
-typedef struct attnc_sample {
-  int64_t request;
-  int32_t token;
-  int32_t stop;   /* 0 or 1: the engine stops the request here */
-  int32_t branch; /* which of the request's n samples, 0 for n = 1 */
-} attnc_sample;
+#define ATTNC_SAMPLE_FIELDS(FIELD)                                             \
+  FIELD(int64_t, request)                                                      \
+  FIELD(int32_t, token)                                                        \
+  FIELD(int32_t, stop)   /* 0 or 1: the engine stops the request here */       \
+  FIELD(int32_t, branch) /* which of the request's n samples, 0 for n = 1 */
+ATTNC_RECORD(attnc_sample, ATTNC_SAMPLE_FIELDS)
 
 /* The arrays of one step (attnc::EngineBatch and StepStats), valid until
  * the step is destroyed; an array is NULL when its count is 0. Requests
@@ -390,43 +446,51 @@ typedef struct attnc_sample {
  * last_page_len[i] tokens, as PagedAttention.plan and attnc_batch take
  * them. The model writes each token's keys and values at slot_mapping
  * (attnc_kv_pool_append_slots) before attention reads them. */
-typedef struct attnc_step_info {
-  int64_t num_requests;
-  const int64_t *requests;
-  const int32_t *branches;  /* num_requests: each request's branch */
-  int64_t num_decodes;      /* the first num_decodes requests decode */
-  const int32_t *qo_indptr; /* num_requests + 1 */
-  int64_t num_tokens;
-  const int32_t *tokens;       /* num_tokens token ids */
-  const int32_t *positions;    /* num_tokens: in its request's sequence */
-  const int64_t *slot_mapping; /* num_tokens: page * page_size + offset */
-  const int32_t *page_indptr;  /* num_requests + 1 */
-  int64_t num_page_indices;
-  const int32_t *page_indices;  /* num_page_indices */
-  const int32_t *last_page_len; /* num_requests */
-  /* The requests that sample from this pass, in batch order, and the row
-   * of `tokens` whose logits each samples: what commit takes samples for
-   * (the pass completing a prompt of n > 1 samples its n branches from one
-   * row). */
-  int64_t num_samplers;
-  const int64_t *samplers;
-  const int32_t *sampler_branches;
-  const int32_t *sample_rows;
-  int64_t num_admitted;
-  const int64_t *admitted;
-  /* Sent back to the queue to free pages, to be computed again. */
-  int64_t num_preempted;
-  const int64_t *preempted;
-  int64_t prefill_tokens, decode_tokens;
-} attnc_step_info;
+#define ATTNC_STEP_INFO_FIELDS(FIELD)                                          \
+  FIELD(int64_t, num_requests)                                                 \
+  FIELD(const int64_t *, requests)                                             \
+  FIELD(const int32_t *, branches)  /* num_requests: each request's branch */  \
+  FIELD(int64_t, num_decodes)  /* the first num_decodes requests decode */     \
+  FIELD(const int32_t *, qo_indptr) /* num_requests + 1 */                     \
+  FIELD(int64_t, num_tokens)                                                   \
+  FIELD(const int32_t *, tokens)    /* num_tokens token ids */                 \
+  FIELD(const int32_t *, positions) /* num_tokens: in its request's sequence */ \
+  /* num_tokens: page * page_size + offset */                                 \
+  FIELD(const int64_t *, slot_mapping)                                         \
+  FIELD(const int32_t *, page_indptr) /* num_requests + 1 */                   \
+  FIELD(int64_t, num_page_indices)                                             \
+  FIELD(const int32_t *, page_indices)  /* num_page_indices */                 \
+  FIELD(const int32_t *, last_page_len) /* num_requests */                     \
+  /* The requests that sample from this pass, in batch order, and the row    \
+   * of `tokens` whose logits each samples: what commit takes samples for    \
+   * (the pass completing a prompt of n > 1 samples its n branches from one  \
+   * row). */                                                                \
+  FIELD(int64_t, num_samplers)                                                 \
+  FIELD(const int64_t *, samplers)                                             \
+  FIELD(const int32_t *, sampler_branches)                                     \
+  FIELD(const int32_t *, sample_rows)                                          \
+  FIELD(int64_t, num_admitted)                                                 \
+  FIELD(const int64_t *, admitted)                                             \
+  /* Sent back to the queue to free pages, to be computed again. */          \
+  FIELD(int64_t, num_preempted)                                                \
+  FIELD(const int64_t *, preempted)                                            \
+  FIELD(int64_t, prefill_tokens)                                               \
+  FIELD(int64_t, decode_tokens)
+ATTNC_RECORD(attnc_step_info, ATTNC_STEP_INFO_FIELDS)
 
 /* A scheduler's queue and its totals since it was made (prompt tokens are
  * counted at a request's first admission; attnc::SchedulerTotals). */
-typedef struct attnc_scheduler_stats {
-  int64_t num_waiting, num_running;
-  int64_t prompt_tokens, cached_tokens, computed_prefill_tokens;
-  int64_t recomputed_tokens, evicted_tokens, preemptions, finished;
-} attnc_scheduler_stats;
+#define ATTNC_SCHEDULER_STATS_FIELDS(FIELD)                                    \
+  FIELD(int64_t, num_waiting)                                                  \
+  FIELD(int64_t, num_running)                                                  \
+  FIELD(int64_t, prompt_tokens)                                                \
+  FIELD(int64_t, cached_tokens)                                                \
+  FIELD(int64_t, computed_prefill_tokens)                                      \
+  FIELD(int64_t, recomputed_tokens)                                            \
+  FIELD(int64_t, evicted_tokens)                                               \
+  FIELD(int64_t, preemptions)                                                  \
+  FIELD(int64_t, finished)
+ATTNC_RECORD(attnc_scheduler_stats, ATTNC_SCHEDULER_STATS_FIELDS)
 
 void attnc_scheduler_config_init(attnc_scheduler_config *config);
 void attnc_request_init(attnc_request *request);

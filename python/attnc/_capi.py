@@ -11,108 +11,57 @@ from pathlib import Path
 
 from .errors import AttncError, InvalidArgumentError
 
-API_VERSION = 9  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
+API_VERSION = 10  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
 ProgressFn = ctypes.CFUNCTYPE(None, c_char_p, c_void_p)  # attnc_progress_fn
 
 
-class VariantSpec(ctypes.Structure):
-    _fields_ = [
-        ("name", c_char_p), ("query_heads", c_int64), ("kv_heads", c_int64),
-        ("head_dim", c_int64), ("dtype", c_int), ("query_layout", c_int),
-        ("queries_per_request", c_int64), ("kv_layout", c_int),
-        ("page_size", c_int64), ("page_order", c_int), ("causal", c_int),
-        ("window_left", c_int64), ("window_right", c_int64),
-        ("sinks", c_int64), ("scale", ctypes.c_float),
-        ("softcap", ctypes.c_float), ("alibi", c_int), ("return_lse", c_int),
-        ("score_mod", c_char_p), ("mask_mod", c_char_p),
-        ("capture_types", ctypes.POINTER(c_char_p)), ("num_captures", c_int),
-        ("kv_dtype", c_int), ("kv_scales", c_int), ("rope_dim", c_int64),
-        ("value_head_dim", c_int64),
-    ]
-
-
-class TensorSpec(ctypes.Structure):
-    _fields_ = [("role", c_int), ("heads", c_int64), ("dim", c_int64),
-                ("dtype", c_int), ("layout", c_int), ("seq_len", c_int64)]
-
-
-class Batch(ctypes.Structure):
-    _fields_ = [
-        ("batch", c_int), ("max_query_len", c_int), ("max_kv_len", c_int),
-        ("query_tokens", c_int64), ("q_indptr", ctypes.c_uint64),
-        ("kv_indptr", ctypes.c_uint64), ("page_indices", ctypes.c_uint64),
-        ("last_page_len", ctypes.c_uint64), ("k_page_stride", c_int64),
-        ("v_page_stride", c_int64), ("kv_tokens", c_int64),
-    ]
-
-
-class Limits(ctypes.Structure):
-    _fields_ = [(name, c_int64) for name in (
-        "max_seq_len", "max_heads", "max_head_dim", "min_page_size",
-        "max_page_size", "max_kv_splits", "max_merge_states", "max_captures",
-        "max_capture_rank")]
-
-
-class KVPoolConfig(ctypes.Structure):
-    _fields_ = [
-        ("num_pages", c_int64), ("page_size", c_int64),
-        ("num_kv_heads", c_int64), ("head_dim", c_int64), ("dtype", c_int),
-        ("page_order", c_int), ("memory", c_int), ("cache_dir", c_char_p),
-    ]
-
-
-class SchedulerConfig(ctypes.Structure):
-    _fields_ = [
-        ("policy", c_int), ("token_budget", c_int64),
-        ("max_running", c_int64), ("in_flight_share_threshold", c_int64),
-        ("protect_waiting_prefixes", c_int), ("aging_steps", c_int64),
-        ("initial_new_token_ratio", ctypes.c_double),
-        ("min_new_token_ratio", ctypes.c_double),
-        ("new_token_ratio_decay", ctypes.c_double),
-    ]
-
-
-class Request(ctypes.Structure):
-    _fields_ = [
-        ("id", c_int64), ("prompt", ctypes.POINTER(ctypes.c_int32)),
-        ("prompt_len", c_int64), ("max_tokens", c_int64),
-        ("priority", ctypes.c_int32), ("cache_namespace", ctypes.c_uint64),
-        ("n", ctypes.c_int32),
-    ]
-
-
-class Sample(ctypes.Structure):
-    _fields_ = [("request", c_int64), ("token", ctypes.c_int32),
-                ("stop", ctypes.c_int32), ("branch", ctypes.c_int32)]
+class _Field(ctypes.Structure):
+    """attnc_field: the one record whose layout is written here, since the
+    others are read through it."""
+    _fields_ = [("name", c_char_p), ("offset", c_int64), ("size", c_int64),
+                ("kind", c_int)]
 
 
 _I32P, _I64P = ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(c_int64)
+# attnc_field_kind's values, in order: the ctypes type of each.
+_KIND_TYPES = [ctypes.c_int32, c_int64, ctypes.c_uint64, ctypes.c_float,
+               ctypes.c_double, c_char_p, ctypes.POINTER(c_char_p), _I32P,
+               _I64P]
 
 
-class StepInfo(ctypes.Structure):
-    _fields_ = [
-        ("num_requests", c_int64), ("requests", _I64P),
-        ("branches", _I32P), ("num_decodes", c_int64), ("qo_indptr", _I32P),
-        ("num_tokens", c_int64), ("tokens", _I32P), ("positions", _I32P),
-        ("slot_mapping", _I64P), ("page_indptr", _I32P),
-        ("num_page_indices", c_int64), ("page_indices", _I32P),
-        ("last_page_len", _I32P), ("num_samplers", c_int64),
-        ("samplers", _I64P), ("sampler_branches", _I32P),
-        ("sample_rows", _I32P),
-        ("num_admitted", c_int64), ("admitted", _I64P),
-        ("num_preempted", c_int64), ("preempted", _I64P),
-        ("prefill_tokens", c_int64), ("decode_tokens", c_int64),
-    ]
-
-
-class SchedulerStats(ctypes.Structure):
-    _fields_ = [(name, c_int64) for name in (
-        "num_waiting", "num_running", "prompt_tokens", "cached_tokens",
-        "computed_prefill_tokens", "recomputed_tokens", "evicted_tokens",
-        "preemptions", "finished")]
+def _record(lib, record, kind_types=None):
+    """The ctypes mirror of attnc_c.h's `record`, built from the library's
+    table of its fields (attnc_record_fields); ImportError where ctypes
+    would lay it out otherwise than the C compiler did."""
+    kind_types = kind_types or _KIND_TYPES
+    count, size = c_int(), c_int64()
+    fields = lib.attnc_record_fields(record.encode(), ctypes.byref(count),
+                                     ctypes.byref(size))
+    if not fields:
+        raise ImportError(f"attnc: libattnc.so has no record {record}")
+    table = [fields[i] for i in range(count.value)]
+    for field in table:
+        if not 0 <= field.kind < len(kind_types):
+            raise ImportError(f"attnc: {record}.{field.name.decode()} has a "
+                              f"field kind ({field.kind}) this package does "
+                              "not know: rebuild libattnc.so")
+    mirror = type(record, (ctypes.Structure,), {"_fields_": [
+        (field.name.decode(), kind_types[field.kind]) for field in table]})
+    for field in table:
+        name = field.name.decode()
+        laid = getattr(mirror, name)
+        if (laid.offset, laid.size) != (field.offset, field.size):
+            raise ImportError(
+                f"attnc: ctypes lays {record}.{name} out at offset "
+                f"{laid.offset}, {laid.size} bytes; libattnc.so at "
+                f"{field.offset}, {field.size}")
+    if ctypes.sizeof(mirror) != size.value:
+        raise ImportError(f"attnc: ctypes makes {record} {ctypes.sizeof(mirror)}"
+                          f" bytes, libattnc.so {size.value}")
+    return mirror
 
 
 def _candidates():
@@ -137,7 +86,11 @@ def _load():
                 raise ImportError(
                     f"attnc: {path} speaks C API version {version}, this "
                     f"package version {API_VERSION}: rebuild libattnc.so")
-            _declare(lib)
+            lib.attnc_record_fields.restype = ctypes.POINTER(_Field)
+            lib.attnc_record_fields.argtypes = [
+                c_char_p, ctypes.POINTER(c_int), ctypes.POINTER(c_int64)]
+            lib.attnc_record_name.restype = c_char_p
+            lib.attnc_record_name.argtypes = [c_int]
             return lib
     raise ImportError(
         "attnc: libattnc.so not found (tried " + ", ".join(tried) +
@@ -220,6 +173,17 @@ def _declare(lib):
 
 
 lib = _load()
+VariantSpec = _record(lib, "attnc_variant_spec")
+TensorSpec = _record(lib, "attnc_tensor_spec")
+Batch = _record(lib, "attnc_batch")
+Limits = _record(lib, "attnc_limits")
+KVPoolConfig = _record(lib, "attnc_kv_pool_config")
+SchedulerConfig = _record(lib, "attnc_scheduler_config")
+Request = _record(lib, "attnc_request")
+Sample = _record(lib, "attnc_sample")
+StepInfo = _record(lib, "attnc_step_info")
+SchedulerStats = _record(lib, "attnc_scheduler_stats")
+_declare(lib)
 
 
 # What a compile that misses the kernel caches is doing ("compiling ... with
