@@ -813,6 +813,11 @@ void Scheduler::fork(size_t index) {
     inFlight_.insert(child.hashes.begin(), child.hashes.end());
     running_.push_back(std::move(child));
   }
+  // The step reserves exactly the copies a partial page needs; should the
+  // two ever disagree, what is left over goes back rather than leaking.
+  if (used < reserved.size())
+    (void)pool_.release(std::vector<PageId>(
+        reserved.begin() + static_cast<ptrdiff_t>(used), reserved.end()));
 }
 
 void Scheduler::withdrawInFlight(const RunningRequest &running) {
