@@ -15,6 +15,8 @@
 #include "jit/Nvrtc.h"
 #include "support/Hash.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include <chrono>
 #include <future>
 #include <map>
@@ -30,18 +32,23 @@ namespace {
 /// changes meaning.
 constexpr const char *kCompilerVersion = "attnc-" ATTNC_VERSION;
 
-std::string cacheKey(const std::string &source, const CompileOptions &o,
-                     const std::string &nvrtcVersion) {
-  return contentKey(
-      std::string(kCompilerVersion) + "\n" + jit::deviceLibraryKey() + "\n" +
-      o.arch + "\n" + std::to_string(o.sms) + "\n" + std::to_string(o.smem) +
-      "\n" + std::to_string(o.maxSplits) + "\n" +
-      std::to_string(o.prefillWarps) + "\n" + std::to_string(o.decodeStages) +
-      "\n" + std::to_string(o.consumers) + "\n" +
-      std::to_string(o.queryBuffers) + "\n" + std::to_string(o.clusterCtas) +
-      "\n" + std::to_string(o.registerRelief) + "\n" + nvrtcVersion + "\n" +
-      source);
+} // namespace
+
+std::string plannerOptionsText(const CompileOptions &options) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  mlir::attn::createAttnPlan(options)->printAsTextualPipeline(os);
+  return text;
 }
+
+std::string kernelCacheKey(const std::string &source, const CompileOptions &o,
+                           const std::string &nvrtcVersion) {
+  return contentKey(std::string(kCompilerVersion) + "\n" +
+                    jit::deviceLibraryKey() + "\n" + plannerOptionsText(o) +
+                    "\n" + nvrtcVersion + "\n" + source);
+}
+
+namespace {
 
 std::string encodeEntry(const CompiledVariant &v) {
   std::string program = v.program.serialize();
@@ -302,7 +309,7 @@ StatusOr<CompiledVariant> compileVariant(const std::string &source,
   StatusOr<jit::Nvrtc *> nvrtc = jit::Nvrtc::get();
   if (!nvrtc.ok())
     return nvrtc.status();
-  std::string key = cacheKey(source, options, (*nvrtc)->version());
+  std::string key = kernelCacheKey(source, options, (*nvrtc)->version());
 
   MemoryCache &cache = memoryCache();
   std::optional<Compiler> compiler;

@@ -319,18 +319,7 @@ LogicalResult lowerVariant(ModuleOp module, const CompileOptions &options,
   }
   pm.addPass(attn::createAttnCanonicalize());
   if (stage != Stage::Attn) {
-    attn::AttnPlanOptions plan;
-    plan.arch = options.arch;
-    plan.sms = options.sms;
-    plan.smem = options.smem;
-    plan.maxSplits = options.maxSplits;
-    plan.prefillWarps = options.prefillWarps;
-    plan.decodeStages = options.decodeStages;
-    plan.consumers = options.consumers;
-    plan.queryBuffers = options.queryBuffers;
-    plan.clusterCtas = options.clusterCtas;
-    plan.registerRelief = options.registerRelief;
-    pm.addPass(attn::createAttnPlan(plan));
+    pm.addPass(attn::createAttnPlan(options));
     pm.addPass(attn::createAttnAnalyzeMasks());
     pm.addPass(attn::createAttnSplitKV());
     pm.addPass(attn::createAttnLowerToGPU());

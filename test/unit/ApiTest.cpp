@@ -2,11 +2,14 @@
 
 #include "attnc/attnc.h"
 
+#include "attnc/Driver/Compile.h"
 #include "cuda/CudaDriver.h"
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <limits>
+#include <set>
 
 #include <pthread.h>
 
@@ -576,4 +579,67 @@ TEST(Api, PlanRefusesNegativePageStrides) {
   StatusOr<Plan> plan = kernel->plan(batch);
   ASSERT_FALSE(plan.ok());
   EXPECT_TRUE(contains(plan.status().message(), "page strides"));
+}
+
+// The cache key reads attn-plan's options from the pass itself: each one
+// the planner declares changes the key, so a new option cannot be left out.
+TEST(Api, EveryPlannerOptionIsInTheKernelCacheKey) {
+  CompileOptions base;
+  std::string key = kernelCacheKey("source", base, "nvrtc");
+  EXPECT_EQ(kernelCacheKey("source", base, "nvrtc"), key);
+  std::vector<std::function<void(CompileOptions &)>> changes = {
+      [](CompileOptions &o) { o.arch = "sm_80"; },
+      [](CompileOptions &o) { o.sms = 114; },
+      [](CompileOptions &o) { o.smem = 101376; },
+      [](CompileOptions &o) { o.maxSplits = 8; },
+      [](CompileOptions &o) { o.prefillWarps = 4; },
+      [](CompileOptions &o) { o.decodeStages = 2; },
+      [](CompileOptions &o) { o.consumers = 2; },
+      [](CompileOptions &o) { o.queryBuffers = 2; },
+      [](CompileOptions &o) { o.clusterCtas = 2; },
+      [](CompileOptions &o) { o.registerRelief = 1; },
+  };
+  std::set<std::string> keys = {key};
+  for (auto &change : changes) {
+    CompileOptions options;
+    change(options);
+    keys.insert(kernelCacheKey("source", options, "nvrtc"));
+  }
+  EXPECT_EQ(keys.size(), changes.size() + 1);
+  // What the driver takes beyond the planner's options changes no kernel.
+  CompileOptions debug;
+  debug.printOpOnDiagnostic = true;
+  EXPECT_EQ(kernelCacheKey("source", debug, "nvrtc"), key);
+}
+
+// Every attn-plan option reaches the command line, but the target's size
+// (sms, smem) and max-splits, which the CLI leaves at the planner's
+// defaults: a knob added to the pass without its flag fails here.
+TEST(Api, EveryPlannerKnobHasACommandLineFlag) {
+  std::string text = plannerOptionsText(CompileOptions());
+  size_t open = text.find('{');
+  ASSERT_NE(open, std::string::npos) << text;
+  std::vector<std::string> names;
+  for (size_t at = open + 1; at < text.size();) {
+    size_t equals = text.find('=', at);
+    if (equals == std::string::npos)
+      break;
+    names.push_back(text.substr(at, equals - at));
+    at = text.find_first_of(" }", equals) + 1;
+  }
+  ASSERT_GE(names.size(), 10u) << text;
+  std::string help;
+  FILE *pipe = popen(ATTNC_BINARY " compile --help", "r");
+  ASSERT_NE(pipe, nullptr);
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe))
+    help.append(buffer, n);
+  ASSERT_EQ(pclose(pipe), 0);
+  for (const std::string &name : names) {
+    if (name == "sms" || name == "smem" || name == "max-splits")
+      continue;
+    EXPECT_NE(help.find("--" + name + " "), std::string::npos)
+        << "attn-plan's " << name << " has no flag in attnc compile:\n"
+        << help;
+  }
 }

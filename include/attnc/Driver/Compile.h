@@ -54,6 +54,18 @@ StatusOr<CompiledVariant> compileVariant(const std::string &source,
                                          const CompileOptions &options,
                                          const std::string &cacheDir = "");
 
+/// attn-plan's options as the pass pipeline prints them
+/// ("attn-plan{arch=sm_90a cluster-ctas=1 ...}"): every option the pass
+/// declares, which the cache key hashes.
+std::string plannerOptionsText(const CompileOptions &options);
+
+/// The kernel caches' key of `source` compiled with `options` by NVRTC
+/// `nvrtcVersion`: the SHA-256 of everything the kernel depends on, every
+/// attn-plan option among it.
+std::string kernelCacheKey(const std::string &source,
+                           const CompileOptions &options,
+                           const std::string &nvrtcVersion);
+
 /// Empties the in-process cache (compiles under way finish unaffected), so
 /// that a long-running host gets the memory back, or a test reaches the
 /// disk cache again. Returns how many variants it held.

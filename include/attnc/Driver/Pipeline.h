@@ -13,6 +13,8 @@
 #include "exec/Program.h"
 #include "support/Status.h"
 
+#include "attnc/Transforms/Passes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -26,21 +28,11 @@
 
 namespace attnc {
 
-struct CompileOptions {
-  std::string arch = "sm_90a";
-  int64_t sms = 132;
-  int64_t smem = 232448;
-  int64_t maxSplits = 16;
-  /// Tuning knobs of attn-plan (see its options); 0 is the planner's choice.
-  int64_t prefillWarps = 0;
-  int64_t decodeStages = 0;
-  int64_t consumers = 0;
-  int64_t queryBuffers = 0;
-  /// attn-plan's cluster-ctas: 1 (none) or 2.
-  int64_t clusterCtas = 1;
-  /// attn-plan's register-relief. compileVariant raises it from here while
-  /// ptxas reports spills.
-  int64_t registerRelief = 0;
+/// How to compile: attn-plan's options (the target and the tuning knobs,
+/// declared once, with their defaults, in dialects/Attn/Passes.td), then
+/// what the driver itself takes. The cache key prints the planner's part
+/// as the pass pipeline does, so no option can be left out of it.
+struct CompileOptions : mlir::attn::AttnPlanOptions {
   bool printIRAfterAll = false;
   /// Debug: attach each diagnosed operation's IR (not part of the cache key).
   bool printOpOnDiagnostic = false;
