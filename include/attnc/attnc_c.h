@@ -280,6 +280,8 @@ int attnc_plan_num_splits(attnc_plan plan, int launch);
 /* buffer_sizes and buffer_ranks: both NULL when every buffer has a static
  * shape, else one entry for each buffer input (role BUFFER) in order:
  * buffer_sizes[i] holds buffer_ranks[i] sizes (rank 0: the static shape).
+ * num_inputs and num_outputs must be the kernel's counts
+ * (attnc_kernel_num_inputs/outputs), checked before either array is read.
  * No allocation, no synchronization. */
 attnc_status attnc_run(attnc_kernel kernel, attnc_plan plan,
                        const uint64_t *inputs, int num_inputs,
@@ -358,7 +360,8 @@ uint64_t attnc_kv_pool_value_cache(attnc_kv_pool pool);
  * synchronizes nor writes a slot past the pool; host addresses for a host
  * pool, which refuses such a slot before writing anything. A device pool's
  * addresses and strides must be aligned to its row chunk (16 bytes for rows
- * of a multiple of 16 bytes). An accounting pool refuses. */
+ * of a multiple of 16 bytes). An accounting pool refuses. `tokens` is at
+ * most 2^31-1 (a step's rows are int32), checked before `slots` is read. */
 attnc_status attnc_kv_pool_append_slots(attnc_kv_pool pool, uint64_t keys,
                                         uint64_t values, int64_t key_stride,
                                         int64_t value_stride, uint64_t slots,
@@ -503,7 +506,8 @@ attnc_status attnc_scheduler_create(const attnc_scheduler_config *config,
 attnc_status attnc_scheduler_destroy(attnc_scheduler scheduler);
 /* Queues a copy of the request. ATTNC_OUT_OF_MEMORY when its prompt and
  * max_tokens could never fit the pool; ATTNC_INVALID_ARGUMENT when a
- * request of its id is queued or running. */
+ * request of its id is queued or running. Every such check, prompt_len's
+ * included, comes before the prompt is read. */
 attnc_status attnc_scheduler_add(attnc_scheduler scheduler,
                                  const attnc_request *request);
 /* Forms the next forward pass into a new step (the caller destroys it).
@@ -511,10 +515,13 @@ attnc_status attnc_scheduler_add(attnc_scheduler scheduler,
 attnc_status attnc_scheduler_step(attnc_scheduler scheduler, attnc_step *out);
 attnc_status attnc_step_get_info(attnc_step step, attnc_step_info *out);
 attnc_status attnc_step_destroy(attnc_step step);
-/* One sample for each of the last step's samplers, in that order. The
+/* One sample for each of the last step's samplers, in that order:
+ * num_samples must be their count, checked before `samples` is read. The
  * requests that finished (a stop, or max_tokens reached) are written to
  * `finished` (NULL, or room for num_samples ids), their count to
- * *num_finished (may be NULL). */
+ * *num_finished (may be NULL). All or nothing: a refused commit (a bad
+ * sample, a failed page copy) leaves the scheduler, its pool and its cache
+ * as they were, and the same samples may be committed again. */
 attnc_status attnc_scheduler_commit(attnc_scheduler scheduler,
                                     const attnc_sample *samples,
                                     int64_t num_samples, int64_t *finished,
