@@ -2,7 +2,8 @@
 //
 // `attnc-fuzz-replay FILE|DIR...` feeds every file to the fuzz target's
 // entry, as libFuzzer would, in a build without libFuzzer: the regression
-// test runs it on test/fuzz/regressions. A crash ends the process, which
+// tests run it (attnc-fuzz-replay-NAME for the other targets) on
+// test/fuzz/regressions and regressions-NAME. A crash ends the process, which
 // fails the test; so the name of each input is printed before it runs.
 //
 //===----------------------------------------------------------------------===//

@@ -2,6 +2,9 @@
 # Feeds every reproducer in a regressions folder to the fuzz target's entry,
 # each in its own process so that one crash names its input and the rest
 # still run. An error exit of the compiler is fine; a crash fails the test.
+# Every file of the folder is an input (each target has its own folder and
+# its own kind of input: .mlir text, a .jsonl trace, a serving program's
+# bytes) but PENDING and README files.
 #
 # A reproducer listed in the folder's PENDING file (name, then why) is a
 # known crash not fixed yet: it is run and reported. With --strict (the
@@ -15,16 +18,17 @@ strict=0
 [ "$1" = --strict ] && strict=1 && shift
 replay="$1" dir="$2"
 pending=()
-[ -f "$dir/PENDING" ] && mapfile -t pending < <(grep -o '^[^ #]*\.mlir' "$dir/PENDING")
+[ -f "$dir/PENDING" ] && mapfile -t pending < <(grep -oE '^[^ #]+' "$dir/PENDING")
 is_pending() {
   local name
   for name in "${pending[@]}"; do [ "$name" = "$1" ] && return 0; done
   return 1
 }
 passed=0 failed=0 known=0 fixed=0
-for input in "$dir"/*.mlir; do
-  [ -e "$input" ] || continue
+for input in "$dir"/*; do
+  [ -f "$input" ] || continue
   name="$(basename "$input")"
+  case "$name" in PENDING | README*) continue ;; esac
   log="$("$replay" "$input" 2>&1)"
   rc=$?
   if is_pending "$name"; then

@@ -1,0 +1,1008 @@
+//===- FuzzServing.cpp - attnc-fuzz-serving: the serving C API ------------===//
+//
+// The input is a program of calls on attnc_c.h's serving half: pools (host
+// and accounting memory: there is no GPU here), radix caches, schedulers
+// and steps, made, used and destroyed in any order, with hostile arguments
+// (negative and huge counts, null pointers the API refuses, destroyed and
+// foreign handles, samples for requests that do not run). Any error status
+// is fine; a crash, a sanitizer report, a leak or a broken invariant (read
+// back through the API after every call) is a finding.
+//
+// Counts always match the buffers passed, except where the API checks a
+// documented bound before it reads the buffer: prompt_len + max_tokens
+// past 2^31-1, num_samples other than the last step's samplers, tokens
+// past 2^31-1 for append_slots. There a short buffer stands behind the
+// lying count, so a check that moves after the read is caught by ASan.
+//
+// Every handle an input makes is destroyed before it returns: the
+// registries outlive inputs, and each reproducer must stand alone.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnc/attnc_c.h"
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace {
+
+/// A broken invariant names itself on stderr, then stops the process as
+/// a crash would, so that libFuzzer keeps the input.
+[[noreturn]] void broken(const char *what, int line, long long a, long long b) {
+  std::fprintf(stderr,
+               "attnc-fuzz-serving: invariant broken at FuzzServing.cpp:%d: "
+               "%s (%lld, %lld); last error: %s\n",
+               line, what, a, b, attnc_last_error());
+  __builtin_trap();
+}
+#define EXPECT(cond, a, b)                                                     \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      broken(#cond, __LINE__, (long long)(a), (long long)(b));                 \
+  } while (0)
+
+/// With ATTNC_FUZZ_PRINT set, the calls an input makes go to stderr: how
+/// a reproducer reads.
+bool printing() {
+  static const bool print = std::getenv("ATTNC_FUZZ_PRINT") != nullptr;
+  return print;
+}
+#define NOTE(...)                                                              \
+  do {                                                                         \
+    if (printing())                                                            \
+      std::fprintf(stderr, __VA_ARGS__);                                       \
+  } while (0)
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+/// Host pools stay small: the fuzzer's RSS limit is for leaks, not for a
+/// config that asks for gigabytes (which the pool would rightly allocate).
+constexpr int64_t kMaxHostPoolBytes = int64_t(16) << 20;
+/// The most pages an accounting pool gets (8 bytes of bookkeeping each).
+constexpr int64_t kMaxAccountingPages = int64_t(1) << 20;
+/// Honest arrays stay this short: long ones only slow the fuzzer down.
+constexpr int64_t kMaxTokens = 2048;
+
+template <typename Handle> struct Slot {
+  Handle handle = nullptr;
+  bool live = false;
+};
+
+struct Pool : Slot<attnc_kv_pool> {
+  attnc_kv_pool_config config{};
+  int elementBytes = 2;
+};
+struct Cache : Slot<attnc_radix_cache> {
+  size_t pool = 0;
+};
+struct Scheduler : Slot<attnc_scheduler> {
+  size_t pool = 0, cache = 0;
+  attnc_scheduler_config config{};
+  /// The samplers the last step awaits (request, branch).
+  std::vector<std::pair<int64_t, int32_t>> samplers;
+};
+struct Step : Slot<attnc_step> {};
+
+/// One input's world: every handle it made, destroyed ones included (they
+/// stay as stale handles to pass).
+class World {
+public:
+  explicit World(FuzzedDataProvider &in) : in_(in) {}
+  ~World() { destroyAll(); }
+
+  void run() {
+    for (int op = 0; op < 256 && in_.remaining_bytes() > 0; ++op) {
+      call(in_.ConsumeIntegralInRange<int>(0, 20));
+      checkAll();
+    }
+  }
+
+private:
+  //===--------------------------------------------------------------------===//
+  // Arguments
+  //===--------------------------------------------------------------------===//
+
+  /// An int64 from the interesting places: small, at the int32 and int64
+  /// edges, negative.
+  int64_t count(int64_t small) {
+    switch (in_.ConsumeIntegralInRange<int>(0, 15)) {
+    case 0:
+      return -1;
+    case 1:
+      return 0;
+    case 2:
+      return kInt32Max;
+    case 3:
+      return kInt32Max + 1;
+    case 4:
+      return kInt64Max;
+    case 5:
+      return kInt64Min;
+    case 6:
+      return -in_.ConsumeIntegralInRange<int64_t>(1, kInt32Max);
+    case 7:
+      return in_.ConsumeIntegral<int64_t>();
+    default:
+      return in_.ConsumeIntegralInRange<int64_t>(1, small);
+    }
+  }
+
+  /// A handle of `slots` (live or destroyed), null, or one attnc never made
+  /// (another type's live handle included); `index` gets the slot or -1.
+  template <typename Handle, typename S>
+  Handle pick(const std::vector<S> &slots, long &index) {
+    index = -1;
+    switch (in_.ConsumeIntegralInRange<int>(0, 15)) {
+    case 0:
+      return nullptr;
+    case 1: {
+      // Handle values are a counter's: a guess may hit a live one, which
+      // then counts as picked.
+      auto value =
+          reinterpret_cast<Handle>(uintptr_t(in_.ConsumeIntegral<uint64_t>()));
+      for (size_t i = 0; i < slots.size(); ++i)
+        if (slots[i].handle == value)
+          index = long(i);
+      return value;
+    }
+    case 2: // another registry's handle
+      if constexpr (!std::is_same_v<Handle, attnc_kv_pool>)
+        if (!pools_.empty())
+          return reinterpret_cast<Handle>(pools_.back().handle);
+      return nullptr;
+    case 3:
+      if constexpr (!std::is_same_v<Handle, attnc_step>)
+        if (!steps_.empty())
+          return reinterpret_cast<Handle>(steps_.back().handle);
+      return nullptr;
+    default:
+      if (slots.empty())
+        return nullptr;
+      index = long(in_.ConsumeIntegralInRange<size_t>(0, slots.size() - 1));
+      return slots[size_t(index)].handle;
+    }
+  }
+
+  /// Prompt-like tokens that share prefixes between calls: a few fixed
+  /// sequences, the input choosing one and where it leaves it for another.
+  std::vector<int32_t> tokens(int64_t length) {
+    std::vector<int32_t> out(size_t(std::max<int64_t>(length, 0)));
+    int32_t first = in_.ConsumeIntegralInRange<int32_t>(0, 3);
+    int32_t second = in_.ConsumeIntegralInRange<int32_t>(0, 3);
+    int64_t split = in_.ConsumeIntegralInRange<int64_t>(0, length);
+    for (int64_t i = 0; i < length; ++i)
+      out[size_t(i)] =
+          int32_t((i < split ? first : second) * 7919 + i * 31) % 50000;
+    if (in_.ConsumeBool() && length > 0) // a hostile token id
+      out[size_t(in_.ConsumeIntegralInRange<int64_t>(0, length - 1))] =
+          in_.ConsumeIntegral<int32_t>();
+    return out;
+  }
+
+  int64_t requestId() {
+    return in_.ConsumeBool() ? in_.ConsumeIntegralInRange<int64_t>(0, 7)
+                             : count(1000);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Calls
+  //===--------------------------------------------------------------------===//
+
+  void call(int op) {
+    static const char *const names[] = {"pool_create",
+                                        "pool_destroy",
+                                        "append_slots",
+                                        "cache_create",
+                                        "cache_destroy",
+                                        "match_prefix",
+                                        "evict",
+                                        "scheduler_create",
+                                        "scheduler_destroy",
+                                        "add",
+                                        "add",
+                                        "step",
+                                        "step_get_info",
+                                        "step_destroy",
+                                        "commit",
+                                        "abort",
+                                        "drive",
+                                        "drive",
+                                        "read_pools",
+                                        "init(NULL)",
+                                        "scheduler_stats"};
+    NOTE("%s\n", names[op]);
+    switch (op) {
+    case 0:
+      return createPool();
+    case 1:
+      return destroy(pools_, attnc_kv_pool_destroy);
+    case 2:
+      return appendSlots();
+    case 3:
+      return createCache();
+    case 4:
+      return destroy(caches_, attnc_radix_cache_destroy);
+    case 5:
+      return matchPrefix();
+    case 6:
+      return evict();
+    case 7:
+      return createScheduler();
+    case 8:
+      return destroy(schedulers_, attnc_scheduler_destroy);
+    case 9:
+    case 10:
+      return add();
+    case 11:
+      return step();
+    case 12:
+      return stepInfo();
+    case 13:
+      return destroy(steps_, attnc_step_destroy);
+    case 14:
+      return commit();
+    case 15:
+      return abort();
+    case 16:
+    case 17:
+      return drive();
+    case 18:
+      return readPools();
+    case 19: { // the init functions take null
+      attnc_kv_pool_config_init(nullptr);
+      attnc_scheduler_config_init(nullptr);
+      attnc_request_init(nullptr);
+      return;
+    }
+    default:
+      return readSchedulers();
+    }
+  }
+
+  template <typename S, typename Handle>
+  void destroy(std::vector<S> &slots, attnc_status (*fn)(Handle)) {
+    long index;
+    Handle handle = pick<Handle>(slots, index);
+    attnc_status status = fn(handle);
+    bool live = index >= 0 && slots[size_t(index)].live;
+    // Destroying null is free(NULL); a dead or foreign handle is refused.
+    EXPECT(status == (live || !handle ? ATTNC_OK : ATTNC_INVALID_ARGUMENT),
+           status, live);
+    if (live)
+      slots[size_t(index)].live = false;
+  }
+
+  void createPool() {
+    attnc_kv_pool_config config;
+    attnc_kv_pool_config_init(&config);
+    switch (in_.ConsumeIntegralInRange<int>(0, 3)) {
+    case 0:
+      config.num_pages = count(64);
+      break;
+    case 1:
+      config.num_pages = in_.ConsumeIntegralInRange<int64_t>(1, 4);
+      break;
+    default:
+      config.num_pages = in_.ConsumeIntegralInRange<int64_t>(1, 256);
+    }
+    const int64_t pageSizes[] = {1, 2, 3, 16, 64, 256, 0, 257, -1};
+    config.page_size =
+        in_.ConsumeBool() ? in_.PickValueInArray(pageSizes) : count(256);
+    config.num_kv_heads =
+        in_.ConsumeBool() ? in_.ConsumeIntegralInRange(1, 4) : count(1024);
+    config.head_dim =
+        in_.ConsumeBool() ? in_.ConsumeIntegralInRange(1, 16) : count(1024);
+    int dtype = in_.ConsumeIntegralInRange(-1, 7);
+    int order = in_.ConsumeIntegralInRange(-1, 2);
+    int memory = in_.ConsumeIntegralInRange(-1, 3);
+    // C lets an enum field hold any int: the library reads its bits.
+    std::memcpy(&config.dtype, &dtype, sizeof dtype);
+    std::memcpy(&config.page_order, &order, sizeof order);
+    std::memcpy(&config.memory, &memory, sizeof memory);
+    // No GPU here, and no NVRTC: a device pool fails at the driver (an
+    // error path worth a visit, rarely).
+    if (memory == ATTNC_KV_DEVICE && !in_.ConsumeBool())
+      memory = ATTNC_KV_HOST;
+    int elementBytes = dtype == ATTNC_F32 ? 4 : dtype >= ATTNC_F8E4M3 ? 1 : 2;
+    bool valid = config.num_pages >= 1 && config.num_pages <= kInt32Max &&
+                 config.page_size >= 1 && config.page_size <= 256 &&
+                 config.num_kv_heads >= 1 && config.num_kv_heads <= 1024 &&
+                 config.head_dim >= 1 && config.head_dim <= 1024;
+    // What a valid config would allocate: keep it within the fuzzer's
+    // memory (an accounting pool keeps only 8 bytes a page).
+    if (valid && memory == ATTNC_KV_HOST &&
+        2 * config.num_pages * config.page_size * config.num_kv_heads *
+                config.head_dim * elementBytes >
+            kMaxHostPoolBytes)
+      memory = ATTNC_KV_ACCOUNTING;
+    if (valid && config.num_pages > kMaxAccountingPages)
+      config.num_pages = kMaxAccountingPages;
+    std::memcpy(&config.memory, &memory, sizeof memory);
+
+    attnc_kv_pool handle = nullptr;
+    switch (in_.ConsumeIntegralInRange(0, 15)) {
+    case 0:
+      EXPECT(attnc_kv_pool_create(nullptr, &handle) == ATTNC_INVALID_ARGUMENT,
+             0, 0);
+      return;
+    case 1:
+      EXPECT(attnc_kv_pool_create(&config, nullptr) == ATTNC_INVALID_ARGUMENT,
+             0, 0);
+      return;
+    }
+    attnc_status status = attnc_kv_pool_create(&config, &handle);
+    NOTE("  pages %lld of %lld, %lld x %lld, memory %d: %s\n",
+         (long long)config.num_pages, (long long)config.page_size,
+         (long long)config.num_kv_heads, (long long)config.head_dim, memory,
+         attnc_status_name(status));
+    if (status != ATTNC_OK)
+      return;
+    EXPECT(handle != nullptr, 0, 0);
+    Pool pool;
+    pool.handle = handle;
+    pool.live = true;
+    pool.config = config;
+    pool.elementBytes = elementBytes;
+    pools_.push_back(pool);
+    // A fresh pool is all free, of the size asked for.
+    EXPECT(attnc_kv_pool_num_pages(handle) == config.num_pages,
+           attnc_kv_pool_num_pages(handle), config.num_pages);
+    EXPECT(attnc_kv_pool_num_free_pages(handle) == config.num_pages,
+           attnc_kv_pool_num_free_pages(handle), config.num_pages);
+    EXPECT(attnc_kv_pool_page_size(handle) == config.page_size,
+           attnc_kv_pool_page_size(handle), config.page_size);
+    EXPECT((attnc_kv_pool_key_cache(handle) != 0) == (memory == ATTNC_KV_HOST),
+           memory, 0);
+  }
+
+  void appendSlots() {
+    long index;
+    attnc_kv_pool handle = pick<attnc_kv_pool>(pools_, index);
+    const Pool *pool = index >= 0 ? &pools_[size_t(index)] : nullptr;
+    int64_t heads = pool ? pool->config.num_kv_heads : 1;
+    int64_t dim = pool ? pool->config.head_dim : 1;
+    int64_t elementBytes = pool ? pool->elementBytes : 1;
+    int64_t slotCount =
+        pool ? pool->config.num_pages * pool->config.page_size : 1;
+    int64_t row = heads * dim;
+    // Strides below a row are refused before anything is read; at or above
+    // it, the buffers hold `tokens` strides.
+    int64_t keyStride = in_.ConsumeBool()
+                            ? row + in_.ConsumeIntegralInRange<int64_t>(0, 3)
+                            : count(row);
+    int64_t valueStride = in_.ConsumeBool() ? keyStride : count(row);
+    int64_t tokens = in_.ConsumeIntegralInRange<int64_t>(0, 16);
+    bool lying = false;
+    switch (in_.ConsumeIntegralInRange(0, 7)) {
+    case 0:
+      tokens = -in_.ConsumeIntegralInRange<int64_t>(1, kInt64Max);
+      lying = true;
+      break;
+    case 1: // past the documented int32 bound, checked before any read
+      tokens = in_.ConsumeIntegralInRange<int64_t>(kInt32Max + 1, kInt64Max);
+      lying = true;
+      break;
+    }
+    bool strideOk = keyStride >= row && valueStride >= row &&
+                    keyStride <= row + 3 && valueStride <= row + 3;
+    size_t honest = lying ? 1 : size_t(tokens);
+    size_t keyBytes = strideOk ? honest * size_t(keyStride * elementBytes) : 0;
+    size_t valueBytes =
+        strideOk ? honest * size_t(valueStride * elementBytes) : 0;
+    std::vector<unsigned char> keys(std::max<size_t>(keyBytes, 1), 0x3c);
+    std::vector<unsigned char> values(std::max<size_t>(valueBytes, 1), 0x3d);
+    std::vector<int64_t> slots(std::max<size_t>(honest, 1) + 1);
+    for (int64_t &slot : slots) {
+      switch (in_.ConsumeIntegralInRange(0, 5)) {
+      case 0:
+        slot = -in_.ConsumeIntegralInRange<int64_t>(1, 3);
+        break;
+      case 1:
+        slot = slotCount + in_.ConsumeIntegralInRange<int64_t>(0, 3);
+        break;
+      case 2:
+        slot = in_.ConsumeIntegral<int64_t>();
+        break;
+      default:
+        slot = in_.ConsumeIntegralInRange<int64_t>(0, slotCount - 1);
+      }
+    }
+    uint64_t keysAt = uint64_t(uintptr_t(keys.data()));
+    uint64_t valuesAt = uint64_t(uintptr_t(values.data()));
+    uint64_t slotsAt = uint64_t(uintptr_t(slots.data()));
+    switch (in_.ConsumeIntegralInRange(0, 7)) {
+    case 0:
+      keysAt = 0;
+      break;
+    case 1:
+      slotsAt = 0;
+      break;
+    case 2: // misaligned slots: refused before they are read
+      slotsAt += 4;
+      break;
+    }
+    // A stride past what the buffers hold is the caller's lie, and not
+    // one the library can see: pass such strides only with no tokens.
+    if (!strideOk && !lying)
+      tokens = keyStride >= row && valueStride >= row ? 0 : tokens;
+    attnc_status status =
+        attnc_kv_pool_append_slots(handle, keysAt, valuesAt, keyStride,
+                                   valueStride, slotsAt, tokens, nullptr);
+    if (lying)
+      EXPECT(status != ATTNC_OK, tokens, 0);
+  }
+
+  void createCache() {
+    long index;
+    attnc_kv_pool pool = pick<attnc_kv_pool>(pools_, index);
+    attnc_radix_cache handle = nullptr;
+    if (in_.ConsumeIntegralInRange(0, 15) == 0) {
+      EXPECT(attnc_radix_cache_create(pool, nullptr) == ATTNC_INVALID_ARGUMENT,
+             0, 0);
+      return;
+    }
+    attnc_status status = attnc_radix_cache_create(pool, &handle);
+    bool live = index >= 0 && pools_[size_t(index)].live;
+    EXPECT((status == ATTNC_OK) == live, status, live);
+    if (status != ATTNC_OK)
+      return;
+    Cache cache;
+    cache.handle = handle;
+    cache.live = true;
+    cache.pool = size_t(index);
+    caches_.push_back(cache);
+  }
+
+  void matchPrefix() {
+    long index;
+    attnc_radix_cache handle = pick<attnc_radix_cache>(caches_, index);
+    int64_t length = in_.ConsumeIntegralInRange<int64_t>(0, kMaxTokens);
+    std::vector<int32_t> prompt = tokens(length);
+    const int32_t *tokensAt = prompt.empty() ? nullptr : prompt.data();
+    int64_t numTokens = length;
+    if (in_.ConsumeIntegralInRange(0, 7) == 0) { // refused: no read
+      numTokens = in_.ConsumeBool()
+                      ? -in_.ConsumeIntegralInRange<int64_t>(1, kInt64Max)
+                      : numTokens;
+      tokensAt = in_.ConsumeBool() ? nullptr : tokensAt;
+    }
+    int64_t capacity = in_.ConsumeIntegralInRange<int64_t>(0, 64);
+    std::vector<int32_t> pages(size_t(capacity) + 1, -7);
+    int32_t *pagesAt = in_.ConsumeBool() ? nullptr : pages.data();
+    int64_t numPages = capacity;
+    if (pagesAt && in_.ConsumeIntegralInRange(0, 7) == 0)
+      numPages = -in_.ConsumeIntegralInRange<int64_t>(1, kInt64Max);
+    int64_t matched = -1;
+    uint64_t space = in_.ConsumeIntegralInRange<uint64_t>(0, 2);
+    int64_t *matchedAt = in_.ConsumeIntegralInRange(0, 15) ? &matched : nullptr;
+    int64_t *numPagesAt =
+        in_.ConsumeIntegralInRange(0, 15) ? &numPages : nullptr;
+    attnc_status status = attnc_radix_cache_match_prefix(
+        handle, tokensAt, numTokens, space, matchedAt, pagesAt, numPagesAt);
+    if (status != ATTNC_OK || index < 0)
+      return;
+    EXPECT(caches_[size_t(index)].live, index, 0);
+    const Pool &pool = pools_[caches_[size_t(index)].pool];
+    // Whole pages of the tokens, each a page of the pool.
+    EXPECT(matched >= 0 && matched <= numTokens, matched, numTokens);
+    EXPECT(numPages * pool.config.page_size == matched, numPages, matched);
+    if (pagesAt) {
+      EXPECT(numPages <= capacity, numPages, capacity);
+      for (int64_t i = 0; i < numPages; ++i)
+        EXPECT(pages[size_t(i)] >= 0 &&
+                   pages[size_t(i)] < pool.config.num_pages,
+               pages[size_t(i)], pool.config.num_pages);
+      EXPECT(pages[size_t(capacity)] == -7, capacity, 0); // no overrun
+    }
+  }
+
+  void evict() {
+    long index;
+    attnc_radix_cache handle = pick<attnc_radix_cache>(caches_, index);
+    int64_t tokens = count(4096);
+    int64_t evicted = -1;
+    bool out = in_.ConsumeBool();
+    attnc_status status =
+        attnc_radix_cache_evict(handle, tokens, out ? &evicted : nullptr);
+    if (status == ATTNC_OK && out)
+      EXPECT(evicted >= 0, evicted, tokens);
+  }
+
+  void createScheduler() {
+    attnc_scheduler_config config;
+    attnc_scheduler_config_init(&config);
+    int policy = in_.ConsumeIntegralInRange(-1, 3);
+    std::memcpy(&config.policy, &policy, sizeof policy);
+    if (in_.ConsumeBool())
+      config.token_budget = count(256);
+    if (in_.ConsumeBool())
+      config.max_running = count(8);
+    if (in_.ConsumeBool())
+      config.in_flight_share_threshold = count(64);
+    if (in_.ConsumeIntegralInRange(0, 7) == 0)
+      config.protect_waiting_prefixes = in_.ConsumeIntegralInRange(-1, 2);
+    if (in_.ConsumeBool())
+      config.aging_steps = count(16);
+    if (in_.ConsumeIntegralInRange(0, 3) == 0) {
+      const double ratios[] = {0,
+                               0.1,
+                               0.5,
+                               1,
+                               -0.5,
+                               1.5,
+                               std::nan(""),
+                               std::numeric_limits<double>::infinity(),
+                               -std::numeric_limits<double>::infinity(),
+                               1e-300};
+      config.initial_new_token_ratio = in_.PickValueInArray(ratios);
+      config.min_new_token_ratio = in_.PickValueInArray(ratios);
+      config.new_token_ratio_decay = in_.PickValueInArray(ratios);
+    }
+    long poolIndex, cacheIndex;
+    attnc_kv_pool pool = pick<attnc_kv_pool>(pools_, poolIndex);
+    attnc_radix_cache cache = pick<attnc_radix_cache>(caches_, cacheIndex);
+    attnc_scheduler handle = nullptr;
+    if (in_.ConsumeIntegralInRange(0, 15) == 0) {
+      EXPECT(attnc_scheduler_create(in_.ConsumeBool() ? &config : nullptr, pool,
+                                    cache, nullptr) == ATTNC_INVALID_ARGUMENT,
+             0, 0);
+      return;
+    }
+    if (attnc_scheduler_create(&config, pool, cache, &handle) != ATTNC_OK)
+      return;
+    // Made only over a live pool and a live cache over it.
+    EXPECT(poolIndex >= 0 && cacheIndex >= 0 && pools_[size_t(poolIndex)].live,
+           poolIndex, cacheIndex);
+    EXPECT(caches_[size_t(cacheIndex)].live &&
+               caches_[size_t(cacheIndex)].pool == size_t(poolIndex),
+           cacheIndex, poolIndex);
+    // One live scheduler per cache.
+    for (const Scheduler &other : schedulers_)
+      EXPECT(!(other.live && other.cache == size_t(cacheIndex)), cacheIndex, 0);
+    Scheduler scheduler;
+    scheduler.handle = handle;
+    scheduler.live = true;
+    scheduler.pool = size_t(poolIndex);
+    scheduler.cache = size_t(cacheIndex);
+    scheduler.config = config;
+    schedulers_.push_back(scheduler);
+  }
+
+  void add() {
+    long index;
+    attnc_scheduler handle = pick<attnc_scheduler>(schedulers_, index);
+    attnc_request request;
+    attnc_request_init(&request);
+    request.id = requestId();
+    request.max_tokens = in_.ConsumeBool()
+                             ? in_.ConsumeIntegralInRange<int64_t>(1, 64)
+                             : count(4096);
+    request.n = in_.ConsumeIntegralInRange(0, 3) ? 1
+                : in_.ConsumeBool() ? in_.ConsumeIntegralInRange(1, 4)
+                                    : int32_t(count(300));
+    request.priority = in_.ConsumeIntegralInRange(-2, 2);
+    request.cache_namespace = in_.ConsumeIntegralInRange<uint64_t>(0, 2);
+    int64_t length = in_.ConsumeIntegralInRange<int64_t>(1, 512);
+    std::vector<int32_t> prompt = tokens(length);
+    request.prompt = prompt.data();
+    request.prompt_len = length;
+    bool lying = false;
+    switch (in_.ConsumeIntegralInRange(0, 15)) {
+    case 0: // refused before the prompt is read
+      request.prompt_len = -in_.ConsumeIntegralInRange<int64_t>(0, kInt64Max);
+      lying = true;
+      break;
+    case 1: // null with tokens to read: refused
+      request.prompt = nullptr;
+      lying = true;
+      break;
+    case 2: // past the documented 2^31-1 positions, checked before the
+            // copy: the short prompt stays unread
+      request.prompt_len = in_.ConsumeIntegralInRange<int64_t>(
+          kInt32Max + 1 - std::clamp<int64_t>(request.max_tokens, 1, kInt32Max),
+          kInt64Max);
+      lying = true;
+      break;
+    case 3:
+      if (in_.ConsumeBool()) {
+        EXPECT(attnc_scheduler_add(handle, nullptr) == ATTNC_INVALID_ARGUMENT,
+               0, 0);
+        return;
+      }
+    }
+    attnc_status status = attnc_scheduler_add(handle, &request);
+    NOTE("  id %lld, prompt_len %lld (%zu tokens), max_tokens %lld, n %d: "
+         "%s %s\n",
+         (long long)request.id, (long long)request.prompt_len, prompt.size(),
+         (long long)request.max_tokens, request.n, attnc_status_name(status),
+         status ? attnc_last_error() : "");
+    if (lying)
+      EXPECT(status != ATTNC_OK, request.prompt_len, request.max_tokens);
+  }
+
+  /// Checks a step's arrays against its pool and records its samplers.
+  void checkStep(attnc_step step, Scheduler *scheduler) {
+    attnc_step_info info;
+    EXPECT(attnc_step_get_info(step, &info) == ATTNC_OK, 0, 0);
+    int64_t pageSize = 0, numPages = 0;
+    if (scheduler) {
+      const Pool &pool = pools_[scheduler->pool];
+      pageSize = pool.config.page_size;
+      numPages = pool.config.num_pages;
+    }
+    int64_t n = info.num_requests;
+    EXPECT(n >= 0 && info.num_decodes >= 0 && info.num_decodes <= n, n,
+           info.num_decodes);
+    EXPECT(info.num_tokens >= 0 && info.num_page_indices >= 0, info.num_tokens,
+           info.num_page_indices);
+    EXPECT((n == 0) == (info.requests == nullptr), n, 0);
+    if (n > 0) {
+      EXPECT(info.qo_indptr[0] == 0 && info.page_indptr[0] == 0,
+             info.qo_indptr[0], info.page_indptr[0]);
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT(info.qo_indptr[i] <= info.qo_indptr[i + 1], i,
+               info.qo_indptr[i]);
+        EXPECT(info.page_indptr[i] < info.page_indptr[i + 1], i,
+               info.page_indptr[i]);
+        if (scheduler)
+          EXPECT(info.last_page_len[i] >= 1 &&
+                     info.last_page_len[i] <= pageSize,
+                 info.last_page_len[i], pageSize);
+      }
+      EXPECT(info.qo_indptr[n] == info.num_tokens, info.qo_indptr[n],
+             info.num_tokens);
+      EXPECT(info.page_indptr[n] == info.num_page_indices, info.page_indptr[n],
+             info.num_page_indices);
+    }
+    EXPECT(info.prefill_tokens + info.decode_tokens == info.num_tokens,
+           info.prefill_tokens + info.decode_tokens, info.num_tokens);
+    if (scheduler) {
+      for (int64_t i = 0; i < info.num_page_indices; ++i)
+        EXPECT(info.page_indices[i] >= 0 && info.page_indices[i] < numPages,
+               info.page_indices[i], numPages);
+      for (int64_t t = 0; t < info.num_tokens; ++t)
+        EXPECT(info.slot_mapping[t] >= 0 &&
+                   info.slot_mapping[t] < numPages * pageSize,
+               info.slot_mapping[t], numPages * pageSize);
+    }
+    for (int64_t s = 0; s < info.num_samplers; ++s)
+      EXPECT(info.sample_rows[s] >= 0 && info.sample_rows[s] < info.num_tokens,
+             info.sample_rows[s], info.num_tokens);
+    if (scheduler) {
+      scheduler->samplers.clear();
+      for (int64_t s = 0; s < info.num_samplers; ++s)
+        scheduler->samplers.push_back(
+            {info.samplers[s], info.sampler_branches[s]});
+    }
+  }
+
+  Scheduler *schedulerAt(long index) {
+    return index >= 0 && schedulers_[size_t(index)].live
+               ? &schedulers_[size_t(index)]
+               : nullptr;
+  }
+
+  void step() {
+    long index;
+    attnc_scheduler handle = pick<attnc_scheduler>(schedulers_, index);
+    if (in_.ConsumeIntegralInRange(0, 15) == 0) {
+      EXPECT(attnc_scheduler_step(handle, nullptr) == ATTNC_INVALID_ARGUMENT, 0,
+             0);
+      return;
+    }
+    attnc_step handle2 = nullptr;
+    if (attnc_scheduler_step(handle, &handle2) != ATTNC_OK)
+      return;
+    Scheduler *scheduler = schedulerAt(index);
+    EXPECT(scheduler != nullptr, index, 0);
+    checkStep(handle2, scheduler);
+    Step step;
+    step.handle = handle2;
+    step.live = true;
+    steps_.push_back(step);
+  }
+
+  void stepInfo() {
+    long index;
+    attnc_step handle = pick<attnc_step>(steps_, index);
+    attnc_step_info info;
+    attnc_status status =
+        attnc_step_get_info(handle, in_.ConsumeBool() ? &info : nullptr);
+    if (status == ATTNC_OK)
+      EXPECT(index >= 0 && steps_[size_t(index)].live, index, 0);
+  }
+
+  /// What a transactional commit must leave as it was when it fails.
+  struct Snapshot {
+    attnc_scheduler_stats stats{};
+    int64_t freePages = 0, cached = 0, evictable = 0;
+    bool operator==(const Snapshot &o) const {
+      return std::memcmp(&stats, &o.stats, sizeof stats) == 0 &&
+             freePages == o.freePages && cached == o.cached &&
+             evictable == o.evictable;
+    }
+  };
+  Snapshot snapshot(const Scheduler &scheduler) {
+    Snapshot s;
+    attnc_scheduler_get_stats(scheduler.handle, &s.stats);
+    const Pool &pool = pools_[scheduler.pool];
+    // The pool's handle may be gone while the scheduler keeps the pool.
+    s.freePages = pool.live ? attnc_kv_pool_num_free_pages(pool.handle) : 0;
+    const Cache &cache = caches_[scheduler.cache];
+    s.cached = cache.live ? attnc_radix_cache_cached_tokens(cache.handle) : 0;
+    s.evictable =
+        cache.live ? attnc_radix_cache_evictable_tokens(cache.handle) : 0;
+    return s;
+  }
+
+  /// Commits to the scheduler at `index`: honest samples for its last
+  /// step's samplers, or samples for other requests, or a count other
+  /// than the samplers'.
+  void commitTo(attnc_scheduler handle, long index, bool honest) {
+    Scheduler *scheduler = schedulerAt(index);
+    std::vector<attnc_sample> samples;
+    if (scheduler)
+      for (auto [request, branch] : scheduler->samplers) {
+        attnc_sample sample{};
+        sample.request = request;
+        sample.branch = branch;
+        sample.token = in_.ConsumeIntegralInRange<int32_t>(0, 50000);
+        sample.stop = in_.ConsumeIntegralInRange(0, 7) == 0;
+        samples.push_back(sample);
+      }
+    int64_t numSamples = int64_t(samples.size());
+    bool lying = false;
+    if (!honest) {
+      switch (in_.ConsumeIntegralInRange(0, 7)) {
+      case 0: // a count the last step does not await: refused unread
+        numSamples +=
+            in_.ConsumeIntegralInRange<int64_t>(1, kInt64Max - numSamples);
+        lying = true;
+        break;
+      case 1:
+        numSamples = -in_.ConsumeIntegralInRange<int64_t>(1, kInt64Max);
+        lying = true;
+        break;
+      case 2: // another request, branch or a bad stop flag
+      case 3:
+        if (!samples.empty()) {
+          attnc_sample &sample = samples[in_.ConsumeIntegralInRange<size_t>(
+              0, samples.size() - 1)];
+          switch (in_.ConsumeIntegralInRange(0, 3)) {
+          case 0:
+            sample.request = requestId();
+            break;
+          case 1:
+            sample.branch = in_.ConsumeIntegral<int32_t>();
+            break;
+          default:
+            sample.stop = in_.ConsumeIntegralInRange(-1, 3);
+          }
+        }
+        break;
+      case 4: // one sample too many, in a buffer that holds it
+        samples.push_back({requestId(), 0, 0, 0});
+        numSamples = int64_t(samples.size());
+        break;
+      case 5:
+        if (!samples.empty()) {
+          samples.pop_back();
+          numSamples = int64_t(samples.size());
+        }
+        break;
+      }
+    }
+    std::vector<int64_t> finished(std::max<size_t>(samples.size(), 1), -7);
+    int64_t numFinished = -1;
+    bool finishedOut = in_.ConsumeIntegralInRange(0, 7) != 0;
+    bool countOut = in_.ConsumeIntegralInRange(0, 7) != 0;
+    const attnc_sample *samplesAt = samples.empty() ? nullptr : samples.data();
+    if (in_.ConsumeIntegralInRange(0, 15) == 0 && numSamples > 0) {
+      samplesAt = nullptr; // refused before reading
+      lying = true;
+    }
+    Snapshot before;
+    if (scheduler)
+      before = snapshot(*scheduler);
+    attnc_status status = attnc_scheduler_commit(
+        handle, samplesAt, numSamples, finishedOut ? finished.data() : nullptr,
+        countOut ? &numFinished : nullptr);
+    NOTE("  commit %lld samples: %s %s\n", (long long)numSamples,
+         attnc_status_name(status), status ? attnc_last_error() : "");
+    if (lying)
+      EXPECT(status != ATTNC_OK, numSamples, samples.size());
+    if (status != ATTNC_OK) {
+      // All or nothing (Scheduler::commit): a refused commit changes
+      // nothing the API shows.
+      if (scheduler) {
+        Snapshot after = snapshot(*scheduler);
+        EXPECT(after == before, after.freePages, before.freePages);
+      }
+      return;
+    }
+    EXPECT(scheduler != nullptr, index, 0);
+    scheduler->samplers.clear();
+    if (countOut) {
+      EXPECT(numFinished >= 0 && numFinished <= numSamples, numFinished,
+             numSamples);
+      if (finishedOut)
+        for (int64_t i = 0; i < numFinished; ++i) {
+          bool sampled = false;
+          for (const attnc_sample &s : samples)
+            sampled |= s.request == finished[size_t(i)];
+          EXPECT(sampled, finished[size_t(i)], i);
+        }
+    }
+  }
+
+  void commit() {
+    long index;
+    attnc_scheduler handle = pick<attnc_scheduler>(schedulers_, index);
+    commitTo(handle, index, in_.ConsumeBool());
+  }
+
+  void abort() {
+    long index;
+    attnc_scheduler handle = pick<attnc_scheduler>(schedulers_, index);
+    attnc_scheduler_abort(handle, requestId());
+  }
+
+  /// Steps and commits a live scheduler up to `steps` times, as an engine
+  /// does: most inputs get past the first steps only this way.
+  void drive() {
+    if (schedulers_.empty())
+      return;
+    long index =
+        long(in_.ConsumeIntegralInRange<size_t>(0, schedulers_.size() - 1));
+    Scheduler *scheduler = schedulerAt(index);
+    if (!scheduler)
+      return;
+    int steps = in_.ConsumeIntegralInRange(1, 64);
+    for (int i = 0; i < steps; ++i) {
+      attnc_step step = nullptr;
+      if (attnc_scheduler_step(scheduler->handle, &step) != ATTNC_OK)
+        break;
+      checkStep(step, scheduler);
+      EXPECT(attnc_step_destroy(step) == ATTNC_OK, 0, 0);
+      commitTo(scheduler->handle, index, in_.ConsumeIntegralInRange(0, 7));
+      checkScheduler(*scheduler);
+      if (in_.ConsumeIntegralInRange(0, 15) == 0)
+        attnc_scheduler_abort(scheduler->handle, requestId());
+    }
+  }
+
+  void readPools() {
+    long index;
+    attnc_kv_pool handle = pick<attnc_kv_pool>(pools_, index);
+    bool live = index >= 0 && pools_[size_t(index)].live;
+    if (!live) // a bad handle reads 0
+      EXPECT(attnc_kv_pool_num_pages(handle) == 0 &&
+                 attnc_kv_pool_num_free_pages(handle) == 0 &&
+                 attnc_kv_pool_page_size(handle) == 0 &&
+                 attnc_kv_pool_key_cache(handle) == 0,
+             index, 0);
+    long cacheIndex;
+    attnc_radix_cache cache = pick<attnc_radix_cache>(caches_, cacheIndex);
+    if (!(cacheIndex >= 0 && caches_[size_t(cacheIndex)].live))
+      EXPECT(attnc_radix_cache_cached_tokens(cache) == 0, cacheIndex, 0);
+  }
+
+  void readSchedulers() {
+    long index;
+    attnc_scheduler handle = pick<attnc_scheduler>(schedulers_, index);
+    attnc_scheduler_stats stats;
+    attnc_status status = attnc_scheduler_get_stats(
+        handle, in_.ConsumeIntegralInRange(0, 15) ? &stats : nullptr);
+    if (!schedulerAt(index)) {
+      EXPECT(status != ATTNC_OK && attnc_scheduler_idle(handle) == -1, index,
+             0);
+    }
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Invariants
+  //===--------------------------------------------------------------------===//
+
+  void checkScheduler(const Scheduler &scheduler) {
+    attnc_scheduler_stats s;
+    EXPECT(attnc_scheduler_get_stats(scheduler.handle, &s) == ATTNC_OK, 0, 0);
+    EXPECT(s.num_waiting >= 0 && s.num_running >= 0, s.num_waiting,
+           s.num_running);
+    // max_running counts sequences (a request of n samples takes n).
+    EXPECT(s.num_running <= scheduler.config.max_running, s.num_running,
+           scheduler.config.max_running);
+    EXPECT(s.prompt_tokens >= 0 && s.cached_tokens >= 0 &&
+               s.computed_prefill_tokens >= 0 && s.recomputed_tokens >= 0,
+           s.prompt_tokens, s.cached_tokens);
+    EXPECT(s.evicted_tokens >= 0 && s.preemptions >= 0 && s.finished >= 0,
+           s.evicted_tokens, s.finished);
+    EXPECT(s.cached_tokens <= s.prompt_tokens, s.cached_tokens,
+           s.prompt_tokens);
+    int idle = attnc_scheduler_idle(scheduler.handle);
+    EXPECT(idle == (s.num_waiting + s.num_running == 0 ? 1 : 0), idle,
+           s.num_waiting + s.num_running);
+  }
+
+  void checkAll() {
+    for (const Pool &pool : pools_) {
+      if (!pool.live)
+        continue;
+      int64_t total = attnc_kv_pool_num_pages(pool.handle);
+      int64_t free = attnc_kv_pool_num_free_pages(pool.handle);
+      EXPECT(total == pool.config.num_pages, total, pool.config.num_pages);
+      EXPECT(free >= 0 && free <= total, free, total);
+    }
+    for (const Cache &cache : caches_) {
+      if (!cache.live)
+        continue;
+      int64_t cached = attnc_radix_cache_cached_tokens(cache.handle);
+      int64_t evictable = attnc_radix_cache_evictable_tokens(cache.handle);
+      const Pool &pool = pools_[cache.pool];
+      EXPECT(evictable >= 0 && evictable <= cached, evictable, cached);
+      EXPECT(cached <= pool.config.num_pages * pool.config.page_size, cached,
+             pool.config.num_pages);
+    }
+    for (const Scheduler &scheduler : schedulers_)
+      if (scheduler.live)
+        checkScheduler(scheduler);
+  }
+
+  /// Destroys what is left, in an order the input chooses (any order is
+  /// allowed); a pool whose handle outlives its caches and schedulers must
+  /// then have every page back.
+  void destroyAll() {
+    bool cachesFirst = in_.ConsumeBool();
+    for (Step &step : steps_)
+      if (step.live)
+        EXPECT(attnc_step_destroy(step.handle) == ATTNC_OK, 0, 0);
+    auto schedulers = [&] {
+      for (Scheduler &scheduler : schedulers_)
+        if (scheduler.live)
+          EXPECT(attnc_scheduler_destroy(scheduler.handle) == ATTNC_OK, 0, 0);
+    };
+    auto caches = [&] {
+      for (Cache &cache : caches_)
+        if (cache.live)
+          EXPECT(attnc_radix_cache_destroy(cache.handle) == ATTNC_OK, 0, 0);
+    };
+    if (cachesFirst) {
+      caches();
+      schedulers();
+    } else {
+      schedulers();
+      caches();
+    }
+    for (Pool &pool : pools_) {
+      if (!pool.live)
+        continue;
+      int64_t free = attnc_kv_pool_num_free_pages(pool.handle);
+      EXPECT(free == pool.config.num_pages, free, pool.config.num_pages);
+      EXPECT(attnc_kv_pool_destroy(pool.handle) == ATTNC_OK, 0, 0);
+    }
+  }
+
+  FuzzedDataProvider &in_;
+  std::vector<Pool> pools_;
+  std::vector<Cache> caches_;
+  std::vector<Scheduler> schedulers_;
+  std::vector<Step> steps_;
+};
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  World(in).run();
+  return 0;
+}
