@@ -4,16 +4,13 @@
 #define ATTNC_DIALECT_ATTNGPU_ATTRS_TD
 
 include "AttnGPUDialect.td"
-include "mlir/IR/EnumAttr.td"
 
-def AttnGPU_Schedule : I32EnumAttr<"Schedule", "kernel schedule", [
-    I32EnumAttrCase<"prefill", 0>,
-    I32EnumAttrCase<"decode", 1>,
-    I32EnumAttrCase<"warp_specialized", 2>,
-    I32EnumAttrCase<"latent", 3>,
-    I32EnumAttrCase<"transposed_decode", 4>]> {
-  let cppNamespace = "::mlir::attn_gpu";
-  let genSpecializedAttr = 0;
+// The schedules and what every layer knows of each: one table, in
+// runtime/device/attnc/device/schedules.h, spelled by its keywords here.
+def AttnGPU_ScheduleParameter
+    : AttrParameter<"::attnc::Schedule", "kernel schedule"> {
+  let parser = [{ ::mlir::attn_gpu::parseSchedule($_parser) }];
+  let printer = [{ $_printer << ::attnc::keyword($_self) }];
 }
 
 // The classification the device library is instantiated with: defined once,
@@ -92,7 +89,7 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     read from L2 once instead of twice.
   }];
   let parameters = (ins
-    EnumParameter<AttnGPU_Schedule>:$schedule,
+    AttnGPU_ScheduleParameter:$schedule,
     "int64_t":$blockM, "int64_t":$blockN,
     "int64_t":$warpsM, "int64_t":$warpsN,
     "int64_t":$stages, "int64_t":$kvSplits,
@@ -111,32 +108,28 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t getThreads() const { return 32 * getWarpsM() * getWarpsN(); }
+    /// The schedule's row of the table (attnc/device/schedules.h).
+    const ::attnc::ScheduleTraits &traits() const {
+      return ::attnc::traits(getSchedule());
+    }
     /// Whether this is an sm_90a producer/consumer schedule: the
     /// FlashAttention-3 one or the latent one.
-    bool isWarpSpecialized() const {
-      return getSchedule() == Schedule::warp_specialized || isLatent();
-    }
+    bool isWarpSpecialized() const { return traits().warpSpecialized; }
     /// Rows of the mma.sync schedules' query tile a warp's products hold:
     /// 16 (the M side) or, transposed, 8 (the N side).
-    int64_t getRowsPerWarp() const {
-      return getSchedule() == Schedule::transposed_decode
-                 ? ::attnc::limits::kTransposedDecodeRows
-                 : 16;
-    }
+    int64_t getRowsPerWarp() const { return traits().rowsPerWarp; }
     /// Whether this is the multi-head latent attention schedule.
-    bool isLatent() const { return getSchedule() == Schedule::latent; }
+    bool isLatent() const { return getSchedule() == ::attnc::Schedule::Latent; }
     /// Whether a split-KV kernel of this schedule can merge its own splits
     /// (`merge_splits`): the mma.sync schedules' and the latent one's; the
     /// planner never splits the warp-specialized prefill's keys.
-    bool mergesOwnSplits() const {
-      return getSchedule() != Schedule::warp_specialized;
-    }
+    bool mergesOwnSplits() const { return traits().mergesOwnSplits; }
     /// Whether such a kernel merges its splits in a second launch of
     /// itself, spread over the whole grid, rather than in the CTA that
     /// stores a row block's last split (`attn_gpu.merge_splits`): the
     /// latent kernel's persistent CTAs end together, and that CTA would
     /// merge a row block alone in the launch's tail.
-    bool mergesInSecondLaunch() const { return isLatent(); }
+    bool mergesInSecondLaunch() const { return traits().mergesInSecondLaunch; }
     /// Whether the schedule's kernels wait on the grids before them
     /// (`griddepcontrol.wait`) before they touch global memory and let the
     /// grid after them launch early, so that a launch may overlap the
@@ -148,7 +141,8 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     /// Whether the CTAs claim their work items with an atomic counter
     /// rather than walking a static share of them.
     bool claimsItems() const {
-      return getSchedule() == Schedule::warp_specialized && !getStaticOrder();
+      return getSchedule() == ::attnc::Schedule::WarpSpecialized &&
+             !getStaticOrder();
     }
     /// Rows of one query tile the producer loads: a consumer's 64, or the
     /// latent CTA's whole block (its value warpgroup reads no queries).
@@ -163,7 +157,7 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     /// mma.sync schedules and the latent one (every query head), one head
     /// for the warp-specialized one.
     int64_t getPackedHeads(int64_t group) const {
-      return getSchedule() == Schedule::warp_specialized ? 1 : group;
+      return traits().packsGroup ? group : 1;
     }
     /// Dynamic shared memory of a kernel with this plan, in bytes, for
     /// keys and values stored in `kvBytes` bytes per element.

@@ -272,14 +272,9 @@ private:
     b.setInsertionPointToStart(entry);
     emitc::VerbatimOp::create(
         b, loc, "extern __shared__ __align__(16) char attnc_smem[];");
-    gpu::Schedule schedule = kernel.getPlan().getSchedule();
-    StringRef ctaTemplate = kernel.getPlan().isLatent() ? "attnc::LatentCta<"
-                            : warpSpecialized ? "attnc::WarpSpecializedCta<"
-                            : schedule == gpu::Schedule::transposed_decode
-                                ? "attnc::TransposedDecodeCta<"
-                                : "attnc::AttentionCta<";
-    Type ctaType =
-        emitc::OpaqueType::get(ctx, ctaTemplate.str() + name + "_config>");
+    Type ctaType = emitc::OpaqueType::get(
+        ctx, std::string(kernel.getPlan().traits().ctaClass) + "<" + name +
+                 "_config>");
     Value cta = declare(loc, ctaType);
     ctaPtr = emitc::AddressOfOp::create(b, loc,
                                         emitc::PointerType::get(ctaType), cta);
@@ -638,23 +633,19 @@ struct AttnGPUToEmitCPass
         return kernel && predicate(kernel.getPlan());
       });
     };
-    if (anyPlan([](gpu::PlanAttr plan) { return !plan.isWarpSpecialized(); }))
-      emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/attention.h");
+    // Each schedule's device header, once, in the table's order.
+    for (int32_t i = 0; i < attnc::kNumSchedules; ++i) {
+      const char *header = attnc::kScheduleTraits[i].header;
+      bool earlier = false;
+      for (int32_t j = 0; j < i; ++j)
+        earlier |= StringRef(attnc::kScheduleTraits[j].header) == header;
+      if (!earlier && anyPlan([&](gpu::PlanAttr plan) {
+            return StringRef(plan.traits().header) == header;
+          }))
+        emitc::IncludeOp::create(b, module.getLoc(), header);
+    }
     if (llvm::any_of(kernels, llvm::IsaPred<gpu::MergeKernelOp>))
       emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/merge.h");
-    if (anyPlan([](gpu::PlanAttr plan) {
-          return plan.getSchedule() == gpu::Schedule::warp_specialized;
-        }))
-      emitc::IncludeOp::create(b, module.getLoc(),
-                               "attnc/device/hopper/prefill.h");
-    if (anyPlan([](gpu::PlanAttr plan) {
-          return plan.getSchedule() == gpu::Schedule::transposed_decode;
-        }))
-      emitc::IncludeOp::create(b, module.getLoc(),
-                               "attnc/device/transposed_decode.h");
-    if (anyPlan([](gpu::PlanAttr plan) { return plan.isLatent(); }))
-      emitc::IncludeOp::create(b, module.getLoc(),
-                               "attnc/device/hopper/latent.h");
     for (Operation *op : kernels) {
       LogicalResult result =
           isa<gpu::KernelOp>(op)

@@ -266,6 +266,7 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
       spec.group = q.getNumHeads() / kv.getNumHeads();
       spec.kvHeads = kv.getNumHeads();
       attn_gpu::PlanAttr plan = attention.getPlan();
+      spec.schedule = plan.getSchedule();
       spec.packedHeads = plan.getPackedHeads(spec.group);
       spec.blockN = plan.getBlockN();
       if (plan.getConsumers()) {

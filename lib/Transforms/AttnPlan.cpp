@@ -12,7 +12,7 @@ namespace mlir::attn {
 using namespace mlir;
 using namespace mlir::attn;
 using attn_gpu::PlanAttr;
-using attn_gpu::Schedule;
+using attnc::Schedule;
 
 namespace {
 
@@ -270,7 +270,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     if (registerRelief > 1)
       blockN = blockN > 96 ? 96 : blockN > 64 ? 64 : 32;
     auto plan = [&](int64_t stages, int64_t queryBuffers) {
-      return PlanAttr::get(&getContext(), Schedule::warp_specialized,
+      return PlanAttr::get(&getContext(), attnc::Schedule::WarpSpecialized,
                            attnc::hopper::kWgmmaM * count, blockN,
                            4 * (count + 1), 1, stages, 1,
                            /*queryInRegisters=*/false, queryBuffers,
@@ -324,8 +324,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
             : 1;
     auto plan = [&](int64_t stages) {
       return PlanAttr::get(
-          &getContext(), Schedule::latent, attnc::hopper::kWgmmaM, kKeys, 12, 1,
-          stages, maxSplits, /*queryInRegisters=*/false,
+          &getContext(), attnc::Schedule::Latent, attnc::hopper::kWgmmaM, kKeys,
+          12, 1, stages, maxSplits, /*queryInRegisters=*/false,
           /*queryBuffers=*/1, /*staticOrder=*/false, clusterCtas,
           /*leanTileLoop=*/false);
     };
@@ -367,19 +367,20 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       int64_t transposedRows = attnc::limits::kTransposedDecodeRows;
       bool transposed = op.getGroupSize() <= transposedRows;
       auto decode = [&](int64_t stages) {
-        return transposed ? PlanAttr::get(ctx, Schedule::transposed_decode,
-                                          transposedRows, 64, 1, 4, stages,
-                                          maxSplits, queryInRegisters,
-                                          /*queryBuffers=*/1,
-                                          /*staticOrder=*/false,
-                                          /*clusterCtas=*/1,
-                                          /*leanTileLoop=*/false)
-                          : PlanAttr::get(ctx, Schedule::decode, 16, 64, 1, 4,
-                                          stages, maxSplits, queryInRegisters,
-                                          /*queryBuffers=*/1,
-                                          /*staticOrder=*/false,
-                                          /*clusterCtas=*/1,
-                                          /*leanTileLoop=*/false);
+        return transposed
+                   ? PlanAttr::get(ctx, attnc::Schedule::TransposedDecode,
+                                   transposedRows, 64, 1, 4, stages, maxSplits,
+                                   queryInRegisters,
+                                   /*queryBuffers=*/1,
+                                   /*staticOrder=*/false,
+                                   /*clusterCtas=*/1,
+                                   /*leanTileLoop=*/false)
+                   : PlanAttr::get(ctx, attnc::Schedule::Decode, 16, 64, 1, 4,
+                                   stages, maxSplits, queryInRegisters,
+                                   /*queryBuffers=*/1,
+                                   /*staticOrder=*/false,
+                                   /*clusterCtas=*/1,
+                                   /*leanTileLoop=*/false);
       };
       // An fp8 stage holds half the bytes: a fourth stage keeps as many
       // in flight at two CTAs per SM, with the widened tiles beside them.
@@ -404,7 +405,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       // Eight warps share each K/V tile loaded into shared memory (measured
       // on P1: 5.06 ms against 5.38 ms with four; docs/PERFORMANCE.md).
       int64_t warps = prefillWarps > 0 ? prefillWarps : 8;
-      plan = PlanAttr::get(ctx, Schedule::prefill, 16 * warps, blockN, warps, 1,
+      plan = PlanAttr::get(ctx, attnc::Schedule::Prefill, 16 * warps, blockN,
+                           warps, 1,
                            /*stages=*/2, 1, queryInRegisters,
                            /*queryBuffers=*/1, /*staticOrder=*/false,
                            /*clusterCtas=*/1, /*leanTileLoop=*/false);

@@ -87,10 +87,10 @@ static int64_t workUnits(const LaunchSpec &launch, const BatchLayout &layout,
   return int64_t(layout.batch) * headBlocks(launch) * splits;
 }
 
-/// Kernels that load through tensor maps are the warp-specialized ones,
-/// whose CTAs are persistent and walk a work order.
+/// The warp-specialized schedules' CTAs are persistent and walk a work
+/// order (and load through tensor maps).
 static bool walksWorkOrder(const LaunchSpec &launch) {
-  return launch.kvBoxRows != 0;
+  return traits(launch.schedule).warpSpecialized;
 }
 
 Status checkLayout(const Program &program, const BatchLayout &layout) {

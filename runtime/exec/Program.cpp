@@ -43,7 +43,7 @@ std::string Program::serialize() const {
        << l.kvBoxRows << " " << l.blockN << " " << l.kvScales << " "
        << l.mergesSplits << " " << l.mergesInSecondLaunch << " "
        << l.overlapsPreviousLaunch << " " << l.claimsItems << " "
-       << l.clusterCtas << " ";
+       << l.clusterCtas << " " << int(l.schedule) << " ";
     writeList(os, l.args);
     os << " ";
     writeList(os, l.results);
@@ -82,15 +82,18 @@ StatusOr<Program> Program::deserialize(const std::string &text) {
   }
   for (size_t i = 0; i < numLaunches; ++i) {
     LaunchSpec l;
-    int kind;
+    int kind, schedule;
     if (!(is >> word >> kind >> l.kernel >> l.threads >> l.smem >> l.blockM >>
           l.kvSplits >> l.group >> l.kvHeads >> l.hasLse >> l.segments >>
           l.splitResults >> l.packedHeads >> l.qBoxRows >> l.kvBoxRows >>
           l.blockN >> l.kvScales >> l.mergesSplits >> l.mergesInSecondLaunch >>
-          l.overlapsPreviousLaunch >> l.claimsItems >> l.clusterCtas) ||
-        word != "launch" || !readList(is, l.args) || !readList(is, l.results))
+          l.overlapsPreviousLaunch >> l.claimsItems >> l.clusterCtas >>
+          schedule) ||
+        word != "launch" || schedule < 0 || schedule >= kNumSchedules ||
+        !readList(is, l.args) || !readList(is, l.results))
       return bad("launch " + std::to_string(i));
     l.kind = LaunchSpec::Kind(kind);
+    l.schedule = Schedule(schedule);
     program.launches.push_back(l);
   }
   if (!(is >> word) || word != "io" || !readList(is, program.inputs) ||

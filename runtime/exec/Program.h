@@ -12,6 +12,7 @@
 #define ATTNC_RUNTIME_EXEC_PROGRAM_H
 
 #include "attnc/device/abi.h"
+#include "attnc/device/schedules.h"
 #include "support/Status.h"
 
 #include <cstdint>
@@ -40,6 +41,9 @@ struct LaunchSpec {
   int64_t blockN = 64;
   std::vector<int> args, results;
   // Attention launches.
+  /// The kernel's schedule: what the executor knows of its grid comes from
+  /// its row of the table (attnc/device/schedules.h).
+  Schedule schedule = Schedule::Decode;
   int64_t group = 1, kvHeads = 1;
   /// Query heads whose rows one CTA holds: the GQA group (mma.sync
   /// schedules) or 1 (warp-specialized); the grid has a y per row block.

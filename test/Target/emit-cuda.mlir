@@ -6,7 +6,7 @@
 // enums) and the entry point. The decode kernel (a GQA group of 4: the
 // transposed CTA, 8 rows) merges its own KV splits (up to the plan's 16):
 // there is no merge kernel.
-// CHECK: #include "attnc/device/attention.h"
+// CHECK-NOT: #include "attnc/device/attention.h"
 // CHECK: #include "attnc/device/transposed_decode.h"
 // CHECK: struct attention_config {
 // CHECK: using Elem = attnc::bf16;

@@ -89,6 +89,7 @@ TEST(Program, TextFormRoundTrips) {
   l.overlapsPreviousLaunch = false;
   l.claimsItems = true;
   l.clusterCtas = 2;
+  l.schedule = Schedule::Latent;
   p.launches = {l};
   p.inputs = {0, 1};
   p.outputs = {1};
@@ -98,6 +99,13 @@ TEST(Program, TextFormRoundTrips) {
   EXPECT_EQ(back->values[1].shape, (std::vector<int64_t>{-1, 64}));
   EXPECT_TRUE(back->launches[0].splitResults);
   EXPECT_TRUE(back->launches[0].mergesInSecondLaunch);
+  EXPECT_EQ(back->launches[0].schedule, Schedule::Latent);
+  // A schedule past the table is bad text, not an enumerator of nothing.
+  std::string text = p.serialize();
+  size_t at = text.find(" 2 3 ");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 5, " 2 99 ");
+  EXPECT_FALSE(Program::deserialize(text).ok());
   EXPECT_FALSE(back->launches[0].overlapsPreviousLaunch);
   EXPECT_TRUE(back->launches[0].claimsItems);
   EXPECT_EQ(back->launches[0].clusterCtas, 2);

@@ -14,12 +14,15 @@
 #include "mlir/IR/SymbolTable.h"
 
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h.inc"
-#include "attnc/Dialect/AttnGPU/AttnGPUEnums.h.inc"
+#include "attnc/device/schedules.h"
 
 namespace mlir::attn_gpu {
 using ::attnc::PartialTiles;
+using ::attnc::Schedule;
 /// Parses a PartialTiles keyword (`never`, `edges`, `always`).
 FailureOr<PartialTiles> parsePartialTiles(AsmParser &parser);
+/// Parses a schedule's keyword (`decode`, `warp_specialized`, ...).
+FailureOr<::attnc::Schedule> parseSchedule(AsmParser &parser);
 /// Key rows of each box in which a warp-specialized producer fills a
 /// `blockN`-key tile of `key`: the whole tile, a page's part of it, or one
 /// row of an fp8 cache (widened row by row). Boxes that are not whole

@@ -13,7 +13,6 @@ using namespace mlir;
 using namespace mlir::attn_gpu;
 
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.cpp.inc"
-#include "attnc/Dialect/AttnGPU/AttnGPUEnums.cpp.inc"
 
 FailureOr<PartialTiles> mlir::attn_gpu::parsePartialTiles(AsmParser &parser) {
   SMLoc loc = parser.getCurrentLocation();
@@ -25,6 +24,22 @@ FailureOr<PartialTiles> mlir::attn_gpu::parsePartialTiles(AsmParser &parser) {
     return parser.emitError(loc, "expected 'never', 'edges' or 'always', got '")
            << keyword << "'";
   return partial;
+}
+
+FailureOr<attnc::Schedule> mlir::attn_gpu::parseSchedule(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  attnc::Schedule schedule;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  if (!attnc::parseKeyword(keyword.data(), keyword.size(), schedule)) {
+    InFlightDiagnostic error = parser.emitError(loc, "expected a schedule (");
+    for (int32_t i = 0; i < attnc::kNumSchedules; ++i)
+      error << (i ? ", " : "") << "'" << attnc::kScheduleTraits[i].keyword
+            << "'";
+    return error << "), got '" << keyword << "'";
+  }
+  return schedule;
 }
 
 /// A plan's optional trailing fields, each `, name = value` and printed
@@ -146,13 +161,13 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (kvSplits < 1 || kvSplits > limits::kMaxKVSplits)
     return emitError() << "kv_splits must be in [1, " << limits::kMaxKVSplits
                        << "], got " << kvSplits;
-  if (schedule == Schedule::transposed_decode &&
+  if (schedule == attnc::Schedule::TransposedDecode &&
       (warpsM != 1 || blockM != limits::kTransposedDecodeRows))
     return emitError() << "a transposed_decode plan has 1 x N warps and "
                        << limits::kTransposedDecodeRows
                        << "-row blocks (a token's GQA group), got " << warpsM
                        << " x " << warpsN << " warps and " << blockM << " rows";
-  if (schedule == Schedule::latent) {
+  if (schedule == attnc::Schedule::Latent) {
     if (warpsM != 12 || warpsN != 1 || blockM != attnc::hopper::kWgmmaM)
       return emitError() << "a latent plan has 12 x 1 warps and 64-row "
                             "blocks, got "
@@ -164,7 +179,7 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                             "16 keys up to 256, in at least 2 stages, got "
                          << blockN << " keys in " << stages;
   }
-  if (schedule == Schedule::warp_specialized) {
+  if (schedule == attnc::Schedule::WarpSpecialized) {
     // A producer warpgroup, then consumer warpgroups of 64 rows each; the
     // wgmma products step over 16 keys and the ring needs two stages.
     if (warpsN != 1 || warpsM % 4 != 0 || warpsM < 8)
@@ -188,19 +203,19 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   if (queryBuffers < 1 || queryBuffers > 2)
     return emitError() << "q_buffers must be 1 or 2, got " << queryBuffers;
-  if (queryBuffers > 1 && schedule != Schedule::warp_specialized)
+  if (queryBuffers > 1 && schedule != attnc::Schedule::WarpSpecialized)
     return emitError() << "only a warp_specialized plan double-buffers its "
                           "query tiles, got q_buffers = "
                        << queryBuffers;
-  if (staticOrder && schedule != Schedule::warp_specialized)
+  if (staticOrder && schedule != attnc::Schedule::WarpSpecialized)
     return emitError() << "only a warp_specialized plan chooses how its CTAs "
                           "share the work items (static_order)";
-  if (leanTileLoop && schedule != Schedule::warp_specialized)
+  if (leanTileLoop && schedule != attnc::Schedule::WarpSpecialized)
     return emitError() << "only a warp_specialized plan chooses the shape of "
                           "its consumers' tile loop (lean_tile_loop)";
   if (clusterCtas != 1 && clusterCtas != 2)
     return emitError() << "cluster_ctas must be 1 or 2, got " << clusterCtas;
-  if (clusterCtas > 1 && schedule != Schedule::latent)
+  if (clusterCtas > 1 && schedule != attnc::Schedule::Latent)
     return emitError() << "only a latent plan shares its loads across a "
                           "cluster (cluster_ctas = "
                        << clusterCtas << ")";

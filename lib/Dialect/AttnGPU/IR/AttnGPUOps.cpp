@@ -170,7 +170,8 @@ LogicalResult MergeSplitsOp::verify() {
 
 LogicalResult MaskScoresOp::verify() {
   auto kernel = (*this)->getParentOfType<KernelOp>();
-  if (!kernel || kernel.getPlan().getSchedule() != Schedule::warp_specialized)
+  if (!kernel ||
+      kernel.getPlan().getSchedule() != attnc::Schedule::WarpSpecialized)
     return emitOpError("needs a warp_specialized kernel (the other schedules "
                        "mask in `modify_scores {masked}`)");
   return success();

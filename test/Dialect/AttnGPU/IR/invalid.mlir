@@ -404,3 +404,13 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_80", sms = 108, smem = 166912> 
   // expected-error @below {{'attn_gpu.mask_scores' op needs a warp_specialized kernel (the other schedules mask in `modify_scores {masked}`)}}
   attn_gpu.mask_scores %c0
 }
+
+// -----
+
+// A plan's schedule is a row of the schedule table; anything else is
+// refused with the table's keywords.
+// expected-error @+2 {{expected a schedule ('prefill', 'decode', 'warp_specialized', 'latent', 'transposed_decode'), got 'pipelined'}}
+// expected-error @+1 {{failed to parse AttnGPU_PlanAttr parameter 'schedule'}}
+func.func @f() attributes {p = #attn_gpu.plan<pipelined, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true>} {
+  return
+}
