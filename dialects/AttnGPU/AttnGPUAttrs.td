@@ -45,7 +45,8 @@ def AttnGPU_TargetAttr : AttnGPU_Attr<"Target", "target"> {
 def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
   let summary = "how one attention is tiled and launched";
   let description = [{
-    `prefill` gives each of 4 warps 16 query rows and the whole KV tile;
+    `prefill` gives each of its warps (8 unless tuned) 16 query rows and the
+    whole KV tile;
     `decode` gives one 16-row tile (a request's GQA heads) to warps that each
     take a slice of the KV tile, so few rows still keep every warp loading.
     `transposed_decode` is decode for a GQA group of up to 8 query heads:

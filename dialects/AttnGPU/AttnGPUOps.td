@@ -12,6 +12,15 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Kernels
 //===----------------------------------------------------------------------===//
 
+// The attn dialect's window, as a kernel carries it from attn.attention.
+def AttnGPU_WindowAttr
+    : Attr<CPred<"::llvm::isa<::mlir::attn::WindowAttr>($_self)">,
+           "an #attn.window"> {
+  let storageType = "::mlir::attn::WindowAttr";
+  let returnType = "::mlir::attn::WindowAttr";
+  let convertFromStorage = "$_self";
+}
+
 def AttnGPU_KernelOp : AttnGPU_Op<"kernel", [
     Symbol, IsolatedFromAbove, NoTerminator, SingleBlock]> {
   let summary = "one attention kernel: the program of one CTA";
@@ -48,8 +57,7 @@ def AttnGPU_KernelOp : AttnGPU_Op<"kernel", [
     TypeAttr:$output,
     UnitAttr:$has_lse,
     UnitAttr:$causal,
-    OptionalAttr<AnyAttr>:$window,
-    OptionalAttr<I64Attr>:$sinks,
+    OptionalAttr<AttnGPU_WindowAttr>:$window,
     F32Attr:$scale,
     OptionalAttr<F32Attr>:$softcap,
     UnitAttr:$alibi,

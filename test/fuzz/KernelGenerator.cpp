@@ -88,7 +88,6 @@ std::string generateKernel(Choices &c, const KernelTypes &types) {
                                   "#attn.window<-1, 2147483648>"}) +
                           ", "
                     : "") +
-      (c.chance(15) ? "sinks = " + number(c, {"4"}) + ", " : "") +
       (c.chance(15) ? std::string("softcap = 30.0 : f32, ") : "") +
       (c.chance(10) ? "alibi, " : "") + (c.chance(10) ? "segments, " : "") +
       "scale = " + c.pick({"0.125", "0.0", "-1.0", "0x7FC00000"}) +

@@ -122,8 +122,6 @@ LogicalResult KernelOp::verify() {
     return emitOpError("block_n must give each N warp a multiple of 16 keys");
   if (plan.getStages() < 2)
     return emitOpError("the K/V pipeline needs at least 2 stages");
-  if (getWindow() && !isa<attn::WindowAttr>(*getWindow()))
-    return emitOpError("window must be an #attn.window");
   if (getSharedMemoryBytes() > getTarget().getSmem())
     return emitOpError("needs ")
            << getSharedMemoryBytes() << " bytes of shared memory, the target "
