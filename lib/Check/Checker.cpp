@@ -7,6 +7,7 @@
 #include "attnc/Check/Reference.h"
 #include "attnc/Check/RegionInterpreter.h"
 #include "attnc/Dialect/Attn/AttnDialect.h"
+#include "attnc/device/params.h"
 #include "exec/Executor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -305,9 +306,11 @@ void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
             int P = problem.pageSize;
             int64_t page = problem.pageIndices[problem.pageOffsets[b] + j / P];
             int slot = j % P;
-            index = spec.pageOrder == PageOrder::HND
-                        ? ((page * spec.heads + h) * P + slot) * spec.dim + d
-                        : ((page * P + slot) * spec.heads + h) * spec.dim + d;
+            // The layout as the device reads it (params.h), one formula.
+            index = page * P * spec.heads * spec.dim +
+                    pagedSlotOffset(spec.pageOrder, int(h), slot, P,
+                                    int(spec.heads), int(spec.dim)) +
+                    d;
           } else {
             int64_t row =
                 spec.layout == TokenLayout::Ragged
