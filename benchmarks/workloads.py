@@ -17,7 +17,7 @@ def document_lengths(total, count, seed):
 
 
 def alibi_slopes(heads):
-    """attnc's ALiBi slopes (lib/Check/Reference.cpp, runtime/device/
+    """attnc's ALiBi slopes (lib/Check/Reference.cpp, device/
     attnc/device/math.h): the ALiBi paper's geometric sequence,
     interleaved for head counts that are not powers of two. FlashInfer's
     get_alibi_slopes is the same sequence."""

@@ -29,7 +29,7 @@ MASK64 = (1 << 64) - 1
 
 
 def output_token(request, position):
-    """The simulator's synthetic output token (runtime/sched/Request.cpp):
+    """The simulator's synthetic output token (serving/sched/Request.cpp):
     deterministic, and distinct from the traces' prompt tokens, so that a
     later turn quoting an answer finds it in the cache."""
     x = (request * 0x9E3779B97F4A7C15 + position) & MASK64

@@ -5,7 +5,7 @@
 #                        pass pipeline -> CUDA text (FuzzPipeline.cpp)
 #   attnc-fuzz-variants  the input as choices of a well-formed variant
 #                        (VariantGenerator.h), down the same pipeline
-#   attnc-fuzz-trace     the simulator's trace parser (runtime/sim/Trace.cpp)
+#   attnc-fuzz-trace     the simulator's trace parser (serving/sim/Trace.cpp)
 #   attnc-fuzz-serving   programs of calls on the serving C API (pools,
 #                        radix caches, schedulers, steps)
 #   attnc-fuzz-regions   score_mod / mask_mod text and capture types through

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Writes runtime/device/attnc/device/hopper/wgmma_widths.h.
+"""Writes device/attnc/device/hopper/wgmma_widths.h.
 
 wgmma's N is part of its opcode and sets how many accumulator registers
 the instruction names; inline asm wants every operand placeholder spelled
 out as text. This writes those spellings once for every N the Hopper
-blocks use, so that runtime/device/attnc/device/hopper/wgmma.h can write
+blocks use, so that device/attnc/device/hopper/wgmma.h can write
 each instruction once for all widths.
 
   scripts/gen-wgmma-widths.py           rewrite the header
@@ -14,7 +14,7 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-HEADER = ROOT / "runtime/device/attnc/device/hopper/wgmma_widths.h"
+HEADER = ROOT / "device/attnc/device/hopper/wgmma_widths.h"
 # Multiples of 16 (the head-dim step and a k16 step of P.V) up to wgmma's
 # largest N.
 WIDTHS = list(range(16, 257, 16))

@@ -6,7 +6,7 @@
 include "AttnGPUDialect.td"
 
 // The schedules and what every layer knows of each: one table, in
-// runtime/device/attnc/device/schedules.h, spelled by its keywords here.
+// device/attnc/device/schedules.h, spelled by its keywords here.
 def AttnGPU_ScheduleParameter
     : AttrParameter<"::attnc::Schedule", "kernel schedule"> {
   let parser = [{ ::mlir::attn_gpu::parseSchedule($_parser) }];
@@ -14,7 +14,7 @@ def AttnGPU_ScheduleParameter
 }
 
 // The classification the device library is instantiated with: defined once,
-// in runtime/device/attnc/device/abi.h, and spelled by its keywords here.
+// in device/attnc/device/abi.h, and spelled by its keywords here.
 def AttnGPU_PartialTilesParameter
     : AttrParameter<"::attnc::PartialTiles",
                     "which KV tiles need the per-element mask"> {

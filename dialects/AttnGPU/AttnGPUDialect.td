@@ -19,7 +19,7 @@ def AttnGPU_Dialect : Dialect {
     partial tiles), the online-softmax update and the store of the output and
     its log-sum-exp. Host-side `attn_gpu.launch` ops say which kernels run in
     which order on which buffers. Each device op maps to one building block
-    of the device tile library (runtime/device).
+    of the device tile library (device/).
   }];
   let dependentDialects = ["::mlir::attn::AttnDialect"];
   let useDefaultAttributePrinterParser = 1;

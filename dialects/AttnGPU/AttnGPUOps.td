@@ -294,7 +294,7 @@ def AttnGPU_WorkItemsOp : AttnGPU_DeviceOp<"work_items", [Pure]> {
     the GPU at once, walking an order of work items (a row block of one
     query head of one request, and a KV split) that puts the longest items
     first and keeps CTAs that run together on the same keys
-    (runtime/device/attnc/device/hopper/work_order.h). Prefill CTAs claim
+    (device/attnc/device/hopper/work_order.h). Prefill CTAs claim
     the order's next item for each slot with an atomic counter, up to a
     bound a quarter above an even share; latent CTAs take one slot per
     round of a static share. A slot may hold no item.

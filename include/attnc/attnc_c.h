@@ -399,7 +399,7 @@ typedef enum attnc_policy {
   ATTNC_POLICY_DFS_WEIGHT = 2
 } attnc_policy;
 
-/* Mirrors attnc::SchedulerConfig (runtime/sched/Scheduler.h, where each
+/* Mirrors attnc::SchedulerConfig (serving/sched/Scheduler.h, where each
  * field is explained); attnc_scheduler_config_init fills its defaults and
  * attnc::checkConfig judges the values (its message names the field). */
 #define ATTNC_SCHEDULER_CONFIG_FIELDS(FIELD)                                   \

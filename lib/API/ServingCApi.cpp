@@ -1,7 +1,7 @@
 //===- ServingCApi.cpp - the C API over the serving runtime ---------------===//
 //
 // attnc_kv_pool, attnc_radix_cache, attnc_scheduler and attnc_step over
-// runtime/kv, runtime/radix and runtime/sched, with the handle rules of
+// serving/kv, serving/radix and serving/sched, with the handle rules of
 // CApiSupport.h.
 //
 // A cache holds a shared reference to its pool's object and a scheduler to

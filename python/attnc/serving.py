@@ -417,7 +417,7 @@ class Scheduler:
     requests by the policy ("fcfs", "lpm", "dfs-weight") within the token
     budget and the memory the pool has, chunks long prompts, preempts when
     decodes run out of pages. Settings left None take the library's
-    defaults (runtime/sched/Scheduler.h explains each). A cache serves one
+    defaults (serving/sched/Scheduler.h explains each). A cache serves one
     scheduler at a time."""
 
     _FIELDS = dict(_capi.SchedulerConfig._fields_)

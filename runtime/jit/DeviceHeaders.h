@@ -10,7 +10,7 @@ struct DeviceHeader {
   const char *content;
 };
 
-/// Every header of runtime/device, generated at build time.
+/// Every header of device/, generated at build time.
 extern const DeviceHeader kDeviceHeaders[];
 extern const int kNumDeviceHeaders;
 

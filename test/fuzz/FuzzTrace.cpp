@@ -1,7 +1,7 @@
 //===- FuzzTrace.cpp - attnc-fuzz-trace: the simulator's trace parser -----===//
 //
 // The input is a JSON-lines request trace, as `attnc sim --trace FILE`
-// reads it (runtime/sim/Trace.cpp, parseTrace). A ParseError is the
+// reads it (serving/sim/Trace.cpp, parseTrace). A ParseError is the
 // expected answer to most inputs; a crash, a sanitizer report, a hang or an
 // allocation past the fuzzer's RSS limit is a finding, and so is a trace
 // that parses into requests outside the bounds Workloads.h promises (the

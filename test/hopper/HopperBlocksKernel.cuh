@@ -1,6 +1,6 @@
 //===- HopperBlocksKernel.cuh - the FA3 data path, without the softmax ---===//
 //
-// A test kernel made of runtime/device's Hopper blocks, compiled through
+// A test kernel made of the device library's Hopper blocks, compiled through
 // NVRTC by the GPU test (HopperBlocksGpuTest.cpp) and the SASS check
 // (HopperSassCheck.cpp). Warp-specialized as FlashAttention-3 is: warpgroup
 // 0 is the producer, one of its threads loading a 64 x D Q tile once and

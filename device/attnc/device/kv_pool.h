@@ -1,6 +1,6 @@
 //===- kv_pool.h - writing the serving runtime's paged KV pool ------------===//
 //
-// The pool (runtime/kv) holds keys and values as two caches in the paged
+// The pool (serving/kv) holds keys and values as two caches in the paged
 // layout the attention kernels read: [pages][page] where a page is laid out
 // by pagedSlotOffset (params.h). A token's place is its slot, page *
 // page_size + position in the page, as an engine's slot mapping gives it.

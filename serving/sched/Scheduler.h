@@ -1,7 +1,7 @@
 //===- Scheduler.h - cache-aware batch scheduling ---------------*- C++ -*-===//
 //
 // Forms the batch of each forward pass the way a cache-aware serving engine
-// does (DESIGN.md, runtime/sched), knowing of each request only its prompt
+// does (DESIGN.md, serving/sched), knowing of each request only its prompt
 // and its max_tokens, never how long its answer will be:
 //
 //   1. give each running request that decodes the page its next token
