@@ -56,6 +56,24 @@ public:
   explicit Lexer(std::string_view source) : s_(source) {}
 
   Token next() {
+    Token token = lexToken();
+    bool opensBody = bodyNext_ && token.kind == TokenKind::Open &&
+                     token.text == "<";
+    bodyNext_ = false;
+    if (opensBody || (bodyDepth_ > 0 && token.kind == TokenKind::Open))
+      ++bodyDepth_;
+    else if (bodyDepth_ > 0 && token.kind == TokenKind::Close)
+      --bodyDepth_;
+    // A dialect body starts at a `<` right after a `!` or `#` name.
+    if (token.kind == TokenKind::Prefixed &&
+        (token.text.front() == '!' || token.text.front() == '#') &&
+        i_ < s_.size() && s_[i_] == '<')
+      bodyNext_ = true;
+    return token;
+  }
+
+private:
+  Token lexToken() {
     skipSpaceAndComments();
     if (i_ >= s_.size())
       return {TokenKind::End, s_.size(), {}};
@@ -74,8 +92,11 @@ public:
         i_ += 2;
         return make(TokenKind::Close, start);
       }
-      if (allDigitsSuffix()) {
-        skipSuffix();
+      // MLIR lexes `#` and a digit as digits only (`#4000000000abc` is
+      // `#4000000000` and `abc`).
+      if (i_ < s_.size() && isDigit(s_[i_])) {
+        while (i_ < s_.size() && isDigit(s_[i_]))
+          ++i_;
         return make(TokenKind::ResultNumber, start);
       }
       [[fallthrough]];
@@ -130,12 +151,17 @@ private:
     return {kind, start, s_.substr(start, i_ - start)};
   }
 
+  /// Spaces, NULs (MLIR's lexer skips them) and comments, which end at a
+  /// line feed or a carriage return as MLIR's do. Inside a dialect body
+  /// (`!dialect.type<...>`, `#dialect.attr<...>`) MLIR finds the body's end
+  /// by counting brackets, comments unseen, so there `//` is no comment:
+  /// what follows it counts.
   void skipSpaceAndComments() {
     while (i_ < s_.size()) {
-      if (std::isspace(static_cast<unsigned char>(s_[i_]))) {
+      if (std::isspace(static_cast<unsigned char>(s_[i_])) || s_[i_] == '\0') {
         ++i_;
-      } else if (s_.substr(i_, 2) == "//") {
-        while (i_ < s_.size() && s_[i_] != '\n')
+      } else if (bodyDepth_ == 0 && s_.substr(i_, 2) == "//") {
+        while (i_ < s_.size() && s_[i_] != '\n' && s_[i_] != '\r')
           ++i_;
       } else {
         return;
@@ -158,16 +184,13 @@ private:
       ++i_;
   }
 
-  /// Whether the suffix-id at i_ is made of digits only (`#12`, not `#x1`).
-  bool allDigitsSuffix() const {
-    size_t j = i_;
-    while (j < s_.size() && isDigit(s_[j]))
-      ++j;
-    return j > i_ && (j == s_.size() || !isSuffixChar(s_[j]));
-  }
-
   std::string_view s_;
   size_t i_ = 0;
+  /// Brackets open inside the dialect body the lexer is in, if any; a `>`
+  /// of `->` never closes one, so the body may end later than MLIR's does
+  /// (counting more), never earlier.
+  int bodyDepth_ = 0;
+  bool bodyNext_ = false;
 };
 
 /// `(`, `[`, `{` and `<` nest; each closer pops back to its own opener, so

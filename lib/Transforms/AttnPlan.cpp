@@ -143,8 +143,8 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
                          << ", but this compile is for " << target
                          << ": remove the module's "
                          << attn_gpu::AttnGPUDialect::kTargetAnnotation
-                         << " or compile for its target (--arch, --sms, "
-                            "--smem)";
+                         << " or compile for its target (attn-plan's arch, "
+                            "sms and smem options; attnc compile --arch)";
       return signalPassFailure();
     }
     module->setAttr(attn_gpu::AttnGPUDialect::kTargetAnnotation, target);

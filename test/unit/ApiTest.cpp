@@ -247,6 +247,24 @@ TEST(Api, UpstreamParserCrashesAreErrors) {
        "<variant>:1:32: error: 'affine_map' is not part of attnc's input"},
       {"#set = affine_set<(d0) : (d0 >= 0)>",
        "<variant>:1:8: error: 'affine_set' is not part of attnc's input"},
+      // Where MLIR's lexer differs from a text scan (found in review):
+      // a carriage return ends a comment,
+      {"func.func @f() attributes {a = // x\r" + repeat("[", 20000) +
+           "\n} {\n return\n}\n",
+       "error: brackets nest deeper than 256 levels"},
+      // `#` and a digit lex as digits only,
+      {"func.func @f(%a: i32) -> i32 {\n  %r = arith.addi %a, "
+       "%a#4000000000overflow<nsw> : i32\n  return %r : i32\n}\n",
+       "<variant>:2:25: error: result number #4000000000 is larger than"},
+      // a NUL is skipped,
+      {std::string("func.func @f(%a: i32) -> i32 {\n  %r = arith.addi %a, "
+                   "%a\0#4000000000 : i32\n  return %r : i32\n}\n",
+                   94),
+       "<variant>:2:26: error: result number #4000000000 is larger than"},
+      // and a dialect body ends by its brackets, `//` inside it no comment.
+      {"func.func private @f() attributes {a = !attn.q<// > , b = " +
+           repeat("[", 20000) + "\n?x32x128xf16>}\n",
+       "error: brackets nest deeper than 256 levels"},
   };
   for (const Case &c : cases) {
     StatusOr<Variant> variant = Variant::fromMlir(c.text);
