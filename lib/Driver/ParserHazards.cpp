@@ -57,8 +57,8 @@ public:
 
   Token next() {
     Token token = lexToken();
-    bool opensBody = bodyNext_ && token.kind == TokenKind::Open &&
-                     token.text == "<";
+    bool opensBody =
+        bodyNext_ && token.kind == TokenKind::Open && token.text == "<";
     bodyNext_ = false;
     if (opensBody || (bodyDepth_ > 0 && token.kind == TokenKind::Open))
       ++bodyDepth_;
@@ -231,13 +231,13 @@ private:
 std::optional<ParserHazard> checkResultNumber(const Token &number) {
   std::string_view digits = number.text.substr(1);
   // Compared as text first: the number may not fit any integer.
-  if (digits.size() <= 18 && std::stoll(std::string(digits)) <= kMaxResultNumber)
+  if (digits.size() <= 18 &&
+      std::stoll(std::string(digits)) <= kMaxResultNumber)
     return std::nullopt;
-  return ParserHazard{number.offset,
-                      "result number #" + std::string(digits) +
-                          " is larger than " +
-                          std::to_string(kMaxResultNumber) +
-                          ", more results than any operation attnc reads"};
+  return ParserHazard{
+      number.offset, "result number #" + std::string(digits) +
+                         " is larger than " + std::to_string(kMaxResultNumber) +
+                         ", more results than any operation attnc reads"};
 }
 
 } // namespace

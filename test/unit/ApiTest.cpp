@@ -327,15 +327,14 @@ TEST(Api, AttributesThatWouldBeIgnoredAreErrors) {
     std::string text, message;
   };
   std::vector<Case> cases = {
-      {"func.func @f" + signature + " attributes {attn.causal} {\n" +
-           attention,
+      {"func.func @f" + signature + " attributes {attn.causal} {\n" + attention,
        "'attn.causal' on 'func.func' would be ignored: attn annotates no "
        "other operation; write variant attributes on attn.attention (e.g. "
        "{causal})"},
       {"func.func @f" + signature + " attributes {causal} {\n" + attention,
        "attribute 'causal' on 'func.func' would be ignored"},
-      {"module attributes {my.window = 4} {\nfunc.func @f" + signature + " {\n" +
-           attention + "}\n",
+      {"module attributes {my.window = 4} {\nfunc.func @f" + signature +
+           " {\n" + attention + "}\n",
        "attribute 'my.window' on 'builtin.module' would be ignored"},
   };
   for (const Case &c : cases) {
