@@ -1,4 +1,4 @@
-//===- ParserStack.h - run MLIR's parser on a stack of known size -*- C++ -*-===//
+//===- ParserStack.h - the parser on a stack of known size ----*- C++ -*-===//
 //
 // MLIR's parser recurses once per nesting level. attnc limits the nesting
 // it lets through (ParserHazards.h), but the stack that limit needs must
