@@ -125,48 +125,48 @@ typedef struct attnc_plan_st *attnc_plan;
  * below, known enumerators, the capture array); the attn dialect's
  * verifier checks the values, and its message is attnc_last_error. */
 #define ATTNC_VARIANT_SPEC_FIELDS(FIELD)                                       \
-  /* A symbol: [A-Za-z_][A-Za-z0-9_]*; NULL: "attention". */                 \
+  /* A symbol: [A-Za-z_][A-Za-z0-9_]*; NULL: "attention". */                   \
   FIELD(const char *, name)                                                    \
   FIELD(int64_t, query_heads)                                                  \
   FIELD(int64_t, kv_heads)                                                     \
   FIELD(int64_t, head_dim)                                                     \
-  FIELD(attnc_dtype, dtype)                /* BF16 or F16 */                   \
-  FIELD(attnc_layout, query_layout)        /* DENSE or RAGGED */               \
-  FIELD(int64_t, queries_per_request)      /* dense queries: 0 for any */      \
+  FIELD(attnc_dtype, dtype)           /* BF16 or F16 */                        \
+  FIELD(attnc_layout, query_layout)   /* DENSE or RAGGED */                    \
+  FIELD(int64_t, queries_per_request) /* dense queries: 0 for any */           \
   FIELD(attnc_layout, kv_layout)                                               \
-  FIELD(int64_t, page_size)                /* paged keys only */               \
-  FIELD(attnc_page_order, page_order)      /* paged keys only */               \
-  FIELD(int, causal)                       /* 0 or 1 */                        \
-  /* Both -1: no window; otherwise both non-negative. */                      \
+  FIELD(int64_t, page_size)           /* paged keys only */                    \
+  FIELD(attnc_page_order, page_order) /* paged keys only */                    \
+  FIELD(int, causal)                  /* 0 or 1 */                             \
+  /* Both -1: no window; otherwise both non-negative. */                       \
   FIELD(int64_t, window_left)                                                  \
   FIELD(int64_t, window_right)                                                 \
   FIELD(int64_t, sinks)                                                        \
-  FIELD(float, scale)                      /* 0: 1/sqrt(head_dim) */           \
-  FIELD(float, softcap)                    /* 0: none */                       \
-  FIELD(int, alibi)                        /* 0 or 1 */                        \
-  FIELD(int, return_lse)                   /* 0 or 1 */                        \
-  /* Region block text, or NULL (or "") for none: the block arguments are   \
-   * in attnc.h's VariantSpec::scoreMod and maskMod, the admitted ops in    \
-   * docs/regions.md. It must be exactly one block: text that closes the    \
-   * region to add operations is refused. */                                 \
+  FIELD(float, scale)    /* 0: 1/sqrt(head_dim) */                             \
+  FIELD(float, softcap)  /* 0: none */                                         \
+  FIELD(int, alibi)      /* 0 or 1 */                                          \
+  FIELD(int, return_lse) /* 0 or 1 */                                          \
+  /* Region block text, or NULL (or "") for none: the block arguments are      \
+   * in attnc.h's VariantSpec::scoreMod and maskMod, the admitted ops in       \
+   * docs/regions.md. It must be exactly one block: text that closes the       \
+   * region to add operations is refused. */                                   \
   FIELD(const char *, score_mod)                                               \
   FIELD(const char *, mask_mod)                                                \
-  /* num_captures (0..attnc_limits.max_captures) memref types, each parsed   \
-   * alone: anything but one whole memref type is refused. */                \
+  /* num_captures (0..attnc_limits.max_captures) memref types, each parsed     \
+   * alone: anything but one whole memref type is refused. */                  \
   FIELD(const char *const *, capture_types)                                    \
   FIELD(int, num_captures)                                                     \
-  /* Keys and values: -1 for `dtype`, or an fp8 cache (ATTNC_F8E4M3,         \
-   * ATTNC_F8E5M2) dequantized on load. */                                   \
+  /* Keys and values: -1 for `dtype`, or an fp8 cache (ATTNC_F8E4M3,           \
+   * ATTNC_F8E5M2) dequantized on load. */                                     \
   FIELD(int, kv_dtype)                                                         \
-  /* An fp8 cache's scales, inputs after k and v (f32 device arrays). */     \
+  /* An fp8 cache's scales, inputs after k and v (f32 device arrays). */       \
   FIELD(attnc_kv_scales, kv_scales)                                            \
-  /* Multi-head latent attention: > 0, the cache is one latent row of        \
-   * head_dim elements per token whose first head_dim - rope_dim are the    \
-   * values (kv_heads 1; the inputs are q and the cache). 0: keys and       \
-   * values. */                                                              \
+  /* Multi-head latent attention: > 0, the cache is one latent row of          \
+   * head_dim elements per token whose first head_dim - rope_dim are the       \
+   * values (kv_heads 1; the inputs are q and the cache). 0: keys and          \
+   * values. */                                                                \
   FIELD(int64_t, rope_dim)                                                     \
-  /* The values' and outputs' head dim where it differs from head_dim (the   \
-   * queries' and keys', e.g. 192 and 128); 0: head_dim. 0 with rope_dim. */ \
+  /* The values' and outputs' head dim where it differs from head_dim (the     \
+   * queries' and keys', e.g. 192 and 128); 0: head_dim. 0 with rope_dim. */   \
   FIELD(int64_t, value_head_dim)
 ATTNC_RECORD(attnc_variant_spec, ATTNC_VARIANT_SPEC_FIELDS)
 
@@ -193,16 +193,16 @@ ATTNC_RECORD(attnc_tensor_spec, ATTNC_TENSOR_SPEC_FIELDS)
   FIELD(uint64_t, last_page_len)                                               \
   FIELD(int64_t, k_page_stride)                                                \
   FIELD(int64_t, v_page_stride)                                                \
-  /* Keys of all requests: rows of ragged k and v (the last kv_indptr), or   \
-   * the sum of the paged requests' lengths; 0: unknown, and a kernel that   \
-   * needs it reads it from the device when planning (a synchronous copy).   \
-   * Decode splits a ragged batch's long requests further when given. */     \
+  /* Keys of all requests: rows of ragged k and v (the last kv_indptr), or     \
+   * the sum of the paged requests' lengths; 0: unknown, and a kernel that     \
+   * needs it reads it from the device when planning (a synchronous copy).     \
+   * Decode splits a ragged batch's long requests further when given. */       \
   FIELD(int64_t, kv_tokens)
 ATTNC_RECORD(attnc_batch, ATTNC_BATCH_FIELDS)
 
 /* What a kernel can hold (attnc/device/abi.h's limits). */
 #define ATTNC_LIMITS_FIELDS(FIELD)                                             \
-  FIELD(int64_t, max_seq_len) /* tokens per request, window extents, sinks */ \
+  FIELD(int64_t, max_seq_len)  /* tokens per request, window extents, sinks */ \
   FIELD(int64_t, max_heads)    /* query or KV heads */                         \
   FIELD(int64_t, max_head_dim) /* elements per head the IR accepts */          \
   FIELD(int64_t, min_page_size)                                                \
@@ -325,16 +325,17 @@ typedef enum attnc_kv_memory {
 
 /* attnc_kv_pool_config_init fills the defaults; num_pages must be set. */
 #define ATTNC_KV_POOL_CONFIG_FIELDS(FIELD)                                     \
-  FIELD(int64_t, num_pages)    /* 1 .. 2^31-1 */                               \
-  FIELD(int64_t, page_size) /* tokens a page: attnc_limits' min/max_page_size */ \
+  FIELD(int64_t, num_pages) /* 1 .. 2^31-1 */                                  \
+  /* Tokens a page: attnc_limits' min/max_page_size. */                        \
+  FIELD(int64_t, page_size)                                                    \
   FIELD(int64_t, num_kv_heads) /* 1 .. max_heads */                            \
   FIELD(int64_t, head_dim)     /* 1 .. max_head_dim */                         \
   FIELD(attnc_dtype, dtype)    /* BF16, F16, F32, F8E4M3 or F8E5M2 */          \
-  /* NHD: [pages, page, heads, dim]; HND */                                   \
+  /* NHD: [pages, page, heads, dim]; HND */                                    \
   FIELD(attnc_page_order, page_order)                                          \
   FIELD(attnc_kv_memory, memory)                                               \
-  /* A device pool's compiled kernels: NULL or "": the default cache; "-":   \
-   * none. */                                                                \
+  /* A device pool's compiled kernels: NULL or "": the default cache; "-":     \
+   * none. */                                                                  \
   FIELD(const char *, cache_dir)
 ATTNC_RECORD(attnc_kv_pool_config, ATTNC_KV_POOL_CONFIG_FIELDS)
 
@@ -404,14 +405,14 @@ typedef enum attnc_policy {
  * attnc::checkConfig judges the values (its message names the field). */
 #define ATTNC_SCHEDULER_CONFIG_FIELDS(FIELD)                                   \
   FIELD(attnc_policy, policy)                                                  \
-  /* Tokens fed per pass, decodes included: >= 1. */                          \
+  /* Tokens fed per pass, decodes included: >= 1. */                           \
   FIELD(int64_t, token_budget)                                                 \
   FIELD(int64_t, max_running)               /* >= 1 */                         \
   FIELD(int64_t, in_flight_share_threshold) /* 1 .. 2^31-1 tokens */           \
   FIELD(int, protect_waiting_prefixes)      /* 0 or 1 */                       \
   FIELD(int64_t, aging_steps)               /* >= 0; 0: never */               \
-  /* 0 <= min_new_token_ratio <= initial_new_token_ratio <= 1 and            \
-   * 0 <= new_token_ratio_decay <= 1. */                                     \
+  /* 0 <= min_new_token_ratio <= initial_new_token_ratio <= 1 and              \
+   * 0 <= new_token_ratio_decay <= 1. */                                       \
   FIELD(double, initial_new_token_ratio)                                       \
   FIELD(double, min_new_token_ratio)                                           \
   FIELD(double, new_token_ratio_decay)
@@ -419,17 +420,17 @@ ATTNC_RECORD(attnc_scheduler_config, ATTNC_SCHEDULER_CONFIG_FIELDS)
 
 /* A request as it arrives; attnc_request_init fills the defaults. */
 #define ATTNC_REQUEST_FIELDS(FIELD)                                            \
-  FIELD(int64_t, id) /* unique among the requests queued or running */        \
+  FIELD(int64_t, id) /* unique among the requests queued or running */         \
   FIELD(const int32_t *, prompt)                                               \
-  FIELD(int64_t, prompt_len)       /* >= 1 */                                  \
-  /* >= 1; prompt_len + max_tokens <= 2^31-1 */                               \
+  FIELD(int64_t, prompt_len) /* >= 1 */                                        \
+  /* >= 1; prompt_len + max_tokens <= 2^31-1 */                                \
   FIELD(int64_t, max_tokens)                                                   \
-  FIELD(int32_t, priority)         /* higher goes first */                     \
-  /* Requests share cached KV only within one. */                             \
+  FIELD(int32_t, priority) /* higher goes first */                             \
+  /* Requests share cached KV only within one. */                              \
   FIELD(uint64_t, cache_namespace)                                             \
-  /* Parallel samples, 1 .. 256: the prompt is computed once and forks into  \
-   * n branches when it completes (each a request of the batch, named by     \
-   * its branch). */                                                         \
+  /* Parallel samples, 1 .. 256: the prompt is computed once and forks into    \
+   * n branches when it completes (each a request of the batch, named by       \
+   * its branch). */                                                           \
   FIELD(int32_t, n)
 ATTNC_RECORD(attnc_request, ATTNC_REQUEST_FIELDS)
 
@@ -452,29 +453,30 @@ ATTNC_RECORD(attnc_sample, ATTNC_SAMPLE_FIELDS)
 #define ATTNC_STEP_INFO_FIELDS(FIELD)                                          \
   FIELD(int64_t, num_requests)                                                 \
   FIELD(const int64_t *, requests)                                             \
-  FIELD(const int32_t *, branches)  /* num_requests: each request's branch */  \
-  FIELD(int64_t, num_decodes)  /* the first num_decodes requests decode */     \
+  FIELD(const int32_t *, branches) /* num_requests: each request's branch */   \
+  FIELD(int64_t, num_decodes)      /* the first num_decodes requests decode */ \
   FIELD(const int32_t *, qo_indptr) /* num_requests + 1 */                     \
   FIELD(int64_t, num_tokens)                                                   \
-  FIELD(const int32_t *, tokens)    /* num_tokens token ids */                 \
-  FIELD(const int32_t *, positions) /* num_tokens: in its request's sequence */ \
-  /* num_tokens: page * page_size + offset */                                 \
+  FIELD(const int32_t *, tokens) /* num_tokens token ids */                    \
+  /* num_tokens: each token's position in its request's sequence. */           \
+  FIELD(const int32_t *, positions)                                            \
+  /* num_tokens: page * page_size + offset */                                  \
   FIELD(const int64_t *, slot_mapping)                                         \
   FIELD(const int32_t *, page_indptr) /* num_requests + 1 */                   \
   FIELD(int64_t, num_page_indices)                                             \
   FIELD(const int32_t *, page_indices)  /* num_page_indices */                 \
   FIELD(const int32_t *, last_page_len) /* num_requests */                     \
-  /* The requests that sample from this pass, in batch order, and the row    \
-   * of `tokens` whose logits each samples: what commit takes samples for    \
-   * (the pass completing a prompt of n > 1 samples its n branches from one  \
-   * row). */                                                                \
+  /* The requests that sample from this pass, in batch order, and the row      \
+   * of `tokens` whose logits each samples: what commit takes samples for      \
+   * (the pass completing a prompt of n > 1 samples its n branches from one    \
+   * row). */                                                                  \
   FIELD(int64_t, num_samplers)                                                 \
   FIELD(const int64_t *, samplers)                                             \
   FIELD(const int32_t *, sampler_branches)                                     \
   FIELD(const int32_t *, sample_rows)                                          \
   FIELD(int64_t, num_admitted)                                                 \
   FIELD(const int64_t *, admitted)                                             \
-  /* Sent back to the queue to free pages, to be computed again. */          \
+  /* Sent back to the queue to free pages, to be computed again. */            \
   FIELD(int64_t, num_preempted)                                                \
   FIELD(const int64_t *, preempted)                                            \
   FIELD(int64_t, prefill_tokens)                                               \

@@ -34,10 +34,10 @@ template <typename T> constexpr attnc_field_kind kindOf() {
     return ATTNC_FIELD_INT64;
   else {
     // int, int32_t and the enums, which C gives int's size here.
-    static_assert(((std::is_integral_v<T> && std::is_signed_v<T>) ||
-                   std::is_enum_v<T>) &&
-                      sizeof(T) == 4,
-                  "a record field of a type attnc_field_kind cannot name");
+    static_assert(
+        ((std::is_integral_v<T> && std::is_signed_v<T>) || std::is_enum_v<T>) &&
+            sizeof(T) == 4,
+        "a record field of a type attnc_field_kind cannot name");
     return ATTNC_FIELD_INT32;
   }
 }
@@ -70,9 +70,12 @@ ATTNC_RECORD_TABLE(attnc_sample, ATTNC_SAMPLE_FIELDS)
 ATTNC_RECORD_TABLE(attnc_step_info, ATTNC_STEP_INFO_FIELDS)
 ATTNC_RECORD_TABLE(attnc_scheduler_stats, ATTNC_SCHEDULER_STATS_FIELDS)
 
+template <typename R, size_t N>
+constexpr Record makeRecord(const char *name, const attnc_field (&fields)[N]) {
+  return Record{name, fields, int(N), int64_t(sizeof(R))};
+}
 #define ATTNC_RECORD_ENTRY(record)                                             \
-  Record{#record, record##_table::entries,                                     \
-         int(std::size(record##_table::entries)), int64_t(sizeof(record))}
+  makeRecord<record>(#record, record##_table::entries)
 
 constexpr Record kRecords[] = {
     ATTNC_RECORD_ENTRY(attnc_variant_spec),

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
@@ -633,17 +634,13 @@ struct AttnGPUToEmitCPass
         return kernel && predicate(kernel.getPlan());
       });
     };
-    // Each schedule's device header, once, in the table's order.
-    for (int32_t i = 0; i < attnc::kNumSchedules; ++i) {
-      const char *header = attnc::kScheduleTraits[i].header;
-      bool earlier = false;
-      for (int32_t j = 0; j < i; ++j)
-        earlier |= StringRef(attnc::kScheduleTraits[j].header) == header;
-      if (!earlier && anyPlan([&](gpu::PlanAttr plan) {
-            return StringRef(plan.traits().header) == header;
-          }))
-        emitc::IncludeOp::create(b, module.getLoc(), header);
-    }
+    // Each present schedule's device header, once, in the table's order.
+    llvm::SmallSetVector<StringRef, 4> headers;
+    for (const attnc::ScheduleTraits &row : attnc::kScheduleTraits)
+      if (anyPlan([&](gpu::PlanAttr plan) { return &plan.traits() == &row; }))
+        headers.insert(row.header);
+    for (StringRef header : headers)
+      emitc::IncludeOp::create(b, module.getLoc(), header);
     if (llvm::any_of(kernels, llvm::IsaPred<gpu::MergeKernelOp>))
       emitc::IncludeOp::create(b, module.getLoc(), "attnc/device/merge.h");
     for (Operation *op : kernels) {

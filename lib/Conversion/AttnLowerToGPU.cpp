@@ -359,11 +359,10 @@ struct AttnLowerToGPUPass
         TypeAttr::get(op.getQuery().getType()), TypeAttr::get(key),
         TypeAttr::get(value), TypeAttr::get(op.getOutput().getType()),
         unitIf(b, op.getLse() != nullptr), op.getCausalAttr(),
-        op.getWindowAttr(),
-        b.getF32FloatAttr(op.getEffectiveScale()), softcap, op.getAlibiAttr(),
-        unitIf(b, op.getQuerySegments() != nullptr), /*merge_splits=*/nullptr,
-        typeIf(op.getKeyScale()), typeIf(op.getValueScale()),
-        b.getTypeArrayAttr(captureTypes));
+        op.getWindowAttr(), b.getF32FloatAttr(op.getEffectiveScale()), softcap,
+        op.getAlibiAttr(), unitIf(b, op.getQuerySegments() != nullptr),
+        /*merge_splits=*/nullptr, typeIf(op.getKeyScale()),
+        typeIf(op.getValueScale()), b.getTypeArrayAttr(captureTypes));
     symbols.insert(kernel);
     kernel.getScoreMod().takeBody(op.getScoreMod());
     kernel.getMaskMod().takeBody(op.getMaskMod());

@@ -22,9 +22,8 @@ void runOnParserStack(llvm::function_ref<void()> body, size_t stackBytes) {
     return;
   }
   pthread_t thread;
-  bool started =
-      pthread_attr_setstacksize(&attributes, stackBytes) == 0 &&
-      pthread_create(&thread, &attributes, runBody, &body) == 0;
+  bool started = pthread_attr_setstacksize(&attributes, stackBytes) == 0 &&
+                 pthread_create(&thread, &attributes, runBody, &body) == 0;
   pthread_attr_destroy(&attributes);
   if (!started) {
     // Out of threads or address space: the nesting limit still holds, and

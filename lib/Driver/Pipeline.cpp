@@ -103,8 +103,8 @@ static LogicalResult refuseUnreadAttributes(ModuleOp module) {
       if (op == module.getOperation() &&
           attr.getName() == attn_gpu::AttnGPUDialect::kTargetAnnotation)
         continue;
-      op->emitError() << "attribute '" << attr.getName().getValue()
-                      << "' on '" << op->getName()
+      op->emitError() << "attribute '" << attr.getName().getValue() << "' on '"
+                      << op->getName()
                       << "' would be ignored: attnc reads no such attribute "
                          "there";
       return WalkResult::interrupt();

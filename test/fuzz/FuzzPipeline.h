@@ -3,8 +3,9 @@
 // Three fuzz targets share it: attnc-fuzz takes the fuzz input as the
 // variant's text (FuzzText.cpp), attnc-fuzz-variants writes a variant from
 // the input (FuzzVariants.cpp), attnc-fuzz-regions compiles the variants
-// attnc_variant_from_spec writes around fuzzed regions (FuzzRegions.cpp). The input may carry compile options in a line the
-// parser skips, `// fuzz: arch=sm_80 warps=4 stages=3 sms=8` (FuzzOptions.h).
+// attnc_variant_from_spec writes around fuzzed regions (FuzzRegions.cpp). The
+// input may carry compile options in a line the parser skips, `// fuzz:
+// arch=sm_80 warps=4 stages=3 sms=8` (FuzzOptions.h).
 //
 //===----------------------------------------------------------------------===//
 

@@ -3,6 +3,7 @@
 #include "attnc/attnc.h"
 
 #include "attnc/Driver/Compile.h"
+#include "attnc/Driver/ParserStack.h"
 #include "cuda/CudaDriver.h"
 
 #include <gtest/gtest.h>
@@ -10,8 +11,6 @@
 #include <functional>
 #include <limits>
 #include <set>
-
-#include <pthread.h>
 
 using namespace attnc;
 
@@ -289,29 +288,14 @@ TEST(Api, UpstreamParserCrashesAreErrors) {
 TEST(Api, ParsingTheDeepestNestingNeedsNoLargeCallerStack) {
   std::string text = "func.func @f() attributes {x = " + repeat("[", 250) +
                      repeat("]", 250) + "} { return }";
-  struct Call {
-    std::string text, message;
-  } call{text, ""};
-  pthread_attr_t attributes;
-  ASSERT_EQ(pthread_attr_init(&attributes), 0);
-  ASSERT_EQ(pthread_attr_setstacksize(&attributes, 64 << 10), 0);
-  pthread_t thread;
-  ASSERT_EQ(pthread_create(
-                &thread, &attributes,
-                [](void *argument) -> void * {
-                  auto *call = static_cast<Call *>(argument);
-                  call->message =
-                      Variant::fromMlir(call->text).status().message();
-                  return nullptr;
-                },
-                &call),
-            0);
-  pthread_join(thread, nullptr);
-  pthread_attr_destroy(&attributes);
+  std::string message;
+  // A thread of 64 KiB, the smallest caller stack this test stands for.
+  runOnParserStack(
+      [&] { message = Variant::fromMlir(text).status().message(); }, 64 << 10);
   // Parsed whole: the error is the verdict on what was parsed.
-  EXPECT_NE(call.message.find("attribute 'x' on 'func.func' would be ignored"),
+  EXPECT_NE(message.find("attribute 'x' on 'func.func' would be ignored"),
             std::string::npos)
-      << call.message;
+      << message;
 }
 
 // An attribute nothing reads would silently change nothing: it is refused.
@@ -336,6 +320,12 @@ TEST(Api, AttributesThatWouldBeIgnoredAreErrors) {
       {"module attributes {my.window = 4} {\nfunc.func @f" + signature +
            " {\n" + attention + "}\n",
        "attribute 'my.window' on 'builtin.module' would be ignored"},
+      {"func.func @f(%q: !attn.q<?x8x64xbf16> {my.causal}, "
+       "%k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) -> "
+       "!attn.out<?x8x64xbf16> {\n" +
+           attention,
+       "argument and result attributes of 'f' would be ignored: attnc reads "
+       "none"},
   };
   for (const Case &c : cases) {
     StatusOr<Variant> variant = Variant::fromMlir(c.text);

@@ -59,10 +59,9 @@ void parseHere(void *argument) {
   registerAttncDialects(context);
   const std::string &text = *static_cast<const std::string *>(argument);
   llvm::SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context,
-                                           llvm::nulls());
-  (void)mlir::parseSourceString<mlir::ModuleOp>(
-      text, mlir::ParserConfig(&context));
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, llvm::nulls());
+  (void)mlir::parseSourceString<mlir::ModuleOp>(text,
+                                                mlir::ParserConfig(&context));
 }
 
 std::string nested(const std::string &open, const std::string &inner,
@@ -89,8 +88,7 @@ TEST(ParserStack, TheDeepestAdmittedNestingFitsWithAMargin) {
       "func.func @f() attributes {x = dense<" + nested("[", "1.0", "]", depth) +
           "> : tensor<" + std::string("1x") + "f32>} { return }",
       // Two levels a region: `(` and `{`.
-      nested("\"scf.execute_region\"() ({\n", "", "}) : () -> ()\n",
-             depth / 2),
+      nested("\"scf.execute_region\"() ({\n", "", "}) : () -> ()\n", depth / 2),
   };
   for (std::string &text : texts) {
     ASSERT_FALSE(findParserHazard(text)) << text.substr(0, 60);

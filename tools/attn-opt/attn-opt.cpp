@@ -43,10 +43,10 @@ static bool refuseParserHazard(const llvm::MemoryBuffer &buffer) {
 
 int main(int argc, char **argv) {
   DialectRegistry registry;
-  registry.insert<attn::AttnDialect, arith::ArithDialect, math::MathDialect,
-                  memref::MemRefDialect, func::FuncDialect,
-                  attn_gpu::AttnGPUDialect, scf::SCFDialect,
-                  emitc::EmitCDialect>();
+  registry
+      .insert<attn::AttnDialect, arith::ArithDialect, math::MathDialect,
+              memref::MemRefDialect, func::FuncDialect,
+              attn_gpu::AttnGPUDialect, scf::SCFDialect, emitc::EmitCDialect>();
   attn::registerAttnPasses();
   registerCanonicalizerPass();
   registerCSEPass();

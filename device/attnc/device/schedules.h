@@ -11,7 +11,7 @@
 #ifndef ATTNC_DEVICE_SCHEDULES_H
 #define ATTNC_DEVICE_SCHEDULES_H
 
-#include "attnc/device/prelude.h"
+#include "attnc/device/abi.h"
 
 namespace attnc {
 
@@ -44,7 +44,6 @@ enum class Schedule : i32 { ATTNC_SCHEDULES(ATTNC_SCHEDULE_ENUMERATOR) };
 
 /// What the layers know of a schedule: one row of ATTNC_SCHEDULES.
 struct ScheduleTraits {
-  const char *keyword;
   const char *header;
   const char *ctaClass;
   bool warpSpecialized;
@@ -56,8 +55,8 @@ struct ScheduleTraits {
 
 #define ATTNC_SCHEDULE_TRAITS(name, keyword, header, cta, warpSpecialized,     \
                               packsGroup, mergesOwn, secondLaunch, rows)       \
-  ScheduleTraits{keyword,    header,    cta,          warpSpecialized,         \
-                 packsGroup, mergesOwn, secondLaunch, rows},
+  ScheduleTraits{header,       cta, warpSpecialized, packsGroup, mergesOwn,    \
+                 secondLaunch, rows},
 constexpr ScheduleTraits kScheduleTraits[] = {
     ATTNC_SCHEDULES(ATTNC_SCHEDULE_TRAITS)};
 #undef ATTNC_SCHEDULE_TRAITS
@@ -70,28 +69,22 @@ constexpr const ScheduleTraits &traits(Schedule schedule) {
 }
 
 #if !ATTNC_IS_DEVICE
+#define ATTNC_SCHEDULE_KEYWORD(name, keyword, ...) keyword,
+constexpr const char *kScheduleKeywords[] = {
+    ATTNC_SCHEDULES(ATTNC_SCHEDULE_KEYWORD)};
+#undef ATTNC_SCHEDULE_KEYWORD
+
 /// The IR keyword of a schedule ("warp_specialized"), or "" if out of
 /// range.
 inline const char *keyword(Schedule schedule) {
-  i32 i = i32(schedule);
-  return i >= 0 && i < kNumSchedules ? kScheduleTraits[i].keyword : "";
+  return detail::nameAt(kScheduleKeywords, int(schedule));
 }
 
 /// Parses a schedule's IR keyword (`text` of `length` characters, not
 /// necessarily NUL-terminated); false if it names none.
 inline bool parseKeyword(const char *text, unsigned long length,
                          Schedule &out) {
-  for (i32 i = 0; i < kNumSchedules; ++i) {
-    const char *name = kScheduleTraits[i].keyword;
-    unsigned long k = 0;
-    while (k < length && name[k] == text[k] && name[k] != '\0')
-      ++k;
-    if (k == length && name[k] == '\0') {
-      out = Schedule(i);
-      return true;
-    }
-  }
-  return false;
+  return detail::lookup(kScheduleKeywords, text, length, out);
 }
 #endif // !ATTNC_IS_DEVICE
 

@@ -40,8 +40,7 @@ LogicalResult WindowAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 /// anywhere else.
 static LogicalResult refuseAnnotation(Operation *op, NamedAttribute attr,
                                       const Twine &where) {
-  return op->emitError() << "'" << attr.getName().getValue()
-                         << "' on " << where
+  return op->emitError() << "'" << attr.getName().getValue() << "' on " << where
                          << " would be ignored: attn annotates no other "
                             "operation; write variant attributes on "
                             "attn.attention (e.g. {"
@@ -55,20 +54,21 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
   return refuseAnnotation(op, attr, "'" + op->getName().getStringRef() + "'");
 }
 
-LogicalResult AttnDialect::verifyRegionArgAttribute(Operation *op,
-                                                    unsigned region,
-                                                    unsigned argument,
-                                                    NamedAttribute attr) {
-  return refuseAnnotation(op, attr,
-                          "argument " + Twine(argument) + " of '" +
-                              op->getName().getStringRef() + "'");
+/// "argument 0 of 'func.func'", and the like.
+static std::string valueOf(Operation *op, StringRef kind, unsigned index) {
+  return (kind + " " + Twine(index) + " of '" + op->getName().getStringRef() +
+          "'")
+      .str();
 }
 
-LogicalResult AttnDialect::verifyRegionResultAttribute(Operation *op,
-                                                       unsigned region,
+LogicalResult AttnDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                    unsigned argument,
+                                                    NamedAttribute attr) {
+  return refuseAnnotation(op, attr, valueOf(op, "argument", argument));
+}
+
+LogicalResult AttnDialect::verifyRegionResultAttribute(Operation *op, unsigned,
                                                        unsigned result,
                                                        NamedAttribute attr) {
-  return refuseAnnotation(op, attr,
-                          "result " + Twine(result) + " of '" +
-                              op->getName().getStringRef() + "'");
+  return refuseAnnotation(op, attr, valueOf(op, "result", result));
 }

@@ -35,8 +35,7 @@ FailureOr<attnc::Schedule> mlir::attn_gpu::parseSchedule(AsmParser &parser) {
   if (!attnc::parseKeyword(keyword.data(), keyword.size(), schedule)) {
     InFlightDiagnostic error = parser.emitError(loc, "expected a schedule (");
     for (int32_t i = 0; i < attnc::kNumSchedules; ++i)
-      error << (i ? ", " : "") << "'" << attnc::kScheduleTraits[i].keyword
-            << "'";
+      error << (i ? ", " : "") << "'" << attnc::kScheduleKeywords[i] << "'";
     return error << "), got '" << keyword << "'";
   }
   return schedule;

@@ -876,3 +876,12 @@ func.func @f() attributes {attn.causal} {
 func.func @f(%q: !attn.q<?x8x64xbf16> {attn.window = 4 : i64}) {
   return
 }
+
+// -----
+
+// Nor its results.
+// expected-error @+1 {{'attn.causal' on result 0 of 'func.func' would be ignored}}
+func.func @f() -> (i32 {attn.causal}) {
+  %c = arith.constant 0 : i32
+  return %c : i32
+}
