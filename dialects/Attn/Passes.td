@@ -226,7 +226,8 @@ def AttnLowerToGPU : Pass<"attn-lower-to-gpu", "::mlir::ModuleOp"> {
       %live = attn_gpu.begin : i1
       scf.if %live {
         attn_gpu.load_query
-        %begin, %end = attn_gpu.tile_range
+        %begin = attn_gpu.tiles_begin
+        %end = attn_gpu.tiles_end
         attn_gpu.prefetch_tile %begin from !attn.kv<?x8x128xbf16>
         scf.for %t = %begin to %end step %c1 {
           attn_gpu.wait_tile %t
@@ -322,8 +323,8 @@ def AttnGPUToEmitC : Pass<"attn-gpu-to-emitc", "::mlir::ModuleOp"> {
       emitc.verbatim "struct attention_0_config { ... };"
       emitc.func @attention_0(%params: !emitc.opaque<"const attnc::AttnParams">)
           attributes {specifiers = ["extern \"C\" __global__ __launch_bounds__(128, 1)"]} {
-        %cta = "emitc.variable"() ...
-        %live = emitc.call_opaque "attnc::ctaBegin"(%ptr, %params) ...
+        emitc.verbatim "attnc::AttentionCta<attention_0_config> cta;"
+        %live = emitc.call_opaque "cta.begin"(%params) {args = [0 : index, #emitc.opaque<"attnc_smem">]} ...
         ...
       }
     }

@@ -4,6 +4,7 @@
 #define ATTNC_DIALECT_ATTNGPU_OPS_TD
 
 include "AttnGPUAttrs.td"
+include "AttnGPUInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -148,12 +149,24 @@ def AttnGPU_LaunchOp : AttnGPU_Op<"launch", [
 // Device ops: the steps of one CTA, inside an attn_gpu.kernel
 //===----------------------------------------------------------------------===//
 
-class AttnGPU_DeviceOp<string mnemonic, list<Trait> traits = []>
-    : AttnGPU_Op<mnemonic, traits # [
+// A step of the CTA: a call of the CTA object's member `libraryCall`
+// (AttnGPU_CtaCallOpInterface). `callInterface` is the interface trait, for
+// an op that overrides one of its methods (DeclareOpInterfaceMethods).
+class AttnGPU_DeviceOp<string mnemonic, string libraryCall,
+                       list<Trait> traits = [],
+                       Trait callInterface = AttnGPU_CtaCallOpInterface>
+    : AttnGPU_Op<mnemonic, traits # [callInterface,
         ParentOneOf<["KernelOp", "::mlir::scf::ForOp", "::mlir::scf::IfOp",
-                     "::mlir::scf::WhileOp"]>]>;
+                     "::mlir::scf::WhileOp"]>]> {
+  let extraClassDeclaration = [{
+    static constexpr ::llvm::StringLiteral kLibraryCall = "}] # libraryCall
+      # [{";
+  }];
+}
 
-def AttnGPU_BeginOp : AttnGPU_DeviceOp<"begin"> {
+def AttnGPU_BeginOp : AttnGPU_DeviceOp<"begin", "begin", [],
+    DeclareOpInterfaceMethods<AttnGPU_CtaCallOpInterface,
+                              ["bindsKernelArguments"]>> {
   let summary = "set up the CTA; for mma.sync, locate its rows and KV range";
   let description = [{
     For the mma.sync schedules, reads the request's lengths (dense, ragged
@@ -166,23 +179,30 @@ def AttnGPU_BeginOp : AttnGPU_DeviceOp<"begin"> {
   let assemblyFormat = "attr-dict `:` type($live)";
 }
 
-def AttnGPU_LoadQueryOp : AttnGPU_DeviceOp<"load_query"> {
+def AttnGPU_LoadQueryOp : AttnGPU_DeviceOp<"load_query", "loadQuery"> {
   let summary = "asynchronously load the CTA's query rows into shared memory";
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_TileRangeOp : AttnGPU_DeviceOp<"tile_range", [Pure]> {
-  let summary = "the CTA's KV tiles, from the closed-form mask bounds";
+def AttnGPU_TilesBeginOp : AttnGPU_DeviceOp<"tiles_begin", "tilesBegin",
+                                            [Pure]> {
+  let summary = "the CTA's first KV tile, from the closed-form mask bounds";
   let description = [{
     Tiles are numbered in visiting order: sink tiles first, then the tiles
     between the kernel's `masks` bounds; under split-KV the CTA gets its
-    share of that sequence.
+    share of that sequence, `[tiles_begin, tiles_end)`.
   }];
-  let results = (outs Index:$begin, Index:$end);
+  let results = (outs Index:$begin);
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_PrefetchTileOp : AttnGPU_DeviceOp<"prefetch_tile"> {
+def AttnGPU_TilesEndOp : AttnGPU_DeviceOp<"tiles_end", "tilesEnd", [Pure]> {
+  let summary = "one past the CTA's last KV tile in visiting order";
+  let results = (outs Index:$end);
+  let assemblyFormat = "attr-dict";
+}
+
+def AttnGPU_PrefetchTileOp : AttnGPU_DeviceOp<"prefetch_tile", "prefetch"> {
   let summary = "start the cp.async load of a K/V tile into its stage";
   let description = [{
     Loads key and value rows of visiting-order tile `tile` (nothing past the
@@ -193,37 +213,41 @@ def AttnGPU_PrefetchTileOp : AttnGPU_DeviceOp<"prefetch_tile"> {
   let assemblyFormat = "$tile `from` $kv attr-dict";
 }
 
-def AttnGPU_WaitTileOp : AttnGPU_DeviceOp<"wait_tile"> {
+def AttnGPU_WaitTileOp : AttnGPU_DeviceOp<"wait_tile", "waitTile"> {
   let summary = "wait for a K/V tile and release the stage it replaces";
   let arguments = (ins Index:$tile);
   let assemblyFormat = "$tile attr-dict";
 }
 
-def AttnGPU_ScoreMmaOp : AttnGPU_DeviceOp<"score_mma"> {
+def AttnGPU_ScoreMmaOp : AttnGPU_DeviceOp<"score_mma", "scores"> {
   let summary = "S = Q K^T on tensor cores (mma.sync m16n8k16)";
   let arguments = (ins Index:$tile);
   let assemblyFormat = "$tile attr-dict";
 }
 
-def AttnGPU_TileIsPartialOp : AttnGPU_DeviceOp<"tile_is_partial", [Pure]> {
+def AttnGPU_TileIsPartialOp
+    : AttnGPU_DeviceOp<"tile_is_partial", "visitsPartialTile", [Pure]> {
   let summary = "whether a tile needs the per-element mask";
   let arguments = (ins Index:$tile);
   let results = (outs I1:$partial);
   let assemblyFormat = "$tile attr-dict `:` type($partial)";
 }
 
-def AttnGPU_ModifyScoresOp : AttnGPU_DeviceOp<"modify_scores"> {
+def AttnGPU_ModifyScoresOp : AttnGPU_DeviceOp<"modify_scores", "modifyScores",
+    [], DeclareOpInterfaceMethods<AttnGPU_CtaCallOpInterface,
+                                  ["getTemplateArguments"]>> {
   let summary = "scale, soft-cap, ALiBi, score_mod, then (if masked) masks";
   let arguments = (ins Index:$tile, UnitAttr:$masked);
   let assemblyFormat = "$tile attr-dict";
 }
 
-def AttnGPU_SoftmaxUpdateOp : AttnGPU_DeviceOp<"softmax_update"> {
+def AttnGPU_SoftmaxUpdateOp
+    : AttnGPU_DeviceOp<"softmax_update", "onlineSoftmax"> {
   let summary = "online softmax: new row maxima, rescale, exponentiate";
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_ValueMmaOp : AttnGPU_DeviceOp<"value_mma"> {
+def AttnGPU_ValueMmaOp : AttnGPU_DeviceOp<"value_mma", "accumulateValues"> {
   let summary = "O += P V on tensor cores, P straight from registers";
   let arguments = (ins Index:$tile);
   let assemblyFormat = "$tile attr-dict";
@@ -233,7 +257,8 @@ def AttnGPU_ValueMmaOp : AttnGPU_DeviceOp<"value_mma"> {
 // Device ops of the warp-specialized schedule (sm_90a)
 //===----------------------------------------------------------------------===//
 
-def AttnGPU_IsProducerOp : AttnGPU_DeviceOp<"is_producer", [Pure]> {
+def AttnGPU_IsProducerOp
+    : AttnGPU_DeviceOp<"is_producer", "isProducer", [Pure]> {
   let summary = "whether this thread is in the producer warpgroup";
   let description = [{
     The producer and consumer roles are the two branches of one `scf.if`,
@@ -243,7 +268,7 @@ def AttnGPU_IsProducerOp : AttnGPU_DeviceOp<"is_producer", [Pure]> {
   let assemblyFormat = "attr-dict `:` type($producer)";
 }
 
-def AttnGPU_IsScorerOp : AttnGPU_DeviceOp<"is_scorer", [Pure]> {
+def AttnGPU_IsScorerOp : AttnGPU_DeviceOp<"is_scorer", "isScorer", [Pure]> {
   let summary = "whether this consumer computes the scores (latent plans)";
   let description = [{
     A `latent` plan's consumers have different programs: the scorer
@@ -257,7 +282,7 @@ def AttnGPU_IsScorerOp : AttnGPU_DeviceOp<"is_scorer", [Pure]> {
 }
 
 def AttnGPU_AwaitProbabilitiesOp
-    : AttnGPU_DeviceOp<"await_probabilities"> {
+    : AttnGPU_DeviceOp<"await_probabilities", "awaitProbabilities"> {
   let summary = "wait for the scorer's P of a tile and rescale the output";
   let description = [{
     The value consumer of a `latent` plan: waits until the scorer has
@@ -268,7 +293,7 @@ def AttnGPU_AwaitProbabilitiesOp
   let assemblyFormat = "$tile attr-dict";
 }
 
-def AttnGPU_WaitValuesOp : AttnGPU_DeviceOp<"wait_values"> {
+def AttnGPU_WaitValuesOp : AttnGPU_DeviceOp<"wait_values", "waitValues"> {
   let summary = "wait for this consumer's P V and release what it read";
   let description = [{
     The value consumer of a `latent` plan: once its P V is done, the KV
@@ -277,7 +302,8 @@ def AttnGPU_WaitValuesOp : AttnGPU_DeviceOp<"wait_values"> {
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_BeginProducerOp : AttnGPU_DeviceOp<"begin_producer"> {
+def AttnGPU_BeginProducerOp
+    : AttnGPU_DeviceOp<"begin_producer", "beginProducer"> {
   let summary = "give the registers away; whether this thread copies";
   let description = [{
     The producer warpgroup lowers its register limit for the consumers;
@@ -287,7 +313,7 @@ def AttnGPU_BeginProducerOp : AttnGPU_DeviceOp<"begin_producer"> {
   let assemblyFormat = "attr-dict `:` type($issuer)";
 }
 
-def AttnGPU_WorkItemsOp : AttnGPU_DeviceOp<"work_items", [Pure]> {
+def AttnGPU_WorkItemsOp : AttnGPU_DeviceOp<"work_items", "workItems", [Pure]> {
   let summary = "how many work-item slots this CTA walks";
   let description = [{
     A warp-specialized launch is persistent: at most as many CTAs as fit on
@@ -303,7 +329,7 @@ def AttnGPU_WorkItemsOp : AttnGPU_DeviceOp<"work_items", [Pure]> {
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_BeginItemOp : AttnGPU_DeviceOp<"begin_item"> {
+def AttnGPU_BeginItemOp : AttnGPU_DeviceOp<"begin_item", "beginItem"> {
   let summary = "locate the item in the CTA's k-th slot: rows, KV range";
   let description = [{
     Reads the item's request lengths and plans its visible KV tiles; false
@@ -316,7 +342,7 @@ def AttnGPU_BeginItemOp : AttnGPU_DeviceOp<"begin_item"> {
   let assemblyFormat = "$index attr-dict `:` type($live)";
 }
 
-def AttnGPU_ProduceTilesOp : AttnGPU_DeviceOp<"produce_tiles"> {
+def AttnGPU_ProduceTilesOp : AttnGPU_DeviceOp<"produce_tiles", "produce"> {
   let summary = "load the item's Q and every visible K/V tile with TMA";
   let description = [{
     Copies each consumer's 64 query rows once the consumers have released
@@ -327,17 +353,18 @@ def AttnGPU_ProduceTilesOp : AttnGPU_DeviceOp<"produce_tiles"> {
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_BeginConsumerOp : AttnGPU_DeviceOp<"begin_consumer"> {
+def AttnGPU_BeginConsumerOp
+    : AttnGPU_DeviceOp<"begin_consumer", "beginConsumer"> {
   let summary = "take the registers for the consumer warpgroups";
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_BeginRowsOp : AttnGPU_DeviceOp<"begin_rows"> {
+def AttnGPU_BeginRowsOp : AttnGPU_DeviceOp<"begin_rows", "beginRows"> {
   let summary = "clear the rows' state and wait for the item's Q";
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_ReleaseQueryOp : AttnGPU_DeviceOp<"release_query"> {
+def AttnGPU_ReleaseQueryOp : AttnGPU_DeviceOp<"release_query", "releaseQuery"> {
   let summary = "hand the item's query tile back to the producer";
   let description = [{
     Follows the item's last `wait_scores`: no product reads Q after it, so
@@ -349,13 +376,13 @@ def AttnGPU_ReleaseQueryOp : AttnGPU_DeviceOp<"release_query"> {
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_IssueScoresOp : AttnGPU_DeviceOp<"issue_scores"> {
+def AttnGPU_IssueScoresOp : AttnGPU_DeviceOp<"issue_scores", "issueScores"> {
   let summary = "S = Q K^T on wgmma, asynchronously, once K has landed";
   let arguments = (ins Index:$tile);
   let assemblyFormat = "$tile attr-dict";
 }
 
-def AttnGPU_MaskScoresOp : AttnGPU_DeviceOp<"mask_scores"> {
+def AttnGPU_MaskScoresOp : AttnGPU_DeviceOp<"mask_scores", "maskScores"> {
   let summary = "hide the keys a partial tile's rows do not see";
   let description = [{
     After `modify_scores` without `masked`, on a tile `tile_is_partial`
@@ -370,7 +397,7 @@ def AttnGPU_MaskScoresOp : AttnGPU_DeviceOp<"mask_scores"> {
   let hasVerifier = 1;
 }
 
-def AttnGPU_IssueValuesOp : AttnGPU_DeviceOp<"issue_values"> {
+def AttnGPU_IssueValuesOp : AttnGPU_DeviceOp<"issue_values", "issueValues"> {
   let summary = "O += P V on wgmma, asynchronously, once V has landed";
   let description = [{
     P is the previous tile's probabilities, rounded in registers by
@@ -380,7 +407,7 @@ def AttnGPU_IssueValuesOp : AttnGPU_DeviceOp<"issue_values"> {
   let assemblyFormat = "$tile attr-dict";
 }
 
-def AttnGPU_AwaitTurnOp : AttnGPU_DeviceOp<"await_turn"> {
+def AttnGPU_AwaitTurnOp : AttnGPU_DeviceOp<"await_turn", "awaitTurn"> {
   let summary = "wait for this consumer's turn to issue products";
   let description = [{
     Consumers issue their wgmma products in turns (a named barrier each),
@@ -390,7 +417,7 @@ def AttnGPU_AwaitTurnOp : AttnGPU_DeviceOp<"await_turn"> {
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_PassTurnOp : AttnGPU_DeviceOp<"pass_turn"> {
+def AttnGPU_PassTurnOp : AttnGPU_DeviceOp<"pass_turn", "passTurn"> {
   let summary = "hand the turn to the next consumer";
   let description = [{
     The turns run on from one work item to the next: the last consumer's
@@ -401,7 +428,7 @@ def AttnGPU_PassTurnOp : AttnGPU_DeviceOp<"pass_turn"> {
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_EndTurnsOp : AttnGPU_DeviceOp<"end_turns"> {
+def AttnGPU_EndTurnsOp : AttnGPU_DeviceOp<"end_turns", "endTurns"> {
   let summary = "take the turn the CTA's last pass left open";
   let description = [{
     Follows a consumer's loop over its work items: the first consumer takes
@@ -412,7 +439,9 @@ def AttnGPU_EndTurnsOp : AttnGPU_DeviceOp<"end_turns"> {
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_WaitScoresOp : AttnGPU_DeviceOp<"wait_scores"> {
+def AttnGPU_WaitScoresOp : AttnGPU_DeviceOp<"wait_scores", "waitScores", [],
+    DeclareOpInterfaceMethods<AttnGPU_CtaCallOpInterface,
+                              ["getTemplateArguments"]>> {
   let summary = "wait for the scores, not for the P V issued after them";
   let description = [{
     Waits until at most `pending` wgmma groups (the P V issued after the
@@ -425,7 +454,7 @@ def AttnGPU_WaitScoresOp : AttnGPU_DeviceOp<"wait_scores"> {
   let assemblyFormat = "`pending` `=` $pending attr-dict";
 }
 
-def AttnGPU_StoreStateOp : AttnGPU_DeviceOp<"store_state"> {
+def AttnGPU_StoreStateOp : AttnGPU_DeviceOp<"store_state", "finish"> {
   let summary = "merge the warps' states, normalize, store output and LSE";
   let description = [{
     Under split-KV the CTA's state goes, in f32, to the partial buffers that
@@ -437,7 +466,7 @@ def AttnGPU_StoreStateOp : AttnGPU_DeviceOp<"store_state"> {
   let assemblyFormat = "attr-dict";
 }
 
-def AttnGPU_MergeSplitsOp : AttnGPU_DeviceOp<"merge_splits"> {
+def AttnGPU_MergeSplitsOp : AttnGPU_DeviceOp<"merge_splits", "mergeSplits"> {
   let summary = "the CTA that stores a row block's last split merges them all";
   let description = [{
     After `store_state` in a kernel with `merge_splits` of the mma.sync

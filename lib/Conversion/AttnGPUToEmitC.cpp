@@ -29,6 +29,8 @@ namespace gpu = mlir::attn_gpu;
 namespace {
 
 constexpr StringLiteral kDeviceFileId = "attnc_device";
+/// The name of the kernel's CTA object, whose members the device ops call.
+constexpr StringLiteral kCtaObject = "cta";
 
 std::string cppElementType(Type type) {
   if (type.isBF16())
@@ -273,12 +275,12 @@ private:
     b.setInsertionPointToStart(entry);
     emitc::VerbatimOp::create(
         b, loc, "extern __shared__ __align__(16) char attnc_smem[];");
-    Type ctaType = emitc::OpaqueType::get(
-        ctx, std::string(kernel.getPlan().traits().ctaClass) + "<" + name +
-                 "_config>");
-    Value cta = declare(loc, ctaType);
-    ctaPtr = emitc::AddressOfOp::create(b, loc,
-                                        emitc::PointerType::get(ctaType), cta);
+    // The CTA object has a name of its own, so that each device op becomes
+    // a call of one of its members (CtaCallOpInterface).
+    emitc::VerbatimOp::create(b, loc,
+                              (Twine(kernel.getPlan().traits().ctaClass) + "<" +
+                               name + "_config> " + kCtaObject + ";")
+                                  .str());
     paramsArg = entry->getArgument(0);
     for (Operation &op : kernel.getBody().front())
       if (failed(emitOp(op)))
@@ -294,15 +296,39 @@ private:
         emitc::OpaqueAttr::get(b.getContext(), ""));
   }
 
-  Value call(Location loc, StringRef callee, Type result,
-             ArrayRef<Value> operands = {}, ArrayAttr args = {}) {
-    SmallVector<Value> all{ctaPtr};
-    all.append(operands.begin(), operands.end());
+  /// A device op as `cta.<library call><template arguments>(<args>)`: the
+  /// kernel's parameters and shared memory first if the op binds them,
+  /// then its operands; its result, an index or a flag, as an int or bool.
+  LogicalResult emitCtaCall(gpu::CtaCallOpInterface call) {
+    Operation *op = call.getOperation();
     SmallVector<Type> results;
-    if (result)
-      results.push_back(result);
-    auto op = emitc::CallOpaqueOp::create(b, loc, results, callee, all, args);
-    return result ? op.getResult(0) : Value();
+    for (Type type : op->getResultTypes())
+      results.push_back(type.isIndex() ? b.getI32Type() : type);
+    if (results.size() > 1)
+      return op->emitOpError("has no EmitC lowering: a CTA call has at most "
+                             "one result");
+    SmallVector<Value> operands;
+    SmallVector<Attribute> args;
+    if (call.bindsKernelArguments()) {
+      operands.push_back(paramsArg);
+      args = {b.getIndexAttr(0),
+              emitc::OpaqueAttr::get(b.getContext(), "attnc_smem")};
+    }
+    for (Value operand : op->getOperands()) {
+      if (!args.empty())
+        args.push_back(b.getIndexAttr(operands.size()));
+      operands.push_back(values.lookup(operand));
+    }
+    std::string callee = (Twine(kCtaObject) + "." + call.getLibraryCall() +
+                          call.getTemplateArguments())
+                             .str();
+    auto emitted = emitc::CallOpaqueOp::create(
+        b, op->getLoc(), results, callee, operands,
+        args.empty() ? ArrayAttr() : b.getArrayAttr(args));
+    for (auto [result, value] :
+         llvm::zip(op->getResults(), emitted.getResults()))
+      values.map(result, value);
+    return success();
   }
 
   /// Emits `block` at the insertion point, a region of an emitc.if or
@@ -322,133 +348,7 @@ private:
     Type i32 = b.getI32Type(), i1 = b.getI1Type();
     auto tile = [&](Value v) { return values.lookup(v); };
     return TypeSwitch<Operation *, LogicalResult>(&op)
-        .Case([&](gpu::BeginOp begin) {
-          auto live = emitc::CallOpaqueOp::create(
-              b, loc, TypeRange{i1}, "attnc::ctaBegin",
-              ValueRange{ctaPtr, paramsArg},
-              b.getArrayAttr(
-                  {b.getIndexAttr(0), b.getIndexAttr(1),
-                   emitc::OpaqueAttr::get(b.getContext(), "attnc_smem")}));
-          values.map(begin.getLive(), live.getResult(0));
-          return success();
-        })
-        .Case([&](gpu::LoadQueryOp) {
-          call(loc, "attnc::loadQuery", {});
-          return success();
-        })
-        .Case([&](gpu::TileRangeOp range) {
-          values.map(range.getBegin(), call(loc, "attnc::tileBegin", i32));
-          values.map(range.getEnd(), call(loc, "attnc::tileEnd", i32));
-          return success();
-        })
-        .Case([&](gpu::PrefetchTileOp prefetch) {
-          call(loc, "attnc::prefetchTile", {}, {tile(prefetch.getTile())});
-          return success();
-        })
-        .Case([&](gpu::WaitTileOp wait) {
-          call(loc, "attnc::waitTile", {}, {tile(wait.getTile())});
-          return success();
-        })
-        .Case([&](gpu::ScoreMmaOp mma) {
-          call(loc, "attnc::scoreTile", {}, {tile(mma.getTile())});
-          return success();
-        })
-        .Case([&](gpu::TileIsPartialOp partial) {
-          values.map(partial.getPartial(), call(loc, "attnc::tileIsPartial", i1,
-                                                {tile(partial.getTile())}));
-          return success();
-        })
-        .Case([&](gpu::ModifyScoresOp modify) {
-          call(loc,
-               modify.getMasked() ? "attnc::modifyScoresMasked"
-                                  : "attnc::modifyScores",
-               {}, {tile(modify.getTile())});
-          return success();
-        })
-        .Case([&](gpu::SoftmaxUpdateOp) {
-          call(loc, "attnc::onlineSoftmax", {});
-          return success();
-        })
-        .Case([&](gpu::ValueMmaOp mma) {
-          call(loc, "attnc::accumulateValues", {}, {tile(mma.getTile())});
-          return success();
-        })
-        .Case([&](gpu::IsProducerOp producer) {
-          values.map(producer.getProducer(),
-                     call(loc, "attnc::isProducer", i1));
-          return success();
-        })
-        .Case([&](gpu::BeginProducerOp begin) {
-          values.map(begin.getIssuer(), call(loc, "attnc::beginProducer", i1));
-          return success();
-        })
-        .Case([&](gpu::WorkItemsOp items) {
-          values.map(items.getCount(), call(loc, "attnc::workItems", i32));
-          return success();
-        })
-        .Case([&](gpu::BeginItemOp begin) {
-          values.map(begin.getLive(), call(loc, "attnc::beginItem", i1,
-                                           {tile(begin.getIndex())}));
-          return success();
-        })
-        .Case([&](gpu::BeginRowsOp) {
-          call(loc, "attnc::beginRows", {});
-          return success();
-        })
-        .Case([&](gpu::IsScorerOp scorer) {
-          values.map(scorer.getScorer(), call(loc, "attnc::isScorer", i1));
-          return success();
-        })
-        .Case([&](gpu::AwaitProbabilitiesOp await) {
-          call(loc, "attnc::awaitProbabilities", {}, {tile(await.getTile())});
-          return success();
-        })
-        .Case([&](gpu::WaitValuesOp) {
-          call(loc, "attnc::waitValues", {});
-          return success();
-        })
-        .Case([&](gpu::ReleaseQueryOp) {
-          call(loc, "attnc::releaseQuery", {});
-          return success();
-        })
-        .Case([&](gpu::ProduceTilesOp) {
-          call(loc, "attnc::produceTiles", {});
-          return success();
-        })
-        .Case([&](gpu::BeginConsumerOp) {
-          call(loc, "attnc::beginConsumer", {});
-          return success();
-        })
-        .Case([&](gpu::IssueScoresOp issue) {
-          call(loc, "attnc::issueScores", {}, {tile(issue.getTile())});
-          return success();
-        })
-        .Case([&](gpu::MaskScoresOp mask) {
-          call(loc, "attnc::maskScores", {}, {tile(mask.getTile())});
-          return success();
-        })
-        .Case([&](gpu::IssueValuesOp issue) {
-          call(loc, "attnc::issueValues", {}, {tile(issue.getTile())});
-          return success();
-        })
-        .Case([&](gpu::AwaitTurnOp) {
-          call(loc, "attnc::awaitTurn", {});
-          return success();
-        })
-        .Case([&](gpu::PassTurnOp) {
-          call(loc, "attnc::passTurn", {});
-          return success();
-        })
-        .Case([&](gpu::EndTurnsOp) {
-          call(loc, "attnc::endTurns", {});
-          return success();
-        })
-        .Case([&](gpu::WaitScoresOp wait) {
-          call(loc,
-               "attnc::waitScores<" + std::to_string(wait.getPending()) + ">",
-               {});
-          return success();
-        })
+        .Case([&](gpu::CtaCallOpInterface call) { return emitCtaCall(call); })
         .Case([&](arith::CmpIOp cmp) -> LogicalResult {
           if (cmp.getPredicate() != arith::CmpIPredicate::slt)
             return cmp.emitOpError("has no EmitC lowering inside an "
@@ -457,14 +357,6 @@ private:
                      emitc::CmpOp::create(b, loc, i1, emitc::CmpPredicate::lt,
                                           tile(cmp.getLhs()),
                                           tile(cmp.getRhs())));
-          return success();
-        })
-        .Case([&](gpu::StoreStateOp) {
-          call(loc, "attnc::finish", {});
-          return success();
-        })
-        .Case([&](gpu::MergeSplitsOp) {
-          call(loc, "attnc::mergeSplits", {});
           return success();
         })
         .Case([&](arith::ConstantIndexOp constant) {
@@ -584,7 +476,7 @@ private:
   emitc::FileOp file;
   OpBuilder b;
   std::string name;
-  Value ctaPtr, paramsArg;
+  Value paramsArg;
   IRMapping values;
 };
 

@@ -16,6 +16,16 @@ namespace gpu = mlir::attn_gpu;
 
 namespace {
 
+/// The CTA's KV tiles in visiting order, `[begin, end)`.
+struct TileRange {
+  Value begin, end;
+};
+
+TileRange buildTileRange(OpBuilder &b, Location loc) {
+  return {gpu::TilesBeginOp::create(b, loc, b.getIndexType()),
+          gpu::TilesEndOp::create(b, loc, b.getIndexType())};
+}
+
 UnitAttr unitIf(OpBuilder &b, bool set) {
   return set ? b.getUnitAttr() : UnitAttr();
 }
@@ -165,9 +175,7 @@ void buildTileLoop(OpBuilder &b, Location loc, gpu::PlanAttr plan,
 void buildConsumerItem(OpBuilder &b, Location loc, gpu::PlanAttr plan,
                        gpu::MaskAnalysisAttr masks) {
   gpu::BeginRowsOp::create(b, loc);
-  auto range =
-      gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
-  Value first = range.getBegin(), end = range.getEnd();
+  auto [first, end] = buildTileRange(b, loc);
   auto any =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, first, end);
   auto ifAny = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
@@ -193,10 +201,9 @@ void buildConsumerItem(OpBuilder &b, Location loc, gpu::PlanAttr plan,
 /// latent consumers' programs: `body` builds one tile's ops.
 void buildForEachTile(OpBuilder &b, Location loc,
                       llvm::function_ref<void(Value tile)> body) {
-  auto range =
-      gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
+  auto [begin, end] = buildTileRange(b, loc);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto loop = scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
+  auto loop = scf::ForOp::create(b, loc, begin, end, one);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   body(loop.getInductionVar());
@@ -277,12 +284,11 @@ void buildAttentionBody(OpBuilder &b, Location loc, gpu::PlanAttr plan,
   if (plan.isWarpSpecialized())
     return buildWarpSpecializedBody(b, loc, plan, masks);
   gpu::LoadQueryOp::create(b, loc);
-  auto range =
-      gpu::TileRangeOp::create(b, loc, b.getIndexType(), b.getIndexType());
+  TileRange range = buildTileRange(b, loc);
   // Pipeline prologue: the first stages-1 tiles are in flight before the
   // loop; each iteration then waits for one tile and requests another.
   for (int64_t s = 0; s + 1 < plan.getStages(); ++s) {
-    Value tile = range.getBegin();
+    Value tile = range.begin;
     if (s > 0)
       tile = arith::AddIOp::create(b, loc, tile,
                                    arith::ConstantIndexOp::create(b, loc, s));
@@ -290,7 +296,7 @@ void buildAttentionBody(OpBuilder &b, Location loc, gpu::PlanAttr plan,
   }
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value ahead = arith::ConstantIndexOp::create(b, loc, plan.getStages() - 1);
-  auto loop = scf::ForOp::create(b, loc, range.getBegin(), range.getEnd(), one);
+  auto loop = scf::ForOp::create(b, loc, range.begin, range.end, one);
   b.setInsertionPointToStart(loop.getBody());
   Value tile = loop.getInductionVar();
   gpu::WaitTileOp::create(b, loc, tile);

@@ -10,31 +10,31 @@
 // CHECK: include "attnc/device/hopper/prefill.h"
 // CHECK: static constexpr int kKVSplits = 1;
 // CHECK: static constexpr bool kClaimItems = true;
-// CHECK: !emitc.opaque<"attnc::WarpSpecializedCta<attention_config>">
-// CHECK: call_opaque "attnc::ctaBegin"{{.*}}!emitc.opaque<"const __grid_constant__ attnc::TmaAttnParams">
-// CHECK: call_opaque "attnc::isProducer"
-// CHECK: call_opaque "attnc::beginProducer"
-// CHECK: call_opaque "attnc::workItems"
-// CHECK: call_opaque "attnc::beginItem"
-// CHECK: call_opaque "attnc::produceTiles"
-// CHECK: call_opaque "attnc::beginConsumer"
-// CHECK: call_opaque "attnc::beginItem"
-// CHECK: call_opaque "attnc::beginRows"
-// CHECK: call_opaque "attnc::waitScores<0>"
+// CHECK: verbatim "attnc::WarpSpecializedCta<attention_config> cta;"
+// CHECK: call_opaque "cta.begin"{{.*}}!emitc.opaque<"const __grid_constant__ attnc::TmaAttnParams">
+// CHECK: call_opaque "cta.isProducer"
+// CHECK: call_opaque "cta.beginProducer"
+// CHECK: call_opaque "cta.workItems"
+// CHECK: call_opaque "cta.beginItem"
+// CHECK: call_opaque "cta.produce"
+// CHECK: call_opaque "cta.beginConsumer"
+// CHECK: call_opaque "cta.beginItem"
+// CHECK: call_opaque "cta.beginRows"
+// CHECK: call_opaque "cta.waitScores<0>"
 // CHECK: %[[TILE:.*]] = "emitc.variable"() <{value = #emitc.opaque<"">}> : () -> !emitc.lvalue<i32>
 // CHECK-NEXT: assign %{{.*}} : i32 to %[[TILE]]
 // CHECK-NEXT: %[[MORE:.*]] = "emitc.variable"() <{value = #emitc.opaque<"">}> : () -> !emitc.lvalue<i1>
 // CHECK-NEXT: do {
 // CHECK-NEXT: %[[CURRENT:.*]] = load %[[TILE]]
-// CHECK: call_opaque "attnc::onlineSoftmax"
+// CHECK: call_opaque "cta.onlineSoftmax"
 // CHECK-NEXT: %[[NEXT:.*]] = add %[[CURRENT]]
 // CHECK-NEXT: %[[PROCEED:.*]] = cmp lt, %[[NEXT]]
 // CHECK-NEXT: assign %[[PROCEED]] : i1 to %[[MORE]]
 // CHECK-NEXT: if %[[PROCEED]] {
-// CHECK: call_opaque "attnc::issueScores"(%{{.*}}, %[[NEXT]])
-// CHECK-NEXT: call_opaque "attnc::issueValues"
-// CHECK-NEXT: call_opaque "attnc::passTurn"
-// CHECK-NEXT: call_opaque "attnc::waitScores<1>"
+// CHECK: call_opaque "cta.issueScores"(%[[NEXT]])
+// CHECK-NEXT: call_opaque "cta.issueValues"
+// CHECK-NEXT: call_opaque "cta.passTurn"
+// CHECK-NEXT: call_opaque "cta.waitScores<1>"
 // CHECK-NEXT: assign %[[NEXT]] : i32 to %[[TILE]]
 // CHECK-NEXT: }
 // CHECK-NEXT: } while {
@@ -44,9 +44,9 @@
 // CHECK-NEXT: }
 // CHECK-NEXT: yield %[[TEST]] : i1
 // CHECK-NEXT: }
-// CHECK: call_opaque "attnc::issueValues"
-// CHECK: call_opaque "attnc::finish"
-// CHECK: call_opaque "attnc::releaseQuery"
+// CHECK: call_opaque "cta.issueValues"
+// CHECK: call_opaque "cta.finish"
+// CHECK: call_opaque "cta.releaseQuery"
 func.func @prefill(%q: !attn.q<?x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
                    %v: !attn.kv<?x8x128xbf16>) -> !attn.out<?x32x128xbf16> {
   %out = attn.attention(%q, %k, %v) {causal}
@@ -82,7 +82,7 @@ func.func @prefill_paged1(%q: !attn.q<?x32x128xbf16, ragged>,
 // CHECK: include "attnc/device/hopper/latent.h"
 // CHECK: static constexpr int kKVBoxRows = 1;
 // CHECK-SAME: static constexpr int kPageSize = 1;
-// CHECK: !emitc.opaque<"attnc::LatentCta<attention_config>">
+// CHECK: verbatim "attnc::LatentCta<attention_config> cta;"
 func.func @mla_paged1(%q: !attn.q<1x16x576xbf16>, %kv: !attn.latent_kv<?x576xbf16, rope = 64, paged<1, nhd>>)
     -> !attn.out<1x16x512xbf16> {
   %out = attn.attention(%q, %kv) {scale = 0.0721687824 : f32}
@@ -100,7 +100,7 @@ func.func @mla_paged1(%q: !attn.q<1x16x576xbf16>, %kv: !attn.latent_kv<?x576xbf1
 // CHECK-SAME: static constexpr int kKVBoxRows = 1;
 // CHECK-SAME: static constexpr int kPageSize = 64;
 // CHECK-SAME: static constexpr bool kKVScales = true;
-// CHECK: !emitc.opaque<"attnc::LatentCta<attention_config>">
+// CHECK: verbatim "attnc::LatentCta<attention_config> cta;"
 func.func @mla_fp8(%q: !attn.q<1x128x576xbf16>, %kv: !attn.latent_kv<?x576xf8E4M3FN, rope = 64, paged<64, nhd>>,
                    %ks: memref<1xf32>, %vs: memref<1xf32>) -> !attn.out<1x128x512xbf16> {
   %out = attn.attention(%q, %kv) kv_scales(%ks, %vs : memref<1xf32>, memref<1xf32>) {scale = 0.0721687824 : f32}
@@ -134,7 +134,7 @@ func.func @fp8_decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xf8E4M3FN>
 // CHECK-LABEL: func.func @prefill_d64_score_mod
 // CHECK: static constexpr int kBlockN = 96;
 // CHECK: static constexpr bool kClaimItems = true;
-// CHECK: !emitc.opaque<"attnc::WarpSpecializedCta<attention_config>">
+// CHECK: verbatim "attnc::WarpSpecializedCta<attention_config> cta;"
 func.func @prefill_d64_score_mod(%q: !attn.q<?x16x64xbf16>, %k: !attn.kv<?x16x64xbf16>,
                                  %v: !attn.kv<?x16x64xbf16>) -> !attn.out<?x16x64xbf16> {
   %out = attn.attention(%q, %k, %v) {causal}

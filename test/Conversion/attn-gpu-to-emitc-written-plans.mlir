@@ -8,8 +8,8 @@
 // CHECK-LABEL: func.func @prefill_d64_score_mod
 // CHECK: static constexpr int kBlockN = 128;
 // CHECK: static constexpr bool kClaimItems = false;
-// CHECK: !emitc.opaque<"attnc::WarpSpecializedCta<attention_config>">
-// CHECK: call_opaque "attnc::modifyScoresMasked"
+// CHECK: verbatim "attnc::WarpSpecializedCta<attention_config> cta;"
+// CHECK: call_opaque "cta.modifyScores<true>"
 module attributes {attn_gpu.target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>} {
   func.func @prefill_d64_score_mod(%q: !attn.q<?x16x64xbf16>, %k: !attn.kv<?x16x64xbf16>,
                                    %v: !attn.kv<?x16x64xbf16>) -> !attn.out<?x16x64xbf16> {

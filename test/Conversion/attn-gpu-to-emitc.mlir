@@ -1,7 +1,8 @@
 // RUN: attn-opt %s -split-input-file -attn-plan="arch=sm_80" -attn-analyze-masks -attn-split-kv -attn-lower-to-gpu -attn-gpu-to-emitc | FileCheck %s
 
-// The kernel becomes a __global__ function in the device file: one library
-// call per attn_gpu op; the launches stay on the host side.
+// The kernel becomes a __global__ function in the device file: a CTA object
+// of the schedule's class and one call of its members per attn_gpu op; the
+// launches stay on the host side.
 // CHECK-LABEL: func.func @prefill
 // CHECK: attn_gpu.launch @attention
 // CHECK: emitc.file "attnc_device"
@@ -10,18 +11,22 @@
 // CHECK-SAME: static constexpr int kGroup = 4;
 // CHECK-SAME: static constexpr bool kCausal = true;
 // CHECK: func @attention(%[[P:.+]]: !emitc.opaque<"const attnc::AttnParams">) attributes {specifiers = ["extern \22C\22 __global__ __launch_bounds__(256, 1)"]}
-// CHECK: %[[CTA:.+]] = "emitc.variable"
-// CHECK: %[[PTR:.+]] = address_of %[[CTA]]
-// CHECK: %[[LIVE:.+]] = call_opaque "attnc::ctaBegin"(%[[PTR]], %[[P]])
+// CHECK: verbatim "attnc::AttentionCta<attention_config> cta;"
+// CHECK: %[[LIVE:.+]] = call_opaque "cta.begin"(%[[P]]) {args = [0 : index, #emitc.opaque<"attnc_smem">]}
 // CHECK: if %[[LIVE]]
-// CHECK: call_opaque "attnc::loadQuery"(%[[PTR]])
+// CHECK: call_opaque "cta.loadQuery"()
+// CHECK: %[[BEGIN:.+]] = call_opaque "cta.tilesBegin"() : () -> i32
+// CHECK: call_opaque "cta.prefetch"(%[[BEGIN]])
 // CHECK: for %[[T:.+]] = {{.*}} : i32
-// CHECK: call_opaque "attnc::waitTile"(%[[PTR]], %[[T]])
-// CHECK: call_opaque "attnc::scoreTile"(%[[PTR]], %[[T]])
-// CHECK: call_opaque "attnc::modifyScoresMasked"
-// CHECK: call_opaque "attnc::onlineSoftmax"
-// CHECK: call_opaque "attnc::accumulateValues"
-// CHECK: call_opaque "attnc::finish"(%[[PTR]])
+// CHECK: call_opaque "cta.waitTile"(%[[T]])
+// CHECK: call_opaque "cta.scores"(%[[T]])
+// CHECK: %[[PARTIAL:.+]] = call_opaque "cta.visitsPartialTile"(%[[T]]) : (i32) -> i1
+// CHECK: if %[[PARTIAL]]
+// CHECK: call_opaque "cta.modifyScores<true>"(%[[T]])
+// CHECK: call_opaque "cta.modifyScores<false>"(%[[T]])
+// CHECK: call_opaque "cta.onlineSoftmax"()
+// CHECK: call_opaque "cta.accumulateValues"(%[[T]])
+// CHECK: call_opaque "cta.finish"()
 // CHECK-NOT: attn_gpu.kernel
 func.func @prefill(%q: !attn.q<?x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
                    %v: !attn.kv<?x8x128xbf16>) -> !attn.out<?x32x128xbf16> {
@@ -64,8 +69,7 @@ func.func @score_mod(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>,
 // CHECK-NOT: transposed_decode.h
 // CHECK: verbatim "struct attention_config {
 // CHECK-SAME: static constexpr int kBlockM = 16;
-// CHECK: "emitc.variable"
-// CHECK-SAME: attnc::AttentionCta<attention_config>
+// CHECK: verbatim "attnc::AttentionCta<attention_config> cta;"
 func.func @decode_group16(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x2x128xbf16>,
                           %v: !attn.kv<?x2x128xbf16>) -> !attn.out<1x32x128xbf16> {
   %out = attn.attention(%q, %k, %v)
@@ -81,8 +85,7 @@ func.func @decode_group16(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x2x128xbf16>
 // CHECK: include "attnc/device/transposed_decode.h"
 // CHECK: verbatim "struct attention_config {
 // CHECK-SAME: static constexpr int kBlockM = 8;
-// CHECK: "emitc.variable"
-// CHECK-SAME: attnc::TransposedDecodeCta<attention_config>
+// CHECK: verbatim "attnc::TransposedDecodeCta<attention_config> cta;"
 func.func @decode_group4(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
                          %v: !attn.kv<?x8x128xbf16>) -> !attn.out<1x32x128xbf16> {
   %out = attn.attention(%q, %k, %v)

@@ -33,7 +33,8 @@
 // CHECK-NEXT: %[[ITEM:.*]] = attn_gpu.begin_item %[[K]] : i1
 // CHECK-NEXT: scf.if %[[ITEM]] {
 // CHECK-NEXT: attn_gpu.begin_rows
-// CHECK-NEXT: %[[BEGIN:.*]], %[[END:.*]] = attn_gpu.tile_range
+// CHECK-NEXT: %[[BEGIN:.*]] = attn_gpu.tiles_begin
+// CHECK-NEXT: %[[END:.*]] = attn_gpu.tiles_end
 // CHECK: %[[ANY:.*]] = arith.cmpi slt, %[[BEGIN]], %[[END]]
 // CHECK: scf.if %[[ANY]] {
 // CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : index

@@ -11,7 +11,8 @@
 // CHECK-LABEL: attn_gpu.kernel @attention
 // CHECK-SAME: static_order = true, lean_tile_loop = true
 // CHECK: attn_gpu.begin_consumer
-// CHECK: %[[BEGIN:.*]], %[[END:.*]] = attn_gpu.tile_range
+// CHECK: %[[BEGIN:.*]] = attn_gpu.tiles_begin
+// CHECK-NEXT: %[[END:.*]] = attn_gpu.tiles_end
 // CHECK: %[[ONE:.*]] = arith.constant 1 : index
 // CHECK-NEXT: attn_gpu.await_turn
 // CHECK-NEXT: attn_gpu.issue_scores %[[BEGIN]]

@@ -12,7 +12,8 @@
 // CHECK: %[[LIVE:.+]] = attn_gpu.begin : i1
 // CHECK: scf.if %[[LIVE]]
 // CHECK: attn_gpu.load_query
-// CHECK: %[[BEGIN:.+]], %[[END:.+]] = attn_gpu.tile_range
+// CHECK: %[[BEGIN:.+]] = attn_gpu.tiles_begin
+// CHECK-NEXT: %[[END:.+]] = attn_gpu.tiles_end
 // CHECK: attn_gpu.prefetch_tile %[[BEGIN]] from !attn.kv<?x8x128xbf16, ragged>
 // CHECK: scf.for %[[T:.+]] = %[[BEGIN]] to %[[END]]
 // CHECK: attn_gpu.wait_tile %[[T]]

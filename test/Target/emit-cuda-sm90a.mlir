@@ -8,33 +8,33 @@
 // serializes every wgmma). The first scores come before the loop, the last
 // P.V after it.
 // CHECK: #include "attnc/device/hopper/prefill.h"
-// CHECK: attnc::issueScores([[PTR:v[0-9]+]], [[FIRST:v[0-9]+]]);
-// CHECK: attnc::waitScores<0>([[PTR]]);
+// CHECK: cta.issueScores([[FIRST:v[0-9]+]]);
+// CHECK: cta.waitScores<0>();
 // CHECK-NEXT: int32_t [[TILE:v[0-9]+]];
 // CHECK-NEXT: [[TILE]] = [[FIRST]];
 // CHECK-NEXT: bool [[MORE:v[0-9]+]];
 // CHECK-NEXT: do {
 // CHECK-NEXT: int32_t [[CURRENT:v[0-9]+]] = [[TILE]];
-// CHECK-NEXT: attnc::modifyScores([[PTR]], [[CURRENT]]);
-// CHECK-NEXT: bool [[PARTIAL:v[0-9]+]] = attnc::tileIsPartial([[PTR]], [[CURRENT]]);
+// CHECK-NEXT: cta.modifyScores<false>([[CURRENT]]);
+// CHECK-NEXT: bool [[PARTIAL:v[0-9]+]] = cta.visitsPartialTile([[CURRENT]]);
 // CHECK-NEXT: if ([[PARTIAL]]) {
-// CHECK-NEXT: attnc::maskScores([[PTR]], [[CURRENT]]);
+// CHECK-NEXT: cta.maskScores([[CURRENT]]);
 // CHECK-NEXT: }
-// CHECK-NEXT: attnc::onlineSoftmax([[PTR]]);
+// CHECK-NEXT: cta.onlineSoftmax();
 // CHECK-NEXT: int32_t [[NEXT:v[0-9]+]] = [[CURRENT]] + {{v[0-9]+}};
 // CHECK-NEXT: bool [[PROCEED:v[0-9]+]] = [[NEXT]] < {{v[0-9]+}};
 // CHECK-NEXT: [[MORE]] = [[PROCEED]];
 // CHECK-NEXT: if ([[PROCEED]]) {
-// CHECK: attnc::issueScores([[PTR]], [[NEXT]]);
-// CHECK-NEXT: attnc::issueValues([[PTR]], {{v[0-9]+}});
-// CHECK-NEXT: attnc::passTurn([[PTR]]);
-// CHECK-NEXT: attnc::waitScores<1>([[PTR]]);
+// CHECK: cta.issueScores([[NEXT]]);
+// CHECK-NEXT: cta.issueValues({{v[0-9]+}});
+// CHECK-NEXT: cta.passTurn();
+// CHECK-NEXT: cta.waitScores<1>();
 // CHECK-NEXT: [[TILE]] = [[NEXT]];
 // CHECK-NEXT: }
 // CHECK-NEXT: } while ([[MORE]]);
-// CHECK-NEXT: attnc::awaitTurn([[PTR]]);
-// CHECK: attnc::issueValues([[PTR]],
-// CHECK: attnc::finish([[PTR]]);
+// CHECK-NEXT: cta.awaitTurn();
+// CHECK: cta.issueValues(
+// CHECK: cta.finish();
 func.func @prefill(%q: !attn.q<?x32x128xbf16>, %k: !attn.kv<?x8x128xbf16>,
                    %v: !attn.kv<?x8x128xbf16>) -> !attn.out<?x32x128xbf16> {
   %out = attn.attention(%q, %k, %v) {causal}

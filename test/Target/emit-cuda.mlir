@@ -21,17 +21,16 @@
 // CHECK: static constexpr bool kMergeSplits = true;
 // CHECK: extern "C" __global__ __launch_bounds__(128, 1) void attention(const attnc::AttnParams [[P:v[0-9]+]]) {
 // CHECK: extern __shared__ __align__(16) char attnc_smem[];
-// CHECK: attnc::TransposedDecodeCta<attention_config> [[CTA:v[0-9]+]];
-// CHECK: attnc::TransposedDecodeCta<attention_config>* [[PTR:v[0-9]+]] = &[[CTA]];
-// CHECK: bool [[LIVE:v[0-9]+]] = attnc::ctaBegin([[PTR]], [[P]], attnc_smem);
+// CHECK: attnc::TransposedDecodeCta<attention_config> cta;
+// CHECK: bool [[LIVE:v[0-9]+]] = cta.begin([[P]], attnc_smem);
 // CHECK: if ([[LIVE]]) {
 // CHECK: for (int32_t [[T:i[0-9]+]] =
-// CHECK: attnc::waitTile([[PTR]], [[T]]);
-// CHECK: attnc::scoreTile([[PTR]], [[T]]);
-// CHECK: attnc::onlineSoftmax([[PTR]]);
-// CHECK: attnc::accumulateValues([[PTR]], [[T]]);
-// CHECK: attnc::finish([[PTR]]);
-// CHECK-NEXT: attnc::mergeSplits([[PTR]]);
+// CHECK: cta.waitTile([[T]]);
+// CHECK: cta.scores([[T]]);
+// CHECK: cta.onlineSoftmax();
+// CHECK: cta.accumulateValues([[T]]);
+// CHECK: cta.finish();
+// CHECK-NEXT: cta.mergeSplits();
 // CHECK-NOT: mergeStates
 func.func @decode(%q: !attn.q<1x32x128xbf16>, %k: !attn.kv<?x8x128xbf16, paged<16, nhd>>,
                   %v: !attn.kv<?x8x128xbf16, paged<16, nhd>>) -> !attn.out<1x32x128xbf16> {

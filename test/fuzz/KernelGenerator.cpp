@@ -39,7 +39,8 @@ std::string body(Choices &c, const std::string &kv) {
   };
   return "    %live = attn_gpu.begin : i1\n    scf.if %live {\n" +
          step("attn_gpu.load_query") +
-         "      %begin, %end = attn_gpu.tile_range\n" +
+         "      %begin = attn_gpu.tiles_begin\n" +
+         "      %end = attn_gpu.tiles_end\n" +
          step("attn_gpu.prefetch_tile %begin from " + kv) +
          "      %one = arith.constant 1 : index\n"
          "      scf.for %t = %begin to %end step %one {\n" +

@@ -240,49 +240,6 @@ template <class C> struct AttentionCta : PipelinedCta<C> {
   }
 };
 
-// --- One function per attn_gpu op, called by generated kernels
-// -------------- Both mma.sync CTAs (AttentionCta, TransposedDecodeCta) take
-// these; the warp-specialized CTAs' overloads (hopper/) are more specialized
-// and win.
-
-template <class Cta>
-ATTNC_DEVICE bool ctaBegin(Cta *cta, const AttnParams &params, void *smem) {
-  return cta->begin(params, smem);
-}
-template <class Cta> ATTNC_DEVICE void loadQuery(Cta *cta) { cta->loadQuery(); }
-template <class Cta> ATTNC_DEVICE int tileBegin(Cta *cta) {
-  return cta->tileBegin;
-}
-template <class Cta> ATTNC_DEVICE int tileEnd(Cta *cta) { return cta->tileEnd; }
-template <class Cta> ATTNC_DEVICE void prefetchTile(Cta *cta, int t) {
-  cta->prefetch(t);
-}
-template <class Cta> ATTNC_DEVICE void waitTile(Cta *cta, int t) {
-  cta->waitTile(t);
-}
-template <class Cta> ATTNC_DEVICE void scoreTile(Cta *cta, int t) {
-  cta->scores(t);
-}
-template <class Cta> ATTNC_DEVICE bool tileIsPartial(Cta *cta, int t) {
-  return cta->tileIsPartial(cta->tileAt(t));
-}
-template <class Cta> ATTNC_DEVICE void modifyScoresMasked(Cta *cta, int t) {
-  cta->template modifyScores<true>(t);
-}
-template <class Cta> ATTNC_DEVICE void modifyScores(Cta *cta, int t) {
-  cta->template modifyScores<false>(t);
-}
-template <class Cta> ATTNC_DEVICE void onlineSoftmax(Cta *cta) {
-  cta->onlineSoftmax();
-}
-template <class Cta> ATTNC_DEVICE void accumulateValues(Cta *cta, int t) {
-  cta->accumulateValues(t);
-}
-template <class Cta> ATTNC_DEVICE void finish(Cta *cta) { cta->finish(); }
-template <class Cta> ATTNC_DEVICE void mergeSplits(Cta *cta) {
-  cta->mergeSplits();
-}
-
 } // namespace attnc
 
 #endif // ATTNC_DEVICE_ATTENTION_H

@@ -150,6 +150,16 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     tileEnd = tileBegin + perSplit < total ? tileBegin + perSplit : total;
   }
 
+  /// The CTA's visited tiles, [tilesBegin(), tilesEnd()) in visiting order
+  /// (attn_gpu.tiles_begin and tiles_end).
+  ATTNC_DEVICE int tilesBegin() const { return tileBegin; }
+  ATTNC_DEVICE int tilesEnd() const { return tileEnd; }
+  /// Whether the `t`-th visited tile needs the per-element mask
+  /// (attn_gpu.tile_is_partial).
+  ATTNC_DEVICE bool visitsPartialTile(int t) const {
+    return tileIsPartial(tileAt(t));
+  }
+
   /// Whether tile `n` needs the per-element mask (some key is hidden from
   /// some row): the closed-form test of the analyzed masks.
   ATTNC_DEVICE bool tileIsPartial(int n) const {

@@ -19,9 +19,6 @@
 #ifndef ATTNC_DEVICE_TRANSPOSED_DECODE_H
 #define ATTNC_DEVICE_TRANSPOSED_DECODE_H
 
-// The mma.sync CTAs' entry points (ctaBegin, the score and softmax steps)
-// that the emitted kernel calls, for this CTA as for AttentionCta.
-#include "attnc/device/attention.h"
 #include "attnc/device/pipelined_cta.h"
 
 namespace attnc {

@@ -41,6 +41,8 @@ int64_t latentClusterCtas(int64_t queryHeads, attn::KVType keys,
 #define GET_ATTRDEF_CLASSES
 #include "attnc/Dialect/AttnGPU/AttnGPUAttrs.h.inc"
 
+#include "attnc/Dialect/AttnGPU/AttnGPUInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "attnc/Dialect/AttnGPU/AttnGPUOps.h.inc"
 

@@ -13,6 +13,22 @@
 using namespace mlir;
 using namespace mlir::attn_gpu;
 
+#include "attnc/Dialect/AttnGPU/AttnGPUInterfaces.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Device ops' library calls
+//===----------------------------------------------------------------------===//
+
+bool BeginOp::bindsKernelArguments() { return true; }
+
+std::string ModifyScoresOp::getTemplateArguments() {
+  return getMasked() ? "<true>" : "<false>";
+}
+
+std::string WaitScoresOp::getTemplateArguments() {
+  return "<" + std::to_string(getPending()) + ">";
+}
+
 //===----------------------------------------------------------------------===//
 // KernelOp
 //===----------------------------------------------------------------------===//
