@@ -26,7 +26,7 @@
 #define ATTNC_ATTNC_H
 
 #include "attnc/device/abi.h"
-#include "support/Status.h"
+#include "attnc/Status.h"
 
 #include <cstdint>
 #include <functional>

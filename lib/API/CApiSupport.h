@@ -15,8 +15,8 @@
 #ifndef ATTNC_LIB_API_CAPISUPPORT_H
 #define ATTNC_LIB_API_CAPISUPPORT_H
 
+#include "attnc/Status.h"
 #include "attnc/attnc_c.h"
-#include "support/Status.h"
 
 #include <cstdint>
 #include <cstring>

@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - parse a variant and run attnc's pass pipeline -----===//
 
 #include "attnc/Driver/Pipeline.h"
+#include "exec/Program.h"
 
 #include "attnc/Driver/ParserHazards.h"
 #include "attnc/Driver/ParserStack.h"

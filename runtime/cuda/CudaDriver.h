@@ -10,9 +10,9 @@
 #ifndef ATTNC_RUNTIME_CUDA_CUDADRIVER_H
 #define ATTNC_RUNTIME_CUDA_CUDADRIVER_H
 
+#include "attnc/Status.h"
 #include "cuda/TensorMap.h"
 #include "support/DynamicLibrary.h"
-#include "support/Status.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -16,10 +16,10 @@
 #ifndef ATTNC_RUNTIME_CUDA_TENSORMAP_H
 #define ATTNC_RUNTIME_CUDA_TENSORMAP_H
 
+#include "attnc/Status.h"
 #include "attnc/device/abi.h"
 #include "attnc/device/hopper/smem_layout.h"
 #include "attnc/device/hopper/tma.h"
-#include "support/Status.h"
 
 #include <cstdint>
 #include <string>

@@ -11,9 +11,9 @@
 #ifndef ATTNC_RUNTIME_EXEC_PROGRAM_H
 #define ATTNC_RUNTIME_EXEC_PROGRAM_H
 
+#include "attnc/Status.h"
 #include "attnc/device/abi.h"
 #include "attnc/device/schedules.h"
-#include "support/Status.h"
 
 #include <cstdint>
 #include <string>

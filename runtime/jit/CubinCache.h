@@ -9,7 +9,7 @@
 #ifndef ATTNC_RUNTIME_JIT_CUBINCACHE_H
 #define ATTNC_RUNTIME_JIT_CUBINCACHE_H
 
-#include "support/Status.h"
+#include "attnc/Status.h"
 
 #include <string>
 

@@ -23,7 +23,7 @@
 #ifndef ATTNC_RUNTIME_JIT_DISKCACHE_H
 #define ATTNC_RUNTIME_JIT_DISKCACHE_H
 
-#include "support/Status.h"
+#include "attnc/Status.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -9,8 +9,8 @@
 #ifndef ATTNC_RUNTIME_JIT_NVRTC_H
 #define ATTNC_RUNTIME_JIT_NVRTC_H
 
+#include "attnc/Status.h"
 #include "support/DynamicLibrary.h"
-#include "support/Status.h"
 
 #include <cstdint>
 #include <string>

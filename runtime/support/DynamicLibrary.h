@@ -8,7 +8,7 @@
 #ifndef ATTNC_RUNTIME_SUPPORT_DYNAMICLIBRARY_H
 #define ATTNC_RUNTIME_SUPPORT_DYNAMICLIBRARY_H
 
-#include "support/Status.h"
+#include "attnc/Status.h"
 
 #include <string>
 #include <vector>

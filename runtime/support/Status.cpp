@@ -1,6 +1,6 @@
 //===- Status.cpp - error values for the runtime --------------------------===//
 
-#include "support/Status.h"
+#include "attnc/Status.h"
 
 namespace attnc {
 

@@ -22,10 +22,10 @@
 #ifndef ATTNC_RUNTIME_KV_PAGEDKVPOOL_H
 #define ATTNC_RUNTIME_KV_PAGEDKVPOOL_H
 
+#include "attnc/Status.h"
 #include "attnc/device/kv_pool.h"
 #include "cuda/CudaDriver.h"
 #include "kv/PoolKernels.h"
-#include "support/Status.h"
 
 #include <cstddef>
 #include <cstdint>

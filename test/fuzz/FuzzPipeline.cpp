@@ -13,6 +13,7 @@
 #include "FuzzOptions.h"
 
 #include "attnc/Driver/Pipeline.h"
+#include "exec/Program.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"

@@ -11,9 +11,9 @@
 #ifndef ATTNC_TEST_HOPPER_HOPPERBLOCKS_H
 #define ATTNC_TEST_HOPPER_HOPPERBLOCKS_H
 
+#include "attnc/Status.h"
 #include "attnc/device/abi.h"
 #include "jit/Nvrtc.h"
-#include "support/Status.h"
 
 #include <ostream>
 #include <string>

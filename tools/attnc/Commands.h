@@ -3,7 +3,7 @@
 #ifndef ATTNC_TOOLS_ATTNC_COMMANDS_H
 #define ATTNC_TOOLS_ATTNC_COMMANDS_H
 
-#include "support/Status.h"
+#include "attnc/Status.h"
 
 #include <CLI/CLI.hpp>
 

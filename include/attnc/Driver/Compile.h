@@ -9,6 +9,9 @@
 #define ATTNC_DRIVER_COMPILE_H
 
 #include "attnc/Driver/Pipeline.h"
+// The driver sits on the runtime's launch layer: a compiled variant
+// carries the Program the executor launches.
+#include "exec/Program.h"
 
 namespace attnc {
 

@@ -10,9 +10,7 @@
 #ifndef ATTNC_DRIVER_PIPELINE_H
 #define ATTNC_DRIVER_PIPELINE_H
 
-#include "exec/Program.h"
-#include "support/Status.h"
-
+#include "attnc/Status.h"
 #include "attnc/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -27,6 +25,9 @@
 #include <string>
 
 namespace attnc {
+
+/// The host launches of a compiled variant (runtime/exec/Program.h).
+struct Program;
 
 /// How to compile: attn-plan's options (the target and the tuning knobs,
 /// declared once, with their defaults, in dialects/Attn/Passes.td), then

@@ -1,4 +1,4 @@
-//===- Status.h - error values for the runtime ------------------*- C++ -*-===//
+//===- Status.h - error values of the C++ API and the runtime ---*- C++ -*-===//
 //
 // The runtime reports every failure as a value (never an abort): a Status,
 // or a StatusOr<T> holding either a result or the Status that explains why
@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTNC_RUNTIME_SUPPORT_STATUS_H
-#define ATTNC_RUNTIME_SUPPORT_STATUS_H
+#ifndef ATTNC_STATUS_H
+#define ATTNC_STATUS_H
 
 #include <cassert>
 #include <string>
@@ -78,4 +78,4 @@ private:
 
 } // namespace attnc
 
-#endif // ATTNC_RUNTIME_SUPPORT_STATUS_H
+#endif // ATTNC_STATUS_H
