@@ -161,7 +161,8 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
       return traits().packsGroup ? group : 1;
     }
     /// Dynamic shared memory of a kernel with this plan, in bytes, for
-    /// keys and values stored in `kvBytes` bytes per element.
+    /// keys and values stored in `kvBytes` bytes per element: the layout
+    /// of the schedule's CTA class (attnc/device/shared_storage.h).
     int64_t getSharedMemoryBytes(int64_t qkDim, int64_t vDim,
                                  int64_t kvBytes = 2) const;
   }];

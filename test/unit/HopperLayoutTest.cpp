@@ -19,6 +19,7 @@
 #include "attnc/device/hopper/mbarrier.h"
 #include "attnc/device/hopper/smem_layout.h"
 #include "attnc/device/hopper/wgmma.h"
+#include "attnc/device/shared_storage.h"
 
 #include <gtest/gtest.h>
 
@@ -207,6 +208,35 @@ TEST(HopperRing, SlotsWrapAndFlipTheirPhase) {
   one.advance();
   EXPECT_EQ(one.index, 0u);
   EXPECT_EQ(one.phase, 1u);
+}
+
+/// The warp-specialized CTAs' layouts (shared_storage.h): from the
+/// atom-aligned base, every tile TMA writes and wgmma reads starts on a
+/// swizzle atom (the descriptors' base offset is 0), the barriers start on
+/// 8 bytes, and the regions with one atom of alignment slack are the size
+/// the planner asks for.
+TEST(HopperSharedStorage, TilesStartOnAtomsAndFillTheSize) {
+  for (i64 qk : {16, 48, 64, 80, 128, 192, 256, 320, 576})
+    for (i64 v : {16, 64, 112, 128, 256, 512})
+      for (i64 n : {16, 48, 64, 128, 176, 256})
+        for (i64 stages : {2, 3, 4}) {
+          LatentStorage l = latentStorage(kWgmmaM, n, qk, stages);
+          for (i64 at : {l.q, l.kv, l.p})
+            EXPECT_EQ(at % kAtomBytes, 0) << qk << " " << n;
+          EXPECT_EQ(l.barriers % 8, 0);
+          EXPECT_EQ(l.barriers + 8 * l.barrierCount + kAtomBytes, l.bytes);
+          for (i64 consumers : {1, 2, 3})
+            for (i64 buffers : {1, 2}) {
+              WarpSpecializedStorage w = warpSpecializedStorage(
+                  kWgmmaM * consumers, n, qk, v, stages, consumers, buffers);
+              for (i64 at : {w.q, w.k, w.v})
+                EXPECT_EQ(at % kAtomBytes, 0) << qk << " " << v << " " << n;
+              EXPECT_EQ(w.barriers % 8, 0);
+              EXPECT_EQ(w.itemSlots, w.barriers + 8 * w.barrierCount);
+              EXPECT_EQ(w.itemSlots + kItemSlotBytes * kItemSlots + kAtomBytes,
+                        w.bytes);
+            }
+        }
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 #include "attnc/device/mma.h"
 #include "attnc/device/params.h"
 #include "attnc/device/prelude.h"
+#include "attnc/device/shared_storage.h"
 #include "attnc/device/split_merge.h"
 #include "attnc/device/widen.h"
 
@@ -44,15 +45,14 @@ template <class C> struct Shape {
   /// fp8 keys widened in registers from their stage (no 16-bit K tile).
   static constexpr bool kKeysInRegisters =
       kWiden && limits::fp8KeysInRegisters(kD);
-  static constexpr int kWidenedElems =
-      kWiden ? (kKeysInRegisters ? 0 : kKElems) + kVElems : 0;
-  static constexpr int kLoopBytes =
-      2 * kQElems + C::kStages * (kKElems + kVElems) * kKVBytes +
-      2 * kWidenedElems;
-  static constexpr int kEpilogueBytes = 4 * C::kWarpsN * kBlockM * (kDV + 3);
-  static_assert((kLoopBytes > kEpilogueBytes ? kLoopBytes : kEpilogueBytes) ==
-                    C::kSmemBytes,
-                "the tiles must fill the shared memory the planner sized");
+  /// The query tile, the K/V stages and the widened tiles during the loop,
+  /// the warps' shares and row statistics in the epilogue (shared_storage.h).
+  static constexpr PipelinedStorage storage() {
+    return pipelinedStorage(kBlockM, kBlockN, kD, kDV, kKVBytes, C::kStages,
+                            C::kWarpsN);
+  }
+  static_assert(storage().bytes == C::kSmemBytes,
+                "the config's size is the planner's, from the same layout");
   static_assert(kWarpCols % 16 == 0, "each warp needs 16-key steps");
   static_assert(kD % limits::kKernelHeadDimStep == 0 &&
                     kDV % limits::kKernelHeadDimStep == 0 &&

@@ -12,6 +12,7 @@
 #define ATTNC_DEVICE_SCHEDULES_H
 
 #include "attnc/device/abi.h"
+#include "attnc/device/shared_storage.h"
 
 namespace attnc {
 
@@ -23,18 +24,20 @@ namespace attnc {
 //     states itself (merge_splits),
 //   merges in a second launch: ... in a second launch of itself, spread
 //     over the grid, rather than in the CTA that stores the last split,
-//   rows of a query tile one warp's products hold)
+//   rows of a query tile one warp's products hold,
+//   shared-memory layout (shared_storage.h): one per CTA class)
 #define ATTNC_SCHEDULES(X)                                                     \
   X(Prefill, "prefill", "attnc/device/attention.h", "attnc::AttentionCta",     \
-    false, true, true, false, 16)                                              \
+    false, true, true, false, 16, Pipelined)                                   \
   X(Decode, "decode", "attnc/device/attention.h", "attnc::AttentionCta",       \
-    false, true, true, false, 16)                                              \
+    false, true, true, false, 16, Pipelined)                                   \
   X(WarpSpecialized, "warp_specialized", "attnc/device/hopper/prefill.h",      \
-    "attnc::WarpSpecializedCta", true, false, false, false, 16)                \
+    "attnc::WarpSpecializedCta", true, false, false, false, 16,                \
+    WarpSpecialized)                                                           \
   X(Latent, "latent", "attnc/device/hopper/latent.h", "attnc::LatentCta",      \
-    true, true, true, true, 16)                                                \
+    true, true, true, true, 16, Latent)                                        \
   X(TransposedDecode, "transposed_decode", "attnc/device/transposed_decode.h", \
-    "attnc::TransposedDecodeCta", false, true, true, false, 8)
+    "attnc::TransposedDecodeCta", false, true, true, false, 8, Pipelined)
 
 #define ATTNC_SCHEDULE_ENUMERATOR(name, ...) name,
 /// A kernel schedule: the CTA class that runs a kernel and how its grid is
@@ -51,12 +54,15 @@ struct ScheduleTraits {
   bool mergesOwnSplits;
   bool mergesInSecondLaunch;
   i32 rowsPerWarp;
+  SharedStorage storage;
 };
 
 #define ATTNC_SCHEDULE_TRAITS(name, keyword, header, cta, warpSpecialized,     \
-                              packsGroup, mergesOwn, secondLaunch, rows)       \
-  ScheduleTraits{header,       cta, warpSpecialized, packsGroup, mergesOwn,    \
-                 secondLaunch, rows},
+                              packsGroup, mergesOwn, secondLaunch, rows,       \
+                              storage)                                         \
+  ScheduleTraits{                                                              \
+      header,       cta,  warpSpecialized,       packsGroup, mergesOwn,        \
+      secondLaunch, rows, SharedStorage::storage},
 constexpr ScheduleTraits kScheduleTraits[] = {
     ATTNC_SCHEDULES(ATTNC_SCHEDULE_TRAITS)};
 #undef ATTNC_SCHEDULE_TRAITS

@@ -62,6 +62,7 @@
 #include "attnc/device/math.h"
 #include "attnc/device/mma.h"
 #include "attnc/device/prelude.h"
+#include "attnc/device/shared_storage.h"
 #include "attnc/device/split_merge.h"
 
 namespace attnc {
@@ -102,19 +103,20 @@ template <class C> struct LatentShape : hopper::KVCopies<C> {
   using KVTile = hopper::Sw128Tile<kBlockN, kD>;
   using PTile = hopper::Sw128Tile<kBlockM, kBlockN>;
   /// Shared memory from a 1024-byte aligned base: Q, the KV stages, P, the
-  /// rows' rescale factors and normalizers (f32), then the barriers (Q full
-  /// and empty; KV full and empty per stage).
-  static constexpr int kQOffset = 0;
-  static constexpr int kKVOffset = kQOffset + QTile::kBytes;
-  static constexpr int kPOffset = kKVOffset + kStages * KVTile::kBytes;
-  static constexpr int kAlphaOffset = kPOffset + PTile::kBytes;
-  static constexpr int kNormOffset = kAlphaOffset + 4 * kBlockM;
-  static constexpr int kBarrierOffset = kNormOffset + 4 * kBlockM;
-  static constexpr int kBarriers = 2 + 2 * kStages;
-  static constexpr int kSmemBytes =
-      kBarrierOffset + 8 * kBarriers + hopper::kAtomBytes;
+  /// rows' rescale factors and normalizers, the barriers (shared_storage.h).
+  static constexpr LatentStorage storage() {
+    return latentStorage(kBlockM, kBlockN, kD, kStages);
+  }
+  static constexpr int kQOffset = int(storage().q);
+  static constexpr int kKVOffset = int(storage().kv);
+  static constexpr int kPOffset = int(storage().p);
+  static constexpr int kAlphaOffset = int(storage().alphas);
+  static constexpr int kNormOffset = int(storage().norms);
+  static constexpr int kBarrierOffset = int(storage().barriers);
+  static constexpr int kBarriers = int(storage().barrierCount);
+  static constexpr int kSmemBytes = int(storage().bytes);
   static_assert(kSmemBytes == C::kSmemBytes,
-                "the tiles must fill the shared memory the planner sized");
+                "the config's size is the planner's, from the same layout");
   /// setmaxnreg budgets, as in the prefill (prefill.h): the consumers
   /// share what the producer leaves of the launch's pool.
   static constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;

@@ -54,6 +54,7 @@
 #include "attnc/device/math.h"
 #include "attnc/device/mma.h"
 #include "attnc/device/prelude.h"
+#include "attnc/device/shared_storage.h"
 
 namespace attnc {
 
@@ -95,21 +96,20 @@ template <class C> struct WarpSpecializedShape : hopper::KVCopies<C> {
   static constexpr int kItemSlots = attnc::kItemSlots;
   /// Shared memory from a 1024-byte aligned base: the consumers' Q tiles
   /// (consumer c's buffer b is tile c * kQueryBuffers + b), the K stages,
-  /// the V stages, then the barriers (Q full and Q empty per Q tile; K
-  /// full, V full, K empty and V empty per stage; item full and item empty
-  /// per item slot), then the item slots (one decoded WorkItem each).
-  static constexpr int kQOffset = 0;
-  static constexpr int kKOffset = kQOffset + kQueryTiles * QTile::kBytes;
-  static constexpr int kVOffset = kKOffset + kStages * KTile::kBytes;
-  static constexpr int kBarrierOffset = kVOffset + kStages * VTile::kBytes;
-  static constexpr int kBarriers =
-      2 * kQueryTiles + 4 * kStages + 2 * kItemSlots;
-  static constexpr int kItemSlotOffset = kBarrierOffset + 8 * kBarriers;
-  /// Dynamic shared memory is only 16-byte aligned: one atom of slack.
-  static constexpr int kSmemBytes =
-      kItemSlotOffset + kItemSlotBytes * kItemSlots + hopper::kAtomBytes;
+  /// the V stages, the barriers, the item slots (shared_storage.h).
+  static constexpr WarpSpecializedStorage storage() {
+    return warpSpecializedStorage(kBlockM, kBlockN, kD, kDV, kStages,
+                                  kConsumers, kQueryBuffers);
+  }
+  static constexpr int kQOffset = int(storage().q);
+  static constexpr int kKOffset = int(storage().k);
+  static constexpr int kVOffset = int(storage().v);
+  static constexpr int kBarrierOffset = int(storage().barriers);
+  static constexpr int kBarriers = int(storage().barrierCount);
+  static constexpr int kItemSlotOffset = int(storage().itemSlots);
+  static constexpr int kSmemBytes = int(storage().bytes);
   static_assert(kSmemBytes == C::kSmemBytes,
-                "the tiles must fill the shared memory the planner sized");
+                "the config's size is the planner's, from the same layout");
   /// setmaxnreg budgets. The CTA's pool is what its threads hold at launch:
   /// __launch_bounds__(kThreads, 1) gives each the most registers one CTA
   /// per SM allows, a multiple of 8 (168 for 384 threads). The producer

@@ -59,6 +59,13 @@ constexpr bool boxesFillAtoms(int rows) {
 }
 /// K of one wgmma for 16-bit inputs.
 constexpr int kWgmmaK = 16;
+/// Bytes of a Rows x Cols tile of 16-bit elements in this layout: whole
+/// column blocks of 64 elements (a part-filled last block takes a whole
+/// one), each Rows x 128 bytes. Sw128Tile's size, and shared_storage.h's.
+constexpr i64 sw128TileBytes(i64 rows, i64 cols) {
+  return (cols + kSwizzleBytes / 2 - 1) / (kSwizzleBytes / 2) * rows *
+         kSwizzleBytes;
+}
 
 /// A wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format"). Start
 /// address, leading-dimension and stride-dimension byte offsets are in
@@ -88,7 +95,7 @@ template <int Rows, int Cols, int ElemBytes = 2> struct Sw128Tile {
   static constexpr int kBlockBytes = Rows * kSwizzleBytes;
   /// What the TMA boxes of the whole tile deliver: the bytes one full
   /// barrier expects.
-  static constexpr int kBytes = kBlocks * kBlockBytes;
+  static constexpr int kBytes = int(sw128TileBytes(Rows, Cols));
   static_assert(kBlockBytes % kAtomBytes == 0, "blocks stay atom-aligned");
 
   /// Byte offset of element (row, col) from the tile's start.

@@ -2,7 +2,7 @@
 
 #include "attnc/Dialect/AttnGPU/AttnGPUDialect.h"
 #include "attnc/device/hopper/wgmma.h"
-#include "attnc/device/hopper/work_order.h"
+#include "attnc/device/shared_storage.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/SmallSet.h"
@@ -247,49 +247,19 @@ LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 int64_t PlanAttr::getSharedMemoryBytes(int64_t qkDim, int64_t vDim,
                                        int64_t kvBytes) const {
-  namespace hopper = attnc::hopper;
-  auto tileBytes = [](int64_t rows, int64_t cols) {
-    constexpr int64_t blockCols = hopper::kSwizzleBytes / 2;
-    return rows * hopper::kSwizzleBytes * ((cols + blockCols - 1) / blockCols);
-  };
-  if (isLatent()) {
-    // LatentShape<C>::kSmemBytes (hopper/latent.h): the query tile, the
-    // KV stages (keys and values are one tile), the probabilities' tile,
-    // a rescale factor and a normalizer per row, the barriers (Q full and
-    // empty, KV full and empty per stage) and the alignment slack.
-    return tileBytes(getBlockM(), qkDim) +
-           getStages() * tileBytes(getBlockN(), qkDim) +
-           tileBytes(getBlockM(), getBlockN()) + 2 * 4 * getBlockM() +
-           8 * (2 + 2 * getStages()) + hopper::kAtomBytes;
-  }
-  if (isWarpSpecialized()) {
-    // WarpSpecializedShape<C>::kSmemBytes, which static_asserts agreement:
-    // 128-byte swizzled tiles stored as 64-column blocks (a part-filled
-    // last block takes a whole one), q_buffers 64-row Q tiles per consumer
-    // and K and V tiles per stage, 8-byte barriers (Q full and empty per
-    // query tile; K and V full and empty per stage; item full and empty
-    // per item slot), the item slots and 1024 bytes of alignment
-    // slack.
-    int64_t queryTiles = getConsumers() * getQueryBuffers();
-    return queryTiles * tileBytes(hopper::kWgmmaM, qkDim) +
-           getStages() *
-               (tileBytes(getBlockN(), qkDim) + tileBytes(getBlockN(), vDim)) +
-           8 * (2 * queryTiles + 4 * getStages() + 2 * attnc::kItemSlots) +
-           attnc::kItemSlotBytes * attnc::kItemSlots + hopper::kAtomBytes;
-  }
-  // The emitter passes this size to the device as C::kSmemBytes, where
-  // Shape<C> static_asserts that its tiles fill exactly this much: the
-  // query tile in 16-bit elements and `stages` K/V tiles as the cache
-  // stores them during the loop (with the 16-bit V tile, and K tile unless
-  // its keys widen in registers, that an fp8 cache is widened into), then,
-  // in the epilogue, each warp column's f32 output tile and row statistics.
-  int64_t kvTile = getBlockN() * (qkDim + vDim);
-  int64_t widened =
-      getBlockN() * ((limits::fp8KeysInRegisters(qkDim) ? 0 : qkDim) + vDim);
-  int64_t loop = 2 * getBlockM() * qkDim + getStages() * kvTile * kvBytes +
-                 (kvBytes < 2 ? 2 * widened : 0);
-  int64_t epilogue = 4 * getWarpsN() * getBlockM() * (vDim + 3);
-  return std::max(loop, epilogue);
+  // The schedule's CTA class's layout (attnc/device/shared_storage.h), the
+  // one the device's Shape structs take their offsets from.
+  attnc::StorageShape shape;
+  shape.blockM = getBlockM();
+  shape.blockN = getBlockN();
+  shape.qkDim = qkDim;
+  shape.vDim = vDim;
+  shape.kvBytes = kvBytes;
+  shape.stages = getStages();
+  shape.warpsN = getWarpsN();
+  shape.consumers = getConsumers();
+  shape.queryBuffers = getQueryBuffers();
+  return attnc::sharedStorageBytes(traits().storage, shape);
 }
 
 LogicalResult AttnGPUDialect::verifyOperationAttribute(Operation *op,
