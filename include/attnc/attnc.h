@@ -25,14 +25,16 @@
 #ifndef ATTNC_ATTNC_H
 #define ATTNC_ATTNC_H
 
-#include "attnc/device/abi.h"
 #include "attnc/Status.h"
+#include "attnc/attnc_variant_fields.h"
+#include "attnc/device/abi.h"
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnc {
@@ -41,55 +43,14 @@ namespace attnc {
 /// row-major: dense queries [batch, qLen, heads, dim], ragged queries
 /// [tokens, heads, dim]; dense and ragged keys likewise; paged keys
 /// [pages, pageSize, heads, dim] (NHD) or [pages, heads, pageSize, dim] (HND).
+///
+/// The members are generated from ATTNC_VARIANT_SPEC
+/// (attnc/attnc_variant_fields.h), the one list of the spec's fields, which
+/// generates the C struct attnc_variant_spec too: there is each member's
+/// name (queryHeads, kvDtype, window, captureTypes, ...), type, default and
+/// meaning.
 struct VariantSpec {
-  std::string name = "attention";
-  int64_t queryHeads = 0, kvHeads = 0, headDim = 0;
-  /// Queries and outputs, and keys and values unless `kvDtype` says
-  /// otherwise: BF16 or F16.
-  DType dtype = DType::BF16;
-  /// Keys and values stored in fp8 (F8E4M3 or F8E5M2), dequantized on load.
-  std::optional<DType> kvDtype;
-  /// An fp8 cache's dequantization scales (the cache holds k / k_scale and
-  /// v / v_scale): inputs after k and v, f32 device arrays of one element
-  /// (PerTensor) or one per KV head (PerHead), read at run time.
-  KVScales kvScales = KVScales::None;
-  /// Dense or ragged; dense queries of `queriesPerRequest` (0: any) tokens.
-  TokenLayout queryLayout = TokenLayout::Dense;
-  int64_t queriesPerRequest = 0;
-  TokenLayout kvLayout = TokenLayout::Dense;
-  int64_t pageSize = 16;
-  PageOrder pageOrder = PageOrder::NHD;
-  bool causal = false;
-  /// Keys visible to the left and right of a query's diagonal.
-  std::optional<std::pair<int64_t, int64_t>> window;
-  int64_t sinks = 0;
-  std::optional<float> scale, softcap;
-  bool alibi = false;
-  bool returnLse = false;
-  /// A region block, `^bb0(%score: f32, %batch: index, %head: index,
-  /// %qi: index, %kvi: index, %q_len: index, %kv_len: index, <captures>):
-  /// ... attn.yield %s : f32`. qi and kvi index the request's queries and
-  /// keys; the query's position in the sequence is qi + kv_len - q_len.
-  /// docs/regions.md lists the ops regions may use.
-  std::string scoreMod;
-  /// A region block, `^bb0(%batch: index, %head: index, %qi: index,
-  /// %kvi: index, %q_len: index, %kv_len: index, <captures>): ...
-  /// attn.yield %keep : i1`, true where the key is visible.
-  std::string maskMod;
-  /// Types of the buffers the regions read, e.g. "memref<16x64xf32>".
-  std::vector<std::string> captureTypes;
-  /// Multi-head latent attention (DeepSeek's MLA, up-projections absorbed):
-  /// with ropeDim > 0 the cache is one latent row of headDim elements per
-  /// token ([tokens, headDim] dense or ragged, [pages, pageSize, headDim]
-  /// paged), shared by every query head (kvHeads is 1); its first headDim -
-  /// ropeDim elements are the values, so the inputs are q and the cache and
-  /// the output's head dim is headDim - ropeDim. 0: keys and values.
-  int64_t ropeDim = 0;
-  /// The values' and outputs' head dim where it differs from the queries'
-  /// and keys' headDim (DeepSeek's MLA prefill in the non-absorbed form:
-  /// 192 and 128); 0: headDim. Not with a latent cache, whose values are
-  /// its first headDim - ropeDim columns.
-  int64_t valueHeadDim = 0;
+  ATTNC_VARIANT_SPEC(ATTNC_VARIANT_CXX, ~)
 };
 
 /// A verified variant: one function of the attn dialect.

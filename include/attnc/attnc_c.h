@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attnc_variant_fields.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,8 +40,9 @@ extern "C" {
  * 7: multi-head latent attention (rope_dim in the spec).
  * 8: value_head_dim in the spec (values of another head dim).
  * 9: attnc_set_compile_progress.
- * 10: attnc_record_fields and attnc_record_name (records' layouts). */
-#define ATTNC_C_API_VERSION 10
+ * 10: attnc_record_fields and attnc_record_name (records' layouts).
+ * 11: attnc_field's encoding (flags, enums, sentinels, counts). */
+#define ATTNC_C_API_VERSION 11
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -89,7 +92,9 @@ typedef enum attnc_role {
  * fields, ATTNC_<RECORD>_FIELDS(FIELD) with FIELD(type, name): the list
  * defines the struct here and the table attnc_record_fields returns, from
  * which bindings (Python's ctypes) build their mirrors and check their
- * sizes and offsets. Nothing else spells a record's fields. */
+ * sizes and offsets. Nothing else spells a record's fields (the variant
+ * spec's list is itself generated, with the C++ struct, from
+ * attnc_variant_fields.h). */
 #define ATTNC_DECLARE_FIELD(type, name) type name;
 #define ATTNC_RECORD(record, fields)                                           \
   typedef struct record {                                                      \
@@ -110,64 +115,46 @@ typedef enum attnc_field_kind {
   ATTNC_FIELD_INT64_ARRAY = 8  /* const int64_t * */
 } attnc_field_kind;
 
+/* What a field's value means to attnc beyond its C type, for bindings that
+ * convert their own values into it (a name into an enumerator, "no value"
+ * into its sentinel, a list's length into its count). */
+typedef enum attnc_field_encoding {
+  ATTNC_ENCODING_VALUE = 0, /* the number or string itself */
+  ATTNC_ENCODING_FLAG = 1,  /* 0 or 1 */
+  /* An enumerator of the enum enum_type ("attnc_dtype"), whose names the
+   * function <enum_type>_name gives (attnc_dtype_name). */
+  ATTNC_ENCODING_ENUM = 2,
+  ATTNC_ENCODING_COUNT = 3 /* the number of entries of the field `counts` */
+} attnc_field_encoding;
+
 typedef struct attnc_field {
   const char *name;
   int64_t offset, size; /* bytes */
   attnc_field_kind kind;
+  /* Since version 11. The variant spec's encodings come from its list
+   * (attnc_variant_fields.h); other records' fields are ENUM where their C
+   * type is an enum and VALUE otherwise. */
+  attnc_field_encoding encoding;
+  const char *enum_type; /* ENUM: the enum's C name; NULL otherwise */
+  const char *counts;    /* COUNT: the array field it counts; NULL otherwise */
+  /* 1 where the value `none` (converted to the field's type, NULL for a
+   * string) stands for "no value": kv_dtype -1, scale 0, score_mod NULL. */
+  int has_none;
+  int64_t none;
 } attnc_field;
 
 typedef struct attnc_variant_st *attnc_variant;
 typedef struct attnc_kernel_st *attnc_kernel;
 typedef struct attnc_plan_st *attnc_plan;
 
-/* Mirrors attnc::VariantSpec; attnc_variant_spec_init fills the defaults.
- * attnc_variant_from_spec checks the encoding (flags 0 or 1, the sentinels
- * below, known enumerators, the capture array); the attn dialect's
- * verifier checks the values, and its message is attnc_last_error. */
+/* Mirrors attnc::VariantSpec: both are generated from one list,
+ * ATTNC_VARIANT_SPEC in attnc_variant_fields.h, where each field's meaning,
+ * sentinels and default are. attnc_variant_spec_init fills the defaults.
+ * attnc_variant_from_spec checks the encoding (flags 0 or 1, the sentinels,
+ * known enumerators, the capture array); the attn dialect's verifier checks
+ * the values, and its message is attnc_last_error. */
 #define ATTNC_VARIANT_SPEC_FIELDS(FIELD)                                       \
-  /* A symbol: [A-Za-z_][A-Za-z0-9_]*; NULL: "attention". */                   \
-  FIELD(const char *, name)                                                    \
-  FIELD(int64_t, query_heads)                                                  \
-  FIELD(int64_t, kv_heads)                                                     \
-  FIELD(int64_t, head_dim)                                                     \
-  FIELD(attnc_dtype, dtype)           /* BF16 or F16 */                        \
-  FIELD(attnc_layout, query_layout)   /* DENSE or RAGGED */                    \
-  FIELD(int64_t, queries_per_request) /* dense queries: 0 for any */           \
-  FIELD(attnc_layout, kv_layout)                                               \
-  FIELD(int64_t, page_size)           /* paged keys only */                    \
-  FIELD(attnc_page_order, page_order) /* paged keys only */                    \
-  FIELD(int, causal)                  /* 0 or 1 */                             \
-  /* Both -1: no window; otherwise both non-negative. */                       \
-  FIELD(int64_t, window_left)                                                  \
-  FIELD(int64_t, window_right)                                                 \
-  FIELD(int64_t, sinks)                                                        \
-  FIELD(float, scale)    /* 0: 1/sqrt(head_dim) */                             \
-  FIELD(float, softcap)  /* 0: none */                                         \
-  FIELD(int, alibi)      /* 0 or 1 */                                          \
-  FIELD(int, return_lse) /* 0 or 1 */                                          \
-  /* Region block text, or NULL (or "") for none: the block arguments are      \
-   * in attnc.h's VariantSpec::scoreMod and maskMod, the admitted ops in       \
-   * docs/regions.md. It must be exactly one block: text that closes the       \
-   * region to add operations is refused. */                                   \
-  FIELD(const char *, score_mod)                                               \
-  FIELD(const char *, mask_mod)                                                \
-  /* num_captures (0..attnc_limits.max_captures) memref types, each parsed     \
-   * alone: anything but one whole memref type is refused. */                  \
-  FIELD(const char *const *, capture_types)                                    \
-  FIELD(int, num_captures)                                                     \
-  /* Keys and values: -1 for `dtype`, or an fp8 cache (ATTNC_F8E4M3,           \
-   * ATTNC_F8E5M2) dequantized on load. */                                     \
-  FIELD(int, kv_dtype)                                                         \
-  /* An fp8 cache's scales, inputs after k and v (f32 device arrays). */       \
-  FIELD(attnc_kv_scales, kv_scales)                                            \
-  /* Multi-head latent attention: > 0, the cache is one latent row of          \
-   * head_dim elements per token whose first head_dim - rope_dim are the       \
-   * values (kv_heads 1; the inputs are q and the cache). 0: keys and          \
-   * values. */                                                                \
-  FIELD(int64_t, rope_dim)                                                     \
-  /* The values' and outputs' head dim where it differs from head_dim (the     \
-   * queries' and keys', e.g. 192 and 128); 0: head_dim. 0 with rope_dim. */   \
-  FIELD(int64_t, value_head_dim)
+  ATTNC_VARIANT_SPEC(ATTNC_VARIANT_C, FIELD)
 ATTNC_RECORD(attnc_variant_spec, ATTNC_VARIANT_SPEC_FIELDS)
 
 #define ATTNC_TENSOR_SPEC_FIELDS(FIELD)                                        \

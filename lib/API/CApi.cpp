@@ -17,8 +17,11 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 static_assert(int(attnc::ErrorCode::InvalidArgument) ==
                       ATTNC_INVALID_ARGUMENT &&
@@ -100,67 +103,121 @@ attnc_tensor_spec toC(const attnc::TensorSpec &spec) {
   return out;
 }
 
-/// Checks the encoding of a C spec (flags, the -1 and 0 sentinels, the
-/// capture array) and translates it; the C++ API and the verifier judge
-/// the values.
-attnc_status specFromC(const attnc_variant_spec &c, attnc::VariantSpec &spec) {
-  if (c.name)
-    spec.name = c.name;
-  spec.queryHeads = c.query_heads;
-  spec.kvHeads = c.kv_heads;
-  spec.headDim = c.head_dim;
-  // Enum fields may hold any int; fromSpec refuses unknown enumerators.
-  spec.dtype = attnc::DType(enumBits(c.dtype));
-  spec.queryLayout = attnc::TokenLayout(enumBits(c.query_layout));
-  spec.queriesPerRequest = c.queries_per_request;
-  spec.kvLayout = attnc::TokenLayout(enumBits(c.kv_layout));
-  spec.pageSize = c.page_size;
-  spec.pageOrder = attnc::PageOrder(enumBits(c.page_order));
-  if (c.kv_dtype != -1)
-    spec.kvDtype = attnc::DType(c.kv_dtype);
-  spec.kvScales = attnc::KVScales(enumBits(c.kv_scales));
-  spec.ropeDim = c.rope_dim;
-  spec.valueHeadDim = c.value_head_dim;
-  for (auto [name, value] : {std::pair<const char *, int>{"causal", c.causal},
-                             {"alibi", c.alibi},
-                             {"return_lse", c.return_lse}})
-    if (!isFlag(value))
-      return invalid(std::string(name) + " must be 0 or 1, got " +
-                     std::to_string(value));
-  spec.causal = c.causal;
-  spec.alibi = c.alibi;
-  spec.returnLse = c.return_lse;
-  bool noWindow = c.window_left == -1 && c.window_right == -1;
-  if (!noWindow && (c.window_left < 0 || c.window_right < 0))
-    return invalid("window_left and window_right must both be -1 (no window) "
-                   "or both be non-negative, got " +
-                   std::to_string(c.window_left) + " and " +
-                   std::to_string(c.window_right));
-  if (!noWindow)
-    spec.window = {c.window_left, c.window_right};
-  spec.sinks = c.sinks;
-  if (c.scale != 0)
-    spec.scale = c.scale;
-  if (c.softcap != 0)
-    spec.softcap = c.softcap;
-  if (c.score_mod)
-    spec.scoreMod = c.score_mod;
-  if (c.mask_mod)
-    spec.maskMod = c.mask_mod;
+attnc_status flagFromC(const char *name, int value, bool &out) {
+  if (!isFlag(value))
+    return invalid(std::string(name) + " must be 0 or 1, got " +
+                   std::to_string(value));
+  out = value;
+  return ATTNC_OK;
+}
+
+/// Two fields that are both `none` (no value) or both non-negative.
+attnc_status pairFromC(const char *first, const char *second, const char *what,
+                       int64_t a, int64_t b, int64_t none,
+                       std::optional<std::pair<int64_t, int64_t>> &out) {
+  if (a == none && b == none)
+    return ATTNC_OK;
+  if (a < 0 || b < 0)
+    return invalid(std::string(first) + " and " + second + " must both be " +
+                   std::to_string(none) + " (no " + what +
+                   ") or both be non-negative, got " + std::to_string(a) +
+                   " and " + std::to_string(b));
+  out = {a, b};
+  return ATTNC_OK;
+}
+
+/// An array of `count` (0..max) strings, none of them null.
+attnc_status stringsFromC(const char *array, const char *countName,
+                          const char *const *strings, int count, int max,
+                          std::vector<std::string> &out) {
   // Bounds how much of the caller's array is read.
-  if (c.num_captures < 0 || c.num_captures > attnc::limits::kMaxCaptures)
-    return invalid("num_captures must be in 0.." +
-                   std::to_string(attnc::limits::kMaxCaptures) + ", got " +
-                   std::to_string(c.num_captures));
-  if (c.num_captures > 0 && !c.capture_types)
-    return invalid("capture_types is null but num_captures is " +
-                   std::to_string(c.num_captures));
-  for (int i = 0; i < c.num_captures; ++i) {
-    if (!c.capture_types[i])
-      return invalid("capture_types[" + std::to_string(i) + "] is null");
-    spec.captureTypes.push_back(c.capture_types[i]);
+  if (count < 0 || count > max)
+    return invalid(std::string(countName) + " must be in 0.." +
+                   std::to_string(max) + ", got " + std::to_string(count));
+  if (count > 0 && !strings)
+    return invalid(std::string(array) + " is null but " + countName + " is " +
+                   std::to_string(count));
+  for (int i = 0; i < count; ++i) {
+    if (!strings[i])
+      return invalid(std::string(array) + "[" + std::to_string(i) +
+                     "] is null");
+    out.push_back(strings[i]);
   }
   return ATTNC_OK;
+}
+
+#define ATTNC_CHECKED(call)                                                    \
+  if (attnc_status status = call; status != ATTNC_OK)                          \
+    return status;
+
+/// Checks the encoding of a C spec (flags, sentinels, the capture array)
+/// and translates it, field by field from ATTNC_VARIANT_SPEC; the C++ API
+/// and the verifier judge the values.
+attnc_status specFromC(const attnc_variant_spec &c, attnc::VariantSpec &spec) {
+#define FROM_C_INT64(A, f, cpp, d) spec.cpp = c.f;
+  // Enum fields may hold any int; fromSpec refuses unknown enumerators.
+#define FROM_C_ENUM(A, f, cpp, CEnum, Enum, d)                                 \
+  spec.cpp = attnc::Enum(enumBits(c.f));
+#define FROM_C_OPTIONAL_ENUM(A, f, cpp, CEnum, Enum, none)                     \
+  if (c.f != (none))                                                           \
+    spec.cpp = attnc::Enum(c.f);
+#define FROM_C_FLAG(A, f, cpp, d) ATTNC_CHECKED(flagFromC(#f, c.f, spec.cpp))
+#define FROM_C_OPTIONAL_FLOAT(A, f, cpp, none)                                 \
+  if (c.f != (none))                                                           \
+    spec.cpp = c.f;
+  // NULL keeps the default ("attention", or no region).
+#define FROM_C_STRING(A, f, cpp, d)                                            \
+  if (c.f)                                                                     \
+    spec.cpp = c.f;
+#define FROM_C_OPTIONAL_STRING(A, f, cpp) FROM_C_STRING(A, f, cpp, "")
+#define FROM_C_OPTIONAL_PAIR(A, f1, f2, cpp, none)                             \
+  ATTNC_CHECKED(pairFromC(#f1, #f2, #cpp, c.f1, c.f2, none, spec.cpp))
+#define FROM_C_STRINGS(A, f, count, cpp, max)                                  \
+  ATTNC_CHECKED(stringsFromC(#f, #count, c.f, c.count, max, spec.cpp))
+  ATTNC_VARIANT_SPEC(FROM_C, ~)
+#undef FROM_C_INT64
+#undef FROM_C_ENUM
+#undef FROM_C_OPTIONAL_ENUM
+#undef FROM_C_FLAG
+#undef FROM_C_OPTIONAL_FLOAT
+#undef FROM_C_STRING
+#undef FROM_C_OPTIONAL_STRING
+#undef FROM_C_OPTIONAL_PAIR
+#undef FROM_C_STRINGS
+  return ATTNC_OK;
+}
+#undef ATTNC_CHECKED
+
+/// The C spelling of `spec`, whose strings it points into: the C defaults
+/// are the C++ defaults, ATTNC_VARIANT_SPEC's.
+void specToC(const attnc::VariantSpec &spec, attnc_variant_spec &c) {
+  c = attnc_variant_spec{};
+#define TO_C_INT64(A, f, cpp, d) c.f = spec.cpp;
+#define TO_C_ENUM(A, f, cpp, CEnum, Enum, d) c.f = static_cast<CEnum>(spec.cpp);
+#define TO_C_OPTIONAL_ENUM(A, f, cpp, CEnum, Enum, none)                       \
+  c.f = spec.cpp ? int(*spec.cpp) : (none);
+#define TO_C_FLAG(A, f, cpp, d) c.f = spec.cpp;
+#define TO_C_OPTIONAL_FLOAT(A, f, cpp, none) c.f = spec.cpp.value_or(none);
+#define TO_C_STRING(A, f, cpp, d) c.f = spec.cpp.c_str();
+#define TO_C_OPTIONAL_STRING(A, f, cpp)                                        \
+  c.f = spec.cpp.empty() ? nullptr : spec.cpp.c_str();
+#define TO_C_OPTIONAL_PAIR(A, f1, f2, cpp, none)                               \
+  c.f1 = spec.cpp ? spec.cpp->first : (none);                                  \
+  c.f2 = spec.cpp ? spec.cpp->second : (none);
+  // A list has no default but the empty one (and no array to point at).
+#define TO_C_STRINGS(A, f, count, cpp, max)                                    \
+  c.f = nullptr;                                                               \
+  c.count = 0;
+  ATTNC_VARIANT_SPEC(TO_C, ~)
+#undef TO_C_INT64
+#undef TO_C_ENUM
+#undef TO_C_OPTIONAL_ENUM
+#undef TO_C_FLAG
+#undef TO_C_OPTIONAL_FLOAT
+#undef TO_C_STRING
+#undef TO_C_OPTIONAL_STRING
+#undef TO_C_OPTIONAL_PAIR
+#undef TO_C_STRINGS
 }
 
 /// attnc_set_compile_progress's handler: the compiles that start after a
@@ -223,16 +280,9 @@ const attnc_limits *attnc_get_limits(void) {
 void attnc_variant_spec_init(attnc_variant_spec *spec) {
   if (!spec)
     return;
-  *spec = attnc_variant_spec{};
-  spec->name = "attention";
-  spec->dtype = ATTNC_BF16;
-  spec->query_layout = ATTNC_DENSE;
-  spec->kv_layout = ATTNC_DENSE;
-  spec->page_size = 16;
-  spec->page_order = ATTNC_NHD;
-  spec->window_left = spec->window_right = -1;
-  spec->kv_dtype = -1;
-  spec->kv_scales = ATTNC_KV_SCALES_NONE;
+  // Never destroyed: the default strings point into it.
+  static const auto *defaults = new attnc::VariantSpec();
+  specToC(*defaults, *spec);
 }
 
 attnc_status attnc_variant_from_mlir(const char *text, attnc_variant *out) {

@@ -2,7 +2,9 @@
 //
 // attnc_record_fields' tables, built from the same ATTNC_<RECORD>_FIELDS
 // lists that define the structs in attnc_c.h: a field's offset and size
-// come from the compiler, its kind from its C type.
+// come from the compiler, its kind from its C type, its encoding from its
+// C type too (enums) or, for the variant spec, from the list that
+// generates it (attnc_variant_fields.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +44,36 @@ template <typename T> constexpr attnc_field_kind kindOf() {
   }
 }
 
+/// The C name of each enum a record holds: bindings find its names as the
+/// function <name>_name. A record field of an enum not named here does not
+/// compile.
+#define ATTNC_ENUM_TYPE(T)                                                     \
+  constexpr const char *enumType(T *) { return #T; }
+ATTNC_ENUM_TYPE(attnc_dtype)
+ATTNC_ENUM_TYPE(attnc_layout)
+ATTNC_ENUM_TYPE(attnc_page_order)
+ATTNC_ENUM_TYPE(attnc_kv_scales)
+ATTNC_ENUM_TYPE(attnc_role)
+ATTNC_ENUM_TYPE(attnc_kv_memory)
+ATTNC_ENUM_TYPE(attnc_policy)
+#undef ATTNC_ENUM_TYPE
+
+/// A field's entry, its encoding from its C type unless `encoding` says.
+template <typename T>
+constexpr attnc_field
+entry(const char *name, size_t offset,
+      attnc_field_encoding encoding = ATTNC_ENCODING_VALUE,
+      const char *enumName = nullptr, const char *counts = nullptr,
+      bool hasNone = false, int64_t none = 0) {
+  if constexpr (std::is_enum_v<T>) {
+    encoding = ATTNC_ENCODING_ENUM;
+    enumName = enumType(static_cast<T *>(nullptr));
+  }
+  return attnc_field{name,        int64_t(offset), int64_t(sizeof(T)),
+                     kindOf<T>(), encoding,        enumName,
+                     counts,      int(hasNone),    none};
+}
+
 struct Record {
   const char *name;
   const attnc_field *fields;
@@ -50,8 +82,7 @@ struct Record {
 };
 
 #define ATTNC_FIELD_ENTRY(type, field)                                         \
-  attnc_field{#field, int64_t(offsetof(Self, field)), int64_t(sizeof(type)),   \
-              kindOf<type>()},
+  entry<type>(#field, offsetof(Self, field)),
 #define ATTNC_RECORD_TABLE(record, fields)                                     \
   struct record##_table {                                                      \
     using Self = record;                                                       \
@@ -59,7 +90,51 @@ struct Record {
   };                                                                           \
   static_assert(sizeof(record##_table::entries) > 0);
 
-ATTNC_RECORD_TABLE(attnc_variant_spec, ATTNC_VARIANT_SPEC_FIELDS)
+// The variant spec's entries carry the encodings of its list: flags,
+// sentinels, the capture count.
+#define PLAIN(f) entry<decltype(Self::f)>(#f, offsetof(Self, f)),
+#define WITH_NONE(f, encoding, enumName, none)                                 \
+  entry<decltype(Self::f)>(#f, offsetof(Self, f), encoding, enumName, nullptr, \
+                           true, none),
+#define ENTRY_INT64(A, f, cpp, d) PLAIN(f)
+#define ENTRY_ENUM(A, f, cpp, CEnum, Enum, d) PLAIN(f) // ENUM by its type
+#define ENTRY_OPTIONAL_ENUM(A, f, cpp, CEnum, Enum, none)                      \
+  WITH_NONE(f, ATTNC_ENCODING_ENUM, #CEnum, none)
+#define ENTRY_FLAG(A, f, cpp, d)                                               \
+  entry<decltype(Self::f)>(#f, offsetof(Self, f), ATTNC_ENCODING_FLAG),
+#define ENTRY_OPTIONAL_FLOAT(A, f, cpp, none)                                  \
+  WITH_NONE(f, ATTNC_ENCODING_VALUE, nullptr, none)
+#define ENTRY_STRING(A, f, cpp, d) PLAIN(f)
+#define ENTRY_OPTIONAL_STRING(A, f, cpp)                                       \
+  WITH_NONE(f, ATTNC_ENCODING_VALUE, nullptr, 0)
+#define ENTRY_OPTIONAL_PAIR(A, f1, f2, cpp, none)                              \
+  WITH_NONE(f1, ATTNC_ENCODING_VALUE, nullptr, none)                           \
+  WITH_NONE(f2, ATTNC_ENCODING_VALUE, nullptr, none)
+#define ENTRY_STRINGS(A, f, count, cpp, max)                                   \
+  PLAIN(f)                                                                     \
+  entry<decltype(Self::count)>(#count, offsetof(Self, count),                  \
+                               ATTNC_ENCODING_COUNT, nullptr, #f),
+struct attnc_variant_spec_table {
+  using Self = attnc_variant_spec;
+  static constexpr attnc_field entries[] = {ATTNC_VARIANT_SPEC(ENTRY, ~)};
+};
+#define ATTNC_ONE(type, field) +1
+static_assert(std::size(attnc_variant_spec_table::entries) ==
+                  0 ATTNC_VARIANT_SPEC_FIELDS(ATTNC_ONE),
+              "an entry for each of the struct's fields");
+#undef ATTNC_ONE
+#undef PLAIN
+#undef WITH_NONE
+#undef ENTRY_INT64
+#undef ENTRY_ENUM
+#undef ENTRY_OPTIONAL_ENUM
+#undef ENTRY_FLAG
+#undef ENTRY_OPTIONAL_FLOAT
+#undef ENTRY_STRING
+#undef ENTRY_OPTIONAL_STRING
+#undef ENTRY_OPTIONAL_PAIR
+#undef ENTRY_STRINGS
+
 ATTNC_RECORD_TABLE(attnc_tensor_spec, ATTNC_TENSOR_SPEC_FIELDS)
 ATTNC_RECORD_TABLE(attnc_batch, ATTNC_BATCH_FIELDS)
 ATTNC_RECORD_TABLE(attnc_limits, ATTNC_LIMITS_FIELDS)

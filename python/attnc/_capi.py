@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import AttncError, InvalidArgumentError
 
-API_VERSION = 10  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
+API_VERSION = 11  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
@@ -22,7 +22,29 @@ class _Field(ctypes.Structure):
     """attnc_field: the one record whose layout is written here, since the
     others are read through it."""
     _fields_ = [("name", c_char_p), ("offset", c_int64), ("size", c_int64),
-                ("kind", c_int)]
+                ("kind", c_int), ("encoding", c_int), ("enum_type", c_char_p),
+                ("counts", c_char_p), ("has_none", c_int), ("none", c_int64)]
+
+
+class Field:
+    """One field of a record as the library describes it (attnc_field):
+    name; kind (KIND_*, an index of _KIND_TYPES); encoding (ENCODING_*:
+    VALUE, FLAG, ENUM or COUNT); enum_type (ENUM: the enum's C name);
+    counts (COUNT: the array field it counts); none (the value that stands
+    for "no value", or NO_NONE where there is none)."""
+
+    def __init__(self, field):
+        self.name = field.name.decode()
+        self.kind, self.encoding = field.kind, field.encoding
+        self.enum_type = field.enum_type and field.enum_type.decode()
+        self.counts = field.counts and field.counts.decode()
+        self.none = field.none if field.has_none else NO_NONE
+
+    def __repr__(self):
+        return f"Field({self.name!r}, encoding={self.encoding})"
+
+
+NO_NONE = object()  # Field.none of a field that has no "no value"
 
 
 _I32P, _I64P = ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(c_int64)
@@ -30,12 +52,18 @@ _I32P, _I64P = ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(c_int64)
 _KIND_TYPES = [ctypes.c_int32, c_int64, ctypes.c_uint64, ctypes.c_float,
                ctypes.c_double, c_char_p, ctypes.POINTER(c_char_p), _I32P,
                _I64P]
+(KIND_INT32, KIND_INT64, KIND_UINT64, KIND_FLOAT, KIND_DOUBLE, KIND_STRING,
+ KIND_STRINGS, KIND_INT32_ARRAY, KIND_INT64_ARRAY) = range(len(_KIND_TYPES))
+# attnc_field_encoding's values, in order.
+ENCODINGS = (ENCODING_VALUE, ENCODING_FLAG, ENCODING_ENUM,
+             ENCODING_COUNT) = range(4)
 
 
 def _record(lib, record, kind_types=None):
     """The ctypes mirror of attnc_c.h's `record`, built from the library's
     table of its fields (attnc_record_fields); ImportError where ctypes
-    would lay it out otherwise than the C compiler did."""
+    would lay it out otherwise than the C compiler did. Its `fields` are
+    the table's entries (Field), in order."""
     kind_types = kind_types or _KIND_TYPES
     count, size = c_int(), c_int64()
     fields = lib.attnc_record_fields(record.encode(), ctypes.byref(count),
@@ -48,8 +76,14 @@ def _record(lib, record, kind_types=None):
             raise ImportError(f"attnc: {record}.{field.name.decode()} has a "
                               f"field kind ({field.kind}) this package does "
                               "not know: rebuild libattnc.so")
-    mirror = type(record, (ctypes.Structure,), {"_fields_": [
-        (field.name.decode(), kind_types[field.kind]) for field in table]})
+        if field.encoding not in ENCODINGS:
+            raise ImportError(f"attnc: {record}.{field.name.decode()} has an "
+                              f"encoding ({field.encoding}) this package "
+                              "does not know: rebuild libattnc.so")
+    mirror = type(record, (ctypes.Structure,), {
+        "_fields_": [(field.name.decode(), kind_types[field.kind])
+                     for field in table],
+        "fields": tuple(Field(field) for field in table)})
     for field in table:
         name = field.name.decode()
         laid = getattr(mirror, name)
@@ -211,13 +245,21 @@ def _names(name_of):
         names[name] = value
 
 
-DTYPES = _names(lib.attnc_dtype_name)            # {"bf16": ..., "f16": ...}
-LAYOUTS = _names(lib.attnc_layout_name)          # {"dense": ..., ...}
-PAGE_ORDERS = _names(lib.attnc_page_order_name)  # {"nhd": ..., "hnd": ...}
-ROLES = _names(lib.attnc_role_name)              # {"query": ..., ...}
-KV_SCALES = _names(lib.attnc_kv_scales_name)     # {"none": ..., ...}
-KV_MEMORY = _names(lib.attnc_kv_memory_name)     # {"host": ..., ...}
-POLICIES = _names(lib.attnc_policy_name)         # {"fcfs": ..., ...}
+def enum_names(enum_type):
+    """{name: value} of the C enum `enum_type` ("attnc_dtype"), named by the
+    library's <enum_type>_name function (what a Field's enum_type names)."""
+    name_of = getattr(lib, enum_type + "_name")
+    name_of.restype, name_of.argtypes = c_char_p, [c_int]
+    return _names(name_of)
+
+
+DTYPES = enum_names("attnc_dtype")            # {"bf16": ..., "f16": ...}
+LAYOUTS = enum_names("attnc_layout")          # {"dense": ..., ...}
+PAGE_ORDERS = enum_names("attnc_page_order")  # {"nhd": ..., "hnd": ...}
+ROLES = enum_names("attnc_role")              # {"query": ..., ...}
+KV_SCALES = enum_names("attnc_kv_scales")     # {"none": ..., ...}
+KV_MEMORY = enum_names("attnc_kv_memory")     # {"host": ..., ...}
+POLICIES = enum_names("attnc_policy")         # {"fcfs": ..., ...}
 _limits = lib.attnc_get_limits().contents
 LIMITS = {name: getattr(_limits, name) for name, _ in Limits._fields_}
 

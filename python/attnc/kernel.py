@@ -9,14 +9,19 @@ from ._tensors import TORCH_NAMES
 from ._values import (INT32, INT64, UINT64, as_flag, as_float32, as_int,
                       as_sequence, as_text)
 
-_SPEC_TYPES = dict(_capi.VariantSpec._fields_)
-# Fields whose int is an enumerator, given by the library's name for it.
-_ENUMS = {"dtype": _capi.DTYPES, "kv_dtype": _capi.DTYPES,
-          "query_layout": _capi.LAYOUTS, "kv_layout": _capi.LAYOUTS,
-          "page_order": _capi.PAGE_ORDERS, "kv_scales": _capi.KV_SCALES}
-_FLAGS = ("causal", "alibi", "return_lse")
-# num_captures follows from capture_types.
-SPEC_FIELDS = tuple(name for name in _SPEC_TYPES if name != "num_captures")
+# attnc_variant_spec's fields as the library describes them: how each
+# keyword converts (an enumerator's name, a flag, None for "no value") comes
+# from the field's encoding, never from a list here.
+_SPEC = {field.name: field for field in _capi.VariantSpec.fields}
+# A count follows from its list (num_captures from capture_types).
+_COUNTS = {field.counts: field.name for field in _SPEC.values()
+           if field.encoding == _capi.ENCODING_COUNT}
+SPEC_FIELDS = tuple(name for name, field in _SPEC.items()
+                    if field.encoding != _capi.ENCODING_COUNT)
+# Enum fields' names, by the enum's C name: {"attnc_dtype": DTYPES, ...}.
+_ENUM_NAMES = {field.enum_type: _capi.enum_names(field.enum_type)
+               for field in _SPEC.values()
+               if field.encoding == _capi.ENCODING_ENUM}
 
 
 def _enum(field, value, names):
@@ -31,26 +36,33 @@ def _enum(field, value, names):
 
 
 def _spec_value(name, value):
-    """The C value of one attnc_variant_spec field, checked against the
-    field's C type; the library judges what it means."""
-    ctype = _SPEC_TYPES[name]
-    if name == "kv_dtype" and value is None:
-        return -1  # the queries' dtype
-    if name in _ENUMS:
-        return _enum(name, value, _ENUMS[name])
-    if name in _FLAGS:
+    """The C value of one attnc_variant_spec field, from its encoding and C
+    type (the library's table); the library judges what it means."""
+    field = _SPEC[name]
+    if value is None and field.none is not _capi.NO_NONE:
+        # "No value": the kv_dtype of the queries, no window, no region.
+        return None if field.kind == _capi.KIND_STRING else field.none
+    if field.encoding == _capi.ENCODING_ENUM:
+        return _enum(name, value, _ENUM_NAMES[field.enum_type])
+    if field.encoding == _capi.ENCODING_FLAG:
         return as_flag(name, value)
-    if ctype is ctypes.c_int64:
+    if field.kind == _capi.KIND_INT64:
         return as_int(name, value, INT64)
-    if ctype is ctypes.c_int:
+    if field.kind == _capi.KIND_INT32:
         return as_int(name, value, INT32)
-    if ctype is ctypes.c_float:
+    if field.kind == _capi.KIND_FLOAT:
         return as_float32(name, value)
-    if ctype is ctypes.c_char_p:
-        if value is None and name != "name":
-            return None  # no region
+    if field.kind == _capi.KIND_STRING:
         return as_text(name, value).encode()
-    raise AssertionError(f"no check for field {name}")
+    raise AssertionError(f"no conversion for field {name} (kind "
+                         f"{field.kind}, encoding {field.encoding})")
+
+
+def _spec_list(name, value):
+    """A list of strings (capture_types) as a C array and its length."""
+    items = [as_text(f"{name}[{i}]", item).encode()
+             for i, item in enumerate(as_sequence(name, value))]
+    return (ctypes.c_char_p * max(1, len(items)))(*items), len(items)
 
 
 def _live(handle, what):
@@ -77,8 +89,10 @@ class Variant:
     @classmethod
     def from_spec(cls, **fields):
         """Fields of attnc_variant_spec (attnc_c.h), by name; enum fields
-        by the library's names ("bf16", "ragged", "hnd") or values;
-        capture_types a list of memref type strings."""
+        by the library's names ("bf16", "ragged", "hnd") or values; None
+        for "no value" where the library's table gives a field one (e.g.
+        kv_dtype None: the queries' dtype); capture_types a list of memref
+        type strings (its count follows)."""
         unknown = sorted(set(fields) - set(SPEC_FIELDS))
         if unknown:
             raise TypeError(f"unknown variant spec field(s): "
@@ -88,15 +102,11 @@ class Variant:
         lib.attnc_variant_spec_init(ctypes.byref(spec))
         keep = []  # the C strings and array, alive until the call returns
         for name, value in fields.items():
-            if name == "capture_types":
-                types = [as_text(f"capture_types[{i}]", t).encode()
-                         for i, t in enumerate(as_sequence(name, value))]
-                array = (ctypes.c_char_p * max(1, len(types)))(*types)
-                keep.append(array)
-                spec.capture_types = array
-                spec.num_captures = len(types)
-                continue
-            value = _spec_value(name, value)
+            if _SPEC[name].kind == _capi.KIND_STRINGS:
+                value, count = _spec_list(name, value)
+                setattr(spec, _COUNTS[name], count)
+            else:
+                value = _spec_value(name, value)
             keep.append(value)
             setattr(spec, name, value)
         handle = ctypes.c_void_p()

@@ -3,7 +3,7 @@
 import pytest
 
 import attnc
-from attnc.kernel import Kernel, Variant
+from attnc.kernel import SPEC_FIELDS, Kernel, Variant
 from fakes import FakeTensor
 
 
@@ -18,6 +18,54 @@ def test_spec_becomes_the_expected_mlir():
     assert "sinks = 4" in text
     assert "softcap = 3.000000000e+01 : f32" in text
     assert "!attn.lse<?x32>" in text
+
+
+SCORE_MOD = ("^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, "
+             "%ql: index, %kl: index{}):\n  attn.yield %s : f32")
+# (context, change) of each keyword: the change must reach the variant.
+FIELD_CHANGES = {
+    "name": ({}, dict(name="other")),
+    "query_heads": ({}, dict(query_heads=32)),
+    "kv_heads": ({}, dict(kv_heads=8)),
+    "head_dim": ({}, dict(head_dim=128)),
+    "dtype": ({}, dict(dtype="f16")),
+    "query_layout": ({}, dict(query_layout="ragged")),
+    "queries_per_request": ({}, dict(queries_per_request=1)),
+    "kv_layout": ({}, dict(kv_layout="ragged")),
+    "page_size": (dict(kv_layout="paged"), dict(page_size=32)),
+    "page_order": (dict(kv_layout="paged"), dict(page_order="hnd")),
+    "causal": ({}, dict(causal=True)),
+    "window_left": ({}, dict(window_left=128, window_right=0)),
+    "window_right": ({}, dict(window_left=0, window_right=128)),
+    "sinks": ({}, dict(sinks=4)),
+    "scale": ({}, dict(scale=0.125)),
+    "softcap": ({}, dict(softcap=30.0)),
+    "alibi": ({}, dict(alibi=True)),
+    "return_lse": ({}, dict(return_lse=True)),
+    "score_mod": ({}, dict(score_mod=SCORE_MOD.format(""))),
+    "mask_mod": ({}, dict(mask_mod="^bb0(%b: index, %h: index, %qi: index, "
+                          "%ki: index, %ql: index, %kl: index):\n  %t = "
+                          "arith.constant true\n  attn.yield %t : i1")),
+    "capture_types": ({}, dict(
+        score_mod=SCORE_MOD.format(", %t: memref<4xf32>"),
+        capture_types=["memref<4xf32>"])),
+    "kv_dtype": ({}, dict(kv_dtype="f8E4M3FN")),
+    "kv_scales": (dict(kv_dtype="f8E4M3FN"), dict(kv_scales="tensor")),
+    "rope_dim": (dict(kv_heads=1, head_dim=576), dict(rope_dim=64)),
+    "value_head_dim": ({}, dict(value_head_dim=32)),
+}
+
+
+def test_every_spec_keyword_has_a_case():
+    assert set(FIELD_CHANGES) == set(SPEC_FIELDS)
+
+
+@pytest.mark.parametrize("name", sorted(FIELD_CHANGES))
+def test_every_spec_keyword_reaches_the_variant(name):
+    context, change = FIELD_CHANGES[name]
+    base = dict(dict(query_heads=16, kv_heads=4, head_dim=64), **context)
+    assert Variant.from_spec(**base).mlir != \
+        Variant.from_spec(**dict(base, **change)).mlir
 
 
 def test_paged_spec_names_page_size_and_order():

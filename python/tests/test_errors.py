@@ -15,7 +15,7 @@ import pytest
 import attnc
 from attnc import _capi
 from attnc.errors import InvalidArgumentError
-from attnc.kernel import Kernel, Plan, Variant
+from attnc.kernel import SPEC_FIELDS, Kernel, Plan, Variant
 from fakes import FakeTensor
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -134,6 +134,42 @@ def test_former_crashes_are_exceptions(body, expected):
 def test_from_spec_checks_each_field(fields, error, words):
     with pytest.raises(error, match=words):
         Variant.from_spec(**dict(GQA, **fields))
+
+
+# How each keyword converts comes from the library's table of the spec's
+# fields (their encodings), so every field of a kind behaves alike.
+SPEC = {field.name: field for field in _capi.VariantSpec.fields}
+
+
+@pytest.mark.parametrize("name", [name for name, field in SPEC.items()
+                                  if field.encoding == _capi.ENCODING_FLAG])
+def test_every_flag_takes_a_bool_and_refuses_two(name):
+    Variant.from_spec(**GQA, **{name: True})
+    with pytest.raises(ValueError, match=f"{name} must be a bool"):
+        Variant.from_spec(**GQA, **{name: 2})
+
+
+@pytest.mark.parametrize("name", [name for name, field in SPEC.items()
+                                  if field.encoding == _capi.ENCODING_ENUM])
+def test_every_enum_takes_its_enums_names(name):
+    names = _capi.enum_names(SPEC[name].enum_type)
+    with pytest.raises(ValueError, match=f"{name} must be one of "
+                       f"{', '.join(names)}, got 'bogus'"):
+        Variant.from_spec(**GQA, **{name: "bogus"})
+
+
+@pytest.mark.parametrize("name", [name for name, field in SPEC.items()
+                                  if field.none is not _capi.NO_NONE])
+def test_none_is_no_value_where_a_field_has_one(name):
+    assert Variant.from_spec(**GQA, **{name: None}).mlir == \
+        Variant.from_spec(**GQA).mlir
+
+
+def test_every_field_but_a_count_is_a_keyword():
+    assert set(SPEC_FIELDS) == set(SPEC) - {"num_captures"}
+    # The cases above are drawn from these encodings.
+    assert SPEC["causal"].encoding == _capi.ENCODING_FLAG
+    assert SPEC["page_order"].encoding == _capi.ENCODING_ENUM
 
 
 def test_library_refusals_are_value_errors_and_attnc_errors():

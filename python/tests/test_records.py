@@ -57,3 +57,36 @@ def test_an_unknown_record_is_refused_by_name():
     assert not _capi.lib.attnc_record_fields(b"attnc_nothing",
                                              ctypes.byref(count), None)
     assert count.value == 0
+
+
+def all_fields():
+    for record in library_records():
+        for field in _capi._record(_capi.lib, record).fields:
+            yield record, field
+
+
+def test_every_enum_field_names_an_enum_the_library_names():
+    enums = {(record, field.name): field.enum_type
+             for record, field in all_fields()
+             if field.encoding == _capi.ENCODING_ENUM}
+    assert enums[("attnc_variant_spec", "kv_dtype")] == "attnc_dtype"
+    assert enums[("attnc_kv_pool_config", "memory")] == "attnc_kv_memory"
+    for (record, name), enum_type in enums.items():
+        assert _capi.enum_names(enum_type), f"{record}.{name}: {enum_type}"
+
+
+def test_counts_name_the_array_they_count():
+    counts = {(record, field.name): field.counts
+              for record, field in all_fields()
+              if field.encoding == _capi.ENCODING_COUNT}
+    assert counts == {("attnc_variant_spec", "num_captures"): "capture_types"}
+    spec = {field.name: field for field in _capi.VariantSpec.fields}
+    assert spec["capture_types"].kind == _capi.KIND_STRINGS
+
+
+def test_only_fields_with_a_sentinel_have_none():
+    spec = {field.name: field.none for field in _capi.VariantSpec.fields}
+    assert spec["kv_dtype"] == -1
+    assert spec["window_left"] == spec["window_right"] == -1
+    assert spec["scale"] == spec["softcap"] == spec["score_mod"] == 0
+    assert spec["name"] is spec["query_heads"] is _capi.NO_NONE

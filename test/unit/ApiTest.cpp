@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 
 using namespace attnc;
@@ -575,6 +576,100 @@ TEST(Api, CaptureTypesEnterTheTextAsParsed) {
   StatusOr<Variant> variant = Variant::fromSpec(spec);
   ASSERT_TRUE(variant.ok()) << variant.status().message();
   EXPECT_TRUE(contains(variant->mlir(), "%attnc_capture0: memref<?xf32>)"));
+}
+
+// Variant::fromSpec is the one hand-written step from the spec's list
+// (ATTNC_VARIANT_SPEC in attnc_variant_fields.h, which generates the C and
+// C++ structs and the C translation) to the IR: each member must change the
+// variant's text, and with it the kernel caches' key, where it applies. A
+// member added to the list fails here until it has a case, and so does one
+// that fromSpec leaves out of the text.
+TEST(Api, EveryVariantFieldReachesTheIr) {
+  using Edit = std::function<void(VariantSpec &)>;
+  struct Case {
+    Edit context; // what makes the member matter (paged keys for pageSize)
+    Edit change;
+  };
+  Edit none = [](VariantSpec &) {};
+  Edit paged = [](VariantSpec &s) { s.kvLayout = TokenLayout::Paged; };
+  const std::map<std::string, Case> cases = {
+      {"name", {none, [](VariantSpec &s) { s.name = "other"; }}},
+      {"queryHeads", {none, [](VariantSpec &s) { s.queryHeads = 32; }}},
+      {"kvHeads", {none, [](VariantSpec &s) { s.kvHeads = 8; }}},
+      {"headDim", {none, [](VariantSpec &s) { s.headDim = 64; }}},
+      {"dtype", {none, [](VariantSpec &s) { s.dtype = DType::F16; }}},
+      {"queryLayout",
+       {none, [](VariantSpec &s) { s.queryLayout = TokenLayout::Ragged; }}},
+      {"queriesPerRequest",
+       {none, [](VariantSpec &s) { s.queriesPerRequest = 1; }}},
+      {"kvLayout",
+       {none, [](VariantSpec &s) { s.kvLayout = TokenLayout::Ragged; }}},
+      {"pageSize", {paged, [](VariantSpec &s) { s.pageSize = 32; }}},
+      {"pageOrder",
+       {paged, [](VariantSpec &s) { s.pageOrder = PageOrder::HND; }}},
+      {"causal", {none, [](VariantSpec &s) { s.causal = true; }}},
+      {"window", {none, [](VariantSpec &s) { s.window = {{128, 0}}; }}},
+      {"sinks", {none, [](VariantSpec &s) { s.sinks = 4; }}},
+      {"scale", {none, [](VariantSpec &s) { s.scale = 0.125f; }}},
+      {"softcap", {none, [](VariantSpec &s) { s.softcap = 30.0f; }}},
+      {"alibi", {none, [](VariantSpec &s) { s.alibi = true; }}},
+      {"returnLse", {none, [](VariantSpec &s) { s.returnLse = true; }}},
+      {"scoreMod", {none, [](VariantSpec &s) { s.scoreMod = kScoreMod; }}},
+      {"maskMod",
+       {none,
+        [](VariantSpec &s) {
+          s.maskMod = "^bb0(%b: index, %h: index, %qi: index, %ki: index, "
+                      "%ql: index, %kl: index):\n"
+                      "  %t = arith.constant true\n  attn.yield %t : i1";
+        }}},
+      // The region's capture argument would not verify without the capture.
+      {"captureTypes",
+       {[](VariantSpec &s) { s.scoreMod = kScoreMod; },
+        [](VariantSpec &s) {
+          s.scoreMod = "^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: "
+                       "index, %ql: index, %kl: index, %t: memref<4xf32>):\n"
+                       "  attn.yield %s : f32";
+          s.captureTypes = {"memref<4xf32>"};
+        }}},
+      {"kvDtype", {none, [](VariantSpec &s) { s.kvDtype = DType::F8E4M3; }}},
+      {"kvScales",
+       {[](VariantSpec &s) { s.kvDtype = DType::F8E4M3; },
+        [](VariantSpec &s) { s.kvScales = KVScales::PerTensor; }}},
+      {"ropeDim",
+       {[](VariantSpec &s) {
+          s.kvHeads = 1;
+          s.headDim = 576;
+        },
+        [](VariantSpec &s) { s.ropeDim = 64; }}},
+      {"valueHeadDim", {none, [](VariantSpec &s) { s.valueHeadDim = 64; }}},
+  };
+  std::vector<std::string> members;
+#define ATTNC_MEMBER_NAME(member) members.push_back(#member);
+  ATTNC_VARIANT_SPEC_MEMBERS(ATTNC_MEMBER_NAME)
+#undef ATTNC_MEMBER_NAME
+  for (const std::string &member : members)
+    EXPECT_EQ(cases.count(member), 1u)
+        << "VariantSpec::" << member << " has no case here: add one, and its "
+        << "translation to IR in Variant::fromSpec";
+  EXPECT_EQ(cases.size(), members.size()) << "a case of no member";
+
+  for (const auto &[member, c] : cases) {
+    VariantSpec base;
+    base.queryHeads = 16;
+    base.kvHeads = 4;
+    base.headDim = 128;
+    c.context(base);
+    VariantSpec changed = base;
+    c.change(changed);
+    StatusOr<Variant> before = Variant::fromSpec(base);
+    StatusOr<Variant> after = Variant::fromSpec(changed);
+    ASSERT_TRUE(before.ok()) << member << ": " << before.status().message();
+    ASSERT_TRUE(after.ok()) << member << ": " << after.status().message();
+    EXPECT_NE(before->mlir(), after->mlir()) << member << " changes no IR";
+    EXPECT_NE(kernelCacheKey(before->mlir(), CompileOptions(), "nvrtc"),
+              kernelCacheKey(after->mlir(), CompileOptions(), "nvrtc"))
+        << member;
+  }
 }
 
 TEST(Api, PlanRefusesNegativePageStrides) {

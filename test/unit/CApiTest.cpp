@@ -2,9 +2,12 @@
 
 #include "attnc/attnc_c.h"
 
+#include "attnc/attnc.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +55,33 @@ TEST(CApi, DefaultsAreAPlainVariant) {
   EXPECT_EQ(spec.window_left, -1);
   EXPECT_EQ(spec.page_size, 16);
   EXPECT_EQ(attnc_api_version(), ATTNC_C_API_VERSION);
+}
+
+// attnc_variant_spec_init's defaults are VariantSpec's member initializers
+// (both generated from ATTNC_VARIANT_SPEC): the same heads make the same
+// variant through either API.
+TEST(CApi, DefaultsAreTheCppDefaults) {
+  attnc_variant_spec c;
+  attnc_variant_spec_init(&c);
+  c.query_heads = 16;
+  c.kv_heads = 4;
+  c.head_dim = 64;
+  attnc_variant variant = nullptr;
+  ASSERT_EQ(attnc_variant_from_spec(&c, &variant), ATTNC_OK) << lastError();
+  attnc::VariantSpec spec;
+  spec.queryHeads = 16;
+  spec.kvHeads = 4;
+  spec.headDim = 64;
+  attnc::StatusOr<attnc::Variant> cpp = attnc::Variant::fromSpec(spec);
+  ASSERT_TRUE(cpp.ok()) << cpp.status().message();
+  EXPECT_EQ(attnc_variant_mlir(variant), cpp->mlir());
+  attnc_variant_destroy(variant);
+  EXPECT_STREQ(c.name, "attention");
+  EXPECT_EQ(c.kv_dtype, -1);
+  EXPECT_EQ(c.window_right, -1);
+  EXPECT_EQ(c.score_mod, nullptr);
+  EXPECT_EQ(c.capture_types, nullptr);
+  EXPECT_EQ(c.kv_scales, ATTNC_KV_SCALES_NONE);
 }
 
 // A compile that misses the kernel caches says what it is doing through the
@@ -533,6 +563,119 @@ TEST(CApi, SpecEncodingIsChecked) {
       << error;
 }
 
+// Every field of the C spec (the library's own table of them) reaches the
+// variant's text, through the translation generated from
+// ATTNC_VARIANT_SPEC; a count is set with the array it counts.
+TEST(CApi, EveryFieldReachesTheVariant) {
+  using Edit = void (*)(attnc_variant_spec &);
+  struct Case {
+    Edit context, change;
+  };
+  static const char *oneType[] = {"memref<4xf32>"};
+  Edit none = [](attnc_variant_spec &) {};
+  Edit paged = [](attnc_variant_spec &s) { s.kv_layout = ATTNC_PAGED; };
+  const std::map<std::string, Case> cases = {
+      {"name", {none, [](attnc_variant_spec &s) { s.name = "other"; }}},
+      {"query_heads",
+       {none, [](attnc_variant_spec &s) { s.query_heads = 32; }}},
+      {"kv_heads", {none, [](attnc_variant_spec &s) { s.kv_heads = 8; }}},
+      {"head_dim", {none, [](attnc_variant_spec &s) { s.head_dim = 128; }}},
+      {"dtype", {none, [](attnc_variant_spec &s) { s.dtype = ATTNC_F16; }}},
+      {"query_layout",
+       {none, [](attnc_variant_spec &s) { s.query_layout = ATTNC_RAGGED; }}},
+      {"queries_per_request",
+       {none, [](attnc_variant_spec &s) { s.queries_per_request = 1; }}},
+      {"kv_layout",
+       {none, [](attnc_variant_spec &s) { s.kv_layout = ATTNC_RAGGED; }}},
+      {"page_size", {paged, [](attnc_variant_spec &s) { s.page_size = 32; }}},
+      {"page_order",
+       {paged, [](attnc_variant_spec &s) { s.page_order = ATTNC_HND; }}},
+      {"causal", {none, [](attnc_variant_spec &s) { s.causal = 1; }}},
+      {"window_left",
+       {none,
+        [](attnc_variant_spec &s) {
+          s.window_left = 128;
+          s.window_right = 0;
+        }}},
+      {"window_right",
+       {none,
+        [](attnc_variant_spec &s) {
+          s.window_left = 0;
+          s.window_right = 128;
+        }}},
+      {"sinks", {none, [](attnc_variant_spec &s) { s.sinks = 4; }}},
+      {"scale", {none, [](attnc_variant_spec &s) { s.scale = 0.125f; }}},
+      {"softcap", {none, [](attnc_variant_spec &s) { s.softcap = 30; }}},
+      {"alibi", {none, [](attnc_variant_spec &s) { s.alibi = 1; }}},
+      {"return_lse", {none, [](attnc_variant_spec &s) { s.return_lse = 1; }}},
+      {"score_mod",
+       {none,
+        [](attnc_variant_spec &s) {
+          s.score_mod = "^bb0(%s: f32, %b: index, %h: index, %qi: index, "
+                        "%ki: index, %ql: index, %kl: index):\n"
+                        "  attn.yield %s : f32";
+        }}},
+      {"mask_mod",
+       {none,
+        [](attnc_variant_spec &s) {
+          s.mask_mod = "^bb0(%b: index, %h: index, %qi: index, %ki: index, "
+                       "%ql: index, %kl: index):\n"
+                       "  %t = arith.constant true\n  attn.yield %t : i1";
+        }}},
+      {"capture_types",
+       {none,
+        [](attnc_variant_spec &s) {
+          s.score_mod = "^bb0(%s: f32, %b: index, %h: index, %qi: index, "
+                        "%ki: index, %ql: index, %kl: index, "
+                        "%t: memref<4xf32>):\n  attn.yield %s : f32";
+          s.capture_types = oneType;
+          s.num_captures = 1;
+        }}},
+      {"kv_dtype", {none, [](attnc_variant_spec &s) { s.kv_dtype = 5; }}},
+      {"kv_scales",
+       {[](attnc_variant_spec &s) { s.kv_dtype = ATTNC_F8E4M3; },
+        [](attnc_variant_spec &s) { s.kv_scales = ATTNC_KV_SCALES_PER_HEAD; }}},
+      {"rope_dim",
+       {[](attnc_variant_spec &s) {
+          s.kv_heads = 1;
+          s.head_dim = 576;
+        },
+        [](attnc_variant_spec &s) { s.rope_dim = 64; }}},
+      {"value_head_dim",
+       {none, [](attnc_variant_spec &s) { s.value_head_dim = 32; }}},
+  };
+  int count = 0;
+  const attnc_field *fields =
+      attnc_record_fields("attnc_variant_spec", &count, nullptr);
+  ASSERT_NE(fields, nullptr);
+  size_t covered = 0;
+  for (int i = 0; i < count; ++i) {
+    std::string name = fields[i].encoding == ATTNC_ENCODING_COUNT
+                           ? fields[i].counts
+                           : fields[i].name;
+    EXPECT_EQ(cases.count(name), 1u) << fields[i].name << " has no case";
+    covered += fields[i].encoding != ATTNC_ENCODING_COUNT;
+  }
+  EXPECT_EQ(cases.size(), covered) << "a case of no field";
+
+  for (const auto &[name, c] : cases) {
+    attnc_variant_spec base = gqaCausal();
+    base.causal = 0;
+    c.context(base);
+    attnc_variant_spec changed = base;
+    c.change(changed);
+    attnc_variant before = nullptr, after = nullptr;
+    ASSERT_EQ(attnc_variant_from_spec(&base, &before), ATTNC_OK)
+        << name << ": " << lastError();
+    ASSERT_EQ(attnc_variant_from_spec(&changed, &after), ATTNC_OK)
+        << name << ": " << lastError();
+    EXPECT_STRNE(attnc_variant_mlir(before), attnc_variant_mlir(after))
+        << name << " changes no IR";
+    attnc_variant_destroy(before);
+    attnc_variant_destroy(after);
+  }
+}
+
 TEST(CApi, CaptureTypesCannotInjectIr) {
   const std::string scoreMod = "^bb0(%s: f32, %b: index, %h: index, %qi: "
                                "index, %ki: index, %ql: index, %kl: index, "
@@ -706,6 +849,40 @@ TEST(CApi, RecordTablesDescribeTheStructs) {
   }
   EXPECT_EQ(records, 10);
   EXPECT_STREQ(attnc_record_name(-1), "");
+  // What bindings convert by: the variant spec's encodings come from its
+  // list, other records' enums from their C types.
+  fields = attnc_record_fields("attnc_variant_spec", &count, &size);
+  ASSERT_NE(fields, nullptr);
+  auto field = [&](const std::string &name) {
+    for (int i = 0; i < count; ++i)
+      if (name == fields[i].name)
+        return fields[i];
+    ADD_FAILURE() << "no field " << name;
+    return attnc_field{};
+  };
+  EXPECT_EQ(field("query_heads").encoding, ATTNC_ENCODING_VALUE);
+  EXPECT_EQ(field("query_heads").has_none, 0);
+  EXPECT_EQ(field("causal").encoding, ATTNC_ENCODING_FLAG);
+  EXPECT_EQ(field("dtype").encoding, ATTNC_ENCODING_ENUM);
+  EXPECT_STREQ(field("dtype").enum_type, "attnc_dtype");
+  EXPECT_EQ(field("kv_dtype").encoding, ATTNC_ENCODING_ENUM);
+  EXPECT_STREQ(field("kv_dtype").enum_type, "attnc_dtype");
+  EXPECT_EQ(field("kv_dtype").has_none, 1);
+  EXPECT_EQ(field("kv_dtype").none, -1);
+  EXPECT_EQ(field("window_left").none, -1);
+  EXPECT_EQ(field("scale").has_none, 1);
+  EXPECT_EQ(field("scale").none, 0);
+  EXPECT_EQ(field("score_mod").has_none, 1);
+  EXPECT_EQ(field("name").has_none, 0);
+  EXPECT_EQ(field("num_captures").encoding, ATTNC_ENCODING_COUNT);
+  EXPECT_STREQ(field("num_captures").counts, "capture_types");
+  EXPECT_EQ(field("capture_types").counts, nullptr);
+  fields = attnc_record_fields("attnc_kv_pool_config", &count, &size);
+  ASSERT_NE(fields, nullptr);
+  EXPECT_EQ(field("memory").encoding, ATTNC_ENCODING_ENUM);
+  EXPECT_STREQ(field("memory").enum_type, "attnc_kv_memory");
+  EXPECT_EQ(field("num_pages").encoding, ATTNC_ENCODING_VALUE);
+  EXPECT_EQ(field("num_pages").enum_type, nullptr);
   EXPECT_EQ(attnc_record_fields("attnc_nothing", &count, &size), nullptr);
   EXPECT_EQ(count, 0);
 }
