@@ -115,7 +115,9 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     }
     /// Whether this is an sm_90a producer/consumer schedule: the
     /// FlashAttention-3 one or the latent one.
-    bool isWarpSpecialized() const { return traits().warpSpecialized; }
+    bool isWarpSpecialized() const {
+      return traits().has(::attnc::schedule_feature::WarpSpecialized);
+    }
     /// Rows of the mma.sync schedules' query tile a warp's products hold:
     /// 16 (the M side) or, transposed, 8 (the N side).
     int64_t getRowsPerWarp() const { return traits().rowsPerWarp; }
@@ -124,13 +126,17 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     /// Whether a split-KV kernel of this schedule can merge its own splits
     /// (`merge_splits`): the mma.sync schedules' and the latent one's; the
     /// planner never splits the warp-specialized prefill's keys.
-    bool mergesOwnSplits() const { return traits().mergesOwnSplits; }
+    bool mergesOwnSplits() const {
+      return traits().has(::attnc::schedule_feature::MergesOwnSplits);
+    }
     /// Whether such a kernel merges its splits in a second launch of
     /// itself, spread over the whole grid, rather than in the CTA that
     /// stores a row block's last split (`attn_gpu.merge_splits`): the
     /// latent kernel's persistent CTAs end together, and that CTA would
     /// merge a row block alone in the launch's tail.
-    bool mergesInSecondLaunch() const { return traits().mergesInSecondLaunch; }
+    bool mergesInSecondLaunch() const {
+      return traits().has(::attnc::schedule_feature::MergesInSecondLaunch);
+    }
     /// Whether the schedule's kernels wait on the grids before them
     /// (`griddepcontrol.wait`) before they touch global memory and let the
     /// grid after them launch early, so that a launch may overlap the
@@ -142,13 +148,15 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     /// Whether the CTAs claim their work items with an atomic counter
     /// rather than walking a static share of them.
     bool claimsItems() const {
-      return getSchedule() == ::attnc::Schedule::WarpSpecialized &&
+      return traits().has(::attnc::schedule_feature::ClaimsItems) &&
              !getStaticOrder();
     }
     /// Rows of one query tile the producer loads: a consumer's 64, or the
     /// latent CTA's whole block (its value warpgroup reads no queries).
     int64_t getQueryBoxRows() const {
-      return isLatent() ? getBlockM() : getBlockM() / getConsumers();
+      return traits().has(::attnc::schedule_feature::QueryTilePerConsumer)
+                 ? getBlockM() / getConsumers()
+                 : getBlockM();
     }
     /// Consumer warpgroups of a warp-specialized plan (0 otherwise).
     int64_t getConsumers() const {
@@ -158,7 +166,7 @@ def AttnGPU_PlanAttr : AttnGPU_Attr<"Plan", "plan"> {
     /// mma.sync schedules and the latent one (every query head), one head
     /// for the warp-specialized one.
     int64_t getPackedHeads(int64_t group) const {
-      return traits().packsGroup ? group : 1;
+      return traits().has(::attnc::schedule_feature::PacksGroup) ? group : 1;
     }
     /// Dynamic shared memory of a kernel with this plan, in bytes, for
     /// keys and values stored in `kvBytes` bytes per element: the layout

@@ -90,7 +90,7 @@ static int64_t workUnits(const LaunchSpec &launch, const BatchLayout &layout,
 /// The warp-specialized schedules' CTAs are persistent and walk a work
 /// order (and load through tensor maps).
 static bool walksWorkOrder(const LaunchSpec &launch) {
-  return traits(launch.schedule).warpSpecialized;
+  return traits(launch.schedule).has(schedule_feature::WarpSpecialized);
 }
 
 Status checkLayout(const Program &program, const BatchLayout &layout) {

@@ -16,28 +16,54 @@
 
 namespace attnc {
 
+/// What a schedule's kernels do, as the layers ask it: the features of a
+/// row of ATTNC_SCHEDULES.
+namespace schedule_feature {
+enum : u32 {
+  /// A producer warpgroup and wgmma consumers, whose persistent CTAs walk
+  /// a work order and load through tensor maps.
+  WarpSpecialized = 1u << 0,
+  /// A CTA holds every query head of a KV head (its GQA group).
+  PacksGroup = 1u << 1,
+  /// A split-KV kernel of it merges its partial states itself
+  /// (merge_splits) ...
+  MergesOwnSplits = 1u << 2,
+  /// ... in a second launch of itself, spread over the grid, rather than
+  /// in the CTA that stores a row block's last split.
+  MergesInSecondLaunch = 1u << 3,
+  /// Its CTAs claim the work order's items with an atomic counter, unless
+  /// the plan says static_order.
+  ClaimsItems = 1u << 4,
+  /// Each consumer warpgroup has a query tile of its own rows; otherwise
+  /// one query tile holds the CTA's whole block.
+  QueryTilePerConsumer = 1u << 5,
+  /// Its plans may choose the consumers' tile loop: q_buffers,
+  /// static_order and lean_tile_loop.
+  TunesTileLoop = 1u << 6,
+  /// Its plans may launch clusters that share each KV tile's load
+  /// (cluster_ctas).
+  SharesLoadsInCluster = 1u << 7,
+};
+} // namespace schedule_feature
+
 // X(enumerator, IR keyword, device header, CTA class template,
-//   warp-specialized: a producer warpgroup and wgmma consumers, whose
-//     persistent CTAs walk a work order and load through tensor maps,
-//   packs the GQA group: a CTA holds every query head of a KV head,
-//   merges its own splits: a split-KV kernel of it merges its partial
-//     states itself (merge_splits),
-//   merges in a second launch: ... in a second launch of itself, spread
-//     over the grid, rather than in the CTA that stores the last split,
-//   rows of a query tile one warp's products hold,
-//   shared-memory layout (shared_storage.h): one per CTA class)
+//   shared-memory layout (shared_storage.h, one per CTA class),
+//   rows of a query tile one warp's mma.sync products hold,
+//   features)
 #define ATTNC_SCHEDULES(X)                                                     \
   X(Prefill, "prefill", "attnc/device/attention.h", "attnc::AttentionCta",     \
-    false, true, true, false, 16, Pipelined)                                   \
+    Pipelined, 16, PacksGroup | MergesOwnSplits)                               \
   X(Decode, "decode", "attnc/device/attention.h", "attnc::AttentionCta",       \
-    false, true, true, false, 16, Pipelined)                                   \
+    Pipelined, 16, PacksGroup | MergesOwnSplits)                               \
   X(WarpSpecialized, "warp_specialized", "attnc/device/hopper/prefill.h",      \
-    "attnc::WarpSpecializedCta", true, false, false, false, 16,                \
-    WarpSpecialized)                                                           \
+    "attnc::WarpSpecializedCta", WarpSpecialized, 16,                          \
+    WarpSpecialized | ClaimsItems | QueryTilePerConsumer | TunesTileLoop)      \
   X(Latent, "latent", "attnc/device/hopper/latent.h", "attnc::LatentCta",      \
-    true, true, true, true, 16, Latent)                                        \
+    Latent, 16,                                                                \
+    WarpSpecialized | PacksGroup | MergesOwnSplits | MergesInSecondLaunch |    \
+        SharesLoadsInCluster)                                                  \
   X(TransposedDecode, "transposed_decode", "attnc/device/transposed_decode.h", \
-    "attnc::TransposedDecodeCta", false, true, true, false, 8, Pipelined)
+    "attnc::TransposedDecodeCta", Pipelined, 8, PacksGroup | MergesOwnSplits)
 
 #define ATTNC_SCHEDULE_ENUMERATOR(name, ...) name,
 /// A kernel schedule: the CTA class that runs a kernel and how its grid is
@@ -49,20 +75,19 @@ enum class Schedule : i32 { ATTNC_SCHEDULES(ATTNC_SCHEDULE_ENUMERATOR) };
 struct ScheduleTraits {
   const char *header;
   const char *ctaClass;
-  bool warpSpecialized;
-  bool packsGroup;
-  bool mergesOwnSplits;
-  bool mergesInSecondLaunch;
-  i32 rowsPerWarp;
   SharedStorage storage;
+  i32 rowsPerWarp;
+  u32 features; // schedule_feature bits
+
+  constexpr bool has(u32 feature) const { return (features & feature) != 0; }
 };
 
-#define ATTNC_SCHEDULE_TRAITS(name, keyword, header, cta, warpSpecialized,     \
-                              packsGroup, mergesOwn, secondLaunch, rows,       \
-                              storage)                                         \
-  ScheduleTraits{                                                              \
-      header,       cta,  warpSpecialized,       packsGroup, mergesOwn,        \
-      secondLaunch, rows, SharedStorage::storage},
+#define ATTNC_SCHEDULE_TRAITS(name, keyword, header, cta, storage, rows,       \
+                              features)                                        \
+  ScheduleTraits{header, cta, SharedStorage::storage, rows, [] {               \
+                   using namespace schedule_feature;                           \
+                   return u32(features);                                       \
+                 }()},
 constexpr ScheduleTraits kScheduleTraits[] = {
     ATTNC_SCHEDULES(ATTNC_SCHEDULE_TRAITS)};
 #undef ATTNC_SCHEDULE_TRAITS

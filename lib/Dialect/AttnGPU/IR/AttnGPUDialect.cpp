@@ -202,21 +202,28 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   if (queryBuffers < 1 || queryBuffers > 2)
     return emitError() << "q_buffers must be 1 or 2, got " << queryBuffers;
-  if (queryBuffers > 1 && schedule != attnc::Schedule::WarpSpecialized)
-    return emitError() << "only a warp_specialized plan double-buffers its "
-                          "query tiles, got q_buffers = "
+  const attnc::ScheduleTraits &row = attnc::traits(schedule);
+  bool tunesTileLoop = row.has(attnc::schedule_feature::TunesTileLoop);
+  if (queryBuffers > 1 && !tunesTileLoop)
+    return emitError() << "a " << attnc::keyword(schedule)
+                       << " plan has one query tile per consumer, got "
+                          "q_buffers = "
                        << queryBuffers;
-  if (staticOrder && schedule != attnc::Schedule::WarpSpecialized)
-    return emitError() << "only a warp_specialized plan chooses how its CTAs "
-                          "share the work items (static_order)";
-  if (leanTileLoop && schedule != attnc::Schedule::WarpSpecialized)
-    return emitError() << "only a warp_specialized plan chooses the shape of "
-                          "its consumers' tile loop (lean_tile_loop)";
+  if (staticOrder && !tunesTileLoop)
+    return emitError() << "a " << attnc::keyword(schedule)
+                       << " plan does not choose how its CTAs share the work "
+                          "items (static_order)";
+  if (leanTileLoop && !tunesTileLoop)
+    return emitError() << "a " << attnc::keyword(schedule)
+                       << " plan does not choose the shape of its consumers' "
+                          "tile loop (lean_tile_loop)";
   if (clusterCtas != 1 && clusterCtas != 2)
     return emitError() << "cluster_ctas must be 1 or 2, got " << clusterCtas;
-  if (clusterCtas > 1 && schedule != attnc::Schedule::Latent)
-    return emitError() << "only a latent plan shares its loads across a "
-                          "cluster (cluster_ctas = "
+  if (clusterCtas > 1 &&
+      !row.has(attnc::schedule_feature::SharesLoadsInCluster))
+    return emitError() << "a " << attnc::keyword(schedule)
+                       << " plan does not share its loads across a cluster "
+                          "(cluster_ctas = "
                        << clusterCtas << ")";
   return success();
 }

@@ -212,7 +212,7 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 
 // Only the warp-specialized consumers stage their output through a second
 // query tile; the mma.sync schedules keep one.
-// expected-error @below {{only a warp_specialized plan double-buffers its query tiles, got q_buffers = 2}}
+// expected-error @below {{a prefill plan has one query tile per consumer, got q_buffers = 2}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true, q_buffers = 2> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
 
@@ -220,7 +220,7 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 
 // Only warp-specialized CTAs claim their work items; the latent ones always
 // walk a static share, so the choice is not theirs to state.
-// expected-error @below {{only a warp_specialized plan chooses how its CTAs share the work items (static_order)}}
+// expected-error @below {{a latent plan does not choose how its CTAs share the work items (static_order)}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, static_order = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x16x576xbf16> key = !attn.latent_kv<?x576xbf16, rope = 64> value = !attn.latent_kv<?x576xbf16, rope = 64> output = !attn.out<1x16x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
 
@@ -256,7 +256,7 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 
 // Only the warp-specialized consumers have the tile loop whose shape
 // lean_tile_loop chooses; the latent ones wait for each tile's P.V.
-// expected-error @below {{only a warp_specialized plan chooses the shape of its consumers' tile loop (lean_tile_loop)}}
+// expected-error @below {{a latent plan does not choose the shape of its consumers' tile loop (lean_tile_loop)}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, lean_tile_loop = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<1x16x576xbf16> key = !attn.latent_kv<?x576xbf16, rope = 64> value = !attn.latent_kv<?x576xbf16, rope = 64> output = !attn.out<1x16x512xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
 
@@ -375,7 +375,7 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448>
 // -----
 
 // Only the latent CTAs share their loads across a cluster.
-// expected-error @below {{only a latent plan shares its loads across a cluster (cluster_ctas = 2)}}
+// expected-error @below {{a warp_specialized plan does not share its loads across a cluster (cluster_ctas = 2)}}
 attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 1, q_in_regs = false, cluster_ctas = 2> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32} {
 }
 
