@@ -91,6 +91,39 @@ double loadElement(DType type, const std::vector<uint8_t> &bytes,
   return 0;
 }
 
+/// Every element of `bytes` NaN (all bits set: a negative quiet NaN in
+/// each type), or +Inf (e4m3, which has none: NaN).
+void fillNonFinite(DType type, std::vector<uint8_t> &bytes, bool inf) {
+  if (!inf) {
+    std::fill(bytes.begin(), bytes.end(), uint8_t(0xff));
+    return;
+  }
+  uint32_t bits = 0;
+  switch (type) {
+  case DType::BF16:
+    bits = 0x7f80;
+    break;
+  case DType::F16:
+    bits = 0x7c00;
+    break;
+  case DType::F32:
+    bits = 0x7f800000u;
+    break;
+  case DType::F8E4M3:
+    bits = 0x7f;
+    break;
+  case DType::F8E5M2:
+    bits = 0x7c;
+    break;
+  default:
+    std::fill(bytes.begin(), bytes.end(), uint8_t(0xff));
+    return;
+  }
+  size_t size = bytesOf(type);
+  for (size_t i = 0; i + size <= bytes.size(); i += size)
+    std::memcpy(&bytes[i], &bits, size); // little-endian, as the GPU
+}
+
 /// Logical data of one value on the host: per request [len][heads][dim]
 /// (lse: [len][heads]), or a buffer.
 struct HostValue {
@@ -103,6 +136,7 @@ struct Problem {
   std::vector<int> qLens, kvLens, qOffsets, kvOffsets, pageOffsets;
   std::vector<int32_t> pageIndices, lastPageLen;
   int64_t qTokens = 0, kvTokens = 0, numPages = 0;
+  int64_t kvTailRows = 0; // a ragged key buffer's rows past the last request
   int pageSize = 0;
 };
 
@@ -197,6 +231,8 @@ Status Run::planLengths() {
   }
   problem.qOffsets.push_back(int(problem.qTokens));
   problem.kvOffsets.push_back(int(problem.kvTokens));
+  if (raggedKV)
+    problem.kvTailRows = std::max(0, shape.kvTailRows);
   if (pagedKV) {
     int P = problem.pageSize;
     problem.pageOffsets.push_back(0);
@@ -283,15 +319,20 @@ void Run::fillInput(int id, HostValue &host, std::vector<uint8_t> &bytes,
   if (spec.layout == TokenLayout::Paged)
     totalRows = problem.numPages * problem.pageSize;
   else if (spec.layout == TokenLayout::Ragged)
-    totalRows = isQuery ? problem.qTokens : problem.kvTokens;
+    totalRows =
+        isQuery ? problem.qTokens : problem.kvTokens + problem.kvTailRows;
   else
     totalRows =
         int64_t(problem.batch) * *std::max_element(lens.begin(), lens.end());
   bytes.assign(totalRows * rowElems * bytesOf(spec.dtype), 0);
   // Unused rows and pages hold random data too, so that reading them shows
-  // (uniform in (-4, 4): what they hold needs no distribution).
-  for (int64_t i = 0; i < totalRows * rowElems; ++i)
-    storeElement(spec.dtype, bytes, i, 8.0 * filler.open01() - 4.0);
+  // (uniform in (-4, 4): what they hold needs no distribution), or NaN or
+  // +Inf in every element (RunShape::unread).
+  if (shape.unread == RunShape::Unread::Random)
+    for (int64_t i = 0; i < totalRows * rowElems; ++i)
+      storeElement(spec.dtype, bytes, i, 8.0 * filler.open01() - 4.0);
+  else
+    fillNonFinite(spec.dtype, bytes, shape.unread == RunShape::Unread::Inf);
   host.requests.resize(problem.batch);
   for (int b = 0; b < problem.batch; ++b) {
     std::vector<double> &logical = host.requests[b];
@@ -482,8 +523,8 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
       *std::max_element(problem.kvLens.begin(), problem.kvLens.end());
   layout.qTokens = problem.qTokens;
   // The keys of all requests, as a serving engine's plan passes them: a
-  // ragged batch's splits follow them.
-  layout.kvTokens = problem.kvTokens;
+  // ragged batch's splits follow them. With a tail, the buffer's rows.
+  layout.kvTokens = problem.kvTokens + problem.kvTailRows;
   auto uploadInts = [&](const std::vector<int> &ints, cuda::CUdeviceptr &ptr) {
     std::vector<uint8_t> bytes(ints.size() * 4);
     std::memcpy(bytes.data(), ints.data(), bytes.size());
@@ -556,7 +597,13 @@ StatusOr<RunReport> Run::run(func::FuncOp reference) {
       (problem.pageSize
            ? ", " + std::to_string(problem.numPages) + " shuffled pages of " +
                  std::to_string(problem.pageSize)
-           : std::string());
+           : std::string()) +
+      (problem.kvTailRows
+           ? ", " + std::to_string(problem.kvTailRows) + " rows past the keys"
+           : std::string()) +
+      (shape.unread == RunShape::Unread::NaN   ? ", unread rows NaN"
+       : shape.unread == RunShape::Unread::Inf ? ", unread rows +Inf"
+                                               : "");
   if (shape.timingIterations > 0) {
     StatusOr<cuda::CUevent> begin = driver.createEvent();
     StatusOr<cuda::CUevent> end = driver.createEvent();

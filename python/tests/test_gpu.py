@@ -372,6 +372,50 @@ def test_fp8_paged_decode_with_float_scales_matches_sdpa():
         assert relative_error(out[b], ref) < 1e-2, f"request {b}"
 
 
+def unwritten(cache, order, indptr, kv_lens, page_size, fill):
+    """`cache` [pages, page_size, ...] with `fill` in every slot no request
+    holds, as a cache from torch.empty may hold there (issue 50)."""
+    written = torch.zeros(cache.shape[:2], dtype=torch.bool, device="cuda")
+    for b, n in enumerate(kv_lens):
+        pages = order[indptr[b]:indptr[b + 1]].long().cuda()
+        slots = torch.arange(len(pages) * page_size, device="cuda")
+        written[pages] = (slots < n).view(-1, page_size)
+    cache[~written] = fill
+    return cache
+
+
+@pytest.mark.parametrize("fill", [float("nan"), float("inf")])
+def test_paged_steps_ignore_unwritten_slots(fill):
+    """Slots past each request's last key hold NaN or +Inf (torch.empty's
+    bytes): the decode and the prefill schedule (whose copy engine loads a
+    request's last page whole) keep them out of every output."""
+    torch.manual_seed(50)
+    heads, kv_heads, dim, page_size = 32, 8, 128, 64
+    q_lens = [1, 1, 40, 7]
+    kv_lens = [q + extra for q, extra in zip(q_lens, [299, 0, 260, 122])]
+    total, order, indptr, last = page_table(kv_lens, page_size, 3)
+    k_cache = torch.randn(total, page_size, kv_heads, dim, device="cuda",
+                          dtype=torch.bfloat16)
+    v_cache = torch.randn_like(k_cache)
+    for cache in (k_cache, v_cache):
+        unwritten(cache, order, indptr, kv_lens, page_size, fill)
+    qo = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)),
+                      dtype=torch.int32)
+    q = torch.randn(int(qo[-1]), heads, dim, device="cuda",
+                    dtype=torch.bfloat16)
+    wrapper = attnc.PagedAttention(heads, kv_heads, dim, page_size,
+                                   causal=True)
+    wrapper.plan(indptr, order, last, qo_indptr=qo)
+    out = wrapper.run(q, k_cache, v_cache, out=poisoned(q))
+    for b, kv in enumerate(kv_lens):
+        pages = order[indptr[b]:indptr[b + 1]].long().cuda()
+        k = k_cache[pages].reshape(-1, kv_heads, dim)[:kv]
+        v = v_cache[pages].reshape(-1, kv_heads, dim)[:kv]
+        rows = slice(int(qo[b]), int(qo[b + 1]))
+        ref = sdpa(q[None, rows], k[None], v[None], causal=True)[0]
+        assert relative_error(out[rows], ref) < 1e-2, f"request {b}"
+
+
 @pytest.mark.parametrize("q_lens", [
     [1, 1, 1, 40, 7, 300],   # an engine's step: decodes, then prefill chunks
     [1, 1, 1, 1],            # decodes given with qo_indptr

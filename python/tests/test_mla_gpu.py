@@ -8,7 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import attnc  # noqa: E402
-from test_gpu import page_table, poisoned, relative_error  # noqa: E402
+from test_gpu import (page_table, poisoned, relative_error,  # noqa: E402
+                      unwritten)
 
 pytestmark = [
     pytest.mark.gpu,
@@ -78,6 +79,26 @@ def test_mla_matches_the_absorbed_reference(heads, q_lens, causal, page_size):
     out, lse = mla.run(q[..., :CKV].clone(), q[..., CKV:].clone(),
                        cache[..., :CKV], cache[..., CKV:], out=out, lse=lse)
     expect_reference(out, lse, q, qo, cache, order, indptr, kv_lens, causal)
+
+
+@pytest.mark.parametrize("fill", [float("nan"), float("inf")])
+def test_mla_ignores_unwritten_slots(fill):
+    """Slots past each request's last key hold NaN or +Inf (torch.empty's
+    bytes): the copy engine loads a request's last page whole, and the
+    kernel keeps them out of every output and LSE."""
+    heads, page_size = 128, 64
+    q_lens, kv_lens = [1, 1, 3], [300, 1, 150]
+    cache, order, indptr, qo, q, kv_len = batch_of(q_lens, kv_lens, heads,
+                                                   page_size, 50)
+    unwritten(cache, order, indptr, kv_lens, page_size, fill)
+    mla = attnc.MLAAttention(heads, CKV, KPE, page_size, causal=True,
+                             sm_scale=SCALE, return_lse=True)
+    mla.plan(qo, indptr, order, kv_len)
+    out = poisoned(q[..., :CKV])
+    lse = torch.full(q.shape[:2], float("nan"), device="cuda")
+    out, lse = mla.run(q[..., :CKV], q[..., CKV:], cache[..., :CKV],
+                       cache[..., CKV:], out=out, lse=lse)
+    expect_reference(out, lse, q, qo, cache, order, indptr, kv_lens, True)
 
 
 @pytest.mark.parametrize("heads", [16, 128])

@@ -472,6 +472,103 @@ std::vector<Case> misalignedOutputCases() {
   return all;
 }
 
+/// Issue 50: memory no request wrote holds NaN or +Inf (a cache from
+/// torch.empty): a paged cache's slots past each request's last key in its
+/// last page and its unused pages, and a ragged buffer's rows past the
+/// last request. Tiles that hold a request's end load those rows (the
+/// copy engine's whole boxes, sm_90a) or zero-fill them (cp.async,
+/// mma.sync); their scores are masked, but 0 x NaN is NaN in P.V, so the
+/// kernels zero such values. Every schedule paged keys run on (on sm_90a:
+/// the warp-specialized prefill over bulk-copied and gathered pages, the
+/// mma.sync decode and transposed GQA decode, the mma.sync prefill and
+/// decode of fp8 caches), ragged keys with a tail, each with NaN and with
+/// +Inf, at key counts that end mid-page and mid-tile (1, 129, 300),
+/// split-KV among them.
+std::vector<Case> unwrittenSlotCases() {
+  std::vector<Case> all;
+  auto add = [&](Case c) {
+    for (RunShape::Unread fill :
+         {RunShape::Unread::NaN, RunShape::Unread::Inf}) {
+      Case poisoned = c;
+      poisoned.name += fill == RunShape::Unread::NaN ? "_nan" : "_inf";
+      poisoned.shape.unread = fill;
+      all.push_back(poisoned);
+    }
+  };
+  // Every request `kv` keys (and `q` queries where they vary), so that each
+  // ends where the case says.
+  auto fixed = [](int batch, int q, int kv, int splits = 0) {
+    RunShape s = shapeOf(batch, q, kv, splits, 13);
+    s.varyLengths = false;
+    return s;
+  };
+  auto withTail = [](Case c, int rows) {
+    c.shape.kvTailRows = rows;
+    return c;
+  };
+  auto fp8 = [](Case c, const char *kvElem) {
+    c.kvElem = kvElem;
+    c.kScales = 1;
+    c.vScales = 1;
+    return c;
+  };
+  // Warp-specialized prefill, pages bulk-copied: a box a page (64 of a
+  // 128-key tile: the box past the last page reads it again), boxes of 16,
+  // a page longer than the tile, 96-key tiles in boxes of 32 (192/128).
+  add({"ws_causal_paged64_nhd_kv300", 16, 4, 128, "bf16", false, true,
+       "paged<64, nhd>", "causal", "", false, fixed(2, 90, 300)});
+  add({"ws_paged16_hnd_kv1", 8, 2, 128, "bf16", false, true, "paged<16, hnd>",
+       "", "", false, fixed(3, 1, 1)});
+  add({"ws_paged256_nhd_d64_f16_kv129", 8, 4, 64, "f16", false, true,
+       "paged<256, nhd>", "", "", false, fixed(2, 100, 129)});
+  add({"ws_qk192_v128_causal_paged32_hnd_kv300", 8, 2, 192, "bf16", false, true,
+       "paged<32, hnd>", "causal", "", false, fixed(2, 70, 300), 128});
+  add({"ws_causal_paged64_d256_varied", 4, 4, 256, "bf16", false, true,
+       "paged<64, nhd>", "causal", "", false, shapeOf(3, 100, 400, 0, 13)});
+  add({"ws_mask_mod_paged16_kv300", 8, 8, 128, "bf16", false, true,
+       "paged<16, nhd>", "", kCausalByHand, false, fixed(2, 60, 300)});
+  // Pages gathered row by row (rows past the end copy the last key).
+  add({"ws_causal_paged12_hnd_gathered_kv301", 8, 2, 128, "bf16", false, true,
+       "paged<12, hnd>", "causal", "", false, fixed(2, 50, 301)});
+  // Ragged keys whose buffer runs on past the last request.
+  add(withTail({"ws_causal_ragged_tail_kv300", 8, 2, 128, "bf16", false, true,
+                "ragged", "causal", "", false, fixed(3, 100, 300)},
+               200));
+  add(withTail({"ws_ragged_tail_d64_kv1", 8, 8, 64, "bf16", false, true,
+                "ragged", "", "", false, fixed(2, 30, 1)},
+               64));
+  // mma.sync decode: GQA groups transposed (1, 4, 8) and not (16, and
+  // MQA's 32), split-KV.
+  add({"decode_gqa4_paged16_nhd_kv300", 32, 8, 128, "bf16", true, false,
+       "paged<16, nhd>", "", "", false, fixed(3, 1, 300)});
+  add({"decode_gqa8_paged64_hnd_split3_kv1000", 32, 4, 128, "bf16", true, false,
+       "paged<64, hnd>", "", "", false, fixed(2, 1, 1000, 3)});
+  add({"decode_mha_paged16_d64_kv129", 8, 8, 64, "f16", true, false,
+       "paged<16, nhd>", "", "", false, fixed(3, 1, 129)});
+  add({"decode_gqa16_paged16_d64_kv129", 32, 2, 64, "f16", true, false,
+       "paged<16, nhd>", "", "", false, fixed(3, 1, 129)});
+  add({"decode_gqa4_paged1_kv1", 32, 8, 128, "bf16", true, false,
+       "paged<1, nhd>", "", "", false, fixed(3, 1, 1)});
+  add(withTail({"decode_mqa32_ragged_tail_kv300", 32, 1, 128, "bf16", true,
+                false, "ragged", "", "", false, fixed(3, 1, 300)},
+               100));
+  // fp8 caches (mma.sync on sm_90a: prefill and decode), widened on load.
+  add(fp8({"fp8_prefill_causal_paged16_nhd_kv300", 16, 4, 128, "bf16", false,
+           true, "paged<16, nhd>", "causal", "", false, fixed(2, 60, 300)},
+          "f8E4M3FN"));
+  add(fp8({"fp8_decode_gqa4_paged64_hnd_kv129", 32, 8, 128, "bf16", true, false,
+           "paged<64, hnd>", "", "", false, fixed(3, 1, 129)},
+          "f8E5M2"));
+  add(fp8({"fp8_decode_gqa4_paged16_split3_kv1000", 32, 8, 128, "bf16", true,
+           false, "paged<16, nhd>", "", "", false, fixed(2, 1, 1000, 3)},
+          "f8E4M3FN"));
+  return all;
+}
+
+INSTANTIATE_TEST_SUITE_P(UnwrittenSlots, AttentionOnGpu,
+                         ::testing::ValuesIn(unwrittenSlotCases()),
+                         [](const auto &info) { return info.param.name; });
+
 INSTANTIATE_TEST_SUITE_P(HeadDims, AttentionOnGpu,
                          ::testing::ValuesIn(headDimCases()),
                          [](const auto &info) { return info.param.name; });

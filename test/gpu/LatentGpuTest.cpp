@@ -172,6 +172,75 @@ std::vector<LatentCase> cases() {
   return all;
 }
 
+/// Issue 50: a latent cache's never written slots (torch.empty's bytes)
+/// hold NaN or +Inf, and so does a ragged cache's tail past the last
+/// request: the copy engine loads them in the boxes of a request's last
+/// tile, whose scores are masked but whose values P.V multiplies by 0 (0 x
+/// NaN is NaN), so each consumer zeroes its value columns there. Bulk-
+/// copied pages (a box a tile; boxes of 16), ragged caches with a tail,
+/// clusters of two, chunked causal prefill, split-KV, and the rows the
+/// producer gathers or widens (pages of 1, fp8), each with NaN and +Inf, at
+/// key counts that end mid-page and mid-tile.
+std::vector<LatentCase> unwrittenSlotCases() {
+  std::vector<LatentCase> all;
+  auto add = [&](LatentCase c) {
+    for (RunShape::Unread fill :
+         {RunShape::Unread::NaN, RunShape::Unread::Inf}) {
+      LatentCase poisoned = c;
+      poisoned.name += fill == RunShape::Unread::NaN ? "_nan" : "_inf";
+      poisoned.shape.unread = fill;
+      all.push_back(poisoned);
+    }
+  };
+  auto fixed = [](int batch, int q, int kv, int splits = 0) {
+    RunShape s = shapeOf(batch, q, kv, splits);
+    s.varyLengths = false;
+    return s;
+  };
+  auto tail = [](RunShape s, int rows) {
+    s.kvTailRows = rows;
+    return s;
+  };
+  auto clustered = [](LatentCase c) {
+    c.name += "_cluster";
+    c.clusterCtas = 2;
+    return c;
+  };
+  add({"h128_paged64_kv300", 128, 576, 64, "bf16", true, "paged<64, nhd>", "",
+       fixed(3, 1, 300)});
+  add({"h16_paged16_hnd_kv1", 16, 576, 64, "bf16", true, "paged<16, hnd>", "",
+       fixed(3, 1, 1)});
+  add({"h64_ragged_tail_kv129", 64, 576, 64, "bf16", true, "ragged", "",
+       tail(fixed(3, 1, 129), 100)});
+  add({"h32_paged64_split3_kv1000", 32, 576, 64, "bf16", true, "paged<64, nhd>",
+       "", fixed(2, 1, 1000, 3)});
+  add({"h16_chunked_causal_paged64_kv150", 16, 576, 64, "bf16", false,
+       "paged<64, nhd>", "causal", fixed(2, 7, 150)});
+  add({"h128_paged64_varied", 128, 576, 64, "bf16", true, "paged<64, nhd>", "",
+       shapeOf(4, 1, 700)});
+  add(clustered({"h128_paged64_kv300", 128, 576, 64, "bf16", true,
+                 "paged<64, nhd>", "", fixed(3, 1, 300)}));
+  add(clustered({"h128_paged16_hnd_split3_kv1000", 128, 576, 64, "bf16", true,
+                 "paged<16, hnd>", "", fixed(2, 1, 1000, 3)}));
+  add(clustered({"h128_ragged_tail_kv40", 128, 576, 64, "bf16", true, "ragged",
+                 "", tail(fixed(3, 1, 40), 64)}));
+  // Rows the producer gathers or widens copy the request's last key.
+  add({"h16_paged1_kv129", 16, 576, 64, "bf16", true, "paged<1, nhd>", "",
+       fixed(3, 1, 129)});
+  LatentCase fp8{"h128_fp8_paged64_kv300",
+                 128,
+                 576,
+                 64,
+                 "bf16",
+                 true,
+                 "paged<64, nhd>",
+                 "",
+                 fixed(3, 1, 300)};
+  fp8.cacheElem = "f8E4M3FN";
+  add(fp8);
+  return all;
+}
+
 class LatentOnGpu : public ::testing::TestWithParam<LatentCase> {};
 
 TEST_P(LatentOnGpu, MatchesReference) {
@@ -185,6 +254,10 @@ TEST_P(LatentOnGpu, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Latent, LatentOnGpu, ::testing::ValuesIn(cases()),
+                         [](const auto &info) { return info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(UnwrittenSlots, LatentOnGpu,
+                         ::testing::ValuesIn(unwrittenSlotCases()),
                          [](const auto &info) { return info.param.name; });
 
 } // namespace

@@ -33,6 +33,16 @@ struct RunShape {
   /// output misaligned for 16-byte stores (tests of the kernels' way
   /// around them).
   int64_t outputOffsetBytes = 0;
+  /// What the rows and pages no request reads hold: random finite values,
+  /// or NaN or +Inf in every element, as memory from torch.empty may (a
+  /// paged cache's never written slots, a ragged buffer's unused tail).
+  /// The kernels must not let them reach an output (issue 50).
+  enum class Unread { Random, NaN, Inf };
+  Unread unread = Unread::Random;
+  /// Rows a ragged key/value buffer holds past its last request's keys,
+  /// counted in the batch's kv_tokens as Python's attention() counts
+  /// k.shape[0].
+  int kvTailRows = 0;
   unsigned seed = 1;
   int timingIterations = 0;
   /// Compare with the reference (slow for long sequences); off: only time.

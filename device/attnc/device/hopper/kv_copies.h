@@ -65,6 +65,19 @@ template <class C> struct KVCopies {
   static constexpr int kProducerRegisters = kWidenKV    ? 72
                                             : kGatherKV ? 56
                                                         : kIssueRegisters;
+  /// Whether a tile's rows past its request's last key may hold anything,
+  /// NaN and Inf among it, so that the consumers zero their values there
+  /// (zeroRowsFrom): the copy engine loads whole boxes, and the box of a
+  /// request's last page holds the page's slots that were never written
+  /// (a cache from torch.empty), a box past that page those slots again,
+  /// and a ragged tile past the last request the buffer's unused tail.
+  /// Their scores are masked by a select, but P.V multiplies their
+  /// probabilities, 0, by the values, and 0 x NaN is NaN. Gathered and
+  /// widened rows past the end copy the request's last key instead
+  /// (keyRowSource), and a dense tile's rows past a request's end are the
+  /// next request's keys or the copy engine's zeros past the tensor.
+  static constexpr bool kZeroRowsPastEnd =
+      !kGatherKV && C::kKVLayout != TokenLayout::Dense;
 };
 
 #if ATTNC_IS_DEVICE
@@ -135,8 +148,9 @@ gatherTileRows(u32 dst, const void *cache, i64 pageStride, const Rows &rows,
 /// Keys [key, key + kBlockN) of KV head `head` into a tile through the copy
 /// engine, issued by this thread and the others of KVCopies::kCopyThreads.
 /// A paged box past the request's last page reads that page again: the
-/// keys are masked, but every byte the barrier expects must arrive and be
-/// finite (a masked probability is 0, and 0 x NaN is not).
+/// keys are masked, but every byte the barrier expects must arrive. What
+/// the rows past the request's last key hold may be anything (never
+/// written slots): the consumers zero their values (kZeroRowsPastEnd).
 template <class C, typename Tile, class Rows>
 ATTNC_DEVICE void copyTile(u32 dst, const TensorMap &map, Mbarrier &bar,
                            const Rows &rows, int key, int head,
@@ -159,6 +173,31 @@ ATTNC_DEVICE void copyTile(u32 dst, const TensorMap &map, Mbarrier &bar,
           share);
     }
   }
+}
+
+/// Zeroes rows [firstRow, Tile::kRows) of column blocks [FirstBlock,
+/// EndBlock) of the tile at shared address `tile`, spread over `Threads`
+/// threads (this one `thread`) in 16-byte stores: a tile's rows past its
+/// request's last key (KVCopies::kZeroRowsPastEnd). A block's row is 128
+/// contiguous bytes whose swizzle only permutes its chunks, so whole rows
+/// need no swizzle. Called after the tile's full barrier was waited for
+/// (the copy engine's bytes are then this thread's to overwrite); the
+/// caller fences the stores for wgmma (fenceProxyAsync) and then meets the
+/// threads whose wgmma reads them.
+template <typename Tile, int Threads, int FirstBlock = 0,
+          int EndBlock = Tile::kBlocks>
+ATTNC_DEVICE void zeroRowsFrom(u32 tile, int firstRow, int thread) {
+  static_assert(0 <= FirstBlock && FirstBlock < EndBlock &&
+                    EndBlock <= Tile::kBlocks,
+                "whole column blocks of the tile");
+  constexpr u32 kChunkBytes = 16;
+  u32 first = u32(firstRow) * kSwizzleBytes + u32(thread) * kChunkBytes;
+#pragma unroll
+  for (int b = FirstBlock; b < EndBlock; ++b)
+#pragma unroll 1
+    for (u32 at = first; at < u32(Tile::kBlockBytes);
+         at += Threads * kChunkBytes)
+      storeShared16(tile + b * Tile::kBlockBytes + at, make_uint4(0, 0, 0, 0));
 }
 
 #endif // ATTNC_IS_DEVICE

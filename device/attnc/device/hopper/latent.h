@@ -546,6 +546,7 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     kvFull(stageOf(t)).wait(phaseOf(t));
     if constexpr (S::kGatherKV)
       hopper::fenceProxyAsync(); // the gathered rows, before wgmma reads
+    zeroValuesPastEnd(t);
     // Opaque to the compiler: the query tile's descriptors (two registers
     // for each of D / 16 steps) are then made per tile, not held for all.
     u32 q = qTile();
@@ -561,6 +562,33 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
       hopper::fenceProxyAsync(); // the gathered rows the scorer waited for
     float alpha[2] = {alphas[localRow(0)], alphas[localRow(1)]};
     hopper::rescaleRows(o, alpha);
+  }
+
+  /// The values of tile `t`'s rows past the request's last key, zeroed
+  /// where they may be anything (kZeroRowsPastEnd: a paged or ragged tile
+  /// that holds the request's end, one per item at most), by the scorer
+  /// alone, once the stage has landed and before its scores read it (the
+  /// rows' scores are masked, whatever their keys). The value consumer
+  /// reads the tile only once P is ready, which the scorer hands over
+  /// after these stores. They precede the stage's release, and their fence
+  /// waits for them, so that in a cluster no write of the peer's copy
+  /// engine can overtake them (as for the reads, arriveInCta). Placed in
+  /// the scorer's softmax, or split between the consumers (each its own
+  /// half), the code changed ptxas's registers for every tile: the scorer
+  /// recomputed its P addresses each tile (in the softmax: mla_decode 1 %
+  /// slower with no tile to zero). The scorer meets its warps on kPWritten.
+  ATTNC_DEVICE void zeroValuesPastEnd(int t) {
+    if constexpr (S::kZeroRowsPastEnd) {
+      int keys = this->kvLen - tileAt(t) * S::kBlockN; // 1..kBlockN
+      // A vote: ptxas sees the branch is warp-uniform (prefill.h).
+      if (__all_sync(0xffffffffu, keys < S::kBlockN)) {
+        constexpr int kBlocks = S::kDV / KVTile::kBlockCols;
+        hopper::zeroRowsFrom<KVTile, hopper::kWarpgroupThreads, 0, kBlocks>(
+            kvTile(stageOf(t)), keys, thread);
+        hopper::fenceProxyAsync();
+        hopper::namedBarrierSync(kPWritten, hopper::kWarpgroupThreads);
+      }
+    }
   }
 
   /// Either consumer: O_half += P.V_half for tile `t`, whose P the scorer

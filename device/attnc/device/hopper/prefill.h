@@ -593,8 +593,32 @@ struct WarpSpecializedCta
   /// that tile's probabilities.
   ATTNC_DEVICE void issueValues(int t) {
     awaitTile(vFull(stageOf(t)), phaseOf(t));
+    zeroValuesPastEnd(t);
     hopper::issuePV<Elem, VTile>(o, pf, vTile(stageOf(t)));
     valuesTile = t;
+  }
+
+  /// The values of tile `t`'s rows past the request's last key, zeroed
+  /// where they may be anything (kZeroRowsPastEnd: a paged or ragged tile
+  /// that holds the request's end, one per item at most). The first
+  /// consumer zeroes them alone, in its turn and before its P.V: every
+  /// consumer issues tile t's P.V in the same turn of the round, and the
+  /// first consumer's turn comes first (openTurns), so the turn it passes
+  /// on orders the stores before the others' reads, as its own named
+  /// barrier does before its own.
+  static constexpr int kZeroedBarrier = kFirstTurnBarrier + S::kConsumers;
+  static_assert(kZeroedBarrier < 16, "a CTA has 16 named barriers");
+  ATTNC_DEVICE void zeroValuesPastEnd(int t) {
+    if constexpr (S::kZeroRowsPastEnd) {
+      int keys = this->kvLen - tileAt(t) * S::kBlockN; // 1..kBlockN
+      // A vote: ptxas sees the branch is warp-uniform (waitValues).
+      if (__all_sync(0xffffffffu, consumer == 0 && keys < S::kBlockN)) {
+        hopper::zeroRowsFrom<VTile, hopper::kWarpgroupThreads>(
+            vTile(stageOf(t)), keys, thread);
+        hopper::fenceProxyAsync();
+        hopper::namedBarrierSync(kZeroedBarrier, hopper::kWarpgroupThreads);
+      }
+    }
   }
 
   /// Waits for the scores, leaving `Pending` later groups (a P.V issued
