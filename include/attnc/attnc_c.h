@@ -41,8 +41,12 @@ extern "C" {
  * 8: value_head_dim in the spec (values of another head dim).
  * 9: attnc_set_compile_progress.
  * 10: attnc_record_fields and attnc_record_name (records' layouts).
- * 11: attnc_field's encoding (flags, enums, sentinels, counts). */
-#define ATTNC_C_API_VERSION 11
+ * 11: attnc_field's encoding (flags, enums, sentinels, counts).
+ * 12: a pool's layers (num_layers, attnc_kv_pool_layer_caches,
+ * attnc_kv_pool_append_layer_slots), its page copies
+ * (attnc_kv_pool_copy_pages) and stream (attnc_kv_pool_set_stream), and
+ * a step's page copies (num_page_copies, page_copies). */
+#define ATTNC_C_API_VERSION 12
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -323,7 +327,10 @@ typedef enum attnc_kv_memory {
   FIELD(attnc_kv_memory, memory)                                               \
   /* A device pool's compiled kernels: NULL or "": the default cache; "-":     \
    * none. */                                                                  \
-  FIELD(const char *, cache_dir)
+  FIELD(const char *, cache_dir)                                               \
+  /* The model's layers, 1 .. 65535 (version 12): each has a key and a value   \
+   * cache over the same pages; a copy of a page copies it in every layer. */  \
+  FIELD(int64_t, num_layers)
 ATTNC_RECORD(attnc_kv_pool_config, ATTNC_KV_POOL_CONFIG_FIELDS)
 
 void attnc_kv_pool_config_init(attnc_kv_pool_config *config);
@@ -335,12 +342,25 @@ attnc_status attnc_kv_pool_destroy(attnc_kv_pool pool);
 int64_t attnc_kv_pool_num_pages(attnc_kv_pool pool);
 int64_t attnc_kv_pool_page_size(attnc_kv_pool pool);
 int64_t attnc_kv_pool_num_free_pages(attnc_kv_pool pool);
-/* Addresses of the key and value caches, each [num_pages, page_size,
+int64_t attnc_kv_pool_num_layers(attnc_kv_pool pool);
+/* Addresses of layer 0's key and value caches, each [num_pages, page_size,
  * num_kv_heads, head_dim] (NHD) or [num_pages, num_kv_heads, page_size,
  * head_dim] (HND): device addresses for a device pool, host addresses for
  * a host pool; 0 for an accounting pool or a bad handle. */
 uint64_t attnc_kv_pool_key_cache(attnc_kv_pool pool);
 uint64_t attnc_kv_pool_value_cache(attnc_kv_pool pool);
+/* Layer `layer`'s caches, as attnc_kv_pool_key_cache describes them (0 for
+ * an accounting pool); ATTNC_INVALID_ARGUMENT for a layer outside [0,
+ * num_layers). Either pointer may be NULL. */
+attnc_status attnc_kv_pool_layer_caches(attnc_kv_pool pool, int64_t layer,
+                                        uint64_t *key_cache,
+                                        uint64_t *value_cache);
+/* The stream a device pool launches its own copies on: the copies of a
+ * scheduler's commit (a fork's copy-on-write), in every layer, never
+ * synchronized. NULL (the default) is the legacy default stream. Give it
+ * the engine's stream, so that a copy follows the writes of the page it
+ * reads and precedes the next step's writes. A host pool ignores it. */
+attnc_status attnc_kv_pool_set_stream(attnc_kv_pool pool, void *stream);
 /* Writes `tokens` rows of keys and values to the int64 `slots` (a step's
  * slot_mapping; a negative slot is skipped): token t's head h is at element
  * t * key_stride + h * head_dim of `keys` (value_stride and `values`
@@ -354,6 +374,23 @@ attnc_status attnc_kv_pool_append_slots(attnc_kv_pool pool, uint64_t keys,
                                         uint64_t values, int64_t key_stride,
                                         int64_t value_stride, uint64_t slots,
                                         int64_t tokens, void *stream);
+/* attnc_kv_pool_append_slots into layer `layer`'s caches (the former
+ * writes layer 0's); ATTNC_INVALID_ARGUMENT for a layer outside [0,
+ * num_layers), before anything is read. */
+attnc_status attnc_kv_pool_append_layer_slots(attnc_kv_pool pool, int64_t layer,
+                                              uint64_t keys, uint64_t values,
+                                              int64_t key_stride,
+                                              int64_t value_stride,
+                                              uint64_t slots, int64_t tokens,
+                                              void *stream);
+/* Copies, in order and in every layer, page copies[2i] over page
+ * copies[2i+1] for i < num_copies: a step's page_copies. A host pool
+ * copies at once, a device pool on `stream` without synchronizing, an
+ * accounting pool not at all. ATTNC_INVALID_ARGUMENT for a page outside the
+ * pool, before anything is copied; num_copies is checked before `copies`
+ * is read. */
+attnc_status attnc_kv_pool_copy_pages(attnc_kv_pool pool, const int32_t *copies,
+                                      int64_t num_copies, void *stream);
 
 attnc_status attnc_radix_cache_create(attnc_kv_pool pool,
                                       attnc_radix_cache *out);
@@ -436,7 +473,18 @@ ATTNC_RECORD(attnc_sample, ATTNC_SAMPLE_FIELDS)
  * page_indices[page_indptr[i] .. page_indptr[i+1]), its last page holding
  * last_page_len[i] tokens, as PagedAttention.plan and attnc_batch take
  * them. The model writes each token's keys and values at slot_mapping
- * (attnc_kv_pool_append_slots) before attention reads them. */
+ * (attnc_kv_pool_append_slots) before attention reads them.
+ *
+ * Before it writes any of them, the engine applies the step's page copies
+ * (version 12) to every layer's key and value caches it keeps: page
+ * page_copies[2i] copied over page page_copies[2i+1], in order (vLLM's
+ * blocks_to_copy): the copy-on-write the scheduler decided since the last
+ * step (a fork's copy of its prompt's partial last page), which this
+ * step's sequences read. The scheduler's pool made them already, in every
+ * layer, on its stream (attnc_kv_pool_set_stream): an engine whose caches
+ * are the pool's may skip them, an engine with caches of its own must
+ * apply them (attnc_kv_pool_copy_pages does for a pool's caches). Applying
+ * them twice is harmless. */
 #define ATTNC_STEP_INFO_FIELDS(FIELD)                                          \
   FIELD(int64_t, num_requests)                                                 \
   FIELD(const int64_t *, requests)                                             \
@@ -467,7 +515,11 @@ ATTNC_RECORD(attnc_sample, ATTNC_SAMPLE_FIELDS)
   FIELD(int64_t, num_preempted)                                                \
   FIELD(const int64_t *, preempted)                                            \
   FIELD(int64_t, prefill_tokens)                                               \
-  FIELD(int64_t, decode_tokens)
+  FIELD(int64_t, decode_tokens)                                                \
+  /* Pages to copy in every layer before this step's writes: 2 *               \
+   * num_page_copies entries, (source, destination) pairs. */                  \
+  FIELD(int64_t, num_page_copies)                                              \
+  FIELD(const int32_t *, page_copies)
 ATTNC_RECORD(attnc_step_info, ATTNC_STEP_INFO_FIELDS)
 
 /* A scheduler's queue and its totals since it was made (prompt tokens are

@@ -87,6 +87,8 @@ struct SchedulerObject {
 
 struct StepObject {
   attnc::StepStats stats;
+  /// The batch's page copies as C's (source, destination) pairs.
+  std::vector<int32_t> pageCopies;
 };
 
 // Never destroyed, like CApi.cpp's: a device pool alive at exit must not be
@@ -146,6 +148,7 @@ attnc_status poolConfigFromC(const attnc_kv_pool_config &c,
   config.order = attnc::PageOrder(order);
   config.memory = attnc::PoolMemory(memory);
   config.cacheDir = c.cache_dir ? c.cache_dir : "";
+  config.numLayers = c.num_layers;
   return ATTNC_OK;
 }
 
@@ -220,6 +223,7 @@ void attnc_kv_pool_config_init(attnc_kv_pool_config *config) {
   config->page_order = ATTNC_NHD;
   config->memory = ATTNC_KV_HOST;
   config->cache_dir = nullptr;
+  config->num_layers = defaults.numLayers;
 }
 
 const char *attnc_kv_memory_name(int memory) {
@@ -259,6 +263,9 @@ int64_t attnc_kv_pool_page_size(attnc_kv_pool pool) {
 int64_t attnc_kv_pool_num_free_pages(attnc_kv_pool pool) {
   return readPool(pool, [](PagedKVPool &p) { return p.numFreePages(); });
 }
+int64_t attnc_kv_pool_num_layers(attnc_kv_pool pool) {
+  return readPool(pool, [](PagedKVPool &p) { return p.numLayers(); });
+}
 uint64_t attnc_kv_pool_key_cache(attnc_kv_pool pool) {
   return readPool(pool, [](PagedKVPool &p) { return p.keyCache(); });
 }
@@ -266,10 +273,40 @@ uint64_t attnc_kv_pool_value_cache(attnc_kv_pool pool) {
   return readPool(pool, [](PagedKVPool &p) { return p.valueCache(); });
 }
 
-attnc_status attnc_kv_pool_append_slots(attnc_kv_pool handle, uint64_t keys,
-                                        uint64_t values, int64_t keyStride,
-                                        int64_t valueStride, uint64_t slots,
-                                        int64_t tokens, void *stream) {
+attnc_status attnc_kv_pool_layer_caches(attnc_kv_pool handle, int64_t layer,
+                                        uint64_t *keyCache,
+                                        uint64_t *valueCache) {
+  return guarded([&] {
+    std::shared_ptr<PoolObject> pool = pools().find(handle, "pool");
+    if (!pool)
+      return ATTNC_INVALID_ARGUMENT;
+    Lock lock(pool->mutex);
+    if (attnc::Status status = pool->pool->checkLayer(layer); !status.ok())
+      return fail(status);
+    if (keyCache)
+      *keyCache = pool->pool->keyCache(layer);
+    if (valueCache)
+      *valueCache = pool->pool->valueCache(layer);
+    return ATTNC_OK;
+  });
+}
+
+attnc_status attnc_kv_pool_set_stream(attnc_kv_pool handle, void *stream) {
+  return guarded([&] {
+    std::shared_ptr<PoolObject> pool = pools().find(handle, "pool");
+    if (!pool)
+      return ATTNC_INVALID_ARGUMENT;
+    Lock lock(pool->mutex);
+    pool->pool->setStream(static_cast<attnc::cuda::CUstream>(stream));
+    return ATTNC_OK;
+  });
+}
+
+attnc_status
+attnc_kv_pool_append_layer_slots(attnc_kv_pool handle, int64_t layer,
+                                 uint64_t keys, uint64_t values,
+                                 int64_t keyStride, int64_t valueStride,
+                                 uint64_t slots, int64_t tokens, void *stream) {
   // A step's rows are counted by int32 (qo_indptr): more is no step's.
   if (tokens > INT32_MAX)
     return invalid("tokens must be at most 2147483647 (a step's int32 "
@@ -281,8 +318,44 @@ attnc_status attnc_kv_pool_append_slots(attnc_kv_pool handle, uint64_t keys,
       return ATTNC_INVALID_ARGUMENT;
     Lock lock(pool->mutex);
     attnc::Status status = pool->pool->appendSlots(
-        keys, values, keyStride, valueStride, slots, tokens,
+        layer, keys, values, keyStride, valueStride, slots, tokens,
         static_cast<attnc::cuda::CUstream>(stream));
+    return status.ok() ? ATTNC_OK : fail(status);
+  });
+}
+
+attnc_status attnc_kv_pool_append_slots(attnc_kv_pool handle, uint64_t keys,
+                                        uint64_t values, int64_t keyStride,
+                                        int64_t valueStride, uint64_t slots,
+                                        int64_t tokens, void *stream) {
+  return attnc_kv_pool_append_layer_slots(handle, 0, keys, values, keyStride,
+                                          valueStride, slots, tokens, stream);
+}
+
+attnc_status attnc_kv_pool_copy_pages(attnc_kv_pool handle,
+                                      const int32_t *copies, int64_t numCopies,
+                                      void *stream) {
+  if (numCopies < 0 || (numCopies > 0 && !copies))
+    return invalid("copies must be an array of 2 * num_copies (non-negative) "
+                   "page ids, got " +
+                   str(numCopies) + (copies ? "" : " and null"));
+  return guarded([&] {
+    std::shared_ptr<PoolObject> pool = pools().find(handle, "pool");
+    if (!pool)
+      return ATTNC_INVALID_ARGUMENT;
+    Lock lock(pool->mutex);
+    // A copy names two pages of the pool: more copies than its pages
+    // squared is no step's, refused before the array is read.
+    int64_t pages = pool->pool->numPages();
+    if (numCopies > pages * pages)
+      return invalid("num_copies must be at most " + str(pages * pages) +
+                     " (the pool's pages squared), got " + str(numCopies));
+    std::vector<attnc::PageCopy> taken;
+    taken.reserve(size_t(numCopies));
+    for (int64_t i = 0; i < numCopies; ++i)
+      taken.push_back({copies[2 * i], copies[2 * i + 1]});
+    attnc::Status status = pool->pool->copyPages(
+        taken, static_cast<attnc::cuda::CUstream>(stream));
     return status.ok() ? ATTNC_OK : fail(status);
   });
 }
@@ -498,6 +571,10 @@ attnc_status attnc_scheduler_step(attnc_scheduler handle, attnc_step *out) {
         return fail(stats.status());
       step->stats = std::move(*stats);
     }
+    for (const attnc::PageCopy &copy : step->stats.batch.pageCopies) {
+      step->pageCopies.push_back(copy.from);
+      step->pageCopies.push_back(copy.to);
+    }
     *out = steps().add(std::move(step));
     return ATTNC_OK;
   });
@@ -538,6 +615,8 @@ attnc_status attnc_step_get_info(attnc_step handle, attnc_step_info *out) {
     info.preempted = dataOf(stats.preempted);
     info.prefill_tokens = stats.prefillTokens;
     info.decode_tokens = stats.decodeTokens;
+    info.num_page_copies = sizeOf(batch.pageCopies.size());
+    info.page_copies = dataOf(step->pageCopies);
     *out = info;
     return ATTNC_OK;
   });

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import AttncError, InvalidArgumentError
 
-API_VERSION = 11  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
+API_VERSION = 12  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
@@ -176,6 +176,16 @@ def _declare(lib):
         "attnc_kv_pool_append_slots": (c_int, [
             c_void_p, ctypes.c_uint64, ctypes.c_uint64, c_int64, c_int64,
             ctypes.c_uint64, c_int64, c_void_p]),
+        # Layers, page copies and the pool's stream (version 12).
+        "attnc_kv_pool_num_layers": (c_int64, [c_void_p]),
+        "attnc_kv_pool_layer_caches": (c_int, [
+            c_void_p, c_int64, P(ctypes.c_uint64), P(ctypes.c_uint64)]),
+        "attnc_kv_pool_set_stream": (c_int, [c_void_p, c_void_p]),
+        "attnc_kv_pool_append_layer_slots": (c_int, [
+            c_void_p, c_int64, ctypes.c_uint64, ctypes.c_uint64, c_int64,
+            c_int64, ctypes.c_uint64, c_int64, c_void_p]),
+        "attnc_kv_pool_copy_pages": (c_int, [c_void_p, _I32P, c_int64,
+                                             c_void_p]),
         "attnc_radix_cache_create": (c_int, [c_void_p, P(c_void_p)]),
         "attnc_radix_cache_destroy": (c_int, [c_void_p]),
         "attnc_radix_cache_cached_tokens": (c_int64, [c_void_p]),

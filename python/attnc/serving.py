@@ -10,7 +10,10 @@ API's attnc_kv_pool, attnc_radix_cache and attnc_scheduler).
     while not scheduler.idle:
         step = scheduler.step()
         if step.num_requests:
-            # the model writes each token's K/V at step.slot_mapping
+            # caches of the engine's own first get the step's page copies
+            # in every layer (the pool's own caches have them already):
+            #     for src, dst in step.page_copies: copy page src over dst
+            # then the model writes each token's K/V at step.slot_mapping
             # (pool.append_slots) and attends through the page table:
             wrapper.plan(*step.page_table,
                          qo_indptr=step.tensor("qo_indptr"))
@@ -77,12 +80,14 @@ class KVPool:
     """Pages of keys and values in the layout the attention kernels read:
     a key and a value cache, each [num_pages, page_size, num_kv_heads,
     head_dim] ("NHD") or [num_pages, num_kv_heads, page_size, head_dim]
-    ("HND"). memory: "host", "device" (needs a GPU) or "accounting" (no
-    storage: page accounting only, for scheduling without a model)."""
+    ("HND"), for each of num_layers layers over the same pages (a page
+    copy copies it in every layer). memory: "host", "device" (needs a GPU)
+    or "accounting" (no storage: page accounting only, for scheduling
+    without a model, or beside caches the engine keeps itself)."""
 
     def __init__(self, num_pages, page_size=16, num_kv_heads=1, head_dim=128,
                  dtype="bfloat16", kv_layout="NHD", memory="host",
-                 cache_dir=None):
+                 cache_dir=None, num_layers=1):
         require(isinstance(kv_layout, str) and kv_layout.isupper() and
                 kv_layout.lower() in _capi.PAGE_ORDERS,
                 f"kv_layout must be "
@@ -105,6 +110,7 @@ class KVPool:
         config.memory = _capi.KV_MEMORY[memory]
         cache_dir = _optional_text("cache_dir", cache_dir)
         config.cache_dir = cache_dir
+        config.num_layers = as_int("num_layers", num_layers)
         handle = ctypes.c_void_p()
         check(lib.attnc_kv_pool_create(ctypes.byref(config),
                                        ctypes.byref(handle)))
@@ -128,20 +134,65 @@ class KVPool:
         return lib.attnc_kv_pool_num_free_pages(self._live())
 
     @property
+    def num_layers(self):
+        return lib.attnc_kv_pool_num_layers(self._live())
+
+    @property
     def key_cache(self):
-        """Address of the key cache (device for a device pool, host for a
-        host pool); 0 for an accounting pool."""
+        """Address of layer 0's key cache (device for a device pool, host
+        for a host pool); 0 for an accounting pool."""
         return lib.attnc_kv_pool_key_cache(self._live())
 
     @property
     def value_cache(self):
         return lib.attnc_kv_pool_value_cache(self._live())
 
-    def caches(self):
-        """The key and value caches as torch tensors viewing the pool's
-        memory (on the GPU for a device pool, the CPU for a host pool), in
-        the shapes PagedAttention.run takes. They stay valid while the
-        pool lives."""
+    def layer_caches(self, layer):
+        """(key cache, value cache) addresses of layer `layer`;
+        attnc.InvalidArgumentError for a layer outside the pool."""
+        keys, values = ctypes.c_uint64(), ctypes.c_uint64()
+        check(lib.attnc_kv_pool_layer_caches(
+            self._live(), as_int("layer", layer), ctypes.byref(keys),
+            ctypes.byref(values)))
+        return keys.value, values.value
+
+    def set_stream(self, stream):
+        """The stream a device pool makes its own page copies on (a
+        scheduler's fork copies, in every layer, never synchronized): a
+        torch.cuda.Stream, a raw CUstream address, or None for the legacy
+        default stream (the default). Give it the engine's stream."""
+        stream = getattr(stream, "cuda_stream", stream)
+        stream = as_int("stream", stream or 0, UINT64)
+        check(lib.attnc_kv_pool_set_stream(self._live(),
+                                           ctypes.c_void_p(stream or None)))
+
+    def copy_pages(self, copies, stream=None):
+        """Copies each (source, destination) page of `copies` (a step's
+        page_copies), in order and in every layer: a host pool at once, a
+        device pool on `stream` (default: torch's current stream) without
+        synchronizing, an accounting pool not at all."""
+        handle = self._live()
+        copies = as_sequence("copies", copies)
+        flat = []
+        for i, pair in enumerate(copies):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(f"copies[{i}] must be a (source, destination)"
+                                f" pair, got {pair!r}")
+            flat.extend(pair)
+        array, _ = _int_array("copies", flat, ctypes.c_int32, INT32)
+        if stream is None and self.memory == "device":
+            import torch
+            stream = torch.cuda.current_stream().cuda_stream
+        stream = getattr(stream, "cuda_stream", stream)
+        check(lib.attnc_kv_pool_copy_pages(
+            handle, array, len(copies),
+            ctypes.c_void_p(as_int("stream", stream or 0, UINT64) or None)))
+
+    def caches(self, layer=0):
+        """Layer `layer`'s key and value caches as torch tensors viewing
+        the pool's memory (on the GPU for a device pool, the CPU for a host
+        pool), in the shapes PagedAttention.run takes. They stay valid
+        while the pool lives."""
         require(self.memory != "accounting", "an accounting pool keeps no "
                 "keys or values")
         import torch
@@ -155,7 +206,7 @@ class KVPool:
         for extent in shape:
             count *= extent
         views = []
-        for address in (self.key_cache, self.value_cache):
+        for address in self.layer_caches(layer):
             if self.memory == "device":
                 # The CUDA array interface has no bf16 or fp8: bytes, then
                 # reinterpreted.
@@ -168,14 +219,15 @@ class KVPool:
             views.append(raw.view(dtype).view(shape))
         return tuple(views)
 
-    def append_slots(self, keys, values, slot_mapping):
+    def append_slots(self, keys, values, slot_mapping, layer=0):
         """Writes keys and values [tokens, num_kv_heads, head_dim] (tensors
         of the pool's dtype, on the CPU for a host pool, on the GPU for a
         device pool, rows of one token contiguous) at the int64 slots
         `slot_mapping` (a step's: a tensor on the same device, or for a
-        host pool a list); a negative slot is skipped. A device pool writes
-        on the current stream without synchronizing."""
+        host pool a list) of layer `layer`; a negative slot is skipped. A
+        device pool writes on the current stream without synchronizing."""
         handle = self._live()
+        layer = as_int("layer", layer)
         require(self.memory != "accounting", "an accounting pool keeps no "
                 "keys or values to append to")
         device = self.memory == "device"
@@ -207,8 +259,8 @@ class KVPool:
         require(count == tokens, f"slot_mapping has {count} slots for "
                 f"{tokens} tokens")
         stream = current_stream(keys) if device else 0
-        check(lib.attnc_kv_pool_append_slots(
-            handle, as_int("keys", keys.data_ptr(), UINT64),
+        check(lib.attnc_kv_pool_append_layer_slots(
+            handle, layer, as_int("keys", keys.data_ptr(), UINT64),
             as_int("values", values.data_ptr(), UINT64), strides[0],
             strides[1], slots, tokens, ctypes.c_void_p(stream or None)))
         del keep  # the slots were read
@@ -336,7 +388,7 @@ _INT64_ARRAYS = ("requests", "slot_mapping", "samplers", "admitted",
 _ARRAYS = ("requests", "branches", "qo_indptr", "tokens", "positions",
            "slot_mapping", "kv_indptr", "kv_indices", "kv_last_page_len",
            "samplers", "sampler_branches", "sample_rows", "admitted",
-           "preempted")
+           "preempted", "page_copies")
 
 
 class Step:
@@ -350,7 +402,12 @@ class Step:
     samples forks when its prompt completes: that pass samples its n
     branches (`sampler_branches`) from one row, and later passes feed each
     branch as a request of its own (`branches`). Every array is a list of
-    ints."""
+    ints, but `page_copies`: (source, destination) page pairs to copy, in
+    order and in every layer, before the step's keys and values are
+    written (vLLM's blocks_to_copy): a fork's copy of its prompt's partial
+    last page. The scheduler's pool made them already; an engine whose
+    caches are its own must apply them (KVPool.copy_pages does it for a
+    pool's caches; twice is harmless)."""
 
     __slots__ = _ARRAYS + ("num_decodes", "prefill_tokens", "decode_tokens")
 
@@ -374,6 +431,8 @@ class Step:
         self.preempted = _list(info.preempted, info.num_preempted)
         self.prefill_tokens = info.prefill_tokens
         self.decode_tokens = info.decode_tokens
+        flat = _list(info.page_copies, 2 * info.num_page_copies)
+        self.page_copies = list(zip(flat[0::2], flat[1::2]))
 
     @property
     def num_requests(self):
@@ -385,7 +444,8 @@ class Step:
 
     def tensor(self, name):
         """The array `name` as a torch CPU tensor: int64 for request ids
-        and slots, int32 for the others (what PagedAttention.plan takes)."""
+        and slots, int32 for the others (what PagedAttention.plan takes);
+        page_copies as [copies, 2]."""
         if name not in _ARRAYS:
             raise ValueError(f"a step has no array {name!r} (it has "
                              f"{', '.join(_ARRAYS)})")
@@ -396,6 +456,8 @@ class Step:
                               f"PyTorch, or read step.{name}, a list"
                               ) from None
         dtype = torch.int64 if name in _INT64_ARRAYS else torch.int32
+        if name == "page_copies":
+            return torch.tensor(self.page_copies, dtype=dtype).reshape(-1, 2)
         return torch.tensor(getattr(self, name), dtype=dtype)
 
     @property

@@ -563,6 +563,17 @@ def test_step_tensors_with_torch():
     for name, array in zip(("kv_indptr", "kv_indices", "kv_last_page_len"),
                            step.page_table):
         check_tensor(name, array, 1, ("int32",), cuda=False)
+    # Page copies as [copies, 2], none or some.
+    assert step.tensor("page_copies").shape == (0, 2)
+    scheduler.commit([attnc.Sample(1, 50)])
+    scheduler.add(2, list(range(20, 26)), max_tokens=2, n=2)
+    step = scheduler.step()
+    scheduler.commit([attnc.Sample(r, 60, False, b) for r, b in
+                      zip(step.samplers, step.sampler_branches)])
+    step = scheduler.step()
+    assert step.tensor("page_copies").tolist() == [list(c) for c in
+                                                    step.page_copies]
+    assert step.tensor("page_copies").shape == (1, 2)
 
 
 @pytest.mark.gpu
@@ -789,3 +800,125 @@ def test_parallel_samples_fork_into_branches():
     assert all(len(tokens) == 3 for tokens in sampled.values())
     with pytest.raises(InvalidArgumentError, match="n must be in"):
         scheduler.add(8, prompt, n=0)
+
+
+def test_a_fork_reports_its_page_copies_in_the_next_step():
+    """The commit that forks n = 3 branches copies the prompt's partial last
+    page for branches 1 and 2; the next step lists those copies, as
+    (source, destination) pairs into each branch's own page, and only that
+    step does."""
+    pool, cache, scheduler = make(32)
+    scheduler.add(4, list(range(1, 7)), max_tokens=3, n=3)  # a page and 2
+    first = scheduler.step()
+    assert first.page_copies == []
+    scheduler.commit([attnc.Sample(4, 10 + b, False, b) for b in range(3)])
+    second = scheduler.step()
+    page = {branch: second.kv_indices[second.kv_indptr[i] + 1]
+            for i, branch in enumerate(second.branches)}
+    assert second.page_copies == [(page[0], page[1]), (page[0], page[2])]
+    scheduler.commit([attnc.Sample(4, 20 + b, False, b) for b in range(3)])
+    assert scheduler.step().page_copies == []
+
+
+def test_a_pool_of_layers_appends_and_copies_every_layer():
+    pool = attnc.KVPool(4, page_size=2, num_kv_heads=1, head_dim=4,
+                        dtype="float32", num_layers=3)
+    assert pool.num_layers == 3
+    assert attnc.KVPool(4).num_layers == 1
+    assert pool.layer_caches(0) == (pool.key_cache, pool.value_cache)
+    elements = 4 * 2 * 4
+    views = [tuple((ctypes.c_float * elements).from_address(address)
+                   for address in pool.layer_caches(layer))
+             for layer in range(3)]
+    for layer in range(3):
+        row = HostTensor((1, 1, 4), values=[10.0 * layer + e
+                                             for e in range(4)])
+        pool.append_slots(row, row, [1], layer=layer)  # page 0, slot 1
+    pool.set_stream(None)
+    pool.copy_pages([(0, 3), (3, 2)])
+    for layer, (k, v) in enumerate(views):
+        for page in (0, 3, 2):
+            assert list(k[(page * 2 + 1) * 4:(page * 2 + 2) * 4]) == [
+                10.0 * layer + e for e in range(4)]
+            assert list(v[(page * 2 + 1) * 4:(page * 2 + 2) * 4]) == [
+                10.0 * layer + e for e in range(4)]
+    with pytest.raises(InvalidArgumentError, match="layer 3 is not in the "
+                       "pool's 3 layers"):
+        pool.layer_caches(3)
+    with pytest.raises(InvalidArgumentError, match="layer 3 is not in the "
+                       "pool's 3 layers"):
+        pool.append_slots(row, row, [1], layer=3)
+    with pytest.raises(InvalidArgumentError, match="copy 0 names page 4, "
+                       "which is not in the pool of 4 pages"):
+        pool.copy_pages([(0, 4)])
+    with pytest.raises(TypeError, match=r"copies\[0\] must be a \(source, "
+                       r"destination\) pair"):
+        pool.copy_pages([(0, 1, 2)])
+    with pytest.raises(InvalidArgumentError, match="a pool holds between 1 "
+                       "and 65535 layers, got 0"):
+        attnc.KVPool(4, num_layers=0)
+    pool.close()
+
+
+@pytest.mark.parametrize("apply_copies", [True, False])
+def test_an_engine_with_caches_of_its_own_needs_the_step_copies(
+        apply_copies):
+    """An engine of two layers keeps its own caches ({page: rows} per
+    layer) beside an accounting pool and writes each step's rows at its
+    slots, layer 1's row a function of what layer 0's attention read
+    through the page table. With the step's page copies applied, every
+    forked branch reads exactly its own sequence in both layers; without
+    them, a branch reads a partial prompt page that was never copied."""
+    page_size, layers = 4, 2
+    pool, cache, scheduler = make(64, page_size=page_size, token_budget=8)
+    prompts = {r: list(range(1, 8)) + [100 + r] * (r % 3) for r in range(6)}
+    for r, prompt in prompts.items():
+        scheduler.add(r, prompt, max_tokens=4, n=1 + r % 3)
+    caches = [{}, {}]  # layer -> {slot: row}
+    sampled = {}
+    wrong = 0
+    while not scheduler.idle:
+        step = scheduler.step()
+        if apply_copies:
+            for src, dst in step.page_copies:
+                for layer in caches:
+                    for i in range(page_size):
+                        if src * page_size + i in layer:
+                            layer[dst * page_size + i] = \
+                                layer[src * page_size + i]
+
+        def slot(i, position):
+            first = step.kv_indptr[i]
+            page = step.kv_indices[first + position // page_size]
+            return page * page_size + position % page_size
+
+        owner = {}
+        for i in range(step.num_requests):
+            for t in range(step.qo_indptr[i], step.qo_indptr[i + 1]):
+                owner[t] = i
+        rows = [(token, position) for token, position in
+                zip(step.tokens, step.positions)]
+        for layer in range(layers):
+            for t, row in enumerate(rows):
+                caches[layer][step.slot_mapping[t]] = row
+            if layer + 1 < layers:  # attention reads keys 0..position
+                rows = [hash(tuple(caches[layer].get(slot(owner[t], j))
+                                   for j in range(position + 1)))
+                        for t, (_, position) in enumerate(rows)]
+        for i, (r, branch) in enumerate(zip(step.requests, step.branches)):
+            sequence = prompts[r] + sampled.get((r, branch), [])
+            length = step.positions[step.qo_indptr[i + 1] - 1] + 1
+            expected0 = [(sequence[j], j) for j in range(length)]
+            expected1 = [hash(tuple(expected0[:j + 1]))
+                         for j in range(length)]
+            for j in range(length):
+                wrong += caches[0].get(slot(i, j)) != expected0[j]
+                wrong += caches[1].get(slot(i, j)) != expected1[j]
+        samples = []
+        for r, branch in zip(step.samplers, step.sampler_branches):
+            tokens = sampled.setdefault((r, branch), [])
+            tokens.append(5000 + 100 * branch + len(tokens))
+            samples.append(attnc.Sample(r, tokens[-1], len(tokens) >= 4,
+                                        branch))
+        scheduler.commit(samples)
+    assert (wrong == 0) == apply_copies, f"{wrong} wrong rows"

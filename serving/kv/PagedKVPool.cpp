@@ -38,11 +38,26 @@ PagedKVPool::create(const PoolConfig &config) {
       config.elementBytes != 4)
     return invalid("elements are 1, 2 or 4 bytes, got " +
                    str(config.elementBytes));
+  if (config.numLayers < 1 || config.numLayers > kMaxPoolLayers)
+    return invalid("a pool holds between 1 and " + str(kMaxPoolLayers) +
+                   " layers, got " + str(config.numLayers));
 
   // The caches first, then the per-page bookkeeping: a pool too large to
-  // hold fails before anything big was touched. Within the limits above the
-  // caches hold at most 2^31 pages x 2 x 2^30 bytes, far from overflowing.
-  int64_t bytes = valueOffsetOf(config) + config.numPages * pageBytesOf(config);
+  // hold fails before anything big was touched. Within the limits above a
+  // cache holds at most 2^31 pages x 2^30 bytes, and 2^17 of them would
+  // overflow: the size is checked in wider arithmetic first.
+  if (config.memory != PoolMemory::AccountingOnly &&
+      static_cast<__int128>(cacheStrideOf(config)) * 2 * config.numLayers >
+          static_cast<__int128>(INT64_MAX))
+    return Status::error(ErrorCode::OutOfMemory,
+                         "a pool of " + str(config.numLayers) + " layers of " +
+                             str(config.numPages) + " pages of " +
+                             str(pageBytesOf(config)) +
+                             " bytes is past any memory");
+  int64_t bytes =
+      config.memory == PoolMemory::AccountingOnly
+          ? 0
+          : poolBytes(config.numLayers, config.numPages, pageBytesOf(config));
   std::unique_ptr<std::byte[]> storage;
   cuda::DeviceBuffer device;
   std::optional<PoolKernels> kernels;
@@ -100,15 +115,23 @@ PagedKVPool::PagedKVPool(const PoolConfig &config)
 }
 
 int64_t PagedKVPool::pageBytesOf(const PoolConfig &config) {
-  return config.pageSize * config.numKVHeads * config.headDim *
-         config.elementBytes;
+  return poolPageBytes(config.pageSize, config.numKVHeads, config.headDim,
+                       config.elementBytes);
 }
 
-int64_t PagedKVPool::valueOffsetOf(const PoolConfig &config) {
-  // The value cache starts as aligned as the allocation, for the kernels'
-  // widest loads.
-  constexpr int64_t kAlign = 256;
-  return (config.numPages * pageBytesOf(config) + kAlign - 1) / kAlign * kAlign;
+int64_t PagedKVPool::cacheStrideOf(const PoolConfig &config) {
+  return poolCacheStride(config.numPages, pageBytesOf(config));
+}
+
+int64_t PagedKVPool::cacheOffset(int which, int64_t layer) const {
+  return poolCacheOffset(layer, which, cacheStrideOf(config_));
+}
+
+Status PagedKVPool::checkLayer(int64_t layer) const {
+  if (layer < 0 || layer >= numLayers())
+    return invalid("layer " + str(layer) + " is not in the pool's " +
+                   str(numLayers()) + " layers");
+  return Status();
 }
 
 int64_t PagedKVPool::usedPages(const Sequence &sequence) const {
@@ -121,34 +144,38 @@ int64_t PagedKVPool::rowOffset(int64_t slot, int64_t head) const {
                        int(config_.elementBytes));
 }
 
-std::byte *PagedKVPool::hostCache(int which) const {
-  return storage_.get() + (which == 0 ? 0 : valueOffsetOf(config_));
+std::byte *PagedKVPool::hostCache(int which, int64_t layer) const {
+  return storage_.get() + cacheOffset(which, layer);
 }
 
-uint64_t PagedKVPool::keyCache() const {
+uint64_t PagedKVPool::keyCache(int64_t layer) const {
+  if (layer < 0 || layer >= numLayers())
+    return 0;
   if (storage_)
-    return reinterpret_cast<uint64_t>(hostCache(0));
-  return device_.get();
+    return reinterpret_cast<uint64_t>(hostCache(0, layer));
+  return device_.get() ? device_.get() + uint64_t(cacheOffset(0, layer)) : 0;
 }
 
-uint64_t PagedKVPool::valueCache() const {
+uint64_t PagedKVPool::valueCache(int64_t layer) const {
+  if (layer < 0 || layer >= numLayers())
+    return 0;
   if (storage_)
-    return reinterpret_cast<uint64_t>(hostCache(1));
-  return device_.get() ? device_.get() + uint64_t(valueOffsetOf(config_)) : 0;
+    return reinterpret_cast<uint64_t>(hostCache(1, layer));
+  return device_.get() ? device_.get() + uint64_t(cacheOffset(1, layer)) : 0;
 }
 
-const std::byte *PagedKVPool::keyAt(PageId page, int64_t inPage,
-                                    int64_t head) const {
-  return storage_
-             ? hostCache(0) +
+const std::byte *PagedKVPool::keyAt(PageId page, int64_t inPage, int64_t head,
+                                    int64_t layer) const {
+  return storage_ && layer >= 0 && layer < numLayers()
+             ? hostCache(0, layer) +
                    rowOffset(poolSlot(page, int(pageSize()), int(inPage)), head)
              : nullptr;
 }
 
-const std::byte *PagedKVPool::valueAt(PageId page, int64_t inPage,
-                                      int64_t head) const {
-  return storage_
-             ? hostCache(1) +
+const std::byte *PagedKVPool::valueAt(PageId page, int64_t inPage, int64_t head,
+                                      int64_t layer) const {
+  return storage_ && layer >= 0 && layer < numLayers()
+             ? hostCache(1, layer) +
                    rowOffset(poolSlot(page, int(pageSize()), int(inPage)), head)
              : nullptr;
 }
@@ -235,31 +262,62 @@ Status PagedKVPool::copyPageContents(PageId from, PageId to) {
     return status;
   if (Status status = injectedFault(Operation::CopyPage); !status.ok())
     return status;
-  return copyPage(from, to);
+  return copyUnchecked({{from, to}}, stream_);
 }
 
-Status PagedKVPool::copyPage(PageId from, PageId to) {
+Status PagedKVPool::copyPages(const std::vector<PageCopy> &copies,
+                              cuda::CUstream stream) {
+  for (size_t i = 0; i < copies.size(); ++i)
+    for (PageId page : {copies[i].from, copies[i].to})
+      if (page < 0 || page >= numPages())
+        return invalid("copy " + str(int64_t(i)) + " names page " + str(page) +
+                       ", which is not in the pool of " + str(numPages()) +
+                       " pages");
+  return copyUnchecked(copies, stream);
+}
+
+Status PagedKVPool::copyUnchecked(const std::vector<PageCopy> &copies,
+                                  cuda::CUstream stream) {
   if (storage_) {
-    for (int which = 0; which < 2; ++which)
-      std::memcpy(hostCache(which) + int64_t(to) * pageBytes(),
-                  hostCache(which) + int64_t(from) * pageBytes(),
-                  size_t(pageBytes()));
+    // In order: a later copy may read what an earlier one wrote.
+    for (const PageCopy &copy : copies)
+      for (int64_t layer = 0; layer < numLayers(); ++layer)
+        for (int which = 0; which < 2; ++which)
+          std::memmove(hostCache(which, layer) + int64_t(copy.to) * pageBytes(),
+                       hostCache(which, layer) +
+                           int64_t(copy.from) * pageBytes(),
+                       size_t(pageBytes()));
     return Status();
   }
-  if (!kernels_)
+  if (!kernels_ || copies.empty())
     return Status();
+  // A launch's copies run at once: one that touches a page an earlier copy
+  // of the same launch writes, or writes one it reads, goes in the next.
   CopyPagesParams params{};
-  params.key_cache = reinterpret_cast<void *>(keyCache());
-  params.value_cache = reinterpret_cast<void *>(valueCache());
-  params.from[0] = from;
-  params.to[0] = to;
-  params.count = 1;
-  if (Status status = kernels_->copyPages(params, nullptr); !status.ok())
+  params.key_cache = reinterpret_cast<void *>(keyCache(0));
+  params.value_cache = reinterpret_cast<void *>(valueCache(0));
+  params.layer_bytes = layerBytes();
+  params.layers = int32_t(numLayers());
+  auto flush = [&]() -> Status {
+    if (params.count == 0)
+      return Status();
+    Status status = kernels_->copyPages(params, stream);
+    params.count = 0;
     return status;
-  // The engine appends on a stream of its own, which need not wait for the
-  // default stream: the copy is done before the page is handed out.
-  StatusOr<cuda::Driver *> driver = cuda::Driver::get();
-  return driver.ok() ? (*driver)->synchronize() : driver.status();
+  };
+  for (const PageCopy &copy : copies) {
+    bool dependent = false;
+    for (int32_t k = 0; k < params.count; ++k)
+      dependent |= params.to[k] == copy.from || params.to[k] == copy.to ||
+                   params.from[k] == copy.to;
+    if (params.count == kMaxPageCopies || dependent)
+      if (Status status = flush(); !status.ok())
+        return status;
+    params.from[params.count] = copy.from;
+    params.to[params.count] = copy.to;
+    ++params.count;
+  }
+  return flush();
 }
 
 Status PagedKVPool::reserve(SequenceId id, int64_t numTokens) {
@@ -290,8 +348,8 @@ Status PagedKVPool::reserve(SequenceId id, int64_t numTokens) {
   // Copies first, so that a failed one changes nothing.
   for (size_t k = 0; k < shared.size(); ++k)
     if (shared[k] == next && sequence.length % pageSize != 0)
-      if (Status status =
-              copyPage(sequence.pages[size_t(shared[k])], (*pages)[k]);
+      if (Status status = copyUnchecked(
+              {{sequence.pages[size_t(shared[k])], (*pages)[k]}}, stream_);
           !status.ok()) {
         (void)release(*pages);
         return status;
@@ -317,6 +375,9 @@ Status PagedKVPool::writeTokens(Sequence &sequence, const void *keys,
         slotOfPosition(sequence.pages, pageSize(), sequence.length + t));
   int64_t stride = config_.numKVHeads * config_.headDim;
   uint64_t slots = reinterpret_cast<uint64_t>(targets.data());
+  // Every layer's rows of the tokens, layer by layer.
+  uint64_t layerBytes =
+      uint64_t(numTokens) * uint64_t(stride) * uint64_t(config_.elementBytes);
   if (kernels_) {
     // A device pool's kernel reads the slots from device memory.
     size_t bytes = size_t(numTokens) * sizeof(int64_t);
@@ -336,9 +397,15 @@ Status PagedKVPool::writeTokens(Sequence &sequence, const void *keys,
       return status;
     slots = slotScratch_.get();
   }
-  return appendSlots(reinterpret_cast<uint64_t>(keys),
-                     reinterpret_cast<uint64_t>(values), stride, stride, slots,
-                     numTokens, nullptr);
+  for (int64_t layer = 0; layer < numLayers(); ++layer)
+    if (Status status = appendSlots(
+            layer,
+            reinterpret_cast<uint64_t>(keys) + uint64_t(layer) * layerBytes,
+            reinterpret_cast<uint64_t>(values) + uint64_t(layer) * layerBytes,
+            stride, stride, slots, numTokens, stream_);
+        !status.ok())
+      return status;
+  return Status();
 }
 
 Status PagedKVPool::checkRows(uint64_t keys, uint64_t values, int64_t keyStride,
@@ -360,10 +427,12 @@ Status PagedKVPool::checkRows(uint64_t keys, uint64_t values, int64_t keyStride,
   return Status();
 }
 
-Status PagedKVPool::appendSlots(uint64_t keys, uint64_t values,
+Status PagedKVPool::appendSlots(int64_t layer, uint64_t keys, uint64_t values,
                                 int64_t keyStride, int64_t valueStride,
                                 uint64_t slots, int64_t tokens,
                                 cuda::CUstream stream) {
+  if (Status status = checkLayer(layer); !status.ok())
+    return status;
   if (!storage_ && !kernels_)
     return invalid("appendSlots writes K/V; this pool keeps only accounts");
   if (tokens < 0)
@@ -392,11 +461,11 @@ Status PagedKVPool::appendSlots(uint64_t keys, uint64_t values,
       for (int64_t head = 0; head < config_.numKVHeads; ++head) {
         int64_t target = rowOffset(slotAt[t], head);
         int64_t within = head * rowBytes;
-        std::memcpy(hostCache(0) + target,
+        std::memcpy(hostCache(0, layer) + target,
                     reinterpret_cast<const std::byte *>(keys) +
                         t * keyStride * config_.elementBytes + within,
                     size_t(rowBytes));
-        std::memcpy(hostCache(1) + target,
+        std::memcpy(hostCache(1, layer) + target,
                     reinterpret_cast<const std::byte *>(values) +
                         t * valueStride * config_.elementBytes + within,
                     size_t(rowBytes));
@@ -412,8 +481,8 @@ Status PagedKVPool::appendSlots(uint64_t keys, uint64_t values,
   params.slots = reinterpret_cast<const i64 *>(slots);
   params.tokens = tokens;
   params.slot_count = slotCount;
-  params.key_cache = reinterpret_cast<void *>(keyCache());
-  params.value_cache = reinterpret_cast<void *>(valueCache());
+  params.key_cache = reinterpret_cast<void *>(keyCache(layer));
+  params.value_cache = reinterpret_cast<void *>(valueCache(layer));
   return kernels_->append(params, stream);
 }
 

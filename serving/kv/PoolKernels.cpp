@@ -85,9 +85,15 @@ Status PoolKernels::copyPages(const CopyPagesParams &params,
                          "a launch copies 0 to " +
                              std::to_string(kMaxPageCopies) + " pages, got " +
                              std::to_string(params.count));
+  if (params.layers < 1 || params.layers > kMaxPoolLayers)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "a launch copies in 1 to " +
+                             std::to_string(kMaxPoolLayers) + " layers, got " +
+                             std::to_string(params.layers));
   CopyPagesParams copy = params;
-  return driver_->launch(copy_, 8, unsigned(params.count), 1, kThreads, 0,
-                         stream, &copy, sizeof(copy));
+  return driver_->launch(copy_, 8, unsigned(params.count),
+                         unsigned(params.layers), kThreads, 0, stream, &copy,
+                         sizeof(copy));
 }
 
 } // namespace attnc

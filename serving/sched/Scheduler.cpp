@@ -958,6 +958,8 @@ StatusOr<StepStats> Scheduler::step() {
     return status;
   stats.batch = batchOf(fed);
   stats.batch.numDecodes = decodes;
+  stats.batch.pageCopies = std::move(pendingCopies_);
+  pendingCopies_.clear();
   // Only a step that was formed awaits a commit: a failed one leaves the
   // scheduler able to step again.
   committed_ = false;
@@ -1025,6 +1027,7 @@ Scheduler::commit(const std::vector<Sample> &samples) {
   // The forks' copies of the partial prompt page, into the pages the step
   // reserved: the one step that can fail on its own (a device copy), so it
   // goes before any change. Copying again on a retry is harmless.
+  std::vector<PageCopy> copies;
   for (const Sample &sample : samples) {
     auto it = index.find({sample.request, 0});
     if (sample.branch != 0 || it == index.end())
@@ -1033,12 +1036,16 @@ Scheduler::commit(const std::vector<Sample> &samples) {
     if (parent.forkPages.empty())
       continue;
     PageId partial = parent.pages[size_t(parent.length() / pool_.pageSize())];
-    for (PageId page : parent.forkPages)
+    for (PageId page : parent.forkPages) {
       if (Status status = pool_.copyPageContents(partial, page); !status.ok())
         return status;
+      copies.push_back({partial, page});
+    }
   }
   awaitingSamples_.clear();
   committed_ = true;
+  // The engine's own caches get them before the next step runs.
+  pendingCopies_.insert(pendingCopies_.end(), copies.begin(), copies.end());
   // The step ran: the prompt chunks it computed enter the cache, for the
   // requests that share them (a request aborted since has none).
   for (const Key &key : prefilled_) {

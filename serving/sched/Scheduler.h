@@ -170,6 +170,16 @@ struct RunningRequest {
 /// held) return to the pool when the step is formed; the runner must run
 /// the step's attention before the next step's appends, as one stream
 /// does.
+///
+/// Before it writes the step's keys and values, the runner applies
+/// `pageCopies` to every layer's K and V caches it keeps: the pages the
+/// scheduler decided to copy since the last step (copy-on-write: a fork's
+/// copy of its prompt's partial last page), which this step's sequences
+/// read and write. The scheduler's own pool copied them already (on its
+/// stream, in every layer), so a runner whose caches are that pool's may
+/// skip them; one whose caches are its own (per-layer tensors beside an
+/// accounting pool) must not. Applying them twice is harmless: a copy's
+/// source does not change before the step's writes.
 struct EngineBatch {
   /// A request with n > 1 appears once per branch (`branches`) once forked.
   std::vector<RequestId> requests;
@@ -191,6 +201,11 @@ struct EngineBatch {
   std::vector<RequestId> samplers;
   std::vector<int32_t> samplerBranches;
   std::vector<int32_t> sampleRows;
+  /// Copies of whole pages, in order, to apply in every layer before this
+  /// step's writes (vLLM's blocks_to_copy). A copy may name a page freed
+  /// since it was decided (its branch aborted or preempted): copying into
+  /// it is harmless, as it comes before anything this step writes there.
+  std::vector<PageCopy> pageCopies;
 };
 
 /// What the model sampled for one of a step's samplers.
@@ -262,7 +277,9 @@ public:
   /// here, after the step ran: each shares the prompt's whole pages and
   /// gets a copy of its partial last page (the pool copies it), or, with
   /// no page to spare, is queued to compute that part again from the cache.
-  /// Returns the finished requests.
+  /// The copies go in the pool's every layer, on its stream, and are
+  /// listed in the next step's pageCopies for a runner whose caches are
+  /// its own. Returns the finished requests.
   ///
   /// All or nothing: an error leaves the scheduler, its pool and its cache
   /// as they were, so the engine may retry. Everything that can be wrong is
@@ -431,6 +448,9 @@ private:
   /// fed a prompt chunk, cached once it has run (at commit).
   bool committed_ = true;
   std::vector<std::pair<RequestId, int32_t>> prefilled_;
+  /// Page copies the pool made since the last step was formed: the next
+  /// step reports them (EngineBatch::pageCopies).
+  std::vector<PageCopy> pendingCopies_;
   /// Whether anything happened since the last admission attempt that could
   /// change its outcome (an arrival, a finish, a prompt entering the cache).
   bool admissionMayChange_ = true;

@@ -679,6 +679,16 @@ private:
     for (int64_t s = 0; s < info.num_samplers; ++s)
       EXPECT(info.sample_rows[s] >= 0 && info.sample_rows[s] < info.num_tokens,
              info.sample_rows[s], info.num_tokens);
+    // A page copy names two distinct pages of the pool.
+    EXPECT((info.num_page_copies == 0) == (info.page_copies == nullptr),
+           info.num_page_copies, 0);
+    for (int64_t i = 0; scheduler && i < info.num_page_copies; ++i)
+      EXPECT(info.page_copies[2 * i] >= 0 &&
+                 info.page_copies[2 * i] < numPages &&
+                 info.page_copies[2 * i + 1] >= 0 &&
+                 info.page_copies[2 * i + 1] < numPages &&
+                 info.page_copies[2 * i] != info.page_copies[2 * i + 1],
+             info.page_copies[2 * i], info.page_copies[2 * i + 1]);
     if (scheduler) {
       scheduler->samplers.clear();
       for (int64_t s = 0; s < info.num_samplers; ++s)

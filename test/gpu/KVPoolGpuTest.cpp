@@ -177,6 +177,103 @@ INSTANTIATE_TEST_SUITE_P(Layouts, KVPoolOnGpu,
                                            PoolCase{PageOrder::HND, 5, 20, 2}),
                          nameOf);
 
+// A pool of layers: sequence appends write every layer, a fork's
+// copy-on-write and explicit page copies (on a stream of the caller's,
+// several to a launch, one reading what another wrote) copy every layer;
+// each layer matches a host pool given the same operations.
+TEST(KVPoolGpu, EveryLayerMatchesTheHostPool) {
+  REQUIRE_GPU(driver);
+  PoolConfig config;
+  config.numPages = 40;
+  config.pageSize = 4;
+  config.numKVHeads = 2;
+  config.headDim = 64;
+  config.elementBytes = 2;
+  config.numLayers = 3;
+  std::unique_ptr<PagedKVPool> host = makePool(config, PoolMemory::Host);
+  std::unique_ptr<PagedKVPool> device = makePool(config, PoolMemory::Device);
+  ASSERT_TRUE(host && device);
+  size_t span = size_t(device->valueCache(2) - device->keyCache(0) +
+                       device->cacheBytes());
+  ASSERT_TRUE(driver->fill(device->keyCache(0), 0xA5, span).ok());
+  std::mt19937 rng(5);
+  size_t tokenBytes =
+      size_t(config.numKVHeads * config.headDim * config.elementBytes);
+  auto append = [&](SequenceId sequence, int64_t tokens) {
+    size_t bytes = size_t(config.numLayers * tokens) * tokenBytes;
+    std::vector<uint8_t> keys = randomBytes(rng, bytes);
+    std::vector<uint8_t> values = randomBytes(rng, bytes);
+    cuda::DeviceBuffer k = upload(*driver, keys.data(), keys.size());
+    cuda::DeviceBuffer v = upload(*driver, values.data(), values.size());
+    ASSERT_TRUE(
+        host->append(sequence, keys.data(), values.data(), tokens).ok());
+    Status onDevice =
+        device->append(sequence, reinterpret_cast<void *>(k.get()),
+                       reinterpret_cast<void *>(v.get()), tokens);
+    ASSERT_TRUE(onDevice.ok()) << onDevice.toString();
+    ASSERT_TRUE(driver->synchronize().ok()); // before k and v are freed
+  };
+  SequenceId a = host->createSequence();
+  ASSERT_EQ(device->createSequence(), a);
+  append(a, 6);
+  SequenceId b = *host->fork(a);
+  ASSERT_EQ(*device->fork(a), b);
+  append(b, 3); // copies a's partial page, in every layer
+  append(a, 1);
+  // Explicit copies: a's pages over fresh ones, then one copy reading what
+  // the one before it wrote (so not in the same launch).
+  std::vector<PageId> pagesA = *host->sequencePages(a);
+  std::vector<PageId> spare = *host->allocate(3);
+  ASSERT_EQ(*device->allocate(3), spare);
+  std::vector<PageCopy> copies = {
+      {pagesA[0], spare[0]}, {pagesA[1], spare[1]}, {spare[0], spare[2]}};
+  ASSERT_TRUE(host->copyPages(copies, nullptr).ok());
+  ASSERT_TRUE(device->copyPages(copies, nullptr).ok());
+  EXPECT_EQ(device->copyPages({{0, 40}}, nullptr).code(),
+            ErrorCode::InvalidArgument);
+
+  std::vector<uint8_t> fromDevice =
+      download(*driver, device->keyCache(0), span);
+  for (int64_t layer = 0; layer < config.numLayers; ++layer) {
+    SCOPED_TRACE("layer " + std::to_string(layer));
+    const auto *hostKeys =
+        reinterpret_cast<const uint8_t *>(host->keyCache(layer));
+    const auto *hostValues =
+        reinterpret_cast<const uint8_t *>(host->valueCache(layer));
+    const uint8_t *deviceKeys =
+        fromDevice.data() + (device->keyCache(layer) - device->keyCache(0));
+    const uint8_t *deviceValues =
+        fromDevice.data() + (device->valueCache(layer) - device->keyCache(0));
+    for (SequenceId sequence : {a, b}) {
+      std::vector<uint8_t> want =
+          tokensOf(*host, hostKeys, hostValues, sequence);
+      std::vector<uint8_t> got =
+          tokensOf(*device, deviceKeys, deviceValues, sequence);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_TRUE(std::memcmp(got.data(), want.data(), got.size()) == 0)
+          << "sequence " << sequence;
+    }
+    // The copies' rows that hold tokens (a's second page holds 3): the
+    // device's other rows are poisoned, the host's zero.
+    const int64_t written[] = {4, 3, 4};
+    for (size_t i = 0; i < spare.size(); ++i)
+      for (int64_t slot = 0; slot < written[i]; ++slot)
+        for (int64_t head = 0; head < config.numKVHeads; ++head) {
+          int64_t offset = poolRowOffset(
+              poolSlot(spare[i], int(config.pageSize), int(slot)), int(head),
+              config.order, int(config.pageSize), int(config.numKVHeads),
+              int(config.headDim), int(config.elementBytes));
+          size_t row = size_t(config.headDim * config.elementBytes);
+          EXPECT_EQ(std::memcmp(hostKeys + offset, deviceKeys + offset, row), 0)
+              << "page " << spare[i] << " slot " << slot << " keys";
+          EXPECT_EQ(
+              std::memcmp(hostValues + offset, deviceValues + offset, row), 0)
+              << "page " << spare[i] << " slot " << slot << " values";
+        }
+  }
+  EXPECT_TRUE(device->checkInvariants().ok());
+}
+
 // An engine's append: K and V as strided views into one projection's output
 // ([tokens][q | k | v]), padding tokens with slot -1 left out.
 TEST(KVPoolGpu, AppendSlotsTakesStridedViewsAndSkipsPadding) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <random>
 #include <tuple>
@@ -435,4 +436,161 @@ TEST(PagedKVPool, ANewPoolIsZero) {
           for (int64_t b = 0; b < config.headDim * config.elementBytes; ++b)
             ASSERT_EQ(row[b], std::byte{0})
                 << "page " << page << " slot " << slot << " head " << head;
+}
+
+// The layer axis: layer l's key cache starts 2 l cache strides in, its
+// value cache one stride after it (kv_pool.h's poolCacheOffset); one layer
+// is today's key and value caches.
+TEST(PagedKVPool, LayersFollowOneAnotherKeysThenValues) {
+  PoolConfig c = smallPool();
+  int64_t stride =
+      poolCacheStride(c.numPages, poolPageBytes(c.pageSize, c.numKVHeads,
+                                                c.headDim, c.elementBytes));
+  std::unique_ptr<PagedKVPool> one = makePool(c);
+  EXPECT_EQ(one->numLayers(), 1);
+  EXPECT_EQ(one->valueCache() - one->keyCache(), uint64_t(stride));
+  EXPECT_EQ(one->keyCache(1), 0u);
+  c.numLayers = 3;
+  std::unique_ptr<PagedKVPool> pool = makePool(c);
+  EXPECT_EQ(pool->layerBytes(), 2 * stride);
+  for (int64_t layer = 0; layer < 3; ++layer) {
+    EXPECT_EQ(pool->keyCache(layer) - pool->keyCache(0),
+              uint64_t(2 * layer * stride));
+    EXPECT_EQ(pool->valueCache(layer) - pool->keyCache(0),
+              uint64_t((2 * layer + 1) * stride));
+    EXPECT_EQ(pool->keyAt(3, 1, 1, layer),
+              reinterpret_cast<const std::byte *>(pool->keyCache(layer)) +
+                  poolRowOffset(poolSlot(3, 4, 1), 1, c.order, 4, 2, 8, 2));
+  }
+  EXPECT_EQ(pool->keyCache(3), 0u);
+  EXPECT_EQ(pool->valueCache(-1), 0u);
+  EXPECT_EQ(pool->keyAt(0, 0, 0, 3), nullptr);
+  EXPECT_EQ(poolBytes(3, c.numPages, pool->pageBytes()),
+            5 * stride + pool->cacheBytes());
+
+  c.numLayers = 0;
+  EXPECT_EQ(PagedKVPool::create(c).status().message(),
+            "a pool holds between 1 and 65535 layers, got 0");
+  c.numLayers = 65536;
+  EXPECT_EQ(PagedKVPool::create(c).status().code(), ErrorCode::InvalidArgument);
+  // Within the limits, past any size int64 counts.
+  c.numLayers = 65535;
+  c.numPages = INT32_MAX;
+  c.pageSize = 256;
+  c.numKVHeads = 1024;
+  c.headDim = 1024;
+  c.elementBytes = 4;
+  Status huge = PagedKVPool::create(c).status();
+  EXPECT_EQ(huge.code(), ErrorCode::OutOfMemory);
+  EXPECT_NE(huge.message().find("past any memory"), std::string::npos)
+      << huge.message();
+}
+
+// appendSlots writes one layer, leaves the others, and refuses a layer
+// outside the pool before anything is written.
+TEST(PagedKVPool, AppendSlotsWritesOneLayer) {
+  PoolConfig c = smallPool();
+  c.numLayers = 2;
+  std::unique_ptr<PagedKVPool> pool = makePool(c);
+  std::mt19937 rng(3);
+  std::vector<uint16_t> keys = randomTokens(rng, c, 2);
+  std::vector<uint16_t> values = randomTokens(rng, c, 2);
+  std::vector<int64_t> slots = {5, 9};
+  auto address = [](const void *p) { return reinterpret_cast<uint64_t>(p); };
+  int64_t stride = c.numKVHeads * c.headDim;
+  for (int64_t layer : {-1, 2}) {
+    Status status =
+        pool->appendSlots(layer, address(keys.data()), address(values.data()),
+                          stride, stride, address(slots.data()), 2, nullptr);
+    EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+    EXPECT_EQ(status.message(), "layer " + std::to_string(layer) +
+                                    " is not in the pool's 2 layers");
+  }
+  ASSERT_TRUE(pool->appendSlots(1, address(keys.data()), address(values.data()),
+                                stride, stride, address(slots.data()), 2,
+                                nullptr)
+                  .ok());
+  for (int64_t head = 0; head < c.numKVHeads; ++head) {
+    const auto *k1 = reinterpret_cast<const uint16_t *>(
+        pool->keyAt(2, 1, head, /*layer=*/1));
+    const auto *v1 = reinterpret_cast<const uint16_t *>(
+        pool->valueAt(2, 1, head, /*layer=*/1));
+    const auto *k0 = reinterpret_cast<const uint16_t *>(
+        pool->keyAt(2, 1, head, /*layer=*/0));
+    for (int64_t d = 0; d < c.headDim; ++d) {
+      EXPECT_EQ(k1[d], keys[size_t((stride + head * c.headDim) + d)]);
+      EXPECT_EQ(v1[d], values[size_t((stride + head * c.headDim) + d)]);
+      EXPECT_EQ(k0[d], 0) << "layer 0 was not written";
+    }
+  }
+}
+
+// Copies go into every layer, in order; a page outside the pool is refused
+// before anything is copied. A sequence append writes every layer and
+// copies a shared partial page in every layer.
+TEST(PagedKVPool, CopiesAndAppendsReachEveryLayer) {
+  PoolConfig c = smallPool();
+  c.numLayers = 3;
+  std::unique_ptr<PagedKVPool> pool = makePool(c);
+  std::mt19937 rng(5);
+  int64_t row = c.numKVHeads * c.headDim;
+  // 6 tokens of every layer: [layers][tokens][heads][dim].
+  std::vector<uint16_t> keys = randomTokens(rng, c, 3 * 6);
+  std::vector<uint16_t> values = randomTokens(rng, c, 3 * 6);
+  SequenceId parent = pool->createSequence();
+  ASSERT_TRUE(pool->append(parent, keys.data(), values.data(), 6).ok());
+  std::vector<PageId> pages = *pool->sequencePages(parent);
+  auto expectRows = [&](PageId page, int64_t inPage,
+                        const std::vector<uint16_t> &k,
+                        const std::vector<uint16_t> &v, int64_t token,
+                        int64_t tokens) {
+    for (int64_t layer = 0; layer < 3; ++layer)
+      for (int64_t head = 0; head < c.numKVHeads; ++head) {
+        size_t from = size_t((layer * tokens + token) * row + head * c.headDim);
+        ASSERT_EQ(std::memcmp(pool->keyAt(page, inPage, head, layer), &k[from],
+                              size_t(c.headDim * 2)),
+                  0)
+            << "layer " << layer << " head " << head;
+        ASSERT_EQ(std::memcmp(pool->valueAt(page, inPage, head, layer),
+                              &v[from], size_t(c.headDim * 2)),
+                  0)
+            << "layer " << layer << " head " << head;
+      }
+  };
+  for (int64_t t = 0; t < 6; ++t)
+    expectRows(pages[size_t(t / 4)], t % 4, keys, values, t, 6);
+
+  // A fork's append copies the shared partial page in every layer first.
+  SequenceId child = *pool->fork(parent);
+  std::vector<uint16_t> more = randomTokens(rng, c, 3);
+  ASSERT_TRUE(pool->append(child, more.data(), more.data(), 1).ok());
+  PageId copy = (*pool->sequencePages(child))[1];
+  EXPECT_NE(copy, pages[1]);
+  for (int64_t t = 4; t < 6; ++t)
+    expectRows(copy, t - 4, keys, values, t, 6);
+  expectRows(copy, 2, more, more, 0, 1);
+
+  // copyPages: in order, every layer.
+  std::vector<PageId> spare = *pool->allocate(2);
+  ASSERT_TRUE(
+      pool->copyPages({{pages[0], spare[0]}, {spare[0], spare[1]}}, nullptr)
+          .ok());
+  for (int64_t t = 0; t < 4; ++t) {
+    expectRows(spare[0], t, keys, values, t, 6);
+    expectRows(spare[1], t, keys, values, t, 6);
+  }
+  Status bad = pool->copyPages({{pages[1], spare[0]}, {pages[0], 8}}, nullptr);
+  EXPECT_EQ(bad.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(bad.message(),
+            "copy 1 names page 8, which is not in the pool of 8 pages");
+  for (int64_t t = 0; t < 4; ++t)
+    expectRows(spare[0], t, keys, values, t, 6); // the first copy did not run
+  // copyPageContents: pages in use, every layer.
+  EXPECT_EQ(pool->copyPageContents(pages[0], 7).code(),
+            ErrorCode::InvalidArgument)
+      << "page 7 is free";
+  ASSERT_TRUE(pool->copyPageContents(pages[1], spare[1]).ok());
+  for (int64_t t = 4; t < 6; ++t)
+    expectRows(spare[1], t - 4, keys, values, t, 6);
+  EXPECT_TRUE(pool->checkInvariants().ok());
 }

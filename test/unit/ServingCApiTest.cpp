@@ -137,6 +137,9 @@ attnc::StepStats readStep(attnc_step step) {
   stats.preempted = copy(info.preempted, info.num_preempted);
   stats.prefillTokens = info.prefill_tokens;
   stats.decodeTokens = info.decode_tokens;
+  std::vector<int32_t> pairs = copy(info.page_copies, 2 * info.num_page_copies);
+  for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+    batch.pageCopies.push_back({pairs[i], pairs[i + 1]});
   // The counts agree with the arrays they size.
   EXPECT_EQ(batch.qoIndptr.back(), info.num_tokens);
   EXPECT_EQ(batch.pageTable.indptr.back(), info.num_page_indices);
@@ -159,6 +162,7 @@ void expectSameStep(const attnc::StepStats &c, const attnc::StepStats &cpp) {
   EXPECT_EQ(a.samplers, b.samplers);
   EXPECT_EQ(a.samplerBranches, b.samplerBranches);
   EXPECT_EQ(a.sampleRows, b.sampleRows);
+  EXPECT_EQ(a.pageCopies, b.pageCopies);
   EXPECT_EQ(c.admitted, cpp.admitted);
   EXPECT_EQ(c.preempted, cpp.preempted);
   EXPECT_EQ(c.prefillTokens, cpp.prefillTokens);
@@ -698,6 +702,12 @@ TEST(ServingCApi, PoolConfigIsChecked) {
          c.memory = static_cast<attnc_kv_memory>(-1);
        },
        ATTNC_INVALID_ARGUMENT, "unknown KV pool memory -1"},
+      {"no layers", [](attnc_kv_pool_config &c) { c.num_layers = 0; },
+       ATTNC_INVALID_ARGUMENT,
+       "a pool holds between 1 and 65535 layers, got 0"},
+      {"65536 layers", [](attnc_kv_pool_config &c) { c.num_layers = 65536; },
+       ATTNC_INVALID_ARGUMENT,
+       "a pool holds between 1 and 65535 layers, got 65536"},
       // Within the limits, but more host memory than any machine has.
       {"too large",
        [](attnc_kv_pool_config &c) {
@@ -1429,4 +1439,158 @@ TEST(ServingCApi, ARefusedCommitChangesNothing) {
               cache.evictableSize());
     attnc_step_destroy(step);
   }
+}
+
+// A pool of layers through C: one layer by default, each layer's caches
+// one after the other, appends into one layer, copies into every layer, and
+// errors for a layer or page outside the pool.
+TEST(ServingCApi, APoolOfLayersAppendsAndCopiesEveryLayer) {
+  attnc_kv_pool_config config;
+  attnc_kv_pool_config_init(&config);
+  EXPECT_EQ(config.num_layers, 1);
+  const int64_t pages = 4, pageSize = 2, heads = 1, dim = 4, layers = 3;
+  config.num_pages = pages;
+  config.page_size = pageSize;
+  config.num_kv_heads = heads;
+  config.head_dim = dim;
+  config.dtype = ATTNC_F32;
+  config.num_layers = layers;
+  attnc_kv_pool pool = nullptr;
+  ASSERT_EQ(attnc_kv_pool_create(&config, &pool), ATTNC_OK) << lastError();
+  EXPECT_EQ(attnc_kv_pool_num_layers(pool), layers);
+  uint64_t keys0 = 0, values0 = 0;
+  ASSERT_EQ(attnc_kv_pool_layer_caches(pool, 0, &keys0, &values0), ATTNC_OK);
+  EXPECT_EQ(keys0, attnc_kv_pool_key_cache(pool));
+  EXPECT_EQ(values0, attnc_kv_pool_value_cache(pool));
+  std::vector<float *> keyCaches, valueCaches;
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    uint64_t k = 0, v = 0;
+    ASSERT_EQ(attnc_kv_pool_layer_caches(pool, layer, &k, &v), ATTNC_OK);
+    EXPECT_GT(v, k);
+    if (layer > 0)
+      EXPECT_GT(k, reinterpret_cast<uint64_t>(valueCaches.back()));
+    keyCaches.push_back(reinterpret_cast<float *>(k));
+    valueCaches.push_back(reinterpret_cast<float *>(v));
+  }
+  EXPECT_ERROR(attnc_kv_pool_layer_caches(pool, 3, &keys0, nullptr),
+               ATTNC_INVALID_ARGUMENT, "layer 3 is not in the pool's 3 layers");
+  EXPECT_ERROR(attnc_kv_pool_layer_caches(pool, -1, nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT,
+               "layer -1 is not in the pool's 3 layers");
+
+  // Layer l's token at slot 1 (page 0): values 10 l + e.
+  int64_t slot = 1;
+  auto address = [](const void *p) { return reinterpret_cast<uint64_t>(p); };
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    std::vector<float> k(dim), v(dim);
+    for (int64_t e = 0; e < dim; ++e) {
+      k[size_t(e)] = float(10 * layer + e);
+      v[size_t(e)] = -float(10 * layer + e);
+    }
+    ASSERT_EQ(attnc_kv_pool_append_layer_slots(pool, layer, address(k.data()),
+                                               address(v.data()), dim, dim,
+                                               address(&slot), 1, nullptr),
+              ATTNC_OK)
+        << lastError();
+  }
+  std::vector<float> row(dim, 7.0f);
+  EXPECT_ERROR(attnc_kv_pool_append_layer_slots(pool, 3, address(row.data()),
+                                                address(row.data()), dim, dim,
+                                                address(&slot), 1, nullptr),
+               ATTNC_INVALID_ARGUMENT, "layer 3 is not in the pool's 3 layers");
+  EXPECT_ERROR(attnc_kv_pool_append_layer_slots(
+                   pool, 0, address(row.data()), address(row.data()), dim, dim,
+                   address(&slot), int64_t(1) << 40, nullptr),
+               ATTNC_INVALID_ARGUMENT, "tokens must be at most 2147483647");
+  // append_slots is layer 0's.
+  int64_t slot2 = 2;
+  ASSERT_EQ(attnc_kv_pool_append_slots(pool, address(row.data()),
+                                       address(row.data()), dim, dim,
+                                       address(&slot2), 1, nullptr),
+            ATTNC_OK);
+  EXPECT_EQ(keyCaches[0][2 * dim], 7.0f);
+  EXPECT_EQ(keyCaches[1][2 * dim], 0.0f);
+
+  // Page 0 over page 3, then page 3 over page 2, in every layer.
+  ASSERT_EQ(attnc_kv_pool_set_stream(pool, nullptr), ATTNC_OK);
+  int32_t copies[] = {0, 3, 3, 2};
+  ASSERT_EQ(attnc_kv_pool_copy_pages(pool, copies, 2, nullptr), ATTNC_OK)
+      << lastError();
+  for (int64_t layer = 0; layer < layers; ++layer)
+    for (int64_t page : {3, 2})
+      for (int64_t e = 0; e < dim; ++e) {
+        size_t at = size_t((page * pageSize + 1) * dim + e);
+        EXPECT_EQ(keyCaches[size_t(layer)][at], float(10 * layer + e));
+        EXPECT_EQ(valueCaches[size_t(layer)][at], -float(10 * layer + e));
+      }
+  int32_t outside[] = {1, 2, 0, 4};
+  keyCaches[1][2 * pageSize * dim] = 5.0f;
+  EXPECT_ERROR(attnc_kv_pool_copy_pages(pool, outside, 2, nullptr),
+               ATTNC_INVALID_ARGUMENT,
+               "copy 1 names page 4, which is not in the pool of 4 pages");
+  EXPECT_EQ(keyCaches[1][2 * pageSize * dim], 5.0f) << "nothing copied";
+  EXPECT_ERROR(attnc_kv_pool_copy_pages(pool, nullptr, 1, nullptr),
+               ATTNC_INVALID_ARGUMENT, "copies must be an array");
+  EXPECT_ERROR(attnc_kv_pool_copy_pages(pool, copies, -1, nullptr),
+               ATTNC_INVALID_ARGUMENT, "copies must be an array");
+  EXPECT_ERROR(attnc_kv_pool_copy_pages(pool, copies, 17, nullptr),
+               ATTNC_INVALID_ARGUMENT, "num_copies must be at most 16");
+  EXPECT_EQ(attnc_kv_pool_copy_pages(pool, nullptr, 0, nullptr), ATTNC_OK);
+  EXPECT_EQ(attnc_kv_pool_destroy(pool), ATTNC_OK);
+
+  // A dead handle.
+  EXPECT_EQ(attnc_kv_pool_num_layers(pool), 0);
+  EXPECT_ERROR(attnc_kv_pool_layer_caches(pool, 0, nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT, "attnc_kv_pool");
+  EXPECT_ERROR(attnc_kv_pool_copy_pages(pool, copies, 1, nullptr),
+               ATTNC_INVALID_ARGUMENT, "attnc_kv_pool");
+  EXPECT_ERROR(attnc_kv_pool_set_stream(pool, nullptr), ATTNC_INVALID_ARGUMENT,
+               "attnc_kv_pool");
+  EXPECT_ERROR(
+      attnc_kv_pool_append_layer_slots(pool, 0, 0, 0, dim, dim, 0, 0, nullptr),
+      ATTNC_INVALID_ARGUMENT, "attnc_kv_pool");
+}
+
+// The step after a fork's commit lists its copies: the prompt's partial
+// page over each new branch's own, as (source, destination) pairs; the
+// step after that lists none.
+TEST(ServingCApi, AStepListsTheForksPageCopies) {
+  Stack c(32);
+  ASSERT_EQ(add(c.scheduler, 9, range(1, 6), 3, 0, 0, /*n=*/3), ATTNC_OK)
+      << lastError();
+  attnc_step step = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(c.scheduler, &step), ATTNC_OK);
+  attnc_step_info info;
+  ASSERT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+  EXPECT_EQ(info.num_page_copies, 0);
+  EXPECT_EQ(info.page_copies, nullptr);
+  ASSERT_EQ(info.num_samplers, 3);
+  std::vector<attnc_sample> samples(3);
+  for (int32_t b = 0; b < 3; ++b)
+    samples[size_t(b)] = {9, 100 + b, 0, b};
+  ASSERT_EQ(attnc_step_destroy(step), ATTNC_OK);
+  ASSERT_EQ(
+      attnc_scheduler_commit(c.scheduler, samples.data(), 3, nullptr, nullptr),
+      ATTNC_OK)
+      << lastError();
+  ASSERT_EQ(attnc_scheduler_step(c.scheduler, &step), ATTNC_OK);
+  ASSERT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+  ASSERT_EQ(info.num_requests, 3);
+  std::map<int32_t, int32_t> secondPage; // branch -> its page 1
+  for (int64_t r = 0; r < 3; ++r)
+    secondPage[info.branches[r]] = info.page_indices[info.page_indptr[r] + 1];
+  ASSERT_EQ(info.num_page_copies, 2);
+  std::vector<int32_t> pairs(info.page_copies, info.page_copies + 4);
+  EXPECT_EQ(pairs, (std::vector<int32_t>{secondPage[0], secondPage[1],
+                                         secondPage[0], secondPage[2]}));
+  ASSERT_EQ(attnc_step_destroy(step), ATTNC_OK);
+  for (int32_t b = 0; b < 3; ++b)
+    samples[size_t(b)] = {9, 200 + b, 0, b};
+  ASSERT_EQ(
+      attnc_scheduler_commit(c.scheduler, samples.data(), 3, nullptr, nullptr),
+      ATTNC_OK);
+  ASSERT_EQ(attnc_scheduler_step(c.scheduler, &step), ATTNC_OK);
+  ASSERT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+  EXPECT_EQ(info.num_page_copies, 0) << "reported once";
+  ASSERT_EQ(attnc_step_destroy(step), ATTNC_OK);
 }

@@ -1,15 +1,22 @@
 //===- kv_pool.h - writing the serving runtime's paged KV pool ------------===//
 //
-// The pool (serving/kv) holds keys and values as two caches in the paged
-// layout the attention kernels read: [pages][page] where a page is laid out
-// by pagedSlotOffset (params.h). A token's place is its slot, page *
-// page_size + position in the page, as an engine's slot mapping gives it.
+// The pool (serving/kv) holds keys and values of each of its layers as two
+// caches in the paged layout the attention kernels read: [pages][page]
+// where a page is laid out by pagedSlotOffset (params.h). A token's place
+// is its slot, page * page_size + position in the page, as an engine's slot
+// mapping gives it; a slot names the same rows in every layer.
+//
+// The caches follow one another in one allocation, layer by layer, keys
+// then values: layer l's key cache starts poolCacheOffset(l, 0, stride)
+// bytes in and its value cache poolCacheOffset(l, 1, stride), where the
+// stride is poolCacheStride (a cache's bytes, rounded up to
+// kPoolCacheAlign). A pool of one layer is a key cache and a value cache.
 //
 // Two kernels write the caches: appendSlots copies a step's new keys and
-// values to their slots, copyPages copies whole pages (copy-on-write of a
-// page that forked sequences share). The host emits a config C with the
-// pool's layout (kPageSize, kKVHeads, kHeadDim, kElementBytes, kPageOrder)
-// and an entry point for each.
+// values of one layer to their slots, copyPages copies whole pages in every
+// layer (copy-on-write of a page that forked sequences share). The host
+// emits a config C with the pool's layout (kPageSize, kKVHeads, kHeadDim,
+// kElementBytes, kPageOrder) and an entry point for each.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_DEVICE_KV_POOL_H
@@ -21,6 +28,37 @@ namespace attnc {
 
 /// Pages copied by one copyPages launch.
 constexpr int kMaxPageCopies = 32;
+/// Layers a pool holds (a launch's grid.z bounds one copy's layers).
+constexpr int kMaxPoolLayers = 65535;
+/// Where each cache of the pool starts: as aligned as the allocation, for
+/// the kernels' widest loads.
+constexpr i64 kPoolCacheAlign = 256;
+
+/// Bytes of one page of one cache.
+constexpr i64 poolPageBytes(i64 pageSize, i64 kvHeads, i64 headDim,
+                            i64 elementBytes) {
+  return pageSize * kvHeads * headDim * elementBytes;
+}
+
+/// Bytes from the start of one cache to the next: a cache of `numPages`
+/// pages, rounded up to kPoolCacheAlign.
+constexpr i64 poolCacheStride(i64 numPages, i64 pageBytes) {
+  return (numPages * pageBytes + kPoolCacheAlign - 1) / kPoolCacheAlign *
+         kPoolCacheAlign;
+}
+
+/// Byte offset of layer `layer`'s key (`which` 0) or value (1) cache from
+/// the start of the pool's allocation.
+constexpr i64 poolCacheOffset(i64 layer, int which, i64 cacheStride) {
+  return (2 * layer + which) * cacheStride;
+}
+
+/// Bytes of the pool's allocation: every layer's two caches, the last one
+/// unpadded.
+constexpr i64 poolBytes(i64 layers, i64 numPages, i64 pageBytes) {
+  return poolCacheOffset(layers - 1, 1, poolCacheStride(numPages, pageBytes)) +
+         numPages * pageBytes;
+}
 
 /// A step's new keys and values: token t's head h starts at element
 /// t * stride + h * head_dim of `keys` (and `values`), so that K and V may
@@ -36,9 +74,13 @@ struct AppendParams {
   void *value_cache;
 };
 
+/// Pages copied in every layer: layer l's caches are key_cache and
+/// value_cache plus l * layer_bytes.
 struct CopyPagesParams {
-  void *key_cache;
-  void *value_cache;
+  void *key_cache;   // layer 0's
+  void *value_cache; // layer 0's
+  i64 layer_bytes;   // poolCacheOffset(1, 0, stride): one layer's two caches
+  i32 layers;
   i32 from[kMaxPageCopies];
   i32 to[kMaxPageCopies];
   i32 count;
@@ -86,11 +128,21 @@ template <class C> struct PoolLayout {
 
 #if ATTNC_IS_DEVICE
 template <int Bytes> struct Chunk;
-template <> struct Chunk<16> { using Type = uint4; };
-template <> struct Chunk<8> { using Type = uint2; };
-template <> struct Chunk<4> { using Type = uint32_t; };
-template <> struct Chunk<2> { using Type = uint16_t; };
-template <> struct Chunk<1> { using Type = uint8_t; };
+template <> struct Chunk<16> {
+  using Type = uint4;
+};
+template <> struct Chunk<8> {
+  using Type = uint2;
+};
+template <> struct Chunk<4> {
+  using Type = uint32_t;
+};
+template <> struct Chunk<2> {
+  using Type = uint16_t;
+};
+template <> struct Chunk<1> {
+  using Type = uint8_t;
+};
 
 template <class C>
 ATTNC_DEVICE void copyChunk(void *dst, i64 dstOffset, const void *src,
@@ -123,18 +175,23 @@ template <class C> ATTNC_DEVICE void appendSlots(const AppendParams &p) {
   }
 }
 
-/// A CTA row per copied page; whole pages, K and V.
+/// A CTA row per copied page and a CTA layer per layer; whole pages, K and
+/// V.
 template <class C> ATTNC_DEVICE void copyPages(const CopyPagesParams &p) {
   using L = PoolLayout<C>;
   constexpr i64 chunks = L::kPageBytes / L::kChunkBytes;
-  for (int copy = blockIdx.y; copy < p.count; copy += gridDim.y) {
-    i64 from = i64(p.from[copy]) * L::kPageBytes;
-    i64 to = i64(p.to[copy]) * L::kPageBytes;
-    for (i64 i = i64(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks;
-         i += i64(gridDim.x) * blockDim.x) {
-      i64 offset = i * L::kChunkBytes;
-      copyChunk<C>(p.key_cache, to + offset, p.key_cache, from + offset);
-      copyChunk<C>(p.value_cache, to + offset, p.value_cache, from + offset);
+  for (int layer = blockIdx.z; layer < p.layers; layer += gridDim.z) {
+    char *keys = static_cast<char *>(p.key_cache) + layer * p.layer_bytes;
+    char *values = static_cast<char *>(p.value_cache) + layer * p.layer_bytes;
+    for (int copy = blockIdx.y; copy < p.count; copy += gridDim.y) {
+      i64 from = i64(p.from[copy]) * L::kPageBytes;
+      i64 to = i64(p.to[copy]) * L::kPageBytes;
+      for (i64 i = i64(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks;
+           i += i64(gridDim.x) * blockDim.x) {
+        i64 offset = i * L::kChunkBytes;
+        copyChunk<C>(keys, to + offset, keys, from + offset);
+        copyChunk<C>(values, to + offset, values, from + offset);
+      }
     }
   }
 }
