@@ -412,8 +412,10 @@ attnc_status attnc_radix_cache_match_prefix(attnc_radix_cache cache,
                                             uint64_t cache_namespace,
                                             int64_t *matched_tokens,
                                             int32_t *pages, int64_t *num_pages);
-/* Frees least-recently-used unlocked prefixes until at least `tokens` are
- * evicted or none is left; *evicted (may be NULL) gets the count. */
+/* Frees the pages covering `tokens` tokens (whole pages, from the tail of
+ * the least-recently-used unlocked leaf first; what is left of a leaf still
+ * matches), or every evictable page when there are fewer; *evicted (may be
+ * NULL) gets the count of tokens freed. */
 attnc_status attnc_radix_cache_evict(attnc_radix_cache cache, int64_t tokens,
                                      int64_t *evicted);
 

@@ -361,8 +361,9 @@ class RadixCache:
         return matched.value, pages[:num_pages.value]
 
     def evict(self, tokens):
-        """Frees least-recently-used unlocked prefixes until `tokens` are
-        gone or none is left; returns the tokens evicted."""
+        """Frees the whole pages covering `tokens` tokens, from the tail of
+        the least-recently-used unlocked leaf first, or all that is
+        evictable when less is; returns the tokens evicted."""
         evicted = ctypes.c_int64()
         check(lib.attnc_radix_cache_evict(
             self._live(), as_int("tokens", tokens), ctypes.byref(evicted)))

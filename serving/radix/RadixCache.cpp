@@ -273,24 +273,49 @@ Status RadixCache::unlock(Node *node) {
 }
 
 int64_t RadixCache::evict(int64_t tokens) {
-  int64_t evicted = 0;
-  while (evicted < tokens && !leaves_.empty()) {
+  // Whole pages, as few as cover `tokens`, each from the tail of the least
+  // recently used unlocked leaf: a leaf longer than what is still wanted
+  // gives only its last pages and stays a leaf, in its place in the LRU
+  // order (what remains of it is the same prefix, just shorter).
+  int64_t wanted = tokens > 0 ? (tokens + pageSize_ - 1) / pageSize_ : 0;
+  int64_t evictedPages = 0;
+  while (evictedPages < wanted && !leaves_.empty()) {
     Node *leaf = std::get<2>(*leaves_.begin());
+    int64_t leafPages = static_cast<int64_t>(leaf->pages.size());
+    int64_t take = std::min(leafPages, wanted - evictedPages);
+    if (take < leafPages) {
+      size_t keep = static_cast<size_t>(leafPages - take);
+      std::vector<PageId> tail(leaf->pages.begin() + ptrdiff_t(keep),
+                               leaf->pages.end());
+      Status released = pool_.release(tail);
+      assert(released.ok() && "the tree's pages are in use");
+      (void)released;
+      for (size_t page = keep; page < leaf->hashes.size(); ++page) {
+        byHash_.erase(leaf->hashes[page]);
+        if (recording_)
+          changes_.push_back({leaf->hashes[page], false});
+      }
+      leaf->pages.resize(keep);
+      leaf->hashes.resize(keep);
+      leaf->key.resize(keep * size_t(pageSize_));
+      evictedPages += take;
+      evictable_ -= take * pageSize_;
+      continue;
+    }
     leaves_.erase(leaves_.begin());
     Status released = pool_.release(leaf->pages);
     assert(released.ok() && "the tree's pages are in use");
     (void)released;
     removePages(leaf);
-    int64_t size = static_cast<int64_t>(leaf->key.size());
-    evicted += size;
-    evictable_ -= size;
+    evictedPages += leafPages;
+    evictable_ -= leafPages * pageSize_;
     Node *parent = leaf->parent;
     parent->children.erase(firstPage(leaf->key, 0));
     if (isEvictableLeaf(parent))
       leaves_.insert({parent->lastAccess, parent->serial, parent});
   }
   checkInDebug();
-  return evicted;
+  return evictedPages * pageSize_;
 }
 
 void RadixCache::touch(Node *node, uint64_t now) {

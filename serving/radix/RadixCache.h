@@ -9,7 +9,8 @@
 //
 // Requests lock the node their prefix ends at; a lock pins the whole path
 // to the root (reference counts up the path) so that eviction, which frees
-// the least-recently-used unlocked leaves first, never takes a page in use.
+// pages from the tail of the least-recently-used unlocked leaf, never takes
+// a page in use.
 // Sizes are in tokens: `evictable` counts unlocked nodes, `protected`
 // locked ones.
 //
@@ -118,9 +119,14 @@ public:
   void lock(Node *node);
   Status unlock(Node *node);
 
-  /// Frees least-recently-used unlocked leaves until at least `tokens`
-  /// tokens are evicted or nothing evictable remains. Returns the tokens
-  /// evicted.
+  /// Frees the pages covering `tokens` tokens (ceil(tokens / pageSize)
+  /// pages), or every evictable page when there are fewer: the last pages
+  /// of the least-recently-used unlocked leaf first. A leaf longer than
+  /// what is still wanted is shortened from its tail (it keeps its place
+  /// in the LRU order, and what remains of it still matches); a leaf given
+  /// up whole leaves the tree, and its parent may become a leaf. Returns
+  /// the tokens evicted: a whole number of pages, at most one page more
+  /// than asked.
   int64_t evict(int64_t tokens);
 
   /// How many leading pages of a sequence whose page prefix hashes are
@@ -150,6 +156,11 @@ public:
   /// The root of namespace 0's tree, and of every namespace's.
   const Node *root() const { return roots_.at(0).get(); }
   std::vector<const Node *> roots() const;
+  /// The root of namespace `space`'s tree, or null when nothing made one.
+  const Node *findRoot(CacheNamespace space) const {
+    auto it = roots_.find(space);
+    return it == roots_.end() ? nullptr : it->second.get();
+  }
 
   /// Recomputes sizes and lock counts from the tree and checks them, the
   /// keys, and the pages' reference counts in the pool.

@@ -64,6 +64,12 @@ Status checkConfig(const SchedulerConfig &config) {
   if (!(config.newTokenRatioDecay >= 0 && config.newTokenRatioDecay <= 1))
     return bad("new-token ratio decay", "in [0, 1]",
                std::to_string(config.newTokenRatioDecay));
+  if (config.clipMaxNewTokens < 1)
+    return bad("max_tokens clip", "at least 1",
+               std::to_string(config.clipMaxNewTokens));
+  if (config.dfsWeightWindow < 0)
+    return bad("DFS-weight window", "0 (the whole queue) or more",
+               std::to_string(config.dfsWeightWindow));
   return Status();
 }
 
@@ -227,45 +233,121 @@ std::vector<Scheduler::Arrival> Scheduler::dfsWeightOrder() {
   // Weight of a node: waiting requests whose match ends in its subtree.
   // Visiting heavier subtrees first keeps requests that share a prefix
   // together, in a depth-first order of the tree.
-  int64_t pageSize = cache_.pageSize();
-  std::unordered_map<const RadixCache::Node *, int64_t> weight;
-  std::unordered_map<const RadixCache::Node *, std::vector<Arrival>> at;
-  for (const auto &[arrival, waiter] : waiting_) {
-    const std::vector<Token> &prompt = waiter.request.prompt;
-    const RadixCache::Node *node =
-        cache_
-            .matchPrefix(prompt.data(), size_t(waiter.matchable * pageSize),
-                         waiter.request.cacheNamespace)
-            .node;
-    at[node].push_back(arrival);
-    for (; node; node = node->parent)
-      ++weight[node];
+  //
+  // Linear in the queue: the tree is touched and split where the waiters'
+  // matches end once per distinct deepest page (as matching every waiter
+  // again would), each waiter is filed under the node its match ends at
+  // (the node of its deepest cached page, or its namespace's root), and
+  // only the nodes on those paths are visited, each once: O(waiters +
+  // path nodes), plus sorting each visited node's visited children.
+  touchWaitingPrefixes();
+  using Node = RadixCache::Node;
+  struct Mark {
+    std::vector<Arrival> own;
+    std::vector<const Node *> children;
+    int64_t weight = 0;
+    bool linked = false;
+  };
+  std::unordered_map<const Node *, Mark> marks;
+  std::vector<const Node *> ends;
+  // The window: the first dfsWeightWindow waiters by priority, then
+  // arrival (all of them when 0); visitInOrder follows with the rest.
+  size_t window = config_.dfsWeightWindow > 0 ? size_t(config_.dfsWeightWindow)
+                                              : waiting_.size();
+  size_t filed = 0;
+  for (const auto &[negPriority, arrival] : byPriority_) {
+    if (filed++ == window)
+      break;
+    ++orderOperations_;
+    const Waiter &waiter = waiting_.at(arrival);
+    const Node *node =
+        waiter.cached > 0
+            ? cache_.nodeOfPage(waiter.hashes[size_t(waiter.cached - 1)])
+            : cache_.findRoot(waiter.request.cacheNamespace);
+    if (!node)
+      node = cache_.root();
+    Mark &mark = marks[node];
+    if (mark.own.empty())
+      ends.push_back(node);
+    mark.own.push_back(arrival);
   }
+  // Link every end to the root, stopping where an earlier path joined.
+  for (const Node *node : ends)
+    for (; node->parent; node = node->parent) {
+      ++orderOperations_;
+      Mark &mark = marks[node];
+      if (mark.linked)
+        break;
+      mark.linked = true;
+      marks[node->parent].children.push_back(node);
+    }
+  std::vector<const Node *> roots;
+  for (const Node *root : cache_.roots())
+    if (marks.count(root))
+      roots.push_back(root);
+  // Weights bottom-up: a pre-order, read backwards.
+  std::vector<const Node *> preorder(roots.rbegin(), roots.rend());
+  for (size_t i = 0; i < preorder.size(); ++i) {
+    ++orderOperations_;
+    const Mark &mark = marks.at(preorder[i]);
+    preorder.insert(preorder.end(), mark.children.begin(), mark.children.end());
+  }
+  for (auto it = preorder.rbegin(); it != preorder.rend(); ++it) {
+    Mark &mark = marks.at(*it);
+    mark.weight += static_cast<int64_t>(mark.own.size());
+    if ((*it)->parent)
+      marks.at((*it)->parent).weight += mark.weight;
+  }
+  // Heavier children first, ties in the tree's (first page) order; a
+  // node's own requests after its subtree: deeper matches first.
+  int64_t pageSize = cache_.pageSize();
+  auto sortChildren = [&](Mark &mark) {
+    std::sort(mark.children.begin(), mark.children.end(),
+              [&](const Node *a, const Node *b) {
+                ++orderOperations_;
+                int64_t wa = marks.at(a).weight, wb = marks.at(b).weight;
+                if (wa != wb)
+                  return wa > wb;
+                return std::lexicographical_compare(
+                    a->key.begin(), a->key.begin() + pageSize, b->key.begin(),
+                    b->key.begin() + pageSize);
+              });
+  };
   std::vector<Arrival> ordered;
-  std::function<void(const RadixCache::Node *)> visit =
-      [&](const RadixCache::Node *node) {
-        std::vector<const RadixCache::Node *> children;
-        for (const auto &[key, child] : node->children)
-          if (weight.count(child.get()))
-            children.push_back(child.get());
-        std::stable_sort(children.begin(), children.end(),
-                         [&](const auto *a, const auto *b) {
-                           return weight[a] > weight[b];
-                         });
-        for (const RadixCache::Node *child : children)
-          visit(child);
-        // Deeper matches first: a node's own requests follow its subtree.
-        auto here = at.find(node);
-        if (here != at.end())
-          ordered.insert(ordered.end(), here->second.begin(),
-                         here->second.end());
-      };
-  for (const RadixCache::Node *root : cache_.roots())
-    visit(root);
+  ordered.reserve(std::min(window, waiting_.size()));
+  std::vector<std::pair<const Node *, size_t>> stack;
+  for (const Node *root : roots) {
+    sortChildren(marks.at(root));
+    stack.push_back({root, 0});
+    while (!stack.empty()) {
+      ++orderOperations_;
+      auto [node, next] = stack.back();
+      Mark &mark = marks.at(node);
+      if (next < mark.children.size()) {
+        ++stack.back().second;
+        const Node *child = mark.children[next];
+        sortChildren(marks.at(child));
+        stack.push_back({child, 0});
+        continue;
+      }
+      ordered.insert(ordered.end(), mark.own.begin(), mark.own.end());
+      stack.pop_back();
+    }
+  }
   // Priorities first; the tree's order within each.
-  std::stable_sort(ordered.begin(), ordered.end(), [&](Arrival a, Arrival b) {
-    return waiting_.at(a).request.priority > waiting_.at(b).request.priority;
-  });
+  if (!byPriority_.empty() &&
+      byPriority_.begin()->first != byPriority_.rbegin()->first) {
+    std::vector<std::pair<int64_t, Arrival>> keyed;
+    keyed.reserve(ordered.size());
+    for (Arrival arrival : ordered)
+      keyed.push_back(
+          {-int64_t(waiting_.at(arrival).request.priority), arrival});
+    std::stable_sort(
+        keyed.begin(), keyed.end(),
+        [](const auto &a, const auto &b) { return a.first < b.first; });
+    for (size_t i = 0; i < keyed.size(); ++i)
+      ordered[i] = keyed[i].second;
+  }
   return ordered;
 }
 
@@ -285,7 +367,7 @@ void Scheduler::touchWaitingPrefixes() {
 std::vector<Scheduler::Arrival> Scheduler::prepareOrder() {
   followCache();
   if (config_.policy == Policy::DFSWeight)
-    return dfsWeightOrder();
+    return dfsWeightOrder(); // touches as the others do
   touchWaitingPrefixes();
   return {};
 }
@@ -311,11 +393,19 @@ void Scheduler::visitInOrder(const std::vector<Arrival> &dfsOrder,
       if (fresh(arrival) && !visit(arrival))
         return;
     return;
-  case Policy::DFSWeight:
+  case Policy::DFSWeight: {
     for (Arrival arrival : dfsOrder)
       if (fresh(arrival) && !visit(arrival))
         return;
+    // Past the window, by priority and arrival.
+    auto rest = byPriority_.begin();
+    for (size_t k = 0; k < dfsOrder.size() && rest != byPriority_.end(); ++k)
+      ++rest;
+    for (; rest != byPriority_.end(); ++rest)
+      if (fresh(rest->second) && !visit(rest->second))
+        return;
     return;
+  }
   }
 }
 
@@ -453,8 +543,10 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     int64_t pages = ceilDiv(length, pageSize) - waiter.cached;
     // Branches yet to fork expect their outputs too, and copies of the
     // prompt's partial last page.
-    int64_t expectedOutput = static_cast<int64_t>(std::ceil(
-        newTokenRatio_ * static_cast<double>(request.maxTokens - outputSoFar)));
+    int64_t expectedOutput = static_cast<int64_t>(
+        std::ceil(newTokenRatio_ *
+                  static_cast<double>(std::min(request.maxTokens - outputSoFar,
+                                               config_.clipMaxNewTokens))));
     int64_t needed =
         ceilDiv(length + expectedOutput, pageSize) - waiter.cached +
         int64_t(request.n - 1) * (ceilDiv(expectedOutput, pageSize) + 1);
@@ -587,8 +679,9 @@ int64_t Scheduler::reservedOutputTokens() const {
   int64_t pageSize = pool_.pageSize();
   int64_t reserved = 0;
   for (const RunningRequest &running : running_) {
-    int64_t left =
-        running.request.maxTokens - static_cast<int64_t>(running.output.size());
+    int64_t left = std::min(running.request.maxTokens -
+                                static_cast<int64_t>(running.output.size()),
+                            config_.clipMaxNewTokens);
     int64_t output =
         static_cast<int64_t>(std::ceil(newTokenRatio_ * double(left)));
     int64_t have = static_cast<int64_t>(running.pages.size()) * pageSize;

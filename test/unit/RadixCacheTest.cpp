@@ -204,3 +204,163 @@ TEST(RadixCache, NamespacesShareNothing) {
   ASSERT_TRUE(f.cache->unlock(held.node).ok());
   EXPECT_TRUE(f.cache->checkInvariants().ok());
 }
+
+namespace {
+
+/// Every cached whole-page prefix of namespace 0, as tokens.
+std::set<std::vector<Token>> cachedPrefixes(const RadixCache &cache) {
+  std::set<std::vector<Token>> prefixes;
+  std::vector<std::pair<const RadixCache::Node *, std::vector<Token>>> stack = {
+      {cache.root(), {}}};
+  while (!stack.empty()) {
+    auto [node, path] = stack.back();
+    stack.pop_back();
+    for (const auto &[key, child] : node->children) {
+      std::vector<Token> tokens = path;
+      for (size_t page = 0; page < child->pages.size(); ++page) {
+        size_t from = page * size_t(cache.pageSize());
+        tokens.insert(tokens.end(), child->key.begin() + ptrdiff_t(from),
+                      child->key.begin() +
+                          ptrdiff_t(from + size_t(cache.pageSize())));
+        prefixes.insert(tokens);
+      }
+      stack.push_back({child.get(), tokens});
+    }
+  }
+  return prefixes;
+}
+
+} // namespace
+
+// Asking for one page frees one page, not the whole leaf it ends: the
+// leaf is shortened from its tail and the rest of it still hits.
+TEST(RadixCache, EvictsPagesFromALeafsTail) {
+  Fixture f(/*pages=*/128, /*pageSize=*/16);
+  std::vector<Token> tokens(1600);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = static_cast<Token>(i);
+  ASSERT_EQ(f.insert(tokens), 0);
+  ASSERT_EQ(f.pool->numFreePages(), 28);
+
+  EXPECT_EQ(f.cache->evict(1), 16);
+  EXPECT_EQ(f.pool->numFreePages(), 29);
+  EXPECT_EQ(f.cache->totalSize(), 1584);
+  EXPECT_EQ(f.cache->matchPrefix(tokens).tokens, 1584);
+  EXPECT_TRUE(f.cache->checkInvariants().ok());
+
+  EXPECT_EQ(f.cache->evict(3 * 16), 48);
+  EXPECT_EQ(f.pool->numFreePages(), 32);
+  EXPECT_EQ(f.cache->matchPrefix(tokens).tokens, 1536);
+  // A part page counts as a page.
+  EXPECT_EQ(f.cache->evict(17), 32);
+  EXPECT_EQ(f.cache->matchPrefix(tokens).tokens, 1504);
+  EXPECT_EQ(f.cache->evict(0), 0);
+  EXPECT_TRUE(f.cache->checkInvariants().ok());
+
+  // The shortened leaf is still the least recently used: after a newer
+  // leaf, eviction goes on from its tail first.
+  std::vector<Token> other(64, 7);
+  ASSERT_EQ(f.insert(other), 0);
+  f.cache->matchPrefix(other);
+  EXPECT_EQ(f.cache->evict(1490), 1504);
+  EXPECT_EQ(f.cache->matchPrefix(tokens).tokens, 0);
+  EXPECT_EQ(f.cache->matchPrefix(other).tokens, 64);
+  EXPECT_EQ(f.cache->evict(1 << 20), 64);
+  EXPECT_EQ(f.pool->numFreePages(), f.pool->numPages());
+  EXPECT_TRUE(f.cache->checkInvariants().ok());
+}
+
+// Shortening a leaf journals exactly the pages that leave, and a locked
+// path gives nothing: eviction stops at what is unlocked.
+TEST(RadixCache, TailEvictionJournalsAndSparesLocks) {
+  Fixture f(/*pages=*/64, /*pageSize=*/2);
+  f.cache->recordChanges();
+  std::vector<Token> tokens = {1, 1, 2, 2, 3, 3, 4, 4, 5, 5};
+  ASSERT_EQ(f.insert(tokens), 0);
+  std::vector<uint64_t> hashes = pagePrefixHashes(tokens, 2);
+  EXPECT_EQ(f.cache->takeChanges().size(), 5u);
+  RadixCache::Match held = f.cache->matchPrefix({1, 1, 2, 2});
+  f.cache->lock(held.node);
+  EXPECT_EQ(f.cache->evict(4), 4);
+  std::vector<RadixCache::PageChange> changes = f.cache->takeChanges();
+  ASSERT_EQ(changes.size(), 2u);
+  std::set<uint64_t> left = {changes[0].hash, changes[1].hash};
+  EXPECT_EQ(left, (std::set<uint64_t>{hashes[3], hashes[4]}));
+  EXPECT_FALSE(changes[0].added || changes[1].added);
+  EXPECT_EQ(f.cache->cachedPages(hashes, 5), 3);
+  EXPECT_EQ(f.cache->evict(100), 2) << "only the one unlocked page is left";
+  EXPECT_EQ(f.cache->matchPrefix(tokens).tokens, 4);
+  ASSERT_TRUE(f.cache->unlock(held.node).ok());
+  EXPECT_TRUE(f.cache->checkInvariants().ok());
+}
+
+// Random inserts, locks and evictions of random page counts, against a
+// model of the cached prefixes: an eviction of k pages frees exactly
+// min(k, evictable pages) pool pages, removes exactly that many cached
+// prefixes and adds none, never one a lock holds, and leaks nothing.
+TEST(RadixCache, PageEvictionAgreesWithAModel) {
+  for (int64_t pageSize : {1, 2, 4}) {
+    Fixture f(/*pages=*/256, pageSize);
+    std::mt19937 rng(7 + unsigned(pageSize));
+    std::vector<std::pair<std::vector<Token>, RadixCache::Node *>> locked;
+    for (int op = 0; op < 3000; ++op) {
+      std::set<std::vector<Token>> before = cachedPrefixes(*f.cache);
+      switch (rng() % 6) {
+      case 0:
+      case 1:
+      case 2: {
+        std::vector<Token> tokens(size_t(pageSize) * (1 + rng() % 12));
+        for (Token &token : tokens)
+          token = static_cast<Token>(rng() % 3);
+        if (f.pool->numFreePages() < 12)
+          break;
+        ASSERT_GE(f.insert(tokens), 0);
+        break;
+      }
+      case 3: {
+        int64_t pages = 1 + rng() % 10;
+        int64_t evictable = f.cache->evictableSize() / pageSize;
+        int64_t freeBefore = f.pool->numFreePages();
+        int64_t asked = pages * pageSize - int64_t(rng() % pageSize);
+        int64_t freed = std::min(pages, evictable);
+        ASSERT_EQ(f.cache->evict(asked), freed * pageSize);
+        ASSERT_EQ(f.pool->numFreePages(), freeBefore + freed);
+        std::set<std::vector<Token>> after = cachedPrefixes(*f.cache);
+        ASSERT_EQ(int64_t(before.size() - after.size()), freed);
+        for (const std::vector<Token> &prefix : after)
+          ASSERT_TRUE(before.count(prefix)) << "eviction added a prefix";
+        break;
+      }
+      case 4: {
+        std::vector<Token> tokens(size_t(pageSize) * (1 + rng() % 6));
+        for (Token &token : tokens)
+          token = static_cast<Token>(rng() % 3);
+        RadixCache::Match match = f.cache->matchPrefix(tokens);
+        f.cache->lock(match.node);
+        locked.push_back(
+            {std::vector<Token>(tokens.begin(), tokens.begin() + match.tokens),
+             match.node});
+        break;
+      }
+      case 5:
+        if (!locked.empty()) {
+          size_t i = rng() % locked.size();
+          ASSERT_TRUE(f.cache->unlock(locked[i].second).ok());
+          locked.erase(locked.begin() + ptrdiff_t(i));
+        }
+        break;
+      }
+      ASSERT_TRUE(f.cache->checkInvariants().ok()) << "after operation " << op;
+      for (const auto &[prefix, node] : locked)
+        ASSERT_EQ(f.cache->matchPrefix(prefix).tokens,
+                  static_cast<int64_t>(prefix.size()));
+      ASSERT_EQ(f.pool->numUsedPages() * pageSize, f.cache->totalSize());
+      ASSERT_EQ(int64_t(cachedPrefixes(*f.cache).size()) * pageSize,
+                f.cache->totalSize());
+    }
+    for (const auto &[prefix, node] : locked)
+      ASSERT_TRUE(f.cache->unlock(node).ok());
+    f.cache->evict(1 << 20);
+    EXPECT_EQ(f.pool->numFreePages(), f.pool->numPages());
+  }
+}

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -791,6 +792,32 @@ TEST(Scheduler, AdmissionReservesAnEstimateNotMaxTokens) {
   EXPECT_EQ(f.scheduler->totals().preemptions, 0);
 }
 
+// The reservation for a request's output reads its max_tokens clipped to
+// clipMaxNewTokens (SGLang's 4096): two requests that may each write 7000
+// tokens are admitted together when the estimate is clipped, one at a time
+// when it is not.
+TEST(Scheduler, AdmissionClipsTheOutputItReserves) {
+  for (int64_t clip : {int64_t(1000), int64_t(1) << 40}) {
+    // 2000 pages of 4: 0.7 of 7000 tokens is 1225 pages, of 1000 is 175.
+    Fixture f(Policy::FCFS, 2000);
+    SchedulerConfig config;
+    config.initialNewTokenRatio = config.minNewTokenRatio = 0.7;
+    config.clipMaxNewTokens = clip;
+    f.scheduler = std::make_unique<Scheduler>(config, *f.pool, *f.cache);
+    for (RequestId id = 0; id < 2; ++id)
+      ASSERT_TRUE(f.add(makeRequest(id, range(Token(1000 * (id + 1)), 8),
+                                    /*outputLen=*/3, /*maxTokens=*/7000))
+                      .ok());
+    StatusOr<SimulatedStep> first = f.step();
+    ASSERT_TRUE(first.ok());
+    EXPECT_EQ(first->stats.admitted.size(), clip == 1000 ? 2u : 1u)
+        << "clip " << clip;
+    f.runToCompletion();
+    EXPECT_EQ(f.scheduler->totals().finished, 2);
+    EXPECT_EQ(f.scheduler->totals().preemptions, 0);
+  }
+}
+
 // A decode that finds no free page and nothing to evict preempts the
 // latest-admitted request: it leaves the batch with the tokens it sampled,
 // and later computes them again with its prompt.
@@ -952,6 +979,11 @@ TEST(Scheduler, ChecksItsConfiguration) {
   EXPECT_EQ(
       message([](SchedulerConfig &c) { c.newTokenRatioDecay = std::nan(""); }),
       "scheduler new-token ratio decay must be in [0, 1], got nan");
+  EXPECT_EQ(message([](SchedulerConfig &c) { c.clipMaxNewTokens = 0; }),
+            "scheduler max_tokens clip must be at least 1, got 0");
+  EXPECT_EQ(message([](SchedulerConfig &c) { c.dfsWeightWindow = -1; }),
+            "scheduler DFS-weight window must be 0 (the whole queue) or "
+            "more, got -1");
 }
 
 namespace {
@@ -1180,4 +1212,141 @@ TEST(Scheduler, ChecksCountsBeforeReadingArrays) {
   // add refuses exactly what checkRequest does, with its message.
   TracedRequest many = makeRequest(2, range(1, 100), 1);
   EXPECT_EQ(f.add(many).message(), big.message());
+}
+
+// DFS-weight's ordering costs a bounded number of operations per waiting
+// request, whatever the queue's length: it files each waiter once and
+// walks only the tree paths to where their matches end (it used to match
+// every waiter's prompt against the tree at every pass). Counted, not
+// timed: 1k, 10k and 100k waiters under 32 cached prefixes.
+TEST(Scheduler, DFSWeightOrderIsLinearInTheQueue) {
+  std::vector<uint64_t> operations;
+  for (int n : {1000, 10000, 100000}) {
+    Fixture f(Policy::DFSWeight, 4096);
+    SchedulerConfig config;
+    config.policy = Policy::DFSWeight;
+    config.dfsWeightWindow = 0; // the whole queue, the default
+    f.scheduler = std::make_unique<Scheduler>(config, *f.pool, *f.cache);
+    for (RequestId s = 0; s < 32; ++s)
+      f.serve(makeRequest(s, range(Token(1000 * (s + 1)), 64)));
+    for (int i = 0; i < n; ++i)
+      ASSERT_TRUE(f.scheduler
+                      ->add(makeRequest(
+                          100 + i, concat(range(Token(1000 * (i % 32 + 1)), 64),
+                                          range(Token(5000000 + 8 * i), 8))))
+                      .ok());
+    uint64_t before = f.scheduler->orderOperations();
+    std::vector<size_t> order = f.scheduler->order();
+    ASSERT_EQ(order.size(), size_t(n));
+    // Every waiter under one prefix comes together, in arrival order.
+    for (size_t k = 1; k < order.size(); ++k)
+      if (order[k] % 32 == order[k - 1] % 32)
+        ASSERT_GT(order[k], order[k - 1]);
+    operations.push_back(f.scheduler->orderOperations() - before);
+  }
+  for (size_t k = 0; k < operations.size(); ++k)
+    EXPECT_LE(operations[k], 2 * (k == 0   ? 1000u
+                                  : k == 1 ? 10000u
+                                           : 100000u))
+        << "more than two operations a waiter";
+  EXPECT_LE(operations[2], 11 * operations[1]);
+  EXPECT_LE(operations[1], 11 * operations[0]);
+}
+
+// With a window, a pass orders only the first dfsWeightWindow waiters (by
+// priority, then arrival) and serves the rest after them in arrival
+// order: its work is the same for 10k and 100k queued requests.
+TEST(Scheduler, DFSWeightWindowBoundsAPass) {
+  std::vector<uint64_t> operations;
+  for (int n : {10000, 100000}) {
+    Fixture f(Policy::DFSWeight, 4096);
+    SchedulerConfig config;
+    config.policy = Policy::DFSWeight;
+    config.dfsWeightWindow = 1000;
+    f.scheduler = std::make_unique<Scheduler>(config, *f.pool, *f.cache);
+    for (RequestId s = 0; s < 32; ++s)
+      f.serve(makeRequest(s, range(Token(1000 * (s + 1)), 64)));
+    for (int i = 0; i < n; ++i)
+      ASSERT_TRUE(f.scheduler
+                      ->add(makeRequest(
+                          100 + i, concat(range(Token(1000 * (i % 32 + 1)), 64),
+                                          range(Token(5000000 + 8 * i), 8))))
+                      .ok());
+    uint64_t before = f.scheduler->orderOperations();
+    std::vector<size_t> order = f.scheduler->order();
+    operations.push_back(f.scheduler->orderOperations() - before);
+    ASSERT_EQ(order.size(), size_t(n));
+    std::vector<size_t> head(order.begin(), order.begin() + 1000);
+    std::sort(head.begin(), head.end());
+    for (size_t k = 0; k < 1000; ++k)
+      ASSERT_EQ(head[k], k) << "the window is the first 1000 arrivals";
+    for (size_t k = 1000; k < order.size(); ++k)
+      ASSERT_EQ(order[k], k) << "the rest in arrival order";
+  }
+  EXPECT_LE(operations[0], 2000u);
+  EXPECT_EQ(operations[1], operations[0]);
+}
+
+// The linear ordering is the one matching every waiter's prompt against
+// the tree gives (the former implementation, kept here as the reference):
+// on random trees and queues, with priorities.
+TEST(Scheduler, DFSWeightOrderMatchesMatchingEveryWaiter) {
+  std::mt19937 rng(5);
+  for (int round = 0; round < 40; ++round) {
+    Fixture f(Policy::DFSWeight, 1024);
+    std::vector<std::vector<Token>> prefixes;
+    for (RequestId s = 0; s < 6; ++s) {
+      std::vector<Token> prompt = range(Token(100 * (rng() % 3)), 8);
+      prompt = concat(prompt, range(Token(10000 + 100 * (rng() % 4)), 8));
+      prefixes.push_back(prompt);
+      f.serve(makeRequest(s, concat(prompt, {1})));
+    }
+    std::vector<TracedRequest> queue;
+    for (int i = 0; i < 60; ++i) {
+      const std::vector<Token> &prefix = prefixes[rng() % prefixes.size()];
+      size_t keep = 4 * (rng() % 5);
+      TracedRequest request = makeRequest(
+          100 + i, concat(std::vector<Token>(prefix.begin(),
+                                             prefix.begin() + ptrdiff_t(keep)),
+                          range(Token(900000 + 16 * i), 1 + int(rng() % 5))));
+      request.priority = round % 2 ? int32_t(rng() % 3) : 0;
+      ASSERT_TRUE(f.scheduler->add(request).ok());
+      queue.push_back(request);
+    }
+    std::vector<size_t> order = f.scheduler->order();
+
+    // The reference, on the tree as the ordering left it.
+    using Node = RadixCache::Node;
+    std::map<const Node *, int64_t> weight;
+    std::map<const Node *, std::vector<size_t>> at;
+    for (size_t i = 0; i < queue.size(); ++i) {
+      const std::vector<Token> &prompt = queue[i].prompt;
+      size_t matchable = (prompt.size() - 1) / 4 * 4;
+      const Node *node = f.cache->matchPrefix(prompt.data(), matchable).node;
+      at[node].push_back(i);
+      for (; node; node = node->parent)
+        ++weight[node];
+    }
+    std::vector<size_t> expected;
+    std::function<void(const Node *)> visit = [&](const Node *node) {
+      std::vector<const Node *> children;
+      for (const auto &[key, child] : node->children)
+        if (weight.count(child.get()))
+          children.push_back(child.get());
+      std::stable_sort(
+          children.begin(), children.end(),
+          [&](const Node *a, const Node *b) { return weight[a] > weight[b]; });
+      for (const Node *child : children)
+        visit(child);
+      auto here = at.find(node);
+      if (here != at.end())
+        expected.insert(expected.end(), here->second.begin(),
+                        here->second.end());
+    };
+    visit(f.cache->root());
+    std::stable_sort(expected.begin(), expected.end(), [&](size_t a, size_t b) {
+      return queue[a].priority > queue[b].priority;
+    });
+    ASSERT_EQ(order, expected) << "round " << round;
+  }
 }

@@ -1029,10 +1029,18 @@ TEST(ServingCApi, MatchPrefixReturnsTheCachedPages) {
   EXPECT_ERROR(attnc_radix_cache_evict(s.cache, -4, &evicted),
                ATTNC_INVALID_ARGUMENT, "cannot evict -4 tokens");
   ASSERT_EQ(attnc_radix_cache_evict(s.cache, 1, &evicted), ATTNC_OK);
-  EXPECT_EQ(evicted, 8) << "a whole leaf goes";
+  EXPECT_EQ(evicted, 4) << "one page goes, from the leaf's tail";
+  EXPECT_EQ(attnc_radix_cache_cached_tokens(s.cache), 4);
+  EXPECT_EQ(attnc_kv_pool_num_free_pages(s.pool), 15);
+  ASSERT_EQ(attnc_radix_cache_match_prefix(s.cache, query.data(),
+                                           int64_t(query.size()), 0, &matched,
+                                           nullptr, &count),
+            ATTNC_OK);
+  EXPECT_EQ(matched, 4) << "what is left of the leaf still hits";
+  ASSERT_EQ(attnc_radix_cache_evict(s.cache, 100, &evicted), ATTNC_OK);
+  EXPECT_EQ(evicted, 4);
   EXPECT_EQ(attnc_radix_cache_cached_tokens(s.cache), 0);
   EXPECT_EQ(attnc_kv_pool_num_free_pages(s.pool), 16);
-  EXPECT_EQ(attnc_radix_cache_evict(s.cache, 100, nullptr), ATTNC_OK);
 }
 
 TEST(ServingCApi, HandlesMayBeDestroyedInAnyOrder) {
