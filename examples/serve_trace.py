@@ -5,7 +5,9 @@
 
 The trace is JSON lines, one request each, as `attnc sim --trace` reads them
 (docs/SIMULATOR.md): "prompt" (token ids) and "output_len" are required;
-"id", "arrival", "max_tokens" (output_len when absent), "priority" and
+"id", "arrival", "max_tokens" (when absent 4096, as `attnc sim`'s
+--default-max-tokens: a server's default, never the answer's length, which
+no scheduler knows; raised to output_len if that is longer), "priority" and
 "namespace" are optional. Requests are queued at the start in arrival order
 and renumbered densely, as the simulator replays a trace.
 
@@ -37,6 +39,11 @@ def output_token(request, position):
     x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK64
     x ^= x >> 31
     return (1 << 20) + x % ((1 << 31) - (1 << 20))
+
+
+# max_tokens of a request that gives none (serving/sim/Workloads.h,
+# kDefaultTraceMaxTokens).
+DEFAULT_MAX_TOKENS = 4096
 
 
 class TraceError(ValueError):
@@ -86,8 +93,9 @@ def read_trace(path):
             output_len = _integer(number, "output_len", fields["output_len"],
                                   1, 2**20)
             max_tokens = _integer(number, "max_tokens",
-                                  fields.get("max_tokens", output_len), 1,
-                                  2**20)
+                                  fields.get("max_tokens",
+                                             max(DEFAULT_MAX_TOKENS,
+                                                 output_len)), 1, 2**20)
             if max_tokens < output_len:
                 raise TraceError(f"line {number}: \"max_tokens\" "
                                  f"{max_tokens} is less than \"output_len\" "

@@ -233,7 +233,11 @@ def test_match_prefix_and_evict():
     assert matched == 8 and cached == pages[:2]
     assert cache.match_prefix(list(range(1, 10)), namespace=3) == (0, [])
     assert cache.match_prefix([]) == (0, [])
-    assert cache.evict(1) == 8
+    # One page goes, from the leaf's tail; the rest of it still hits.
+    assert cache.evict(1) == 4
+    assert pool.num_free_pages == 15
+    assert cache.match_prefix(list(range(1, 10)))[0] == 4
+    assert cache.evict(100) == 4
     assert pool.num_free_pages == 16
 
 
@@ -629,8 +633,9 @@ def trace_totals(path):
 @pytest.mark.parametrize("args, preempts", [
     ([], False),
     (["--policy", "fcfs", "--token-budget", "64"], False),
-    # A pool of 8 pages that admission fills with prompts alone.
-    (["--pages", "8", "--new-token-ratio", "0"], True),
+    # A pool of 14 pages (the longest request's prompt and max_tokens) that
+    # admission fills with prompts alone.
+    (["--pages", "14", "--new-token-ratio", "0"], True),
 ])
 def test_the_example_serves_its_trace(args, preempts):
     proc = run_example(TRACE, "--json", *args)
@@ -668,6 +673,14 @@ def test_the_example_reports_a_bad_trace(tmp_path):
     proc = run_example(trace)
     assert proc.returncode == 1
     assert '"max_tokens" 2 is less than "output_len" 3' in proc.stderr
+    # Without max_tokens a request reserves the default (4096), not its
+    # 3-token answer: a pool of 8 pages of 16 cannot hold it.
+    trace.write_text('{"prompt": [1, 2], "output_len": 3}\n')
+    proc = run_example(trace, "--pages", "8")
+    assert proc.returncode == 1
+    assert "needs 257 pages" in proc.stderr, proc.stderr
+    trace.write_text('{"prompt": [1, 2], "output_len": 3, "max_tokens": 8}\n')
+    assert run_example(trace, "--pages", "8").returncode == 0
     # A request larger than the pool is the library's error, by name.
     trace.write_text('{"prompt": [1, 2, 3, 4, 5], "output_len": 20}\n')
     proc = run_example(trace, "--pages", "1", "--page-size", "4")

@@ -17,24 +17,33 @@ const char *toString(ArrivalMode mode) {
   return mode == ArrivalMode::Offline ? "offline" : "online";
 }
 
-namespace {
-
-/// Seconds one forward pass takes: a fixed cost plus prefill and decode
-/// work. Only relative times matter (arrivals against service).
 double passSeconds(const StepStats &step) {
-  return 0.004 + 2.5e-5 * static_cast<double>(step.prefillTokens) +
-         5e-5 * static_cast<double>(step.decodeTokens);
+  return kPassSeconds +
+         kPrefillTokenSeconds * static_cast<double>(step.prefillTokens) +
+         kDecodeSeconds * static_cast<double>(step.decodeTokens);
 }
 
-/// The nearest-rank `percent` percentile of `values` (0 when empty).
-double percentile(std::vector<double> values, double percent) {
+Distribution summarize(std::vector<double> values) {
+  Distribution result;
   if (values.empty())
-    return 0;
+    return result;
   std::sort(values.begin(), values.end());
-  size_t rank = static_cast<size_t>(
-      std::ceil(percent / 100.0 * static_cast<double>(values.size())));
-  return values[std::max<size_t>(rank, 1) - 1];
+  double sum = 0;
+  for (double value : values)
+    sum += value;
+  result.mean = sum / static_cast<double>(values.size());
+  // The nearest-rank percentile: the ceil(p/100 * n)-th smallest.
+  auto percentile = [&](double percent) {
+    size_t rank = static_cast<size_t>(
+        std::ceil(percent / 100.0 * static_cast<double>(values.size())));
+    return values[std::max<size_t>(rank, 1) - 1];
+  };
+  result.p50 = percentile(50);
+  result.p99 = percentile(99);
+  return result;
 }
+
+namespace {
 
 Status invalid(const std::string &message) {
   return Status::error(ErrorCode::InvalidArgument, message);
@@ -165,6 +174,7 @@ StatusOr<SimResult> simulate(const Workload &workload,
   result.requests = static_cast<int64_t>(workload.requests.size());
 
   double now = 0, busySeconds = 0, utilisation = 0;
+  double firstRelease = releases.empty() ? 0 : releases.top().first;
   int64_t finished = 0;
   std::unordered_map<RequestId, double> releasedAt, firstTokenAt;
   std::vector<double> ttft, tpot;
@@ -229,35 +239,76 @@ StatusOr<SimResult> simulate(const Workload &workload,
   result.preemptions = totals.preemptions;
   result.recomputedTokens = totals.recomputedTokens;
   result.seconds = now;
-  result.ttftP50 = percentile(ttft, 50);
-  result.ttftP99 = percentile(ttft, 99);
-  result.tpotP50 = percentile(tpot, 50);
-  result.tpotP99 = percentile(tpot, 99);
+  result.makespan = now - firstRelease;
+  result.ttft = summarize(std::move(ttft));
+  result.tpot = summarize(std::move(tpot));
   return result;
 }
 
-std::string toJson(const SimResult &r) {
-  char buffer[768];
-  std::snprintf(
-      buffer, sizeof(buffer),
-      "{\"workload\": \"%s\", \"policy\": \"%s\", \"arrival\": \"%s\", "
-      "\"cache_tokens\": %lld, \"cache_holds_longest\": %s, "
-      "\"requests\": %lld, \"prompt_tokens\": %lld, \"hit_rate\": %.4f, "
-      "\"optimal_hit_rate\": %.4f, \"pool_utilisation\": %.4f, "
-      "\"evictions\": %lld, \"steps\": %lld, \"seconds\": %.3f, "
-      "\"ttft_p50\": %.4f, \"ttft_p99\": %.4f, \"tpot_p50\": %.5f, "
-      "\"tpot_p99\": %.5f, \"preemptions\": %lld, "
-      "\"recomputed_tokens\": %lld}",
-      r.workload.c_str(), r.policy.c_str(), r.arrival.c_str(),
-      static_cast<long long>(r.cacheTokens),
-      r.cacheHoldsLongest ? "true" : "false",
-      static_cast<long long>(r.requests),
-      static_cast<long long>(r.promptTokens), r.hitRate, r.optimalHitRate,
-      r.poolUtilisation, static_cast<long long>(r.evictedTokens),
-      static_cast<long long>(r.steps), r.seconds, r.ttftP50, r.ttftP99,
-      r.tpotP50, r.tpotP99, static_cast<long long>(r.preemptions),
-      static_cast<long long>(r.recomputedTokens));
+namespace {
+
+/// `text` as a JSON string: a trace's path names the workload.
+std::string jsonString(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escape[8];
+      std::snprintf(escape, sizeof(escape), "\\u%04x", unsigned(c));
+      out += escape;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string number(const char *format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), format, value);
   return buffer;
+}
+
+} // namespace
+
+std::string toJson(const SimResult &r) {
+  auto integer = [](int64_t value) { return std::to_string(value); };
+  // Times in seconds of model time, to the microsecond.
+  auto time = [](double value) { return number("%.6f", value); };
+  auto ratio = [](double value) { return number("%.4f", value); };
+  std::string out = "{";
+  auto field = [&](const char *key, const std::string &value) {
+    if (out.size() > 1)
+      out += ", ";
+    out += "\"";
+    out += key;
+    out += "\": " + value;
+  };
+  field("workload", jsonString(r.workload));
+  field("policy", jsonString(r.policy));
+  field("arrival", jsonString(r.arrival));
+  field("cache_tokens", integer(r.cacheTokens));
+  field("cache_holds_longest", r.cacheHoldsLongest ? "true" : "false");
+  field("requests", integer(r.requests));
+  field("prompt_tokens", integer(r.promptTokens));
+  field("hit_rate", ratio(r.hitRate));
+  field("optimal_hit_rate", ratio(r.optimalHitRate));
+  field("pool_utilisation", ratio(r.poolUtilisation));
+  field("evictions", integer(r.evictedTokens));
+  field("steps", integer(r.steps));
+  field("seconds", time(r.seconds));
+  field("makespan", time(r.makespan));
+  field("ttft_mean", time(r.ttft.mean));
+  field("ttft_p50", time(r.ttft.p50));
+  field("ttft_p99", time(r.ttft.p99));
+  field("tpot_mean", time(r.tpot.mean));
+  field("tpot_p50", time(r.tpot.p50));
+  field("tpot_p99", time(r.tpot.p99));
+  field("preemptions", integer(r.preemptions));
+  field("recomputed_tokens", integer(r.recomputedTokens));
+  return out + "}";
 }
 
 } // namespace attnc

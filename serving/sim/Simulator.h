@@ -32,6 +32,23 @@ const char *toString(ArrivalMode mode);
 /// 2^26 tokens stay under a gigabyte at one token a page.
 constexpr int64_t kMaxCacheTokens = int64_t(1) << 26;
 
+/// The cost model of one forward pass, in seconds of model time: a fixed
+/// cost, plus each prefill token fed (recomputation included), plus each
+/// decoding request. Only relative times matter (arrivals against service).
+constexpr double kPassSeconds = 0.004;
+constexpr double kPrefillTokenSeconds = 2.5e-5;
+constexpr double kDecodeSeconds = 5e-5;
+
+/// Seconds of model time the pass `step` describes takes.
+double passSeconds(const StepStats &step);
+
+/// Mean, median and 99th percentile (nearest rank: the ceil(p/100 * n)-th
+/// smallest) of a metric over requests; all 0 when no request has one.
+struct Distribution {
+  double mean = 0, p50 = 0, p99 = 0;
+};
+Distribution summarize(std::vector<double> values);
+
 struct SimOptions {
   SchedulerConfig scheduler;
   /// In [pageSize, kMaxCacheTokens]; rounded down to whole pages.
@@ -59,13 +76,21 @@ struct SimResult {
   int64_t preemptions = 0;
   int64_t recomputedTokens = 0;
   int64_t steps = 0;
-  /// Simulated seconds until the last request finished.
+  /// Model time (seconds, from 0) at which the last request finished.
   double seconds = 0;
-  /// Time to first token (release to the end of the pass that completes
-  /// the prompt) and time per output token after the first (requests of
-  /// two or more output tokens), in simulated seconds: median and 99th
-  /// percentile (nearest rank).
-  double ttftP50 = 0, ttftP99 = 0, tpotP50 = 0, tpotP99 = 0;
+  /// Model time from the first request's release to the end of the pass
+  /// that finished the last request.
+  double makespan = 0;
+  /// Time to first token: a request's release (its arrival; online, a
+  /// follow-up's predecessor's finish plus its think time; offline, 0) to
+  /// the end of the pass that samples its first output token. Over every
+  /// request.
+  Distribution ttft;
+  /// Time per output token after the first: (the end of the pass that
+  /// samples the request's last token - the end of the pass that sampled
+  /// its first) / (output_len - 1). Over requests of two or more output
+  /// tokens; preemption stalls count.
+  Distribution tpot;
 };
 
 /// Checks the options and the workload (finite, non-negative times, ids

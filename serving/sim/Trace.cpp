@@ -107,8 +107,10 @@ std::string idRange() {
 class LineParser {
 public:
   /// Parsing starts at byte `start` (after a byte order mark).
-  LineParser(const std::string &text, int64_t line, size_t start)
-      : text_(text), line_(line), pos_(start) {}
+  LineParser(const std::string &text, int64_t line, size_t start,
+             int64_t defaultMaxTokens)
+      : text_(text), line_(line), pos_(start),
+        defaultMaxTokens_(defaultMaxTokens) {}
 
   /// `idKey` is set to a key naming the request's "id" (number and string
   /// ids apart) and `idColumn` to its column when the line has one.
@@ -192,9 +194,12 @@ public:
     if (!hasPrompt || !hasOutput)
       return error(std::string("missing \"") +
                    (hasPrompt ? "output_len" : "prompt") + "\"");
-    // The answer a trace records was generated within its limit.
+    // A request that gives no limit gets the server's default, never the
+    // answer's length (which no scheduler knows); the answer a trace
+    // records was generated within its limit, so the default is raised to
+    // it when shorter.
     if (!hasMaxTokens)
-      request.maxTokens = request.outputLen;
+      request.maxTokens = std::max(defaultMaxTokens_, request.outputLen);
     else if (request.maxTokens < request.outputLen)
       return errorAt(maxTokensAt, "\"max_tokens\" " +
                                       std::to_string(request.maxTokens) +
@@ -553,12 +558,18 @@ private:
   const std::string &text_;
   int64_t line_;
   size_t pos_;
+  int64_t defaultMaxTokens_;
 };
 
 } // namespace
 
-StatusOr<Workload> parseTrace(const std::string &text,
-                              const std::string &name) {
+StatusOr<Workload> parseTrace(const std::string &text, const std::string &name,
+                              int64_t defaultMaxTokens) {
+  if (defaultMaxTokens < 1 || defaultMaxTokens > kMaxTraceOutputLen)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "the default max_tokens must be in [1, " +
+                             std::to_string(kMaxTraceOutputLen) + "], got " +
+                             std::to_string(defaultMaxTokens));
   Workload workload;
   workload.name = name;
   std::istringstream lines(text);
@@ -577,7 +588,7 @@ StatusOr<Workload> parseTrace(const std::string &text,
     TracedRequest request;
     std::string idKey;
     size_t idColumn = 0;
-    if (Status status = LineParser(line, number, start)
+    if (Status status = LineParser(line, number, start, defaultMaxTokens)
                             .parseRequest(request, idKey, idColumn);
         !status.ok())
       return status;
@@ -605,14 +616,15 @@ StatusOr<Workload> parseTrace(const std::string &text,
   return workload;
 }
 
-StatusOr<Workload> readTrace(const std::string &path) {
+StatusOr<Workload> readTrace(const std::string &path,
+                             int64_t defaultMaxTokens) {
   std::ifstream file(path, std::ios::binary);
   if (!file)
     return Status::error(ErrorCode::NotFound,
                          "cannot open trace '" + path + "'");
   std::stringstream text;
   text << file.rdbuf();
-  return parseTrace(text.str(), path);
+  return parseTrace(text.str(), path, defaultMaxTokens);
 }
 
 } // namespace attnc

@@ -2,6 +2,7 @@
 
 #include "sim/Workloads.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -37,7 +38,7 @@ public:
     request.id = static_cast<RequestId>(workload.requests.size());
     request.prompt = std::move(prompt);
     request.outputLen = outputLen;
-    request.maxTokens = outputLen;
+    request.maxTokens = std::max(maxTokens, outputLen);
     workload.requests.push_back(std::move(request));
     return workload.requests.back();
   }
@@ -55,6 +56,9 @@ public:
   double think() { return 0.5 + uniform(0, 2000) / 1000.0; }
 
   Workload workload;
+  /// The limit each request sets, as an application does: its answers'
+  /// lengths are the model's business (docs/SIMULATOR.md).
+  int64_t maxTokens = kDefaultTraceMaxTokens;
 
 private:
   std::mt19937_64 rng_;
@@ -63,7 +67,9 @@ private:
 };
 
 // 300 questions after one 2000-token block of examples.
+// Short answers (20-80 tokens) under a 256-token limit.
 void fewShot(Generator &g) {
+  g.maxTokens = 256;
   std::vector<Token> examples = g.tokens(2000);
   for (int i = 0; i < 300; ++i) {
     std::vector<Token> prompt = examples;
@@ -75,7 +81,9 @@ void fewShot(Generator &g) {
 
 // 40 conversations of 5 turns under one 300-token system prompt; each turn
 // quotes the whole conversation so far.
+// Chat answers (50-200 tokens) under a 1024-token limit.
 void multiTurn(Generator &g) {
+  g.maxTokens = 1024;
   std::vector<Token> system = g.tokens(300);
   for (int c = 0; c < 40; ++c) {
     std::vector<Token> prompt = system;
@@ -93,7 +101,9 @@ void multiTurn(Generator &g) {
 
 // Tree-of-thought: 12 problems, each expanded three ways three levels deep;
 // a thought's prompt is its parent's prompt and output plus a step.
+// A thought (60-120 tokens) under a 512-token limit.
 void branching(Generator &g) {
+  g.maxTokens = 512;
   for (int tree = 0; tree < 12; ++tree) {
     TracedRequest &root = g.add(g.tokens(400), g.uniform(60, 120));
     root.arrival = g.nextArrival();
@@ -111,7 +121,9 @@ void branching(Generator &g) {
 
 // 320 tasks for 8 agents: one 200-token header for all, a 1500-token system
 // prompt per agent, then the task.
+// A tool call or reply (30-100 tokens) under a 1024-token limit.
 void agents(Generator &g) {
+  g.maxTokens = 1024;
   std::vector<Token> header = g.tokens(200);
   std::vector<std::vector<Token>> systems;
   for (int agent = 0; agent < 8; ++agent)

@@ -30,6 +30,12 @@ constexpr int64_t kMaxTraceOutputLen = int64_t(1) << 20;
 constexpr int64_t kMaxTraceId = (int64_t(1) << 53) - 1;
 /// Arrays and objects nested inside a request, the request included.
 constexpr int kMaxTraceNesting = 256;
+/// max_tokens of a trace request that gives none: what an OpenAI-style
+/// client leaves to the server, which then reserves up to a cap (SGLang
+/// clips its estimate at 4096; vLLM uses the context left). Never the
+/// answer's length, which no scheduler knows; raised to output_len when
+/// that is longer, since the recorded answer fit its limit.
+constexpr int64_t kDefaultTraceMaxTokens = 4096;
 
 /// makeWorkload's online arrival rates, per second: slower than one every
 /// 1000 s keeps arrivals of the largest workload under kMaxTraceArrival.
@@ -53,10 +59,15 @@ StatusOr<Workload> makeWorkload(const std::string &name, uint64_t seed,
 
 /// One request per line: {"id": …, "arrival": seconds, "prompt": [token
 /// ids], "output_len": n, "max_tokens": m}, within the kMaxTrace* bounds
-/// above (max_tokens at least output_len, output_len when absent). Errors
-/// (ErrorCode::ParseError) name the line, the byte column and the field.
-StatusOr<Workload> readTrace(const std::string &path);
-StatusOr<Workload> parseTrace(const std::string &text, const std::string &name);
+/// above (max_tokens at least output_len; when absent,
+/// max(defaultMaxTokens, output_len)). Errors (ErrorCode::ParseError) name
+/// the line, the byte column and the field. `defaultMaxTokens` must be in
+/// [1, kMaxTraceOutputLen] (InvalidArgument if not).
+StatusOr<Workload> readTrace(const std::string &path,
+                             int64_t defaultMaxTokens = kDefaultTraceMaxTokens);
+StatusOr<Workload>
+parseTrace(const std::string &text, const std::string &name,
+           int64_t defaultMaxTokens = kDefaultTraceMaxTokens);
 
 } // namespace attnc
 

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <sys/wait.h>
@@ -59,6 +60,8 @@ TEST(SimCommand, RejectsEveryBadNumericFlag) {
                            "18446744073709551615], got '";
   const std::string rate = "attnc sim: --rate must be a number of arrivals "
                            "per second in [0.001, 1e+06], got '";
+  const std::string maxTokens = "attnc sim: --default-max-tokens must be an "
+                                "integer in [1, 1048576], got '";
   struct Case {
     std::string args;
     std::string message;
@@ -103,6 +106,11 @@ TEST(SimCommand, RejectsEveryBadNumericFlag) {
        "attnc sim: --new-token-ratio must be a number in [0, 1], got '1.5'"},
       {"--new-token-ratio nan",
        "attnc sim: --new-token-ratio must be a number in [0, 1], got 'nan'"},
+      {"--default-max-tokens 0", maxTokens + "0'"},
+      {"--default-max-tokens -5", maxTokens + "-5'"},
+      {"--default-max-tokens 1048577", maxTokens + "1048577'"},
+      {"--default-max-tokens 4e3", maxTokens + "4e3'"},
+      {"--default-max-tokens ''", maxTokens + "'"},
   };
   for (const Case &c : cases) {
     Outcome outcome = runSim("--workload few-shot " + c.args);
@@ -143,6 +151,12 @@ TEST(SimCommand, BadTracesFailWithTheirPosition) {
       {"{\"prompt\": [1, 2, 3], \"output_len\": 1e300}\n",
        "line 1, column 37: \"output_len\" must be an integer in [1, 1048576], "
        "got 1e300"},
+      {"{\"prompt\": [1], \"output_len\": 1}\n"
+       "{\"prompt\": [1], \"output_len\": 4, \"max_tokens\": 2.5}\n",
+       "line 2, column 48: \"max_tokens\" must be an integer in [1, 1048576], "
+       "got 2.5"},
+      {"{\"prompt\": [1], \"output_len\": 4, \"max_tokens\": 3}\n",
+       "line 1, column 48: \"max_tokens\" 3 is less than \"output_len\" 4"},
   };
   int index = 0;
   for (const Case &c : cases) {
@@ -154,4 +168,50 @@ TEST(SimCommand, BadTracesFailWithTheirPosition) {
       EXPECT_EQ(outcome.output, "attnc sim: parse error: " + c.message + "\n");
     }
   }
+}
+
+/// The value of `"key": ` in a JSON line of attnc sim, as a number.
+static double jsonNumber(const std::string &line, const std::string &key) {
+  size_t at = line.find("\"" + key + "\": ");
+  EXPECT_NE(at, std::string::npos) << key << " in " << line;
+  if (at == std::string::npos)
+    return -1;
+  return std::strtod(line.c_str() + at + key.size() + 4, nullptr);
+}
+
+// Makespan, TTFT and TPOT beside the hit rate, in the text table and the
+// JSON; a trace without max_tokens reserves the default, not the answer.
+TEST(SimCommand, ReportsLatencyBesideTheHitRate) {
+  std::string path =
+      writeTrace("latency.jsonl", "{\"prompt\": [1, 2, 3], \"output_len\": 4}\n"
+                                  "{\"prompt\": [1, 2, 4], \"output_len\": 2, "
+                                  "\"arrival\": 0.5}\n");
+  Outcome text = runSim("--trace '" + path + "' --policy lpm");
+  ASSERT_EQ(text.exitCode, 0) << text.output;
+  for (const char *column : {"hit rate", "makespan", "TTFT s (mean/p50/p99)",
+                             "TPOT ms (mean/p50/p99)"})
+    EXPECT_NE(text.output.find(column), std::string::npos) << text.output;
+
+  Outcome json = runSim("--trace '" + path + "' --policy lpm --json");
+  ASSERT_EQ(json.exitCode, 0) << json.output;
+  for (const char *key : {"hit_rate", "makespan", "ttft_mean", "ttft_p50",
+                          "ttft_p99", "tpot_mean", "tpot_p50", "tpot_p99"})
+    EXPECT_GE(jsonNumber(json.output, key), 0) << key;
+  EXPECT_LE(jsonNumber(json.output, "ttft_p50"),
+            jsonNumber(json.output, "ttft_p99"));
+  EXPECT_GT(jsonNumber(json.output, "makespan"), 0);
+  // The default cache holds twice the longest request: its prompt and the
+  // default max_tokens (4096, or the flag's), not its 4-token answer.
+  auto cache = [](int64_t maxTokens) {
+    return std::to_string((2 * (3 + maxTokens) + 15) / 16 * 16);
+  };
+  EXPECT_NE(json.output.find("\"cache_tokens\": " + cache(4096) + ","),
+            std::string::npos)
+      << json.output;
+  Outcome flag = runSim("--trace '" + path +
+                        "' --policy lpm --json --default-max-tokens 64");
+  ASSERT_EQ(flag.exitCode, 0) << flag.output;
+  EXPECT_NE(flag.output.find("\"cache_tokens\": " + cache(64) + ","),
+            std::string::npos)
+      << flag.output;
 }

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 using namespace attnc;
 
@@ -90,12 +92,21 @@ TEST(Simulator, LongestPrefixMatchIsNearOptimalOffline) {
 }
 
 // Arrivals over time make FCFS start branches whose parents were evicted;
-// offline, it still evicts more than LPM.
+// offline, it still evicts more than LPM. The cache holds twice the
+// longest prompt and answer: the working set's scale, and more than the
+// longest prompt and max_tokens (the scheduler needs that much).
 TEST(Simulator, FCFSIsWorseOnBranchingUnderPressure) {
-  int64_t cache = pressure("branching");
+  StatusOr<Workload> workload = makeWorkload("branching", 1, 0.0);
+  ASSERT_TRUE(workload.ok());
+  int64_t longest = 0;
+  for (const TracedRequest &request : workload->requests)
+    longest = std::max<int64_t>(longest, int64_t(request.prompt.size()) +
+                                             request.outputLen);
+  int64_t cache = 2 * longest;
   for (ArrivalMode mode : {ArrivalMode::Online, ArrivalMode::Offline}) {
     SimResult fcfs = run("branching", Policy::FCFS, cache, mode);
     SimResult lpm = run("branching", Policy::LongestPrefixMatch, cache, mode);
+    EXPECT_TRUE(lpm.cacheHoldsLongest);
     EXPECT_LT(fcfs.hitRate + (mode == ArrivalMode::Online ? 0.03 : 0.01),
               lpm.hitRate)
         << toString(mode);
@@ -231,13 +242,102 @@ TEST(Simulator, ReportsTimeToFirstTokenAndPerToken) {
       "{\"arrival\": 0, \"prompt\": [" + prompt + "], \"output_len\": 5}", "t");
   ASSERT_TRUE(trace.ok()) << trace.status().toString();
   SimOptions options;
-  options.cacheTokens = 4096;
+  options.cacheTokens = 8192;
   StatusOr<SimResult> r = simulate(*trace, options);
   ASSERT_TRUE(r.ok()) << r.status().toString();
-  EXPECT_NEAR(r->ttftP50, 0.004 + 100 * 25e-6, 1e-12);
-  EXPECT_NEAR(r->ttftP99, r->ttftP50, 1e-12);
-  EXPECT_NEAR(r->tpotP50, 0.004 + 50e-6, 1e-12);
-  EXPECT_NEAR(r->seconds, r->ttftP50 + 4 * r->tpotP50, 1e-12);
+  EXPECT_NEAR(r->ttft.p50, kPassSeconds + 100 * kPrefillTokenSeconds, 1e-12);
+  EXPECT_NEAR(r->ttft.p99, r->ttft.p50, 1e-12);
+  EXPECT_NEAR(r->ttft.mean, r->ttft.p50, 1e-12);
+  EXPECT_NEAR(r->tpot.p50, kPassSeconds + kDecodeSeconds, 1e-12);
+  EXPECT_NEAR(r->seconds, r->ttft.p50 + 4 * r->tpot.p50, 1e-12);
+  EXPECT_NEAR(r->makespan, r->seconds, 1e-12);
+}
+
+// Two requests online, derived pass by pass from the cost model. A (20
+// prompt tokens, 3 output) arrives at 0.25 s, B (12 prompt tokens, 4
+// output, no page shared with A) 1 ms later, while A's prompt runs:
+//   pass 1 (from 0.25): A's prompt                 -> A's first token
+//   pass 2: A decodes, B's prompt                  -> B's first token
+//   pass 3: A and B decode                         -> A's last token
+//   pass 4, 5: B decodes                           -> B's last token
+TEST(Simulator, MakespanTtftAndTpotFollowThePasses) {
+  const double a = 0.25, b = 0.251;
+  std::string text = "{\"arrival\": " + std::to_string(a) + ", \"prompt\": [";
+  for (int t = 1; t <= 20; ++t)
+    text += std::to_string(t) + (t < 20 ? ", " : "");
+  text += "], \"output_len\": 3}\n{\"arrival\": " + std::to_string(b) +
+          ", \"prompt\": [";
+  for (int t = 101; t <= 112; ++t)
+    text += std::to_string(t) + (t < 112 ? ", " : "");
+  text += "], \"output_len\": 4}\n";
+  StatusOr<Workload> trace = parseTrace(text, "two");
+  ASSERT_TRUE(trace.ok()) << trace.status().toString();
+  SimOptions options;
+  options.cacheTokens = 16384;
+  options.arrival = ArrivalMode::Online;
+  StatusOr<SimResult> r = simulate(*trace, options);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+
+  double pass1 = a + kPassSeconds + 20 * kPrefillTokenSeconds;
+  double pass2 =
+      pass1 + kPassSeconds + 12 * kPrefillTokenSeconds + kDecodeSeconds;
+  double pass3 = pass2 + kPassSeconds + 2 * kDecodeSeconds;
+  double pass4 = pass3 + kPassSeconds + kDecodeSeconds;
+  double pass5 = pass4 + kPassSeconds + kDecodeSeconds;
+  EXPECT_EQ(r->steps, 5);
+  EXPECT_NEAR(r->seconds, pass5, 1e-12);
+  // From the first release, not from 0.
+  EXPECT_NEAR(r->makespan, pass5 - a, 1e-12);
+
+  double ttftA = pass1 - a, ttftB = pass2 - b;
+  ASSERT_LT(ttftA, ttftB);
+  EXPECT_NEAR(r->ttft.mean, (ttftA + ttftB) / 2, 1e-12);
+  // Nearest rank of two: p50 is the first, p99 the second.
+  EXPECT_NEAR(r->ttft.p50, ttftA, 1e-12);
+  EXPECT_NEAR(r->ttft.p99, ttftB, 1e-12);
+
+  double tpotA = (pass3 - pass1) / (3 - 1), tpotB = (pass5 - pass2) / (4 - 1);
+  ASSERT_LT(tpotB, tpotA);
+  EXPECT_NEAR(r->tpot.mean, (tpotA + tpotB) / 2, 1e-12);
+  EXPECT_NEAR(r->tpot.p50, tpotB, 1e-12);
+  EXPECT_NEAR(r->tpot.p99, tpotA, 1e-12);
+
+  // And in the JSON, to the microsecond.
+  std::string json = toJson(*r);
+  char expected[64];
+  std::snprintf(expected, sizeof(expected), "\"makespan\": %.6f", pass5 - a);
+  EXPECT_NE(json.find(expected), std::string::npos) << json;
+  for (const char *key : {"ttft_mean", "ttft_p50", "ttft_p99", "tpot_mean",
+                          "tpot_p50", "tpot_p99"})
+    EXPECT_NE(json.find(std::string("\"") + key + "\": "), std::string::npos)
+        << key;
+}
+
+TEST(Simulator, SummarizesByNearestRank) {
+  std::vector<double> values;
+  for (int i = 100; i >= 1; --i)
+    values.push_back(i);
+  Distribution d = summarize(values);
+  EXPECT_DOUBLE_EQ(d.mean, 50.5);
+  EXPECT_DOUBLE_EQ(d.p50, 50);
+  EXPECT_DOUBLE_EQ(d.p99, 99);
+  values.push_back(1000);
+  d = summarize(values);
+  EXPECT_DOUBLE_EQ(d.p50, 51);  // ceil(0.5 * 101) = 51st smallest
+  EXPECT_DOUBLE_EQ(d.p99, 100); // ceil(0.99 * 101) = 100th
+  d = summarize({});
+  EXPECT_EQ(d.mean + d.p50 + d.p99, 0);
+}
+
+// The workloads set their limits as applications do, above their answers:
+// the scheduler cannot read the answer's length off max_tokens.
+TEST(Simulator, WorkloadsSetLimitsAboveTheirAnswers) {
+  for (const std::string &name : workloadNames()) {
+    StatusOr<Workload> workload = makeWorkload(name, 1, 0.0);
+    ASSERT_TRUE(workload.ok());
+    for (const TracedRequest &request : workload->requests)
+      ASSERT_GT(request.maxTokens, request.outputLen) << name;
+  }
 }
 
 // The bound is over every order, not the arrival order: a prompt ending at

@@ -83,7 +83,7 @@ TEST(Trace, ReplaysThroughTheSimulator) {
     for (int t = 0; t < 64; ++t)
       text +=
           std::to_string(t < 48 ? t : 1000 + i * 64 + t) + (t < 63 ? "," : "");
-    text += "], \"output_len\": 8}\n";
+    text += "], \"output_len\": 8, \"max_tokens\": 64}\n";
   }
   StatusOr<Workload> trace = parseTrace(text, "shared-48");
   ASSERT_TRUE(trace.ok());
@@ -374,8 +374,11 @@ TEST(Trace, ReplaysAValidOnlineTrace) {
             std::to_string(100 + i) +
             "], \"output_len\": " + std::to_string(1 + i % 4) + ".0}\r\n";
   }
-  StatusOr<Workload> trace = parseTrace(text, "small");
+  // No line gives max_tokens: each gets the default asked for.
+  StatusOr<Workload> trace = parseTrace(text, "small", 8);
   ASSERT_TRUE(trace.ok()) << trace.status().toString();
+  for (const TracedRequest &request : trace->requests)
+    EXPECT_EQ(request.maxTokens, 8);
   SimOptions options;
   options.cacheTokens = 64;
   options.pageSize = 2;
@@ -420,8 +423,10 @@ TEST(Trace, ReadsPriorities) {
 }
 
 // max_tokens is the request's limit, output_len the answer the trace
-// recorded within it: max_tokens defaults to output_len and may not be
-// less.
+// recorded within it: max_tokens may not be less, and when a line gives
+// none it is the server's default (kDefaultTraceMaxTokens, or the one
+// asked for), never the answer's length, which would tell the scheduler
+// what no engine knows.
 TEST(Trace, ReadsMaxTokens) {
   StatusOr<Workload> trace =
       parseTrace("{\"prompt\": [1, 2], \"output_len\": 4, \"max_tokens\": 9}\n"
@@ -430,7 +435,9 @@ TEST(Trace, ReadsMaxTokens) {
   ASSERT_TRUE(trace.ok()) << trace.status().toString();
   EXPECT_EQ(trace->requests[0].maxTokens, 9);
   EXPECT_EQ(trace->requests[0].outputLen, 4);
-  EXPECT_EQ(trace->requests[1].maxTokens, 5);
+  EXPECT_EQ(trace->requests[1].outputLen, 5);
+  EXPECT_NE(trace->requests[1].maxTokens, trace->requests[1].outputLen);
+  EXPECT_EQ(trace->requests[1].maxTokens, kDefaultTraceMaxTokens);
   EXPECT_EQ(trace->requests[1].n, 1);
   StatusOr<Workload> sampled =
       parseTrace("{\"prompt\": [1, 2], \"output_len\": 4, \"n\": 3}\n", "t");
@@ -438,12 +445,74 @@ TEST(Trace, ReadsMaxTokens) {
   EXPECT_EQ(sampled->requests[0].n, 3);
   EXPECT_EQ(parseError("{\"prompt\": [1], \"output_len\": 4, \"n\": 0}"),
             "line 1, column 39: \"n\" must be an integer in [1, 256], got 0");
-  EXPECT_EQ(parseError("{\"prompt\": [1], \"output_len\": 4, "
-                       "\"max_tokens\": 3}"),
-            "line 1, column 48: \"max_tokens\" 3 is less than "
+}
+
+TEST(Trace, DefaultMaxTokensIsTheCallersAndNeverBelowTheAnswer) {
+  const std::string text = "{\"prompt\": [1], \"output_len\": 40}\n"
+                           "{\"prompt\": [2], \"output_len\": 3}\n"
+                           "{\"prompt\": [3], \"output_len\": 3, "
+                           "\"max_tokens\": 3}\n";
+  StatusOr<Workload> trace = parseTrace(text, "t", 32);
+  ASSERT_TRUE(trace.ok()) << trace.status().toString();
+  // The recorded answer fit its limit: the default rises to it.
+  EXPECT_EQ(trace->requests[0].maxTokens, 40);
+  EXPECT_EQ(trace->requests[1].maxTokens, 32);
+  // A limit the line gives is kept, even one equal to the answer.
+  EXPECT_EQ(trace->requests[2].maxTokens, 3);
+  for (int64_t bad : {int64_t(0), int64_t(-1), kMaxTraceOutputLen + 1}) {
+    StatusOr<Workload> refused = parseTrace(text, "t", bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.status().code(), ErrorCode::InvalidArgument);
+    EXPECT_EQ(refused.status().message(),
+              "the default max_tokens must be in [1, 1048576], got " +
+                  std::to_string(bad));
+  }
+}
+
+// A bad max_tokens names its line and the column of its value.
+TEST(Trace, BadMaxTokensFailWithTheirPosition) {
+  const std::string head = "{\"prompt\": [1], \"output_len\": 4, "
+                           "\"max_tokens\": ";
+  const std::string range =
+      "\"max_tokens\" must be an integer in [1, 1048576], got ";
+  // The value starts after the head, on the second line.
+  const std::string at =
+      "line 2, column " + std::to_string(head.size() + 1) + ": ";
+  struct Case {
+    std::string value, got;
+  } cases[] = {
+      {"0", "0"},           {"-1", "-1"},       {"1048577", "1048577"},
+      {"1e300", "1e300"},   {"1e400", "1e400"}, {"2.5", "2.5"},
+      {"1e-400", "1e-400"}, {"nan", "nan"},     {"\"8\"", "a string"},
+      {"null", "null"},     {"true", "true"},   {"[8]", "an array"},
+      {"{}", "an object"},
+  };
+  for (const Case &c : cases)
+    EXPECT_EQ(parseError("{\"prompt\": [9], \"output_len\": 1}\n" + head +
+                         c.value + "}"),
+              at + range + c.got)
+        << c.value;
+  EXPECT_EQ(parseError("{\"prompt\": [9], \"output_len\": 1}\n" + head + "3}"),
+            at + "\"max_tokens\" 3 is less than \"output_len\" 4");
+  // Before output_len on its line: checked once the line is read, still
+  // pointing at the value.
+  EXPECT_EQ(parseError("{\"max_tokens\": 2, \"prompt\": [1], "
+                       "\"output_len\": 4}"),
+            "line 1, column 16: \"max_tokens\" 2 is less than "
             "\"output_len\" 4");
   EXPECT_EQ(parseError("{\"prompt\": [1], \"output_len\": 4, "
-                       "\"max_tokens\": 0}"),
-            "line 1, column 48: \"max_tokens\" must be an integer in [1, "
-            "1048576], got 0");
+                       "\"max_tokens\": 8, \"max_tokens\": 9}"),
+            "line 1, column 51: duplicate key \"max_tokens\"");
+}
+
+// The bundled trace gives every request a limit above its answer, as a
+// client does: replaying it must not tell the scheduler the answers.
+TEST(Trace, TheBundledTraceSetsRealisticLimits) {
+  // A default of 1 would leave a line without max_tokens at its answer.
+  StatusOr<Workload> trace =
+      readTrace(ATTNC_EXAMPLES_DIR "/serve_trace.jsonl", 1);
+  ASSERT_TRUE(trace.ok()) << trace.status().toString();
+  ASSERT_FALSE(trace->requests.empty());
+  for (const TracedRequest &request : trace->requests)
+    EXPECT_GT(request.maxTokens, request.outputLen) << request.id;
 }

@@ -33,6 +33,7 @@ struct SimArgs {
   std::string rateText = "10";
   std::string agingText = "0";
   std::string ratioText;
+  std::string maxTokensText = std::to_string(kDefaultTraceMaxTokens);
   bool json = false;
   bool all = false;
   CLI::Option *cacheTokensOption = nullptr;
@@ -45,6 +46,8 @@ struct SimArgs {
   int64_t agingSteps = 0;
   /// Negative: the scheduler's own (SGLang's) ratios.
   double newTokenRatio = -1;
+  /// max_tokens of trace requests that give none.
+  int64_t defaultMaxTokens = kDefaultTraceMaxTokens;
 };
 
 /// All of `text` as a decimal integer in [lo, hi]: strtoll alone would
@@ -132,6 +135,11 @@ bool parseFlags(SimArgs &args) {
   if (!args.ratioText.empty() &&
       !parseReal(args.ratioText, 0, 1, args.newTokenRatio))
     return bad("--new-token-ratio", "a number in [0, 1]", args.ratioText);
+  if (!parseInteger(args.maxTokensText, 1, kMaxTraceOutputLen,
+                    args.defaultMaxTokens))
+    return bad("--default-max-tokens",
+               "an integer in [1, " + std::to_string(kMaxTraceOutputLen) + "]",
+               args.maxTokensText);
   return true;
 }
 
@@ -160,12 +168,19 @@ void printTable(const std::vector<SimResult> &results) {
               static_cast<long long>(first.requests),
               static_cast<long long>(first.cacheTokens),
               first.cacheHoldsLongest ? "yes" : "no");
-  std::printf("  %-11s %9s %9s %9s %15s %10s\n", "policy", "hit rate",
-              "optimal", "pool use", "evicted tokens", "sim time");
+  // Times are seconds of model time (docs/SIMULATOR.md); TPOT in ms.
+  std::printf("  %-11s %8s %8s %8s %9s %11s %9s %26s %23s\n", "policy",
+              "hit rate", "optimal", "pool use", "evicted", "preemptions",
+              "makespan", "TTFT s (mean/p50/p99)", "TPOT ms (mean/p50/p99)");
   for (const SimResult &r : results)
-    std::printf("  %-11s %9.4f %9.4f %9.3f %15lld %9.2fs\n", r.policy.c_str(),
-                r.hitRate, r.optimalHitRate, r.poolUtilisation,
-                static_cast<long long>(r.evictedTokens), r.seconds);
+    std::printf(
+        "  %-11s %8.4f %8.4f %8.3f %9lld %11lld %8.3fs %8.3f/%8.3f/%8.3f "
+        "%7.2f/%7.2f/%7.2f\n",
+        r.policy.c_str(), r.hitRate, r.optimalHitRate, r.poolUtilisation,
+        static_cast<long long>(r.evictedTokens),
+        static_cast<long long>(r.preemptions), r.makespan, r.ttft.mean,
+        r.ttft.p50, r.ttft.p99, 1e3 * r.tpot.mean, 1e3 * r.tpot.p50,
+        1e3 * r.tpot.p99);
 }
 
 int run(SimArgs &args) {
@@ -200,8 +215,10 @@ int run(SimArgs &args) {
     }
     policies.push_back(*policy);
   }
-  if (policies.empty())
-    policies = kPolicies;
+  if (policies.empty()) // a replayed log: the scheduler's own default, LPM
+    policies = args.trace.empty()
+                   ? kPolicies
+                   : std::vector<Policy>{SchedulerConfig().policy};
 
   std::vector<ArrivalMode> modes;
   if (args.all)
@@ -220,7 +237,7 @@ int run(SimArgs &args) {
   auto load = [&](const std::string &name,
                   ArrivalMode mode) -> StatusOr<Workload> {
     if (name.empty())
-      return readTrace(args.trace);
+      return readTrace(args.trace, args.defaultMaxTokens);
     return makeWorkload(name, args.seed,
                         mode == ArrivalMode::Online ? args.rate : 0.0);
   };
@@ -277,7 +294,8 @@ void addSimCommand(CLI::App &app, int &exitCode) {
   auto args = std::make_shared<SimArgs>();
   CLI::App *sim = app.add_subcommand(
       "sim", "Simulate serving a workload: prefix-cache hit rate per "
-             "scheduling policy beside the optimal bound");
+             "scheduling policy beside the optimal bound, makespan, time "
+             "to first token and time per output token");
   CLI::Option *workload =
       sim->add_option("--workload", args->workload,
                       "few-shot, multi-turn, branching or agents");
@@ -289,7 +307,8 @@ void addSimCommand(CLI::App &app, int &exitCode) {
                       "line")
           ->excludes(workload);
   sim->add_option("--policy", args->policies,
-                  "fcfs, lpm or dfs-weight (repeatable; default: all)");
+                  "fcfs, lpm or dfs-weight (repeatable; default: all, lpm with "
+                  "--trace)");
   args->cacheTokensOption =
       sim->add_option("--cache-tokens", args->cacheTokensText,
                       "KV cache size in tokens, from --page-size to " +
@@ -318,7 +337,15 @@ void addSimCommand(CLI::App &app, int &exitCode) {
                   "admission reserves this fraction of max_tokens, in [0, 1] "
                   "(default: 0.7 falling to 0.1, back to 0.7 on preemption)")
       ->type_name("FLOAT");
-  sim->add_flag("--json", args->json, "one JSON object per line");
+  sim->add_option("--default-max-tokens", args->maxTokensText,
+                  "max_tokens of trace requests that give none, 1 to " +
+                      std::to_string(kMaxTraceOutputLen) +
+                      " (default: " + std::to_string(kDefaultTraceMaxTokens) +
+                      "; raised to output_len when that is longer)")
+      ->type_name("INT");
+  sim->add_flag("--json", args->json,
+                "one JSON object per line (hit rate, makespan, TTFT and TPOT "
+                "mean/p50/p99 in seconds of model time, ...)");
   sim->add_flag("--all", args->all,
                 "every workload, policy, two cache sizes (ample, under "
                 "pressure) and both arrival modes")
