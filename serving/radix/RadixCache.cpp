@@ -277,7 +277,9 @@ int64_t RadixCache::evict(int64_t tokens) {
   // recently used unlocked leaf: a leaf longer than what is still wanted
   // gives only its last pages and stays a leaf, in its place in the LRU
   // order (what remains of it is the same prefix, just shorter).
-  int64_t wanted = tokens > 0 ? (tokens + pageSize_ - 1) / pageSize_ : 0;
+  // Rounded up without adding to `tokens`, which may be INT64_MAX.
+  int64_t wanted =
+      tokens > 0 ? tokens / pageSize_ + (tokens % pageSize_ != 0) : 0;
   int64_t evictedPages = 0;
   while (evictedPages < wanted && !leaves_.empty()) {
     Node *leaf = std::get<2>(*leaves_.begin());
