@@ -38,8 +38,7 @@ std::string body(Choices &c, const std::string &kv) {
     return c.usual(90) ? "      " + line + "\n" : std::string();
   };
   return "    %live = attn_gpu.begin : i1\n    scf.if %live {\n" +
-         step("attn_gpu.load_query") +
-         "      %begin = attn_gpu.tiles_begin\n" +
+         step("attn_gpu.load_query") + "      %begin = attn_gpu.tiles_begin\n" +
          "      %end = attn_gpu.tiles_end\n" +
          step("attn_gpu.prefetch_tile %begin from " + kv) +
          "      %one = arith.constant 1 : index\n"

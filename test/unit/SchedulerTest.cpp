@@ -1214,6 +1214,24 @@ TEST(Scheduler, ChecksCountsBeforeReadingArrays) {
   EXPECT_EQ(f.add(many).message(), big.message());
 }
 
+/// A DFS-weight scheduler whose cache holds 32 served 64-token prompts
+/// and whose queue holds `n` requests, each one of those prompts plus 8
+/// tokens of its own.
+static void queueUnderSharedPrompts(Fixture &f, int n, int64_t window) {
+  SchedulerConfig config;
+  config.policy = Policy::DFSWeight;
+  config.dfsWeightWindow = window;
+  f.scheduler = std::make_unique<Scheduler>(config, *f.pool, *f.cache);
+  for (RequestId s = 0; s < 32; ++s)
+    f.serve(makeRequest(s, range(Token(1000 * (s + 1)), 64)));
+  for (int i = 0; i < n; ++i)
+    ASSERT_TRUE(f.scheduler
+                    ->add(makeRequest(
+                        100 + i, concat(range(Token(1000 * (i % 32 + 1)), 64),
+                                        range(Token(5000000 + 8 * i), 8))))
+                    .ok());
+}
+
 // DFS-weight's ordering costs a bounded number of operations per waiting
 // request, whatever the queue's length: it files each waiter once and
 // walks only the tree paths to where their matches end (it used to match
@@ -1223,18 +1241,8 @@ TEST(Scheduler, DFSWeightOrderIsLinearInTheQueue) {
   std::vector<uint64_t> operations;
   for (int n : {1000, 10000, 100000}) {
     Fixture f(Policy::DFSWeight, 4096);
-    SchedulerConfig config;
-    config.policy = Policy::DFSWeight;
-    config.dfsWeightWindow = 0; // the whole queue, the default
-    f.scheduler = std::make_unique<Scheduler>(config, *f.pool, *f.cache);
-    for (RequestId s = 0; s < 32; ++s)
-      f.serve(makeRequest(s, range(Token(1000 * (s + 1)), 64)));
-    for (int i = 0; i < n; ++i)
-      ASSERT_TRUE(f.scheduler
-                      ->add(makeRequest(
-                          100 + i, concat(range(Token(1000 * (i % 32 + 1)), 64),
-                                          range(Token(5000000 + 8 * i), 8))))
-                      .ok());
+    ASSERT_NO_FATAL_FAILURE(queueUnderSharedPrompts(
+        f, n, /*window=*/0)); // the whole queue, the default
     uint64_t before = f.scheduler->orderOperations();
     std::vector<size_t> order = f.scheduler->order();
     ASSERT_EQ(order.size(), size_t(n));
@@ -1260,18 +1268,7 @@ TEST(Scheduler, DFSWeightWindowBoundsAPass) {
   std::vector<uint64_t> operations;
   for (int n : {10000, 100000}) {
     Fixture f(Policy::DFSWeight, 4096);
-    SchedulerConfig config;
-    config.policy = Policy::DFSWeight;
-    config.dfsWeightWindow = 1000;
-    f.scheduler = std::make_unique<Scheduler>(config, *f.pool, *f.cache);
-    for (RequestId s = 0; s < 32; ++s)
-      f.serve(makeRequest(s, range(Token(1000 * (s + 1)), 64)));
-    for (int i = 0; i < n; ++i)
-      ASSERT_TRUE(f.scheduler
-                      ->add(makeRequest(
-                          100 + i, concat(range(Token(1000 * (i % 32 + 1)), 64),
-                                          range(Token(5000000 + 8 * i), 8))))
-                      .ok());
+    ASSERT_NO_FATAL_FAILURE(queueUnderSharedPrompts(f, n, /*window=*/1000));
     uint64_t before = f.scheduler->orderOperations();
     std::vector<size_t> order = f.scheduler->order();
     operations.push_back(f.scheduler->orderOperations() - before);
