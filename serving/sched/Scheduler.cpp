@@ -962,6 +962,7 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
     batch.branches.push_back(running.branch);
     for (int64_t position = f.begin; position < f.begin + f.count; ++position) {
       batch.tokens.push_back(running.tokenAt(position));
+      batch.tokenFromSample.push_back(-1);
       batch.positions.push_back(static_cast<int32_t>(position));
       batch.slotMapping.push_back(
           slotOfPosition(running.pages, pageSize, position));

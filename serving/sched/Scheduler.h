@@ -205,6 +205,11 @@ struct EngineBatch {
   /// Each new token's id, its position in its request's sequence, and its
   /// slot: page * page_size + position in the page.
   std::vector<Token> tokens;
+  /// For each row of `tokens`: -1 when the row holds its token, or the
+  /// index among the previous step's samplers whose sample it is, when this
+  /// step was formed before that sample was committed (overlap: the engine
+  /// reads it from the previous step's sampled tokens on the device).
+  std::vector<int32_t> tokenFromSample;
   std::vector<int32_t> positions;
   std::vector<int64_t> slotMapping;
   /// The pages of each request's keys, this step's tokens included.
