@@ -176,6 +176,38 @@ Status Driver::fill(CUdeviceptr dst, unsigned char byte, size_t bytes) {
     return s;
   return check(cuMemsetD8_v2(dst, byte, bytes), "cuMemsetD8");
 }
+StatusOr<void *> Driver::allocatePinned(size_t bytes) {
+  if (Status s = enter(); !s.ok())
+    return s;
+  void *ptr = nullptr;
+  CUresult result = cuMemHostAlloc(&ptr, bytes ? bytes : 1, 0);
+  if (result == 2) // CUDA_ERROR_OUT_OF_MEMORY
+    return Status::error(ErrorCode::OutOfMemory,
+                         "cannot allocate " + std::to_string(bytes) +
+                             " bytes of pinned host memory");
+  if (Status s = check(result, "cuMemHostAlloc"); !s.ok())
+    return s;
+  return ptr;
+}
+Status Driver::freePinned(void *ptr) {
+  if (Status s = enter(); !s.ok())
+    return s;
+  return check(cuMemFreeHost(ptr), "cuMemFreeHost");
+}
+Status Driver::copyToDeviceAsync(CUdeviceptr dst, const void *src, size_t bytes,
+                                 CUstream stream) {
+  if (Status s = enter(); !s.ok())
+    return s;
+  return check(cuMemcpyHtoDAsync_v2(dst, src, bytes, stream),
+               "cuMemcpyHtoDAsync");
+}
+Status Driver::copyToHostAsync(void *dst, CUdeviceptr src, size_t bytes,
+                               CUstream stream) {
+  if (Status s = enter(); !s.ok())
+    return s;
+  return check(cuMemcpyDtoHAsync_v2(dst, src, bytes, stream),
+               "cuMemcpyDtoHAsync");
+}
 Status Driver::synchronize() {
   if (Status s = enter(); !s.ok())
     return s;
@@ -312,6 +344,36 @@ DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
 DeviceBuffer::~DeviceBuffer() {
   if (driver_ && ptr_)
     (void)driver_->free(ptr_);
+}
+
+StatusOr<PinnedBuffer> PinnedBuffer::allocate(Driver &driver, size_t bytes) {
+  StatusOr<void *> ptr = driver.allocatePinned(bytes);
+  if (!ptr.ok())
+    return ptr.status();
+  PinnedBuffer buffer;
+  buffer.driver_ = &driver;
+  buffer.ptr_ = *ptr;
+  buffer.bytes_ = bytes;
+  return buffer;
+}
+
+PinnedBuffer &PinnedBuffer::operator=(PinnedBuffer &&other) noexcept {
+  if (this != &other) {
+    if (driver_ && ptr_)
+      (void)driver_->freePinned(ptr_);
+    driver_ = other.driver_;
+    ptr_ = other.ptr_;
+    bytes_ = other.bytes_;
+    other.driver_ = nullptr;
+    other.ptr_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (driver_ && ptr_)
+    (void)driver_->freePinned(ptr_);
 }
 
 } // namespace attnc::cuda

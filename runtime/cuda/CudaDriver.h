@@ -59,6 +59,18 @@ public:
   Status fill(CUdeviceptr dst, unsigned char byte, size_t bytes);
   Status synchronize();
 
+  /// Page-locked host memory, which the GPU's copy engines read and write
+  /// while the host goes on: OutOfMemory when the driver cannot pin
+  /// `bytes`.
+  StatusOr<void *> allocatePinned(size_t bytes);
+  Status freePinned(void *ptr);
+  /// Copies on `stream` without waiting for them; the host side must be
+  /// pinned for the copy to run asynchronously.
+  Status copyToDeviceAsync(CUdeviceptr dst, const void *src, size_t bytes,
+                           CUstream stream);
+  Status copyToHostAsync(void *dst, CUdeviceptr src, size_t bytes,
+                         CUstream stream);
+
   StatusOr<CUmodule> loadModule(const void *image);
   StatusOr<CUfunction> getFunction(CUmodule module, const std::string &name);
   Status setSharedMemory(CUfunction function, int bytes);
@@ -112,6 +124,11 @@ private:
   X(cuMemcpyHtoD_v2, CUresult(CUdeviceptr, const void *, size_t))              \
   X(cuMemcpyDtoH_v2, CUresult(void *, CUdeviceptr, size_t))                    \
   X(cuMemsetD8_v2, CUresult(CUdeviceptr, unsigned char, size_t))               \
+  X(cuMemHostAlloc, CUresult(void **, size_t, unsigned))                       \
+  X(cuMemFreeHost, CUresult(void *))                                           \
+  X(cuMemcpyHtoDAsync_v2,                                                      \
+    CUresult(CUdeviceptr, const void *, size_t, CUstream))                     \
+  X(cuMemcpyDtoHAsync_v2, CUresult(void *, CUdeviceptr, size_t, CUstream))     \
   X(cuModuleLoadData, CUresult(CUmodule *, const void *))                      \
   X(cuModuleGetFunction, CUresult(CUfunction *, CUmodule, const char *))       \
   X(cuFuncSetAttribute, CUresult(CUfunction, int, int))                        \
@@ -152,6 +169,26 @@ public:
 private:
   Driver *driver_ = nullptr;
   CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+/// Pinned host memory freed when it goes out of scope.
+class PinnedBuffer {
+public:
+  PinnedBuffer() = default;
+  static StatusOr<PinnedBuffer> allocate(Driver &driver, size_t bytes);
+  PinnedBuffer(PinnedBuffer &&other) noexcept { *this = std::move(other); }
+  PinnedBuffer &operator=(PinnedBuffer &&other) noexcept;
+  PinnedBuffer(const PinnedBuffer &) = delete;
+  PinnedBuffer &operator=(const PinnedBuffer &) = delete;
+  ~PinnedBuffer();
+
+  void *get() const { return ptr_; }
+  size_t size() const { return bytes_; }
+
+private:
+  Driver *driver_ = nullptr;
+  void *ptr_ = nullptr;
   size_t bytes_ = 0;
 };
 

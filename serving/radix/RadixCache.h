@@ -21,11 +21,28 @@
 // again. The unlocked leaves are kept in LRU order as they change, so that
 // eviction does not search the tree.
 //
+// A host tier (kv/HostTier.h) may be attached: eviction then moves the pages
+// it takes to host pages instead of dropping them, and the nodes holding
+// them stay in the tree, host-resident, until the tier needs their room
+// (its least-recently-used host-resident leaves go first, by page from the
+// tail) or a hit loads them back (loadBack). Residency is one per node and
+// follows the paths: below a host-resident node everything is host-resident,
+// so that a prefix is a device-resident part and a host-resident
+// continuation. Everything existing callers see counts the device only:
+// matchPrefix, matchLength, cachedPages, nodeOfPage, touchPrefix, the sizes
+// and the change journal (a page offloaded leaves the cache, one loaded back
+// enters it), whether or not a tier is attached; matchThroughHost and
+// hostCachedPages see the continuation. A lock on a host-resident node
+// (matchThroughHost's hostNode; loadBack locks what it loads) keeps it in
+// the tier; an unlocked device-resident node whose children are all
+// host-resident is a leaf for eviction.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTNC_RUNTIME_RADIX_RADIXCACHE_H
 #define ATTNC_RUNTIME_RADIX_RADIXCACHE_H
 
+#include "kv/HostTier.h"
 #include "kv/PagedKVPool.h"
 
 #include <cstdint>
@@ -64,11 +81,17 @@ public:
   struct Node {
     std::vector<Token> key;
     std::vector<PageId> pages;
+    /// A host-resident node's pages in the host tier, one per page of its
+    /// key, and then `pages` is empty; empty for a device-resident node.
+    std::vector<HostPageId> hostPages;
     /// pagePrefixHashes of the tokens from the root to the end of each page
     /// (a root: the hash its namespace starts from).
     std::vector<uint64_t> hashes;
     Node *parent = nullptr;
     std::map<std::vector<Token>, std::unique_ptr<Node>> children;
+    /// Children that are device-resident: with none, an unlocked
+    /// device-resident node is a leaf for eviction.
+    int64_t deviceChildren = 0;
     int64_t lockRef = 0;
     uint64_t lastAccess = 0;
     /// Creation order: ties of lastAccess evict deterministically.
@@ -87,14 +110,26 @@ public:
     /// The node the match ends at (the root when nothing matched).
     Node *node = nullptr;
     int64_t tokens = 0;
+    /// matchThroughHost's host-resident continuation after `tokens`: its
+    /// tokens and the node it ends at (null when there is none). Plain
+    /// matches leave them empty.
+    int64_t hostTokens = 0;
+    Node *hostNode = nullptr;
   };
 
   explicit RadixCache(PagedKVPool &pool);
+  /// A cache with `tier` attached (see above), which must outlive it:
+  /// InvalidArgument when the tier is another pool's, or has pages in use
+  /// (the cache must be its only user).
+  static StatusOr<std::unique_ptr<RadixCache>> withHostTier(PagedKVPool &pool,
+                                                            HostTier &tier);
   ~RadixCache();
   RadixCache(const RadixCache &) = delete;
   RadixCache &operator=(const RadixCache &) = delete;
 
   int64_t pageSize() const { return pageSize_; }
+  /// The attached host tier, or null.
+  const HostTier *hostTier() const { return tier_; }
 
   /// The longest cached prefix of `tokens` in whole pages. A match that
   /// ends inside a node splits it, so that `node` covers exactly the match.
@@ -107,6 +142,38 @@ public:
   /// anything: what an insert of `tokens` would find cached already.
   int64_t matchLength(const Token *tokens, size_t count,
                       CacheNamespace space = 0) const;
+  /// matchPrefix, and past the device-resident prefix its host-resident
+  /// continuation (hostTokens, hostNode), split and touched the same way:
+  /// what loadBack can make device-resident. Without a tier, matchPrefix.
+  Match matchThroughHost(const Token *tokens, size_t count,
+                         CacheNamespace space = 0);
+
+  /// Makes `match`'s host-resident continuation (matchThroughHost's, with
+  /// nothing changed in the cache since) device-resident: allocates its
+  /// device pages, evicting as needed (which may offload other pages), and
+  /// loads each page into one of them, on the pool's stream. On success
+  /// `match` covers the whole prefix (pages, node, tokens; no continuation
+  /// left) and the result lists the loads, in order; the continuation's
+  /// nodes become device-resident, as locked as they were and touched as
+  /// the match did. A match without a continuation loads nothing. All or
+  /// nothing for the continuation: InvalidArgument when no tier is attached
+  /// or `match` no longer describes the tree, OutOfMemory when the pool
+  /// cannot give the pages even after evicting everything unlocked (nothing
+  /// evicted then), and an allocation or copy failure leaves the
+  /// continuation host-resident (what eviction moved before stays moved).
+  StatusOr<std::vector<PageTransfer>> loadBack(Match &match);
+  /// How many pages of a sequence whose page prefix hashes are `hashes`
+  /// continue its device-resident prefix (cachedPages) in the host tier, up
+  /// to page `limit`: what matchThroughHost finds past matchPrefix, without
+  /// walking or changing the tree.
+  int64_t hostCachedPages(const std::vector<uint64_t> &hashes,
+                          int64_t limit) const;
+
+  /// Every transfer between the tiers since the last call (offloads of the
+  /// pages eviction moved, loads of loadBack), in the order they were
+  /// issued, and forgets them: what an engine whose caches are its own
+  /// applies, in that order, before the next step's writes.
+  std::vector<PageTransfer> takeTransfers() { return std::move(transfers_); }
 
   /// Inserts the first `pages.size()` pages of `tokens`. Returns how many
   /// leading tokens were already cached: the tree takes over the caller's
@@ -126,7 +193,8 @@ public:
   /// in the LRU order, and what remains of it still matches); a leaf given
   /// up whole leaves the tree, and its parent may become a leaf. Returns
   /// the tokens evicted: a whole number of pages, at most one page more
-  /// than asked.
+  /// than asked. With a tier the pages taken go to it as far as it has (or
+  /// can make) room, and their nodes stay as host-resident (see above).
   int64_t evict(int64_t tokens);
 
   /// How many leading pages of a sequence whose page prefix hashes are
@@ -153,6 +221,8 @@ public:
   int64_t evictableSize() const { return evictable_; }
   int64_t protectedSize() const { return protected_; }
   int64_t totalSize() const { return evictable_ + protected_; }
+  /// Tokens of host-resident nodes.
+  int64_t hostSize() const { return hostSize_; }
   /// The root of namespace 0's tree, and of every namespace's.
   const Node *root() const { return roots_.at(0).get(); }
   std::vector<const Node *> roots() const;
@@ -163,14 +233,41 @@ public:
   }
 
   /// Recomputes sizes and lock counts from the tree and checks them, the
-  /// keys, and the pages' reference counts in the pool.
+  /// keys, the pages' reference counts in the pool, and with a tier the
+  /// residency of each path and the host pages in use.
   Status checkInvariants() const;
 
 private:
   Node *splitNode(Node *node, int64_t keepPages);
-  bool isEvictableLeaf(const Node *node) const {
-    return node->parent && node->children.empty() && node->lockRef == 0;
+  static bool onDevice(const Node *node) { return node->hostPages.empty(); }
+  int64_t pageCount(const Node *node) const {
+    return static_cast<int64_t>(node->key.size()) / pageSize_;
   }
+  bool isEvictableLeaf(const Node *node) const {
+    return node->parent && node->deviceChildren == 0 && node->lockRef == 0 &&
+           onDevice(node);
+  }
+  bool isDroppableHostLeaf(const Node *node) const {
+    return node->children.empty() && node->lockRef == 0 && !onDevice(node);
+  }
+  /// Takes a node out of the LRU order it is in (device or host leaves),
+  /// and files it where it belongs: around a change of its lock, residency
+  /// or children.
+  void unlist(Node *node);
+  void relist(Node *node);
+  Match match(const Token *tokens, size_t count, CacheNamespace space,
+              bool throughHost);
+  /// Frees the last `count` pages of a device leaf, fewer than it has.
+  void dropTail(Node *leaf, int64_t count);
+  /// Drops the least-recently-used unlocked host-resident leaves' pages,
+  /// from their tails, until the tier has `count` pages free or nothing
+  /// unlocked is left there; returns the free pages, at most `count`.
+  int64_t makeHostRoom(int64_t count);
+  /// Moves the last `count` pages of a device leaf to free host pages;
+  /// false, with nothing changed, when the tier refuses.
+  bool offloadTail(Node *leaf, int64_t count);
+  /// The node a page of `hash` belongs to when it is device-resident.
+  Node *deviceNodeOfPage(uint64_t hash) const;
   /// Sets a node's last access, keeping the LRU order of leaves.
   void touch(Node *node, uint64_t now);
   void addPages(Node *node);
@@ -181,19 +278,30 @@ private:
     return std::vector<Token>(tokens, tokens + pageSize_);
   }
   void checkInDebug() const;
+  /// Releases the host pages of the subtrees below a device node (all
+  /// host-resident) and takes them out of the tree: before the node's own
+  /// pages, which they continue, are dropped.
+  void discardHostChildren(Node *node);
 
   PagedKVPool &pool_;
+  HostTier *tier_ = nullptr;
   int64_t pageSize_;
   /// A namespace's root, made on first use; roots stand locked.
   Node *rootOf(CacheNamespace space);
   std::map<CacheNamespace, std::unique_ptr<Node>> roots_;
   int64_t evictable_ = 0;
   int64_t protected_ = 0;
+  int64_t hostSize_ = 0;
   uint64_t clock_ = 0;
   uint64_t serials_ = 0;
+  /// Every page of the tree by its prefix hash, host-resident ones too.
   std::unordered_map<uint64_t, Node *> byHash_;
   /// Unlocked leaves, least recently used first.
   std::set<std::tuple<uint64_t, uint64_t, Node *>> leaves_;
+  /// Unlocked host-resident leaves, least recently used first.
+  std::set<std::tuple<uint64_t, uint64_t, Node *>> hostLeaves_;
+  /// Transfers issued since takeTransfers last took them.
+  std::vector<PageTransfer> transfers_;
   bool recording_ = false;
   std::vector<PageChange> changes_;
 };
