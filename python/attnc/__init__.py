@@ -3,6 +3,8 @@ PyTorch tensors through libattnc's C API (ctypes; no compiled extension).
 
     import attnc
     out = attnc.attention(q, k, v, causal=True)           # [B, L, H, D]
+    out = attnc.attention(q, k, v, mask_mod=lambda b, h, q_idx, kv_idx:
+                          doc[q_idx] == doc[kv_idx])      # FlexAttention's
     wrapper = attnc.PagedAttention(32, 8, 128, page_size=16)
     wrapper.plan(kv_indptr, kv_indices, kv_last_page_len)
     out = wrapper.run(q, k_cache, v_cache)                 # every layer
@@ -24,8 +26,12 @@ from .mla import MLAAttention
 from .paged import PagedAttention
 from .serving import KVPool, RadixCache, Sample, Scheduler, SchedulerStats, \
     Step
+from .trace import MATH as _MATH
+from .trace import TraceError, abs, ceil, clamp, exp, exp2, floor, log, \
+    log2, maximum, minimum, rsqrt, sigmoid, sqrt, tanh, where
 
 __all__ = ["AttncError", "InvalidArgumentError", "KVPool", "Kernel",
            "MLAAttention", "PagedAttention", "Plan", "RadixCache", "Sample", "Scheduler",
-           "SchedulerStats", "Step", "Variant", "attention", "merge_states"]
+           "SchedulerStats", "Step", "TraceError", "Variant", "attention",
+           "merge_states"] + _MATH
 __version__ = "0.1.0"

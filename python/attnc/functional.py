@@ -5,9 +5,10 @@ from collections import OrderedDict
 from ._capi import LIMITS
 from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, KV_TYPES, \
     check_tensor, current_stream, dtype_name, require
-from ._values import INT32, as_float32, as_flag, as_int, as_sequence, \
-    as_text
+from ._values import INT32, as_float32, as_flag, as_int, as_sequence
+from . import trace
 from .kernel import Kernel, Variant
+from .trace.captures import memref_type
 
 _KERNELS = {}
 _PLANS = OrderedDict()
@@ -164,12 +165,17 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     are bottom-right aligned when q_len < kv_len. heads must be a multiple
     of kv_heads (GQA / MQA). window is an int (keys to the left) or a
     (left, right) pair; sinks keeps the first keys visible. score_mod and
-    mask_mod are MLIR region blocks, `^bb0(%score: f32, %b: index, %h:
-    index, %qi: index, %kvi: index, %q_len: index, %kv_len: index,
-    <captures>)` (mask_mod without %score, yielding i1), reading `captures`
-    (int32 or float32 tensors); the query's position in the sequence is
-    qi + kv_len - q_len (docs/regions.md). k and v may be an fp8 cache
-    (float8_e4m3fn or float8_e5m2) holding k / k_scale and v / v_scale:
+    mask_mod are FlexAttention's functions, `score_mod(score, b, h, q_idx,
+    kv_idx)` and `mask_mod(b, h, q_idx, kv_idx)`, q_idx the query's
+    position in the sequence (bottom-right aligned: causal is q_idx >=
+    kv_idx in decode too), traced once; the int32 or float32 tensors they
+    read are found in their closure, globals and defaults. Or MLIR region
+    blocks, `^bb0(%score: f32, %b: index, %h: index, %qi: index, %kvi:
+    index, %q_len: index, %kv_len: index, <captures>)` (mask_mod without
+    %score, yielding i1), reading `captures` (int32 or float32 tensors);
+    there the position is qi + kv_len - q_len (docs/regions.md). k and v
+    may be an fp8 cache (float8_e4m3fn or float8_e5m2) holding k / k_scale
+    and v / v_scale:
     the scales are floats or float32 tensors of 1 or kv_heads values (None:
     1). Returns out, or (out, lse) with
     lse [.., heads] in float32, natural log. Ragged index pointers are read
@@ -225,15 +231,21 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
             raise ValueError(f"q has batch {q.shape[0]}, k has {k.shape[0]}")
         batch, q_len, kv_len = q.shape[0], q.shape[1], k.shape[1]
         tokens = batch * q_len
-    score_mod = None if score_mod is None else as_text("score_mod", score_mod)
-    mask_mod = None if mask_mod is None else as_text("mask_mod", mask_mod)
-    captures = as_sequence("captures", captures)
+    captures = list(as_sequence("captures", captures))
     capture_types = []
     for i, c in enumerate(captures):
         check_tensor(f"captures[{i}]", c, None, ("int32", "float32"))
         require(len(c.shape) >= 1, f"captures[{i}] must have rank 1 or more")
-        capture_types.append("memref<" + "x".join(["?"] * len(c.shape)) +
-                             "x" + IR_NAMES[dtype_name(c)] + ">")
+        capture_types.append(memref_type(len(c.shape),
+                                         IR_NAMES[dtype_name(c)]))
+    # Functions are traced (once: the trace is cached); the tensors they
+    # read follow the listed captures.
+    score_mod, mask_mod, traced = trace.lower(score_mod, mask_mod, captures,
+                                              capture_types)
+    for name, c, capture_type in traced:
+        check_tensor(f"{name} (read by a traced mod)", c)
+        captures.append(c)
+        capture_types.append(capture_type)
     # One query per request is decode: a kernel specialized for it splits
     # the keys instead of tiling queries.
     decode = not ragged and q_len == 1

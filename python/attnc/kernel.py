@@ -3,7 +3,7 @@
 import ctypes
 import os
 
-from . import _capi
+from . import _capi, trace
 from ._capi import check, lib
 from ._tensors import TORCH_NAMES
 from ._values import (INT32, INT64, UINT64, as_flag, as_float32, as_int,
@@ -72,9 +72,28 @@ def _live(handle, what):
     return handle
 
 
+REGIONS = ("score_mod", "mask_mod")
+
+
+def _traced_regions(fields):
+    """The spec fields with function mods traced into region text, and the
+    tensors the functions read (appended to capture_types)."""
+    listed = [as_text(f"capture_types[{i}]", t) for i, t in enumerate(
+        as_sequence("capture_types", fields.get("capture_types", ())))]
+    score_mod, mask_mod, traced = trace.lower(
+        fields.get("score_mod"), fields.get("mask_mod"),
+        [None] * len(listed), listed)
+    fields = dict(fields, score_mod=score_mod, mask_mod=mask_mod,
+                  capture_types=listed + [t for _, _, t in traced])
+    return fields, tuple(tensor for _, tensor, _ in traced)
+
+
 class Variant:
     """A verified attention variant: MLIR text of the attn dialect. Made by
-    from_mlir or from_spec."""
+    from_mlir or from_spec. `captures`: the tensors traced mods read (see
+    from_spec)."""
+
+    captures = ()
 
     def __init__(self, handle):
         self._handle = handle
@@ -92,12 +111,18 @@ class Variant:
         by the library's names ("bf16", "ragged", "hnd") or values; None
         for "no value" where the library's table gives a field one (e.g.
         kv_dtype None: the queries' dtype); capture_types a list of memref
-        type strings (its count follows)."""
+        type strings (its count follows). score_mod and mask_mod are MLIR
+        text or Python functions (traced, as attnc.attention's): the
+        tensors functions read follow capture_types, and the variant's
+        `captures` lists them, the buffers to pass after the listed ones."""
         unknown = sorted(set(fields) - set(SPEC_FIELDS))
         if unknown:
             raise TypeError(f"unknown variant spec field(s): "
                             f"{', '.join(unknown)} (the fields are "
                             f"{', '.join(SPEC_FIELDS)})")
+        captures = ()
+        if any(callable(fields.get(name)) for name in REGIONS):
+            fields, captures = _traced_regions(fields)
         spec = _capi.VariantSpec()
         lib.attnc_variant_spec_init(ctypes.byref(spec))
         keep = []  # the C strings and array, alive until the call returns
@@ -112,7 +137,9 @@ class Variant:
         handle = ctypes.c_void_p()
         check(lib.attnc_variant_from_spec(ctypes.byref(spec),
                                           ctypes.byref(handle)))
-        return cls(handle)
+        variant = cls(handle)
+        variant.captures = captures
+        return variant
 
     @property
     def mlir(self):

@@ -28,6 +28,14 @@ typedef unsigned char uint8_t;
 typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
+// Names the C++ emitter prints for non-finite f32 constants (a region's
+// `where(mask, score, -inf)`): math.h's, which NVRTC does not have.
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
 #endif
 
 namespace attnc {
