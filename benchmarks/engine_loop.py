@@ -1,22 +1,25 @@
-"""The serving loop on the GPU, driven the way an inference engine drives it.
+"""The reference engine (examples/engine) serving a model on the GPU.
 
-A workload of requests sharing long system prompts goes through
-attnc.Scheduler (admission, chunked prefill, decode, preemption) -> a device
-attnc.KVPool (append_slots at each step's slot mapping) -> attnc.PagedAttention
-over the pool's caches, with random keys, values and queries standing in for
-a model's, and a stand-in sampler that stops each request at its answer's
-length. It runs twice on the same requests: with prefix reuse, and without
-(every request in a cache namespace of its own, so nothing is shared), and
-reports for each the attention time (CUDA events around the attention
-calls, `--layers` per step as a model's layers would reuse the step's plan),
-the tokens fed, and the prompt tokens served per second of attention.
+A random-weight Llama- or Gemma-2-style model built from a transformers
+config (no download) serves requests sharing long system prompts through
+attnc.Scheduler (admission, chunked prefill, decode, preemption), the
+engine's paged KV caches, attnc's paged kernels for attention and greedy
+sampling: the whole loop examples/engine/engine.py runs, here timed. It
+runs twice on the same requests: with prefix reuse, and without (every
+request in a cache namespace of its own, so nothing is shared), and
+reports for each the wall time, the steps, the tokens generated and fed,
+generated tokens per second and prompt tokens per second, the cache hits
+and the preemptions. A short warm-up run first compiles the kernels.
 
-Every `--check-every`th step compares a few requests' outputs against
-PyTorch attention in float32 over contiguous copies of their keys and
-values, gathered from the pool through the step's page table; a relative
-error of 1e-2 or NaN fails the run.
+Greedy identity with generate() is python/tests/test_engine.py's (and
+`python3 -m engine`'s) business; this measures speed.
 
-    PYTHONPATH=python python3 benchmarks/engine_loop.py --out $OUT/engine
+    PYTHONPATH=python:examples python3 benchmarks/engine_loop.py \\
+        --out $OUT/engine
+
+--overlap (form step k+1 while step k runs) and --host-tier (KV pages
+spilled to host memory) are placeholders for the engine features that
+will take them; they are refused until then.
 """
 
 import argparse
@@ -28,178 +31,75 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
-import attnc  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+from engine.engine import Engine  # noqa: E402
+from engine.model import CONFIGS, build_model  # noqa: E402
 
-BF16 = torch.bfloat16
 
-
-def make_requests(args):
+def make_requests(args, vocab_size):
     rng = random.Random(args.seed)
-    systems = [[rng.randrange(1, 50000) for _ in range(args.system_tokens)]
+    systems = [[rng.randrange(1, vocab_size)
+                for _ in range(args.system_tokens)]
                for _ in range(args.systems)]
     requests = []
     for rid in range(args.requests):
-        own = [rng.randrange(1, 50000)
+        own = [rng.randrange(1, vocab_size)
                for _ in range(rng.randint(args.own_min, args.own_max))]
-        answer = rng.randint(args.answer_min, args.answer_max)
-        requests.append(dict(id=rid, prompt=systems[rid % args.systems] + own,
-                             answer=answer))
+        requests.append(dict(id=rid, prompt=systems[rid % args.systems] + own))
     return requests
 
 
-def reference(q, k, v, q_len, kv_len):
-    """float32 causal attention, queries at the last q_len positions."""
-    group = q.shape[1] // k.shape[1]
-    k = k.float().repeat_interleave(group, dim=1)
-    v = v.float().repeat_interleave(group, dim=1)
-    scores = torch.einsum("qhd,khd->hqk", q.float(), k) / q.shape[-1] ** 0.5
-    rows = torch.arange(q_len, device=q.device)[:, None] + (kv_len - q_len)
-    cols = torch.arange(kv_len, device=q.device)[None, :]
-    scores = scores.masked_fill(cols > rows, float("-inf"))
-    return torch.einsum("hqk,khd->qhd", scores.softmax(-1), v)
+def make_model(args):
+    sizes = dict(num_hidden_layers=args.layers, hidden_size=args.hidden,
+                 intermediate_size=args.intermediate,
+                 num_attention_heads=args.q_heads,
+                 num_key_value_heads=args.kv_heads, head_dim=args.head_dim,
+                 vocab_size=args.vocab,
+                 max_position_embeddings=args.system_tokens + args.own_max +
+                 args.max_tokens + 16)
+    if args.model == "gemma2":
+        sizes["sliding_window"] = args.window
+    return build_model(CONFIGS[args.model](**sizes), seed=args.seed,
+                       dtype=getattr(torch, args.dtype), device=args.device)
 
 
-def check_step(step, q, out, kc, vc, page_size, picks):
-    worst = 0.0
-    for r in picks:
-        lo, hi = step.qo_indptr[r], step.qo_indptr[r + 1]
-        pages = step.kv_indices[step.kv_indptr[r]:step.kv_indptr[r + 1]]
-        kv_len = (len(pages) - 1) * page_size + step.kv_last_page_len[r]
-        index = torch.tensor(pages, device="cuda")
-        k = kc[index].flatten(0, 1)[:kv_len]
-        v = vc[index].flatten(0, 1)[:kv_len]
-        want = reference(q[lo:hi], k, v, hi - lo, kv_len)
-        got = out[lo:hi].float()
-        if torch.isnan(got).any():
-            return float("nan")
-        error = ((got - want).norm() / want.norm().clamp_min(1e-30)).item()
-        worst = max(worst, error)
-    return worst
+def synchronize(args):
+    if args.device == "cuda":
+        torch.cuda.synchronize()
 
 
-def time_split(step, q, joint, kc, vc, decode_part, prefill_part, layers):
-    """The step's decodes and prefill chunks as two launches: their time,
-    after checking that they compute what the joint launch did."""
-    d = step.num_decodes
-    indptr, indices, last = step.page_table
-    qo = step.tensor("qo_indptr")
-    decode_part.plan(indptr[:d + 1].clone(), indices, last[:d].clone())
-    first = int(indptr[d])
-    prefill_part.plan(indptr[d:] - first, indices[first:].clone(),
-                      last[d:].clone(), qo_indptr=qo[d:] - int(qo[d]))
-    tokens = int(qo[d])
-    q_decode, q_prefill = q[:tokens], q[tokens:]
-    out_decode = torch.full_like(q_decode, float("nan"))
-    out_prefill = torch.full_like(q_prefill, float("nan"))
-    begin = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    begin.record()
-    for _ in range(layers):
-        decode_part.run(q_decode, kc, vc, out=out_decode)
-        prefill_part.run(q_prefill, kc, vc, out=out_prefill)
-    end.record()
-    end.synchronize()
-    split = torch.cat([out_decode, out_prefill]).float()
-    error = ((split - joint.float()).norm() / joint.float().norm()).item()
-    if not error < 1e-2:
-        raise SystemExit(f"the split launches differ from the joint one by "
-                         f"{error}")
-    return begin.elapsed_time(end)
-
-
-def serve(args, requests, reuse):
-    pool = attnc.KVPool(args.pages, page_size=args.page_size,
-                        num_kv_heads=args.kv_heads, head_dim=args.head_dim,
-                        dtype="bfloat16", memory="device")
-    cache = attnc.RadixCache(pool)
-    scheduler = attnc.Scheduler(pool, cache, policy="lpm",
-                                token_budget=args.token_budget,
-                                max_running=args.max_running)
-    kc, vc = pool.caches()
-    def wrapper():
-        return attnc.PagedAttention(args.q_heads, args.kv_heads,
-                                    args.head_dim, args.page_size,
-                                    kv_layout="NHD", dtype="bfloat16",
-                                    causal=True)
-    attention = wrapper()
-    # Mixed steps are also timed split into a decode launch and a prefill
-    # launch, each planned as such, to see what one ragged launch costs.
-    decode_part, prefill_part = wrapper(), wrapper()
-    answers = {}
+def serve(args, model, requests, reuse):
+    engine = Engine(model, backend=args.backend, num_pages=args.pages,
+                    page_size=args.page_size,
+                    kv_dtype=getattr(torch, args.kv_dtype),
+                    storage=args.storage, policy=args.policy,
+                    token_budget=args.token_budget,
+                    max_running=args.max_running)
     for request in requests:
-        scheduler.add(request["id"], request["prompt"],
-                      max_tokens=args.max_tokens,
-                      namespace=0 if reuse else request["id"] + 1)
-        answers[request["id"]] = [request["answer"], 0]
-
-    gen = torch.Generator(device="cuda").manual_seed(args.seed)
-    rng = random.Random(args.seed)
-    steps = fed = checked = 0
-    attention_ms, decode_only_ms, worst = 0.0, 0.0, 0.0
-    mixed_steps, mixed_ms, mixed_split_ms = 0, 0.0, 0.0
+        engine.add(request["id"], request["prompt"],
+                   max_tokens=args.max_tokens, n=args.n,
+                   namespace=0 if reuse else request["id"] + 1)
+    synchronize(args)
     wall = time.perf_counter()
-    while not scheduler.idle:
-        step = scheduler.step()
-        steps += 1
-        tokens = step.num_tokens
-        if tokens:
-            k = torch.randn(tokens, args.kv_heads, args.head_dim, device="cuda",
-                            dtype=BF16, generator=gen)
-            v = torch.randn_like(k)
-            pool.append_slots(k, v, step.tensor("slot_mapping").cuda())
-            q = torch.randn(tokens, args.q_heads, args.head_dim, device="cuda",
-                            dtype=BF16, generator=gen)
-            out = torch.full_like(q, float("nan"))
-            attention.plan(*step.page_table, qo_indptr=step.tensor("qo_indptr"))
-            begin = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            begin.record()
-            for _ in range(args.layers):
-                attention.run(q, kc, vc, out=out)
-            end.record()
-            end.synchronize()
-            elapsed = begin.elapsed_time(end)
-            attention_ms += elapsed
-            if step.prefill_tokens == 0:
-                decode_only_ms += elapsed
-            elif step.num_decodes:
-                mixed_steps += 1
-                mixed_ms += elapsed
-                mixed_split_ms += time_split(step, q, out, kc, vc,
-                                             decode_part, prefill_part,
-                                             args.layers)
-            fed += tokens
-            if steps % args.check_every == 1:
-                picks = rng.sample(range(step.num_requests),
-                                   min(3, step.num_requests))
-                error = check_step(step, q, out, kc, vc, args.page_size, picks)
-                worst = error if error != error else max(worst, error)
-                checked += len(picks)
-                if not error < 1e-2:
-                    raise SystemExit(f"step {steps}: relative error {error} "
-                                     f"against float32 attention")
-        samples = []
-        for rid in step.samplers:
-            answer = answers[rid]
-            answer[1] += 1
-            samples.append((rid, 1000 + answer[1], answer[1] >= answer[0]))
-        scheduler.commit(samples)
+    engine.run()
+    synchronize(args)
     wall = time.perf_counter() - wall
-    stats = scheduler.stats()
-    prompt_tokens = sum(len(r["prompt"]) for r in requests)
+    stats, history = engine.stats(), engine.history
+    generated = sum(len(tokens) for tokens in engine.outputs.values())
+    fed = sum(r.prefill_tokens for r in history) + sum(
+        r.decodes for r in history)
     result = dict(
-        reuse=reuse, steps=steps, fed_tokens=fed,
-        prompt_tokens=prompt_tokens, cached_tokens=stats.cached_tokens,
-        preemptions=stats.preemptions, attention_ms=attention_ms,
-        decode_only_steps_ms=decode_only_ms, mixed_steps=mixed_steps,
-        mixed_steps_ms=mixed_ms, mixed_steps_split_ms=mixed_split_ms,
-        wall_s=wall, checked_requests=checked, worst_error=worst,
-        prompt_tokens_per_attention_s=prompt_tokens / (attention_ms / 1e3),
-        fed_tokens_per_attention_s=fed / (attention_ms / 1e3))
-    scheduler.close()
-    cache.close()
-    pool.close()
+        reuse=reuse, steps=len(history), wall_s=wall,
+        generated_tokens=generated, fed_tokens=fed,
+        prompt_tokens=stats.prompt_tokens, cached_tokens=stats.cached_tokens,
+        computed_prefill_tokens=stats.computed_prefill_tokens,
+        recomputed_tokens=stats.recomputed_tokens,
+        preemptions=stats.preemptions,
+        generated_tokens_per_s=generated / wall,
+        prompt_tokens_per_s=stats.prompt_tokens / wall)
+    engine.close()
     return result
 
 
@@ -207,54 +107,74 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--out", default=None, help="folder for results.json")
-    add("--requests", type=int, default=256)
+    add("--model", choices=sorted(CONFIGS), default="llama")
+    add("--layers", type=int, default=8)
+    add("--hidden", type=int, default=2048)
+    add("--intermediate", type=int, default=5632)
+    add("--q-heads", type=int, default=16)
+    add("--kv-heads", type=int, default=4)
+    add("--head-dim", type=int, default=128)
+    add("--vocab", type=int, default=32000)
+    add("--window", type=int, default=4096,
+        help="gemma2's sliding window (its even layers)")
+    add("--dtype", default="bfloat16", help="the model's weights")
+    add("--kv-dtype", choices=("bfloat16", "float16"), default="bfloat16")
+    add("--backend", choices=("attnc", "torch"), default="attnc")
+    add("--device", default="cuda")
+    add("--storage", choices=("own", "pool"), default="pool")
+    add("--requests", type=int, default=128)
     add("--systems", type=int, default=8)
-    add("--system-tokens", type=int, default=2000)
+    add("--system-tokens", type=int, default=1500)
     add("--own-min", type=int, default=64)
     add("--own-max", type=int, default=512)
-    add("--answer-min", type=int, default=16)
-    add("--answer-max", type=int, default=128)
-    add("--max-tokens", type=int, default=128)
-    add("--q-heads", type=int, default=32)
-    add("--kv-heads", type=int, default=8)
-    add("--head-dim", type=int, default=128)
+    add("--max-tokens", type=int, default=64)
+    add("--n", type=int, default=1, help="parallel samples per request")
     add("--page-size", type=int, default=16)
     add("--pages", type=int, default=16384)
     add("--token-budget", type=int, default=8192)
     add("--max-running", type=int, default=128)
-    add("--layers", type=int, default=4)
-    add("--check-every", type=int, default=10)
+    add("--policy", default="lpm")
+    add("--warmup-requests", type=int, default=4)
+    add("--overlap", action="store_true",
+        help="form the next step while this one runs (not yet)")
+    add("--host-tier", action="store_true",
+        help="spill KV pages to host memory (not yet)")
     add("--seed", type=int, default=1)
     args = parser.parse_args()
-    requests = make_requests(args)
+    if args.overlap or args.host_tier:
+        raise SystemExit("--overlap and --host-tier are placeholders: the "
+                         "engine has neither yet")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("engine_loop needs a CUDA GPU (or --device cpu "
+                         "--backend torch, a smoke test)")
+    model = make_model(args)
+    requests = make_requests(args, args.vocab)
+    # Compiles the kernels (decode, prefill, each layer kind) off the clock.
+    serve(args, model, requests[:args.warmup_requests], reuse=True)
     results = []
     for reuse in (True, False):
-        result = serve(args, requests, reuse)
+        result = serve(args, model, requests, reuse)
         results.append(result)
         print(json.dumps(result), flush=True)
-    with_reuse, without = results
-    print(f"engine loop: {args.requests} requests, {args.systems} system "
-          f"prompts of {args.system_tokens} tokens, {args.layers} layers a "
-          f"step, {torch.cuda.get_device_name()}")
+    device = (torch.cuda.get_device_name() if args.device == "cuda"
+              else args.device)
+    print(f"engine loop: {args.model}, {args.layers} layers, hidden "
+          f"{args.hidden}, {args.q_heads}/{args.kv_heads} heads of "
+          f"{args.head_dim}, {args.dtype} weights, {args.kv_dtype} KV "
+          f"({args.storage} caches, {args.backend} attention); "
+          f"{args.requests} requests, {args.systems} system prompts of "
+          f"{args.system_tokens} tokens, {args.max_tokens} new tokens each, "
+          f"{device}")
     for r in results:
         print(f"  {'with' if r['reuse'] else 'without'} prefix reuse: "
-              f"{r['steps']} steps, {r['fed_tokens']} tokens fed, "
+              f"{r['wall_s']:.2f} s, {r['steps']} steps, "
+              f"{r['generated_tokens_per_s']:.0f} generated tokens/s, "
+              f"{r['prompt_tokens_per_s'] / 1e3:.1f} k prompt tokens/s, "
               f"{r['cached_tokens']} of {r['prompt_tokens']} prompt tokens "
-              f"from the cache, {r['preemptions']} preemptions, attention "
-              f"{r['attention_ms']:.1f} ms ({r['decode_only_steps_ms']:.1f} "
-              f"in decode-only steps), "
-              f"{r['prompt_tokens_per_attention_s'] / 1e6:.2f} M prompt "
-              f"tokens/s of attention, wall {r['wall_s']:.1f} s, "
-              f"{r['checked_requests']} requests checked (worst error "
-              f"{r['worst_error']:.1e})")
-    print(f"  prefix reuse: {without['attention_ms'] / with_reuse['attention_ms']:.2f}x "
-          f"less attention time for the same requests")
-    for r in results:
-        if r["mixed_steps"]:
-            print(f"  {'with' if r['reuse'] else 'without'} reuse, "
-                  f"{r['mixed_steps']} mixed steps: one ragged launch "
-                  f"{r['mixed_steps_ms']:.1f} ms, a decode and a prefill "
-                  f"launch {r['mixed_steps_split_ms']:.1f} ms")
+              f"from the cache, {r['preemptions']} preemptions")
+    with_reuse, without = results
+    print(f"  prefix reuse: {without['wall_s'] / with_reuse['wall_s']:.2f}x "
+          f"faster for the same requests")
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "results.json"), "w") as f:
