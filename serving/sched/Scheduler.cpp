@@ -490,15 +490,8 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
   std::vector<Arrival> dfsOrder = prepareOrder();
   findFrontiers();
   int64_t pageSize = pool_.pageSize();
-  // The unlocked cached pages of a waiter's match, deepest first; a locked
-  // page's ancestors are locked too.
   auto forUnlockedPages = [&](const Waiter &waiter, auto &&visit) {
-    for (int64_t page = waiter.cached - 1; page >= 0; --page) {
-      uint64_t hash = waiter.hashes[size_t(page)];
-      const RadixCache::Node *node = cache_.nodeOfPage(hash);
-      if (!node || node->lockRef > 0 || !visit(hash))
-        return;
-    }
+    visitUnlockedPages(waiter, visit);
   };
   // Unlocked prefixes that waiting requests match are about to be read:
   // spending them on another request would only compute them again. They
@@ -537,19 +530,10 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     const Waiter &waiter = waiting_.at(arrival);
     const Request &request = waiter.request;
     int64_t length = static_cast<int64_t>(request.prompt.size());
-    int64_t outputSoFar = length - waiter.promptLength;
-    // Pages for what the prefill computes now, and room for the output the
-    // new-token ratio expects, allocated as decode reaches it.
+    // Pages for what the prefill computes now; the room its output needs
+    // is allocated as decode reaches it.
     int64_t pages = ceilDiv(length, pageSize) - waiter.cached;
-    // Branches yet to fork expect their outputs too, and copies of the
-    // prompt's partial last page.
-    int64_t expectedOutput = static_cast<int64_t>(
-        std::ceil(newTokenRatio_ *
-                  static_cast<double>(std::min(request.maxTokens - outputSoFar,
-                                               config_.clipMaxNewTokens))));
-    int64_t needed =
-        ceilDiv(length + expectedOutput, pageSize) - waiter.cached +
-        int64_t(request.n - 1) * (ceilDiv(expectedOutput, pageSize) + 1);
+    int64_t needed = pagesNeeded(waiter);
     // A request waiting for KV in flight keeps its place in the order: the
     // memory it will need is not given to requests behind it.
     if (waitsForInFlight(waiter)) {
@@ -562,13 +546,18 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
       return available >= pageSize;
     }
     // Locking the prefix takes its unlocked part out of what eviction can
-    // free.
+    // free. A request that outranks a running one may spend the prefixes
+    // other waiters match (preemptForPriority counted them available to
+    // it); what it takes is taken from what the others may spend, which
+    // leaves theirs conservative.
+    bool outranks = priorityAdmission_ && *priorityAdmission_ == arrival;
     int64_t pinned = 0;
     forUnlockedPages(waiter, [&](uint64_t page) {
-      pinned += wanted.count(page) ? 0 : pageSize;
+      pinned += wanted.count(page) && !outranks ? 0 : pageSize;
       return true;
     });
-    if (pinned + needed * pageSize > available)
+    int64_t wantedTokens = static_cast<int64_t>(wanted.size()) * pageSize;
+    if (pinned + needed * pageSize > available + (outranks ? wantedTokens : 0))
       return false;
     available -= pinned + needed * pageSize;
     RadixCache::Match match = cache_.matchPrefix(
@@ -597,7 +586,9 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     int64_t extend = length - match.tokens;
     int64_t now = std::min(extend, budget);
     running.fed = match.tokens + now;
+    running.computed = match.tokens;
     running.admission = admissions_++;
+    running.incarnation = running.admission;
     running.arrival = arrival - uint64_t(waiter.branch);
     running.arrivalStep = waiter.arrivalStep;
     budget -= now;
@@ -679,14 +670,14 @@ int64_t Scheduler::reservedOutputTokens() const {
   int64_t pageSize = pool_.pageSize();
   int64_t reserved = 0;
   for (const RunningRequest &running : running_) {
-    int64_t left = std::min(running.request.maxTokens -
-                                static_cast<int64_t>(running.output.size()),
+    int64_t produced = running.known() - int64_t(running.request.prompt.size());
+    int64_t left = std::min(running.request.maxTokens - produced,
                             config_.clipMaxNewTokens);
     int64_t output =
         static_cast<int64_t>(std::ceil(newTokenRatio_ * double(left)));
     int64_t have = static_cast<int64_t>(running.pages.size()) * pageSize;
     reserved += std::max<int64_t>(
-        0, ceilDiv(running.length() + output, pageSize) * pageSize - have);
+        0, ceilDiv(running.known() + output, pageSize) * pageSize - have);
     // Branches not forked yet: their outputs, and each a copy of the
     // prompt's partial page.
     reserved += int64_t(running.request.n - 1) *
@@ -695,12 +686,98 @@ int64_t Scheduler::reservedOutputTokens() const {
   return reserved;
 }
 
+void Scheduler::visitUnlockedPages(
+    const Waiter &waiter, const std::function<bool(uint64_t)> &visit) const {
+  // Deepest first; a locked page's ancestors are locked too.
+  for (int64_t page = waiter.cached - 1; page >= 0; --page) {
+    uint64_t hash = waiter.hashes[size_t(page)];
+    const RadixCache::Node *node = cache_.nodeOfPage(hash);
+    if (!node || node->lockRef > 0 || !visit(hash))
+      return;
+  }
+}
+
+int64_t Scheduler::pagesNeeded(const Waiter &waiter) const {
+  int64_t pageSize = pool_.pageSize();
+  const Request &request = waiter.request;
+  int64_t length = static_cast<int64_t>(request.prompt.size());
+  int64_t outputSoFar = length - waiter.promptLength;
+  // Its uncached prompt, and room for the output the new-token ratio
+  // expects; branches yet to fork expect their outputs too, and copies of
+  // the prompt's partial last page.
+  int64_t expectedOutput = static_cast<int64_t>(
+      std::ceil(newTokenRatio_ *
+                static_cast<double>(std::min(request.maxTokens - outputSoFar,
+                                             config_.clipMaxNewTokens))));
+  return ceilDiv(length + expectedOutput, pageSize) - waiter.cached +
+         int64_t(request.n - 1) * (ceilDiv(expectedOutput, pageSize) + 1);
+}
+
+std::optional<size_t> Scheduler::preemptionVictim(int64_t below) const {
+  std::optional<size_t> victim;
+  for (size_t j = 0; j < running_.size(); ++j) {
+    const RunningRequest &a = running_[j];
+    if (a.request.priority >= below)
+      continue;
+    if (!victim || std::pair(-a.request.priority, a.admission) >
+                       std::pair(-running_[*victim].request.priority,
+                                 running_[*victim].admission))
+      victim = j;
+  }
+  return victim;
+}
+
+Status Scheduler::preemptForPriority(StepStats &stats) {
+  priorityAdmission_.reset();
+  if (waiting_.empty() || running_.empty())
+    return Status();
+  followCache();
+  // The waiter admission would try first among the highest priority.
+  Arrival arrival = config_.policy == Policy::LongestPrefixMatch
+                        ? std::get<2>(*byCachedPages_.begin())
+                        : byPriority_.begin()->second;
+  const Waiter &waiter = waiting_.at(arrival);
+  int32_t priority = waiter.request.priority;
+  if (!preemptionVictim(priority))
+    return Status(); // it outranks nobody
+  int64_t sequences = 0;
+  for (const RunningRequest &running : running_)
+    sequences += running.request.n;
+  findFrontiers();
+  // Held back by the running cap or by KV it waits for, not by pages.
+  if (sequences + waiter.request.n > config_.maxRunning ||
+      waitsForInFlight(waiter))
+    return Status();
+  priorityAdmission_ = arrival;
+  int64_t pageSize = pool_.pageSize();
+  auto shortfall = [&] {
+    int64_t pinned = 0;
+    visitUnlockedPages(waiter, [&](uint64_t) {
+      pinned += pageSize;
+      return true;
+    });
+    return pinned + pagesNeeded(waiter) * pageSize -
+           (cache_.evictableSize() + pool_.numFreePages() * pageSize -
+            reservedOutputTokens());
+  };
+  while (shortfall() > 0) {
+    std::optional<size_t> victim = preemptionVictim(priority);
+    if (!victim)
+      break;
+    stats.preempted.push_back(running_[*victim].request.id);
+    if (Status status = preempt(*victim); !status.ok())
+      return status;
+    admissionMayChange_ = true;
+  }
+  return Status();
+}
+
 Status Scheduler::growDecodes(StepStats &stats) {
   int64_t pageSize = pool_.pageSize();
   for (size_t i = 0; i < running_.size();) {
     RunningRequest &running = running_[i];
     bool needsPage =
-        running.prefillDone() && running.fed == running.length() - 1 &&
+        decodesNext(running) &&
         running.fed >= static_cast<int64_t>(running.pages.size()) * pageSize;
     if (!needsPage) {
       ++i;
@@ -719,13 +796,7 @@ Status Scheduler::growDecodes(StepStats &stats) {
     // Nothing left to evict: the latest-admitted request of the lowest
     // priority goes back to the queue (vLLM's recompute preemption), this
     // one possibly.
-    size_t victim = 0;
-    for (size_t j = 1; j < running_.size(); ++j) {
-      const RunningRequest &a = running_[j], &b = running_[victim];
-      if (std::pair(-a.request.priority, a.admission) >
-          std::pair(-b.request.priority, b.admission))
-        victim = j;
-    }
+    size_t victim = *preemptionVictim(INT64_MAX);
     stats.preempted.push_back(running_[victim].request.id);
     if (Status status = preempt(victim); !status.ok())
       return status;
@@ -740,16 +811,27 @@ Status Scheduler::preempt(size_t index) {
   // The waiter is made first (a copy: what can throw comes before any
   // change), and retire is all or nothing: an error leaves the request
   // running as it was.
-  Waiter waiter = continuation(running);
+  bool awaitsSample = running.pendingSamples > 0;
+  Waiter waiter = awaitsSample ? Waiter() : continuation(running);
   Arrival arrival = running.arrival + uint64_t(running.branch);
-  // What it computed stays in the cache, unlocked: its recomputation reads
-  // whatever eviction leaves of it.
-  if (Status status = retire(running, running.fed); !status.ok())
+  // What committed steps computed stays in the cache, unlocked: its
+  // recomputation reads whatever eviction leaves of it. The KV of a step
+  // still uncommitted is given up with its pages: those go only to steps
+  // formed from now on, which run after it.
+  if (Status status = retire(running, running.computed); !status.ok())
     return status;
+  // A sample on its way is output like any other: the request rejoins the
+  // queue with it, at the commit that brings it.
+  if (awaitsSample) {
+    running.pages.clear(); // its prefix's, unlocked: the cache's to evict
+    running.locked = nullptr;
+    parked_.push_back(std::move(running));
+  }
   running_.erase(running_.begin() + static_cast<ptrdiff_t>(index));
   ++totals_.preemptions;
   newTokenRatio_ = config_.initialNewTokenRatio;
-  enqueue(std::move(waiter), arrival);
+  if (!awaitsSample)
+    enqueue(std::move(waiter), arrival);
   return Status();
 }
 
@@ -891,7 +973,7 @@ void Scheduler::fork(size_t index) {
     const RunningRequest &parent = running_[index];
     RunningRequest child = parent;
     child.branch = branch;
-    child.admission = admissions_++;
+    child.admission = admissions_++; // the incarnation stays the parent's
     child.pages.resize(parent.ownedFrom);
     bool partial = parent.pages.size() > parent.ownedFrom;
     if (partial && used == reserved.size()) {
@@ -931,6 +1013,11 @@ Status Scheduler::abort(RequestId id) {
     waiting_.erase(waiter);
   }
   arrivalOf_.erase(id);
+  parked_.erase(std::remove_if(parked_.begin(), parked_.end(),
+                               [id](const RunningRequest &parked) {
+                                 return parked.request.id == id;
+                               }),
+                parked_.end());
   Status result;
   std::vector<RunningRequest> stillRunning;
   for (RunningRequest &running : running_) {
@@ -961,8 +1048,12 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
     batch.requests.push_back(running.request.id);
     batch.branches.push_back(running.branch);
     for (int64_t position = f.begin; position < f.begin + f.count; ++position) {
-      batch.tokens.push_back(running.tokenAt(position));
-      batch.tokenFromSample.push_back(-1);
+      // Past what is committed: the pending sample of the step formed
+      // before this one (decodesNext feeds nothing further).
+      bool pending = position >= running.length();
+      batch.tokens.push_back(pending ? kPendingSampleToken
+                                     : running.tokenAt(position));
+      batch.tokenFromSample.push_back(pending ? running.pendingSampler : -1);
       batch.positions.push_back(static_cast<int32_t>(position));
       batch.slotMapping.push_back(
           slotOfPosition(running.pages, pageSize, position));
@@ -978,7 +1069,7 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
     batch.pageTable.lastPageLen.push_back(
         static_cast<int32_t>(keys - (pages - 1) * pageSize));
     // Everything known is fed: the pass yields the next token.
-    if (keys == running.length())
+    if (keys == running.known())
       for (int32_t branch = 0; branch < running.request.n; ++branch) {
         batch.samplers.push_back(running.request.id);
         batch.samplerBranches.push_back(running.branch + branch);
@@ -988,12 +1079,22 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
   return batch;
 }
 
+bool Scheduler::decodesNext(const RunningRequest &running) const {
+  int64_t produced =
+      running.known() - static_cast<int64_t>(running.request.prompt.size());
+  return running.prefillDone() && running.fed == running.known() - 1 &&
+         running.request.n == 1 && produced < running.request.maxTokens;
+}
+
 StatusOr<StepStats> Scheduler::step() {
-  if (!committed_)
-    return Status::error(ErrorCode::InvalidArgument,
-                         "the last step's " +
-                             std::to_string(awaitingSamples_.size()) +
-                             " samples were not committed");
+  // Two uncommitted steps would make a third read samples two steps back,
+  // and leave preemption unable to say which step a sample comes from.
+  if (uncommitted_.size() >= 2)
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        "two steps await their samples: commit the oldest's " +
+            std::to_string(uncommitted_.front().samplers.size()) +
+            " samples before forming another step");
   StepStats stats;
   std::vector<Fed> fed;
   ++steps_;
@@ -1006,13 +1107,16 @@ StatusOr<StepStats> Scheduler::step() {
 
   if (Status status = growDecodes(stats); !status.ok())
     return status;
+  if (Status status = preemptForPriority(stats); !status.ok())
+    return status;
   if (!stats.preempted.empty())
     admissionMayChange_ = true;
   // Requests whose prefill is done decode one token each: the last token
-  // they sampled goes in, at the position after their keys.
+  // they sampled (or will have: a pending sample) goes in, at the position
+  // after their keys.
   for (size_t i = 0; i < running_.size(); ++i) {
     RunningRequest &running = running_[i];
-    if (running.prefillDone() && running.fed == running.length() - 1) {
+    if (decodesNext(running)) {
       fed.push_back({i, running.fed, 1});
       ++running.fed;
       ++stats.decodeTokens;
@@ -1055,26 +1159,53 @@ StatusOr<StepStats> Scheduler::step() {
   stats.batch.pageCopies = std::move(pendingCopies_);
   pendingCopies_.clear();
   // Only a step that was formed awaits a commit: a failed one leaves the
-  // scheduler able to step again.
-  committed_ = false;
-  for (size_t k = 0; k < stats.batch.samplers.size(); ++k)
-    awaitingSamples_.push_back(
-        {stats.batch.samplers[k], stats.batch.samplerBranches[k]});
-
-  // Prompt chunks enter the cache once the pass has computed them (commit).
-  for (size_t k = size_t(decodes); k < fed.size(); ++k)
-    prefilled_.push_back(
-        {running_[fed[k].index].request.id, running_[fed[k].index].branch});
+  // scheduler able to step again. Prompt chunks enter the cache once the
+  // pass has computed them (commit).
+  FormedStep formed;
+  size_t sampler = 0;
+  for (size_t k = 0; k < fed.size(); ++k) {
+    RunningRequest &running = running_[fed[k].index];
+    int64_t end = fed[k].begin + fed[k].count;
+    bool samples = end == running.known(); // as batchOf decided
+    formed.fed.push_back({{running.incarnation, running.branch},
+                          end,
+                          k >= size_t(decodes),
+                          samples});
+    if (!samples)
+      continue;
+    running.pendingSampler = static_cast<int32_t>(sampler);
+    ++running.pendingSamples;
+    for (int32_t branch = 0; branch < running.request.n; ++branch, ++sampler)
+      formed.samplers.push_back(
+          {running.request.id, running.branch + branch, running.incarnation});
+  }
+  uncommitted_.push_back(std::move(formed));
   return stats;
 }
 
 Status Scheduler::checkSampleCount(int64_t count) const {
-  if (count != static_cast<int64_t>(awaitingSamples_.size()))
-    return Status::error(
-        ErrorCode::InvalidArgument,
-        "the last step has " + std::to_string(awaitingSamples_.size()) +
-            " samplers, got " + std::to_string(count) + " samples");
+  size_t awaited =
+      uncommitted_.empty() ? 0 : uncommitted_.front().samplers.size();
+  if (count != static_cast<int64_t>(awaited))
+    return Status::error(ErrorCode::InvalidArgument,
+                         std::string(uncommitted_.size() > 1
+                                         ? "the oldest of 2 uncommitted steps"
+                                         : "the last step") +
+                             " has " + std::to_string(awaited) +
+                             " samplers, got " + std::to_string(count) +
+                             " samples");
   return Status();
+}
+
+std::vector<RunningRequest> Scheduler::branchesOf(RunningRequest parent) {
+  std::vector<RunningRequest> branches;
+  int32_t n = parent.request.n;
+  parent.request.n = 1;
+  for (int32_t branch = 0; branch < n; ++branch) {
+    branches.push_back(parent);
+    branches.back().branch = parent.branch + branch;
+  }
+  return branches;
 }
 
 StatusOr<std::vector<RequestId>>
@@ -1083,50 +1214,61 @@ Scheduler::commit(const std::vector<Sample> &samples) {
   if (Status status = checkSampleCount(static_cast<int64_t>(samples.size()));
       !status.ok())
     return status;
+  if (uncommitted_.empty())
+    return std::vector<RequestId>(); // no step, no samples: nothing to do
+  const FormedStep &oldest = uncommitted_.front();
   auto name = [](RequestId id, int32_t branch) {
     return "request " + std::to_string(id) +
            (branch ? " branch " + std::to_string(branch) : "");
   };
   for (size_t k = 0; k < samples.size(); ++k)
-    if (samples[k].request != awaitingSamples_[k].first ||
-        samples[k].branch != awaitingSamples_[k].second)
+    if (samples[k].request != oldest.samplers[k].request ||
+        samples[k].branch != oldest.samplers[k].branch)
       return Status::error(
           ErrorCode::InvalidArgument,
           "sample " + std::to_string(k) + " is for " +
               name(samples[k].request, samples[k].branch) +
               ", the step's sampler " + std::to_string(k) + " is " +
-              name(awaitingSamples_[k].first, awaitingSamples_[k].second));
-  using Key = std::pair<RequestId, int32_t>;
+              name(oldest.samplers[k].request, oldest.samplers[k].branch));
+  auto keyOf = [](const RunningRequest &running) {
+    return SequenceKey{running.incarnation, running.branch};
+  };
+  // By incarnation: a sequence preempted, aborted or finished since the
+  // step was formed, and admitted again, is not the one the step fed.
   auto indexOf = [&] {
-    std::map<Key, size_t> index;
+    std::map<SequenceKey, size_t> index;
     for (size_t i = 0; i < running_.size(); ++i)
-      index.emplace(Key{running_[i].request.id, running_[i].branch}, i);
+      index.emplace(keyOf(running_[i]), i);
     return index;
   };
-  std::map<Key, size_t> index = indexOf();
+  std::map<SequenceKey, size_t> index = indexOf();
+  auto samplerKey = [](const FormedStep &formed, size_t k) {
+    return SequenceKey{formed.samplers[k].incarnation,
+                       formed.samplers[k].branch};
+  };
   // What the commit lets go of (the pages and locks of the requests it
   // caches or retires) must be held: a broken reference is found here, not
-  // half way through.
+  // half way through. (Every sampler's sequence is among those fed.)
   std::set<size_t> touched;
-  for (const Key &key : prefilled_)
-    if (auto it = index.find(key); it != index.end())
-      touched.insert(it->second);
-  for (const Sample &sample : samples)
-    if (auto it = index.find({sample.request, sample.branch});
-        it != index.end())
+  for (const FormedStep::Fed &f : oldest.fed)
+    if (auto it = index.find(f.sequence); it != index.end())
       touched.insert(it->second);
   for (size_t i : touched)
     if (Status status = checkHolds(running_[i]); !status.ok())
       return status;
   // The forks' copies of the partial prompt page, into the pages the step
   // reserved: the one step that can fail on its own (a device copy), so it
-  // goes before any change. Copying again on a retry is harmless.
+  // goes before any change. Copying again on a retry is harmless. A parent
+  // is found by its branch 0's sampler; its prompt's last chunk was its
+  // last row, and the step formed since did not feed it (decodesNext).
+  std::map<RequestId, SequenceKey> forking;
   std::vector<PageCopy> copies;
-  for (const Sample &sample : samples) {
-    auto it = index.find({sample.request, 0});
-    if (sample.branch != 0 || it == index.end())
+  for (size_t k = 0; k < samples.size(); ++k) {
+    auto it = index.find(samplerKey(oldest, k));
+    if (it == index.end() || running_[it->second].request.n <= 1)
       continue;
     const RunningRequest &parent = running_[it->second];
+    forking.emplace(parent.request.id, keyOf(parent));
     if (parent.forkPages.empty())
       continue;
     PageId partial = parent.pages[size_t(parent.length() / pool_.pageSize())];
@@ -1136,38 +1278,44 @@ Scheduler::commit(const std::vector<Sample> &samples) {
       copies.push_back({partial, page});
     }
   }
-  awaitingSamples_.clear();
-  committed_ = true;
-  // The engine's own caches get them before the next step runs.
+  FormedStep step = std::move(uncommitted_.front());
+  uncommitted_.pop_front();
+  // The engine's own caches get them before the next step formed runs.
   pendingCopies_.insert(pendingCopies_.end(), copies.begin(), copies.end());
-  // The step ran: the prompt chunks it computed enter the cache, for the
-  // requests that share them (a request aborted since has none).
-  for (const Key &key : prefilled_) {
-    auto it = index.find(key);
+  // The step ran: what it fed is computed, and the prompt chunks enter the
+  // cache for the requests that share them (up to the step's end of each:
+  // a step formed since may have fed more). A request aborted or preempted
+  // since has none.
+  for (const FormedStep::Fed &f : step.fed) {
+    auto it = index.find(f.sequence);
     if (it == index.end())
       continue;
     RunningRequest &running = running_[it->second];
-    if (Status status = cacheComputed(running, running.fed); !status.ok())
+    running.computed = f.end;
+    if (f.samples)
+      --running.pendingSamples;
+    if (!f.prefill)
+      continue;
+    if (Status status = cacheComputed(running, f.end); !status.ok())
       return status;
     admissionMayChange_ = true;
   }
-  prefilled_.clear();
-  // Prompts this step completed fork into their branches first.
-  std::set<RequestId> forking;
-  for (const Sample &sample : samples) {
-    auto it = index.find({sample.request, 0});
-    if (sample.branch == 0 && it != index.end() &&
-        running_[it->second].request.n > 1)
-      forking.insert(sample.request);
-  }
-  for (RequestId id : forking)
-    fork(index.at({id, 0}));
+  // Prompts this step completed fork into their branches first (by id, as
+  // they always have).
+  for (const auto &[id, key] : forking)
+    fork(index.at(key));
   if (!forking.empty())
     index = indexOf();
-  std::map<Key, RunningRequest> unforked;
+  // Sequences that hold no pages and await this step's sample: branches the
+  // fork found no page for, and those preempted since the step was formed.
+  std::map<SequenceKey, RunningRequest> outOfPool;
   for (RunningRequest &branch : unforked_)
-    unforked.emplace(Key{branch.request.id, branch.branch}, std::move(branch));
+    outOfPool.emplace(keyOf(branch), std::move(branch));
   unforked_.clear();
+  for (RunningRequest &parked : parked_)
+    for (RunningRequest &branch : branchesOf(std::move(parked)))
+      outOfPool.emplace(keyOf(branch), std::move(branch));
+  parked_.clear();
 
   int64_t pageSize = pool_.pageSize();
   std::vector<bool> done(running_.size(), false);
@@ -1181,17 +1329,20 @@ Scheduler::commit(const std::vector<Sample> &samples) {
     }
     admissionMayChange_ = true;
   };
-  for (const Sample &sample : samples) {
-    auto it = index.find({sample.request, sample.branch});
+  for (size_t k = 0; k < samples.size(); ++k) {
+    const Sample &sample = samples[k];
+    auto it = index.find(samplerKey(step, k));
     if (it == index.end()) {
-      auto waiting = unforked.find({sample.request, sample.branch});
-      if (waiting == unforked.end())
-        continue; // aborted since the step
-      // A branch that got no page at the fork: its prompt is in the cache,
-      // its first token computed again from there.
-      RunningRequest &branch = waiting->second;
+      auto out = outOfPool.find(samplerKey(step, k));
+      if (out == outOfPool.end())
+        continue; // aborted, or stopped by an earlier sample, since the step
+      // Its KV up to this sample is in the cache as far as eviction left
+      // it: the rest, and its next token, are computed again from there.
+      RunningRequest branch = std::move(out->second);
+      outOfPool.erase(out);
       branch.output.push_back(sample.token);
-      if (sample.stop || branch.request.maxTokens <= 1) {
+      if (sample.stop || static_cast<int64_t>(branch.output.size()) >=
+                             branch.request.maxTokens) {
         branchFinished(sample.request);
         continue;
       }
@@ -1215,12 +1366,22 @@ Scheduler::commit(const std::vector<Sample> &samples) {
     }
     if (sample.stop || static_cast<int64_t>(running.output.size()) >=
                            running.request.maxTokens) {
-      // The last sampled token was never fed: its KV does not exist.
+      // The last sampled token's KV does not exist, or is being written by
+      // a step formed since (wasted: its sample will be ignored) into a
+      // page released here, which only steps formed later, running after
+      // it, get; that page is never cached (it holds no whole page of the
+      // tokens computed).
       if (Status status = retire(running, running.length() - 1); !status.ok())
         return status;
       done[it->second] = true;
       branchFinished(sample.request);
     }
+  }
+  // None by construction (every parked sequence is sampled by the oldest
+  // step); should one be left, it is queued rather than lost.
+  for (auto &[key, branch] : outOfPool) {
+    Arrival arrival = branch.arrival + uint64_t(branch.branch);
+    enqueue(continuation(std::move(branch)), arrival);
   }
   std::vector<RunningRequest> stillRunning;
   for (size_t i = 0; i < running_.size(); ++i)

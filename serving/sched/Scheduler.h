@@ -11,7 +11,12 @@
 //      the lowest priority: what it computed enters the cache unlocked, its
 //      sampled tokens are kept, and it goes back to its place in the queue
 //      to be computed again (recompute, not swap: the pool has no second
-//      tier to swap to, and recomputation reads what the cache kept);
+//      tier to swap to, and recomputation reads what the cache kept); and
+//      when the waiter admission tries first outranks a running request
+//      and its pages do not fit, preempting running requests of lower
+//      priority alike (never of its own or higher) until they do (vLLM's
+//      priority scheduling), its admission counting the prefixes other
+//      waiters match as available;
 //   2. feed one token per decode and continue chunked prompts within the
 //      step's token budget, which counts the decodes;
 //   3. match every waiting request against the radix cache and order them
@@ -27,6 +32,42 @@
 //   6. commit: take the tokens the engine sampled; a request finishes when
 //      the engine says stop or at its max_tokens, and what it computed
 //      (every token but the last sampled) enters the cache.
+//
+// Overlap (vLLM's async scheduling, SGLang's overlap scheduler): the next
+// step may be formed while the last one runs, before its samples are
+// committed, so that the CPU's scheduling hides behind the GPU's step:
+//
+//   s1 = step(); launch(s1);
+//   loop { s2 = step(); wait(s1); commit(samples of s1);
+//          launch(s2, reading s1's samples); s1 = s2; }
+//
+// At most two steps are uncommitted at once (a third is refused), and
+// commit always takes the oldest. A step formed over an uncommitted one
+// knows everything about a decode whose input is that step's pending sample
+// but its value: the row's position, slot and pages are those of the next
+// token, its token is kPendingSampleToken, and
+// EngineBatch::tokenFromSample names the sample the engine reads it from.
+// What a pending sample decides waits for its commit: a request whose
+// pending sample reaches its max_tokens is not scheduled again; one whose
+// pending sample says stop finishes at that commit (the next step's row
+// for it was wasted work, its sample is ignored); a prompt of n > 1 forks
+// at the commit of its last chunk (its branches are not scheduled before);
+// a page's prefix hash, when its last token is a sample, is computed at
+// that sample's commit; only committed steps' KV enters the cache. A
+// request preempted while a step that samples it is uncommitted gives up
+// its pages at once, keeping only the KV of committed steps, and rejoins
+// the queue at that step's commit with the sample appended: every sample
+// the engine commits is output, except those of a request it aborted and
+// those after a stop it reported (so it may stream them as they come).
+// The synchronous loop (step, commit, step, ...) is the special case with
+// nothing pending: it behaves as it always has.
+//
+// Pages are released while steps that read or write them may still be
+// running (a finished request's, one preempted or aborted): that is safe
+// because a page released goes only to steps formed after, which the
+// engine runs after every step formed before (one stream), and because the
+// pool's own writes at a commit (a fork's copies) go into pages reserved
+// for them, which no uncommitted step names.
 //
 // A waiting request whose uncached prompt starts with KV that a running
 // request is computing waits, so that it reads that prefix from the cache
@@ -60,8 +101,10 @@
 #include "radix/RadixCache.h"
 #include "sched/Request.h"
 
+#include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -141,13 +184,28 @@ struct RunningRequest {
   /// Tokens of the sequence (prompt, then output) a prefill computes: the
   /// prompt, and after a preemption the output sampled before it too.
   int64_t prefillEnd = 0;
-  /// Tokens whose keys and values are computed, or fed in the step formed
-  /// last.
+  /// Tokens whose keys and values are computed, or fed in a step formed
+  /// (committed or not).
   int64_t fed = 0;
+  /// Tokens whose keys and values a committed step computed (or the cache
+  /// held): what a preemption keeps.
+  int64_t computed = 0;
+  /// Uncommitted steps that sample this sequence (at most 2): its sequence
+  /// is `pendingSamples` tokens longer than `output` says, their values
+  /// unknown until committed.
+  int32_t pendingSamples = 0;
+  /// The index of its sample among the samplers of the step formed last,
+  /// while that sample is pending: where a decode fed with it reads it.
+  int32_t pendingSampler = -1;
   /// Whether its prefill computes again what a preemption dropped.
   bool recomputing = false;
   /// When the request was admitted: preemption takes the latest first.
   uint64_t admission = 0;
+  /// The admission this sequence belongs to, shared by the branches forked
+  /// from it: samples and a step's records reach a sequence by it and the
+  /// branch, so that what a step formed before a preemption, abort or
+  /// finish says reaches no later admission of the same request.
+  uint64_t incarnation = 0;
   /// Its place in the queue and the step it arrived before: a preempted
   /// request goes back to both.
   uint64_t arrival = 0;
@@ -163,6 +221,8 @@ struct RunningRequest {
   int64_t length() const {
     return static_cast<int64_t>(request.prompt.size() + output.size());
   }
+  /// length() with the pending samples counted.
+  int64_t known() const { return length() + pendingSamples; }
   Token tokenAt(int64_t position) const {
     int64_t prompt = static_cast<int64_t>(request.prompt.size());
     return position < prompt ? request.prompt[size_t(position)]
@@ -175,6 +235,10 @@ struct RunningRequest {
   uint64_t frontier() const;
   bool prefillDone() const { return fed >= prefillEnd; }
 };
+
+/// The token of a row whose token is a sample not committed yet
+/// (EngineBatch::tokenFromSample): a placeholder the engine replaces.
+constexpr Token kPendingSampleToken = -1;
 
 /// The attention inputs of one forward pass, as PagedAttention.plan
 /// (Python) and Kernel::plan (C++) take them, over the pool's caches.
@@ -208,7 +272,8 @@ struct EngineBatch {
   /// For each row of `tokens`: -1 when the row holds its token, or the
   /// index among the previous step's samplers whose sample it is, when this
   /// step was formed before that sample was committed (overlap: the engine
-  /// reads it from the previous step's sampled tokens on the device).
+  /// reads it from the previous step's sampled tokens on the device). Such
+  /// a row's token is kPendingSampleToken.
   std::vector<int32_t> tokenFromSample;
   std::vector<int32_t> positions;
   std::vector<int64_t> slotMapping;
@@ -284,23 +349,28 @@ public:
   /// Forms the next forward pass: admits waiting requests, gives each
   /// decode the page its token goes to (evicting cached prefixes, then
   /// preempting the latest-admitted requests of the lowest priority when
-  /// the pool runs out), and returns the batch. The engine runs it, then
-  /// calls commit (with no samples when the batch has no samplers) before
-  /// the next step. maxRunning counts sequences: a request of n parallel
-  /// samples takes n; decodes are never cut by the token budget.
+  /// the pool runs out), and returns the batch. The engine runs it and
+  /// calls commit (with no samples when the batch has no samplers), before
+  /// the next step or, overlapped, after it (the header comment): one
+  /// uncommitted step may precede a step, not two (InvalidArgument).
+  /// maxRunning counts sequences: a request of n parallel samples takes n;
+  /// decodes are never cut by the token budget.
   StatusOr<StepStats> step();
 
-  /// Takes what the model sampled from the last step: one sample per
-  /// `batch.samplers` (and branch), in that order. A branch finishes when
-  /// its sample says stop or it reaches max_tokens, and its computed KV
-  /// enters the cache; a request finishes with its last branch. A request
-  /// with n > 1 whose prompt this step completed forks into its branches
-  /// here, after the step ran: each shares the prompt's whole pages and
-  /// gets a copy of its partial last page (the pool copies it), or, with
-  /// no page to spare, is queued to compute that part again from the cache.
-  /// The copies go in the pool's every layer, on its stream, and are
-  /// listed in the next step's pageCopies for a runner whose caches are
-  /// its own. Returns the finished requests.
+  /// Takes what the model sampled from the oldest uncommitted step (the
+  /// last one, unless overlapped): one sample per `batch.samplers` (and
+  /// branch), in that order; with no step uncommitted, no samples, and
+  /// nothing happens. The sample of a request aborted since the step was
+  /// formed, or stopped by the commit before, is ignored. A branch
+  /// finishes when its sample says stop or it reaches max_tokens, and its
+  /// computed KV enters the cache; a request finishes with its last
+  /// branch. A request with n > 1 whose prompt this step completed forks
+  /// into its branches here, after the step ran: each shares the prompt's
+  /// whole pages and gets a copy of its partial last page (the pool copies
+  /// it), or, with no page to spare, is queued to compute that part again
+  /// from the cache. The copies go in the pool's every layer, on its
+  /// stream, and are listed in the next step formed's pageCopies for a
+  /// runner whose caches are its own. Returns the finished requests.
   ///
   /// All or nothing: an error leaves the scheduler, its pool and its cache
   /// as they were, so the engine may retry. Everything that can be wrong is
@@ -309,22 +379,30 @@ public:
   /// of forks, go into pages the step reserved, before anything changes.
   StatusOr<std::vector<RequestId>> commit(const std::vector<Sample> &samples);
 
-  /// InvalidArgument unless `count` is the number of samples the last step
-  /// awaits: what commit checks first, callable before the samples are
-  /// copied (the C API's).
+  /// InvalidArgument unless `count` is the number of samples the oldest
+  /// uncommitted step awaits: what commit checks first, callable before
+  /// the samples are copied (the C API's).
   Status checkSampleCount(int64_t count) const;
 
   /// Drops a request wherever it is: from the queue, or from the running
   /// batch mid-prefill or mid-decode (its prefix unlocked, the pages it owns
   /// released, the KV it was computing no longer waited for). Prompt pages
   /// already cached stay in the cache; nothing else it computed enters it.
-  /// Between a step and its commit, the request's sample is ignored.
+  /// The request's samples in steps formed before are ignored at their
+  /// commits (the next step's KV writes for it go into pages released now:
+  /// harmless, as only steps formed later, which run after, get them).
   /// NotFound when no such request is queued or running (never added,
   /// finished, or aborted already).
   Status abort(RequestId id);
 
-  bool idle() const { return waiting_.empty() && running_.empty(); }
-  size_t numWaiting() const { return waiting_.size(); }
+  /// No request is queued or running (steps may still await commits).
+  bool idle() const {
+    return waiting_.empty() && running_.empty() && parked_.empty();
+  }
+  /// Queued sequences, those preempted awaiting a pending sample included.
+  size_t numWaiting() const { return waiting_.size() + parked_.size(); }
+  /// Steps formed whose samples are not committed yet: 0, 1 or 2.
+  size_t numUncommittedSteps() const { return uncommitted_.size(); }
   const std::vector<RunningRequest> &running() const { return running_; }
   const SchedulerTotals &totals() const { return totals_; }
 
@@ -366,6 +444,26 @@ private:
     size_t index;
     int64_t begin, count;
   };
+  /// A running sequence, as a formed step names it: by the admission it
+  /// belongs to and its branch.
+  using SequenceKey = std::pair<uint64_t, int32_t>;
+  /// What a formed step's commit needs: its samplers, and what it fed to
+  /// whom (the sequence's tokens computed once it has run, whether that
+  /// was a prompt chunk, whether it samples).
+  struct FormedStep {
+    struct Sampler {
+      RequestId request;
+      int32_t branch;
+      uint64_t incarnation;
+    };
+    struct Fed {
+      SequenceKey sequence;
+      int64_t end;
+      bool prefill, samples;
+    };
+    std::vector<Sampler> samplers;
+    std::vector<Fed> fed;
+  };
 
   /// Queues `waiter` at `arrival` (a preempted request keeps its own);
   /// arrivals step by kMaxParallelSamples, a request's branches within.
@@ -400,6 +498,21 @@ private:
   /// Gives every decode of this step the page its token goes to, evicting
   /// and then preempting as needed.
   Status growDecodes(StepStats &stats);
+  /// Visits the unlocked cached pages of `waiter`'s match, deepest first,
+  /// until `visit` returns false.
+  void visitUnlockedPages(const Waiter &waiter,
+                          const std::function<bool(uint64_t)> &visit) const;
+  /// Pages admitting `waiter` takes beyond its cached prefix: its prompt,
+  /// the output the new-token ratio expects, and its branches'.
+  int64_t pagesNeeded(const Waiter &waiter) const;
+  /// The running request preemption takes first among those of priority
+  /// below `below`: the latest admitted of the lowest priority.
+  std::optional<size_t> preemptionVictim(int64_t below) const;
+  /// Preempts running requests of lower priority than the waiter
+  /// admission would try first (the latest admitted of the lowest
+  /// priority first) until that waiter's pages fit, and lets admission
+  /// count the prefixes other waiters match as available to it.
+  Status preemptForPriority(StepStats &stats);
   /// Takes running_[index] out of the batch and back to the queue: what
   /// it computed enters the cache (unlocked), its output is kept. All or
   /// nothing, as retire.
@@ -424,9 +537,12 @@ private:
   /// its prefix is unlocked, nobody waits for its KV any more. All or
   /// nothing, as cacheComputed.
   Status retire(RunningRequest &running, int64_t computed);
-  /// Branches 1..n-1 of running_[index], whose prompt the last step
+  /// Branches 1..n-1 of running_[index], whose prompt the committed step
   /// completed, into the pages the step reserved (copied already).
   void fork(size_t index);
+  /// The branches of a request of n > 1 that holds no pages (preempted
+  /// before its fork), as sequences of one sample each.
+  static std::vector<RunningRequest> branchesOf(RunningRequest parent);
   /// A waiter continuing `running`: its prompt and output computed again.
   Waiter continuation(RunningRequest running) const;
   /// No request waits any more for the KV `running` was computing.
@@ -446,6 +562,10 @@ private:
   std::set<std::tuple<int64_t, int64_t, Arrival>> byCachedPages_;
   /// Steps formed so far: the clock of aging.
   int64_t steps_ = 0;
+  /// Whether `running` is fed one token this step: its prefill is done,
+  /// its next token known or pending, it is not a prompt of n > 1 awaiting
+  /// its fork, and no pending sample brings it to its max_tokens.
+  bool decodesNext(const RunningRequest &running) const;
   /// Whether `waiter` has waited long enough to go first.
   bool aged(const Waiter &waiter) const {
     return config_.agingSteps > 0 &&
@@ -464,15 +584,18 @@ private:
   SchedulerTotals totals_;
   double newTokenRatio_;
   uint64_t admissions_ = 0;
-  /// The samplers of the last step and their branches, until commit takes
-  /// their samples.
-  std::vector<std::pair<RequestId, int32_t>> awaitingSamples_;
+  /// Steps formed and not committed, oldest first: at most 2.
+  std::deque<FormedStep> uncommitted_;
   /// Branches the last fork found no page for, until commit queues them.
   std::vector<RunningRequest> unforked_;
-  /// Whether the last step's samples were committed, and the sequences it
-  /// fed a prompt chunk, cached once it has run (at commit).
-  bool committed_ = true;
-  std::vector<std::pair<RequestId, int32_t>> prefilled_;
+  /// Sequences preempted while the oldest uncommitted step samples them:
+  /// out of the pool already, queued at that step's commit with their
+  /// sample. (Preemption happens as a step is formed, when the one
+  /// uncommitted step, if any, is the oldest: every one awaits it.)
+  std::vector<RunningRequest> parked_;
+  /// The waiter that outranks a running request, as preemptForPriority
+  /// found it this step.
+  std::optional<Arrival> priorityAdmission_;
   /// Page copies the pool made since the last step was formed: the next
   /// step reports them (EngineBatch::pageCopies).
   std::vector<PageCopy> pendingCopies_;

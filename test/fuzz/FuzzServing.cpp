@@ -4,13 +4,16 @@
 // and accounting memory: there is no GPU here), radix caches, schedulers
 // and steps, made, used and destroyed in any order, with hostile arguments
 // (negative and huge counts, null pointers the API refuses, destroyed and
-// foreign handles, samples for requests that do not run). Any error status
+// foreign handles, samples for requests that do not run), steps formed
+// before the last one's commit (overlap: at most two uncommitted, a third
+// refused). Any error status
 // is fine; a crash, a sanitizer report, a leak or a broken invariant (read
 // back through the API after every call) is a finding.
 //
 // Counts always match the buffers passed, except where the API checks a
 // documented bound before it reads the buffer: prompt_len + max_tokens
-// past 2^31-1, num_samples other than the last step's samplers, tokens
+// past 2^31-1, num_samples other than the oldest uncommitted step's
+// samplers, tokens
 // past 2^31-1 for append_slots. There a short buffer stands behind the
 // lying count, so a check that moves after the read is caught by ASan.
 //
@@ -29,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -89,8 +93,9 @@ struct Cache : Slot<attnc_radix_cache> {
 struct Scheduler : Slot<attnc_scheduler> {
   size_t pool = 0, cache = 0;
   attnc_scheduler_config config{};
-  /// The samplers the last step awaits (request, branch).
-  std::vector<std::pair<int64_t, int32_t>> samplers;
+  /// The samplers of each uncommitted step (request, branch), oldest
+  /// first: commit takes the oldest's samples.
+  std::deque<std::vector<std::pair<int64_t, int32_t>>> uncommitted;
 };
 struct Step : Slot<attnc_step> {};
 
@@ -689,11 +694,36 @@ private:
                  info.page_copies[2 * i + 1] < numPages &&
                  info.page_copies[2 * i] != info.page_copies[2 * i + 1],
              info.page_copies[2 * i], info.page_copies[2 * i + 1]);
+    // A row fed a pending sample (a placeholder token) names a sample of
+    // the one uncommitted step before it, of its own sequence.
+    EXPECT((info.num_tokens == 0) == (info.token_from_sample == nullptr),
+           info.num_tokens, 0);
+    int64_t fromSamples = 0;
+    for (int64_t r = 0; scheduler && r < n; ++r)
+      for (int64_t t = info.qo_indptr[r]; t < info.qo_indptr[r + 1]; ++t) {
+        int32_t k = info.token_from_sample[t];
+        if (k == -1)
+          continue;
+        ++fromSamples;
+        EXPECT(k >= 0 && scheduler->uncommitted.size() == 1 &&
+                   size_t(k) < scheduler->uncommitted.front().size(),
+               k, scheduler->uncommitted.size());
+        auto [request, branch] = scheduler->uncommitted.front()[size_t(k)];
+        EXPECT(request == info.requests[r] && branch == info.branches[r],
+               request, info.requests[r]);
+        EXPECT(info.tokens[t] == -1, info.tokens[t], t);
+      }
+    NOTE("  step: %lld rows, %lld from pending samples, %lld samplers\n",
+         (long long)info.num_tokens, (long long)fromSamples,
+         (long long)info.num_samplers);
     if (scheduler) {
-      scheduler->samplers.clear();
+      // A step follows at most one uncommitted step (Scheduler::step).
+      EXPECT(scheduler->uncommitted.size() <= 1, scheduler->uncommitted.size(),
+             0);
+      std::vector<std::pair<int64_t, int32_t>> samplers;
       for (int64_t s = 0; s < info.num_samplers; ++s)
-        scheduler->samplers.push_back(
-            {info.samplers[s], info.sampler_branches[s]});
+        samplers.push_back({info.samplers[s], info.sampler_branches[s]});
+      scheduler->uncommitted.push_back(std::move(samplers));
     }
   }
 
@@ -712,9 +742,13 @@ private:
       return;
     }
     attnc_step handle2 = nullptr;
-    if (attnc_scheduler_step(handle, &handle2) != ATTNC_OK)
-      return;
     Scheduler *scheduler = schedulerAt(index);
+    attnc_status status = attnc_scheduler_step(handle, &handle2);
+    // Two uncommitted steps: a third is refused.
+    if (scheduler && scheduler->uncommitted.size() >= 2)
+      EXPECT(status == ATTNC_INVALID_ARGUMENT && !handle2, status, 2);
+    if (status != ATTNC_OK)
+      return;
     EXPECT(scheduler != nullptr, index, 0);
     checkStep(handle2, scheduler);
     Step step;
@@ -756,14 +790,14 @@ private:
     return s;
   }
 
-  /// Commits to the scheduler at `index`: honest samples for its last
-  /// step's samplers, or samples for other requests, or a count other
-  /// than the samplers'.
+  /// Commits to the scheduler at `index`: honest samples for its oldest
+  /// uncommitted step's samplers, or samples for other requests, or a
+  /// count other than the samplers'.
   void commitTo(attnc_scheduler handle, long index, bool honest) {
     Scheduler *scheduler = schedulerAt(index);
     std::vector<attnc_sample> samples;
-    if (scheduler)
-      for (auto [request, branch] : scheduler->samplers) {
+    if (scheduler && !scheduler->uncommitted.empty())
+      for (auto [request, branch] : scheduler->uncommitted.front()) {
         attnc_sample sample{};
         sample.request = request;
         sample.branch = branch;
@@ -842,7 +876,8 @@ private:
       return;
     }
     EXPECT(scheduler != nullptr, index, 0);
-    scheduler->samplers.clear();
+    if (!scheduler->uncommitted.empty())
+      scheduler->uncommitted.pop_front();
     if (countOut) {
       EXPECT(numFinished >= 0 && numFinished <= numSamples, numFinished,
              numSamples);
@@ -869,7 +904,9 @@ private:
   }
 
   /// Steps and commits a live scheduler up to `steps` times, as an engine
-  /// does: most inputs get past the first steps only this way.
+  /// does, synchronously or overlapped (each step formed before the one
+  /// before it is committed): most inputs get past the first steps only
+  /// this way.
   void drive() {
     if (schedulers_.empty())
       return;
@@ -879,13 +916,25 @@ private:
     if (!scheduler)
       return;
     int steps = in_.ConsumeIntegralInRange(1, 64);
+    bool overlap = in_.ConsumeBool();
+    NOTE("  %s\n", overlap ? "overlapped" : "synchronous");
     for (int i = 0; i < steps; ++i) {
       attnc_step step = nullptr;
       if (attnc_scheduler_step(scheduler->handle, &step) != ATTNC_OK)
         break;
       checkStep(step, scheduler);
       EXPECT(attnc_step_destroy(step) == ATTNC_OK, 0, 0);
-      commitTo(scheduler->handle, index, in_.ConsumeIntegralInRange(0, 7));
+      if (scheduler->uncommitted.size() >= 2 &&
+          in_.ConsumeIntegralInRange(0, 7) == 0) {
+        attnc_step third = nullptr;
+        attnc_status status = attnc_scheduler_step(scheduler->handle, &third);
+        EXPECT(status == ATTNC_INVALID_ARGUMENT && !third, status, 3);
+      }
+      // Overlapped, the step just formed waits while the one before it is
+      // committed (a refused commit leaves both: the next step is refused
+      // and the drive ends).
+      if (!overlap || scheduler->uncommitted.size() >= 2)
+        commitTo(scheduler->handle, index, in_.ConsumeIntegralInRange(0, 7));
       checkScheduler(*scheduler);
       if (in_.ConsumeIntegralInRange(0, 15) == 0)
         attnc_scheduler_abort(scheduler->handle, requestId());

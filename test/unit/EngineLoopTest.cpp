@@ -1,190 +1,33 @@
 //===- EngineLoopTest.cpp - an engine of several layers over the scheduler ===//
 //
-// A stand-in transformer of 2-3 layers run by an engine loop over the
-// scheduler, as a real engine runs one: each step, for each layer, it
-// computes the step's new keys and values from the layer below, writes them
-// at the step's slot mapping, and "attends" by reading that layer's keys and
-// values through the step's page table. Every number is an exact integer
-// function of the sequence, so after each step every layer's K/V rows of
-// every sequence in the batch are compared with a from-scratch computation
-// over its tokens: one page read in the wrong place, or never copied, shows
-// in that layer and in every layer above it.
+// A stand-in transformer of 2-3 layers (StandInEngine.h) run by an engine
+// loop over the scheduler, as a real engine runs one. Every number is an
+// exact integer function of the sequence, so after each step every layer's
+// K/V rows of every sequence in the batch are compared with a from-scratch
+// computation over its tokens: one page read in the wrong place, or never
+// copied, shows in that layer and in every layer above it.
 //
-// The engine either owns its caches (per-layer arrays beside an accounting
-// pool, as an engine with its own tensors does: it must apply each step's
-// pageCopies) or uses the pool's (a host pool with a layer axis, whose
-// copies the scheduler made in every layer). The workload forks requests
-// into 1..3 branches on prompts with partial last pages, shares prefixes,
-// chunks prompts, preempts and aborts.
+// The engine either owns its caches or uses the pool's (StandInEngine.h).
+// The workload forks requests into 1..3 branches on prompts with partial
+// last pages, shares prefixes, chunks prompts, preempts and aborts.
 //
 //===----------------------------------------------------------------------===//
 
+#include "StandInEngine.h"
 #include "TestPools.h"
 #include "sched/Scheduler.h"
 #include "sim/SyntheticModel.h"
 
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstring>
 #include <map>
 #include <random>
 #include <set>
 
 using namespace attnc;
+using namespace attnc::standin;
 
 namespace {
-
-constexpr int64_t kPageSize = 4;
-constexpr int64_t kHeads = 2;
-constexpr int64_t kDim = 4;
-constexpr int64_t kRow = kHeads * kDim; // elements of a token's row
-using Row = std::array<uint32_t, kRow>;
-
-uint32_t mix(uint32_t a, uint32_t b) {
-  uint64_t h =
-      (uint64_t(a) * 0x9E3779B97F4A7C15ull) ^ (b + 0x632BE59BD9B4E019ull);
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  return uint32_t(h ^ (h >> 32));
-}
-
-/// Layer 0's key (which 0) or value (1) of `token` at `position`.
-Row embed(Token token, int64_t position, int which) {
-  Row row;
-  for (int64_t e = 0; e < kRow; ++e)
-    row[size_t(e)] =
-        mix(mix(uint32_t(token), uint32_t(position)), uint32_t(e * 2 + which));
-  return row;
-}
-
-/// What attention at a layer gives the token at `position`: its key mixed
-/// with a position-weighted sum of the values of keys 0..position.
-Row attend(const Row &key, const std::vector<const Row *> &values) {
-  Row out = key;
-  for (size_t j = 0; j < values.size(); ++j)
-    for (int64_t e = 0; e < kRow; ++e)
-      out[size_t(e)] += (*values[j])[size_t(e)] * uint32_t(2 * j + 1);
-  return out;
-}
-
-/// The next layer's key or value, from this layer's attention output.
-Row project(const Row &hidden, int64_t layer, int which) {
-  Row row;
-  for (int64_t e = 0; e < kRow; ++e)
-    row[size_t(e)] = mix(hidden[size_t(e)], uint32_t(layer * 4 + which));
-  return row;
-}
-
-/// Every layer's keys and values of a whole sequence, from its tokens.
-struct Reference {
-  std::vector<std::vector<Row>> keys, values; // [layer][position]
-};
-
-Reference recompute(const std::vector<Token> &tokens, int64_t layers) {
-  Reference ref;
-  size_t n = tokens.size();
-  ref.keys.assign(size_t(layers), std::vector<Row>(n));
-  ref.values.assign(size_t(layers), std::vector<Row>(n));
-  for (size_t p = 0; p < n; ++p) {
-    ref.keys[0][p] = embed(tokens[p], int64_t(p), 0);
-    ref.values[0][p] = embed(tokens[p], int64_t(p), 1);
-  }
-  for (int64_t l = 1; l < layers; ++l)
-    for (size_t p = 0; p < n; ++p) {
-      std::vector<const Row *> seen;
-      for (size_t j = 0; j <= p; ++j)
-        seen.push_back(&ref.values[size_t(l - 1)][j]);
-      Row hidden = attend(ref.keys[size_t(l - 1)][p], seen);
-      ref.keys[size_t(l)][p] = project(hidden, l, 0);
-      ref.values[size_t(l)][p] = project(hidden, l, 1);
-    }
-  return ref;
-}
-
-/// Where the engine keeps each layer's keys and values.
-class Caches {
-public:
-  virtual ~Caches() = default;
-  virtual void write(int64_t layer, const std::vector<Row> &keys,
-                     const std::vector<Row> &values,
-                     const std::vector<int64_t> &slots) = 0;
-  virtual Row key(int64_t layer, int64_t slot) const = 0;
-  virtual Row value(int64_t layer, int64_t slot) const = 0;
-  virtual void copy(const std::vector<PageCopy> &copies) = 0;
-};
-
-/// Per-layer arrays of the engine's own, [slot][row].
-class OwnCaches : public Caches {
-public:
-  OwnCaches(int64_t layers, int64_t pages)
-      : keys_(size_t(layers), std::vector<Row>(size_t(pages * kPageSize))),
-        values_(keys_) {}
-  void write(int64_t layer, const std::vector<Row> &keys,
-             const std::vector<Row> &values,
-             const std::vector<int64_t> &slots) override {
-    for (size_t t = 0; t < slots.size(); ++t) {
-      keys_[size_t(layer)][size_t(slots[t])] = keys[t];
-      values_[size_t(layer)][size_t(slots[t])] = values[t];
-    }
-  }
-  Row key(int64_t layer, int64_t slot) const override {
-    return keys_[size_t(layer)][size_t(slot)];
-  }
-  Row value(int64_t layer, int64_t slot) const override {
-    return values_[size_t(layer)][size_t(slot)];
-  }
-  void copy(const std::vector<PageCopy> &copies) override {
-    for (const PageCopy &c : copies)
-      for (auto *caches : {&keys_, &values_})
-        for (std::vector<Row> &layer : *caches)
-          for (int64_t i = 0; i < kPageSize; ++i)
-            layer[size_t(c.to * kPageSize + i)] =
-                layer[size_t(c.from * kPageSize + i)];
-  }
-
-private:
-  std::vector<std::vector<Row>> keys_, values_;
-};
-
-/// The scheduler's own host pool, with a layer axis.
-class PoolCaches : public Caches {
-public:
-  explicit PoolCaches(PagedKVPool &pool) : pool_(pool) {}
-  void write(int64_t layer, const std::vector<Row> &keys,
-             const std::vector<Row> &values,
-             const std::vector<int64_t> &slots) override {
-    auto address = [](const void *p) { return reinterpret_cast<uint64_t>(p); };
-    Status status = pool_.appendSlots(
-        layer, address(keys.data()), address(values.data()), kRow, kRow,
-        address(slots.data()), int64_t(slots.size()), nullptr);
-    ASSERT_TRUE(status.ok()) << status.toString();
-  }
-  Row key(int64_t layer, int64_t slot) const override {
-    return read(/*values=*/false, layer, slot);
-  }
-  Row value(int64_t layer, int64_t slot) const override {
-    return read(/*values=*/true, layer, slot);
-  }
-  void copy(const std::vector<PageCopy> &copies) override {
-    Status status = pool_.copyPages(copies, nullptr);
-    ASSERT_TRUE(status.ok()) << status.toString();
-  }
-
-private:
-  Row read(bool values, int64_t layer, int64_t slot) const {
-    Row row;
-    PageId page = PageId(slot / kPageSize);
-    for (int64_t h = 0; h < kHeads; ++h) {
-      const std::byte *at =
-          values ? pool_.valueAt(page, slot % kPageSize, h, layer)
-                 : pool_.keyAt(page, slot % kPageSize, h, layer);
-      std::memcpy(&row[size_t(h * kDim)], at, kDim * sizeof(uint32_t));
-    }
-    return row;
-  }
-  PagedKVPool &pool_;
-};
 
 struct LoopOptions {
   int64_t layers = 2;
@@ -211,20 +54,10 @@ struct LoopResult {
 LoopResult runEngineLoop(const LoopOptions &options) {
   LoopResult result;
   const int64_t pages = 24;
-  PoolConfig config;
-  config.numPages = pages;
-  config.pageSize = kPageSize;
-  config.numKVHeads = kHeads;
-  config.headDim = kDim;
-  config.elementBytes = sizeof(uint32_t);
-  config.numLayers = options.layers;
-  config.memory =
-      options.ownCaches ? PoolMemory::AccountingOnly : PoolMemory::Host;
-  StatusOr<std::unique_ptr<PagedKVPool>> created = PagedKVPool::create(config);
-  EXPECT_TRUE(created.ok()) << created.status().toString();
-  if (!created.ok())
+  std::unique_ptr<PagedKVPool> pool =
+      makeStandInPool(pages, options.layers, !options.ownCaches);
+  if (!pool)
     return result;
-  std::unique_ptr<PagedKVPool> pool = std::move(*created);
   RadixCache cache(*pool);
   SchedulerConfig sched;
   sched.tokenBudget = 10; // prompts of up to 23 tokens come in chunks
@@ -292,42 +125,10 @@ LoopResult runEngineLoop(const LoopOptions &options) {
       caches->copy(batch.pageCopies);
 
     size_t count = batch.requests.size();
-    size_t tokens = batch.tokens.size();
-    // The row each token's attention reads: the values of its request's
-    // keys 0..position, through the page table.
+    (void)forward(*caches, batch, options.layers);
     auto slotOf = [&](size_t r, int64_t position) {
-      PageId page = batch.pageTable.indices[size_t(batch.pageTable.indptr[r] +
-                                                   position / kPageSize)];
-      return int64_t(page) * kPageSize + position % kPageSize;
+      return slotThroughTable(batch, r, position);
     };
-    std::vector<size_t> requestOf(tokens);
-    for (size_t r = 0; r < count; ++r)
-      for (int32_t t = batch.qoIndptr[r]; t < batch.qoIndptr[r + 1]; ++t)
-        requestOf[size_t(t)] = r;
-    std::vector<Row> keys(tokens), values(tokens);
-    for (size_t t = 0; t < tokens; ++t) {
-      keys[t] = embed(batch.tokens[t], batch.positions[t], 0);
-      values[t] = embed(batch.tokens[t], batch.positions[t], 1);
-    }
-    for (int64_t layer = 0; layer < options.layers; ++layer) {
-      caches->write(layer, keys, values, batch.slotMapping);
-      if (layer + 1 == options.layers)
-        break;
-      std::vector<Row> nextKeys(tokens), nextValues(tokens);
-      for (size_t t = 0; t < tokens; ++t) {
-        std::vector<Row> seen;
-        for (int64_t j = 0; j <= batch.positions[t]; ++j)
-          seen.push_back(caches->value(layer, slotOf(requestOf[t], j)));
-        std::vector<const Row *> pointers;
-        for (const Row &row : seen)
-          pointers.push_back(&row);
-        Row hidden = attend(keys[t], pointers);
-        nextKeys[t] = project(hidden, layer + 1, 0);
-        nextValues[t] = project(hidden, layer + 1, 1);
-      }
-      keys = std::move(nextKeys);
-      values = std::move(nextValues);
-    }
 
     // Every layer's rows of every sequence of the batch, against a
     // computation from its tokens alone.

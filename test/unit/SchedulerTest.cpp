@@ -910,8 +910,9 @@ TEST(Scheduler, PromptChunksEnterTheCacheAsTheyComplete) {
   expectNoLeaks(f);
 }
 
-// Samples must answer the last step's samplers, in order; a step before
-// they are committed is refused; a request aborted in between is skipped.
+// Samples must answer the last step's samplers, in order; a request
+// aborted in between is skipped. (Steps formed before the last one's
+// commit: OverlapTest.cpp.)
 TEST(Scheduler, CommitTakesExactlyTheLastStepsSamples) {
   Fixture f(Policy::FCFS, 64);
   for (RequestId id = 0; id < 2; ++id)
@@ -922,10 +923,6 @@ TEST(Scheduler, CommitTakesExactlyTheLastStepsSamples) {
   ASSERT_EQ(step->batch.samplers, (std::vector<RequestId>{0, 1}));
   EXPECT_EQ(step->batch.sampleRows, (std::vector<int32_t>{4, 9}));
 
-  StatusOr<StepStats> early = f.scheduler->step();
-  EXPECT_EQ(early.status().code(), ErrorCode::InvalidArgument);
-  EXPECT_EQ(early.status().message(),
-            "the last step's 2 samples were not committed");
   StatusOr<std::vector<RequestId>> few =
       f.scheduler->commit({Sample{0, 0, 7, false}});
   EXPECT_EQ(few.status().message(),
@@ -1345,5 +1342,77 @@ TEST(Scheduler, DFSWeightOrderMatchesMatchingEveryWaiter) {
       return queue[a].priority > queue[b].priority;
     });
     ASSERT_EQ(order, expected) << "round " << round;
+  }
+}
+
+namespace {
+
+/// Three running requests of 13-token prompts in a pool of 12 pages that
+/// they fill (4 pages each, the last for their output): 0 and 2 of
+/// priority 0, 1 of priority -1, admitted by priority (0, 2, then 1).
+void fillWithThreeRunning(Fixture &f) {
+  int32_t priorities[] = {0, -1, 0};
+  for (RequestId id = 0; id < 3; ++id) {
+    TracedRequest request =
+        makeRequest(id, range(Token(100 * (id + 1)), 13), /*outputLen=*/4);
+    request.priority = priorities[id];
+    ASSERT_TRUE(f.add(request).ok());
+  }
+  StatusOr<SimulatedStep> first = f.step();
+  ASSERT_TRUE(first.ok()) << first.status().toString();
+  ASSERT_EQ(first->stats.admitted, (std::vector<RequestId>{0, 2, 1}));
+  ASSERT_EQ(f.pool->numFreePages(), 0);
+}
+
+TracedRequest arrivalOfPriority(RequestId id, int promptLength,
+                                int32_t priority) {
+  TracedRequest request =
+      makeRequest(id, range(Token(100 * (id + 1)), promptLength), 4);
+  request.priority = priority;
+  return request;
+}
+
+} // namespace
+
+// A waiting request of higher priority than running ones, for which there
+// are no pages, preempts the lowest priority first, then the latest
+// admitted, until it fits: a 2-token prompt needs what preempting request
+// 1 frees, a 21-token one request 2's too, never request 0's. Every
+// request still finishes.
+TEST(Scheduler, AHigherPriorityArrivalPreemptsTheLowestUntilItFits) {
+  for (auto [promptLength, victims] :
+       {std::pair(2, std::vector<RequestId>{1}),
+        std::pair(21, std::vector<RequestId>{1, 2})}) {
+    SCOPED_TRACE(std::to_string(promptLength) + "-token arrival");
+    Fixture f(Policy::FCFS, /*pages=*/12);
+    fillWithThreeRunning(f);
+    ASSERT_TRUE(f.add(arrivalOfPriority(3, promptLength, 1)).ok());
+    StatusOr<SimulatedStep> step = f.step();
+    ASSERT_TRUE(step.ok()) << step.status().toString();
+    EXPECT_EQ(step->stats.preempted, victims);
+    EXPECT_EQ(step->stats.admitted, (std::vector<RequestId>{3}));
+    f.runToCompletion();
+    EXPECT_EQ(f.scheduler->totals().finished, 4);
+    expectNoLeaks(f);
+  }
+}
+
+// Never a request of the arrival's priority or higher: an arrival of
+// priority 0 may preempt request 1 (priority -1) only, and one of -1
+// nobody; both wait for what is left.
+TEST(Scheduler, PriorityPreemptsNoRequestOfEqualOrHigherPriority) {
+  for (int32_t priority : {0, -1}) {
+    SCOPED_TRACE("priority " + std::to_string(priority));
+    Fixture f(Policy::LongestPrefixMatch, /*pages=*/12);
+    fillWithThreeRunning(f);
+    ASSERT_TRUE(f.add(arrivalOfPriority(3, 21, priority)).ok());
+    StatusOr<SimulatedStep> step = f.step();
+    ASSERT_TRUE(step.ok()) << step.status().toString();
+    EXPECT_EQ(step->stats.preempted, priority == 0 ? std::vector<RequestId>{1}
+                                                   : std::vector<RequestId>{});
+    EXPECT_TRUE(step->stats.admitted.empty()) << "it does not fit";
+    f.runToCompletion();
+    EXPECT_EQ(f.scheduler->totals().finished, 4);
+    expectNoLeaks(f);
   }
 }
