@@ -45,8 +45,10 @@ extern "C" {
  * 12: a pool's layers (num_layers, attnc_kv_pool_layer_caches,
  * attnc_kv_pool_append_layer_slots), its page copies
  * (attnc_kv_pool_copy_pages) and stream (attnc_kv_pool_set_stream), and
- * a step's page copies (num_page_copies, page_copies). */
-#define ATTNC_C_API_VERSION 12
+ * a step's page copies (num_page_copies, page_copies).
+ * 13: clip_max_new_tokens and dfs_weight_window in the scheduler config,
+ * a step's token_from_sample, attnc_scheduler_commit_arrays. */
+#define ATTNC_C_API_VERSION 13
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -441,7 +443,11 @@ typedef enum attnc_policy {
    * 0 <= new_token_ratio_decay <= 1. */                                       \
   FIELD(double, initial_new_token_ratio)                                       \
   FIELD(double, min_new_token_ratio)                                           \
-  FIELD(double, new_token_ratio_decay)
+  FIELD(double, new_token_ratio_decay)                                         \
+  /* Version 13. >= 1: the most remaining max_tokens a request reserves. */    \
+  FIELD(int64_t, clip_max_new_tokens)                                          \
+  /* Version 13. >= 0: waiting requests DFS-weight orders; 0: all. */          \
+  FIELD(int64_t, dfs_weight_window)
 ATTNC_RECORD(attnc_scheduler_config, ATTNC_SCHEDULER_CONFIG_FIELDS)
 
 /* A request as it arrives; attnc_request_init fills the defaults. */
@@ -521,7 +527,13 @@ ATTNC_RECORD(attnc_sample, ATTNC_SAMPLE_FIELDS)
   /* Pages to copy in every layer before this step's writes: 2 *               \
    * num_page_copies entries, (source, destination) pairs. */                  \
   FIELD(int64_t, num_page_copies)                                              \
-  FIELD(const int32_t *, page_copies)
+  FIELD(const int32_t *, page_copies)                                          \
+  /* Version 13. num_tokens: -1 where tokens[t] is the row's token, or the     \
+   * index among the samplers of the step before this one whose sample the     \
+   * row is, when this step was formed before that sample was committed: the   \
+   * engine takes it from what it sampled there, tokens[t] does not hold it.   \
+   */                                                                          \
+  FIELD(const int32_t *, token_from_sample)
 ATTNC_RECORD(attnc_step_info, ATTNC_STEP_INFO_FIELDS)
 
 /* A scheduler's queue and its totals since it was made (prompt tokens are
@@ -554,21 +566,35 @@ attnc_status attnc_scheduler_destroy(attnc_scheduler scheduler);
 attnc_status attnc_scheduler_add(attnc_scheduler scheduler,
                                  const attnc_request *request);
 /* Forms the next forward pass into a new step (the caller destroys it).
- * The last step's samples must have been committed. */
+ * How many steps may await their samples at once is the scheduler's rule
+ * (attnc::Scheduler::step), and its refusal ATTNC_INVALID_ARGUMENT. */
 attnc_status attnc_scheduler_step(attnc_scheduler scheduler, attnc_step *out);
 attnc_status attnc_step_get_info(attnc_step step, attnc_step_info *out);
 attnc_status attnc_step_destroy(attnc_step step);
-/* One sample for each of the last step's samplers, in that order:
- * num_samples must be their count, checked before `samples` is read. The
- * requests that finished (a stop, or max_tokens reached) are written to
- * `finished` (NULL, or room for num_samples ids), their count to
- * *num_finished (may be NULL). All or nothing: a refused commit (a bad
- * sample, a failed page copy) leaves the scheduler, its pool and its cache
- * as they were, and the same samples may be committed again. */
+/* One sample for each sampler of the step the scheduler awaits samples for
+ * (attnc::Scheduler::commit), in that order: num_samples must be their
+ * count, checked before `samples` is read. The requests that finished (a
+ * stop, or max_tokens reached) are written to `finished` (NULL, or room
+ * for num_samples ids), their count to *num_finished (may be NULL). All or
+ * nothing: a refused commit (a bad sample, a failed page copy) leaves the
+ * scheduler, its pool and its cache as they were, and the same samples may
+ * be committed again. */
 attnc_status attnc_scheduler_commit(attnc_scheduler scheduler,
                                     const attnc_sample *samples,
                                     int64_t num_samples, int64_t *finished,
                                     int64_t *num_finished);
+/* attnc_scheduler_commit with the samples as arrays (version 13), so that a
+ * binding passes the buffers it has without building a record per sample:
+ * sample k is request requests[k], branch branches[k] (NULL: 0 for each),
+ * token tokens[k], stop stops[k] (0 or 1; NULL: none stops). A step's
+ * samplers and sampler_branches are its samples' requests and branches.
+ * requests and tokens may be NULL only when num_samples is 0; num_samples
+ * is checked before any array is read. */
+attnc_status
+attnc_scheduler_commit_arrays(attnc_scheduler scheduler, int64_t num_samples,
+                              const int64_t *requests, const int32_t *branches,
+                              const int32_t *tokens, const int32_t *stops,
+                              int64_t *finished, int64_t *num_finished);
 /* Drops a queued or running request; ATTNC_NOT_FOUND when there is none of
  * that id. Between a step and its commit, its sample is ignored. */
 attnc_status attnc_scheduler_abort(attnc_scheduler scheduler, int64_t request);

@@ -172,6 +172,8 @@ attnc_status schedulerConfigFromC(const attnc_scheduler_config &c,
   config.initialNewTokenRatio = c.initial_new_token_ratio;
   config.minNewTokenRatio = c.min_new_token_ratio;
   config.newTokenRatioDecay = c.new_token_ratio_decay;
+  config.clipMaxNewTokens = c.clip_max_new_tokens;
+  config.dfsWeightWindow = c.dfs_weight_window;
   if (attnc::Status status = attnc::checkConfig(config); !status.ok())
     return fail(status);
   return ATTNC_OK;
@@ -200,6 +202,39 @@ template <typename F> int64_t readCache(attnc_radix_cache handle, F read) {
     return 0;
   Lock lock(cache->pool->mutex);
   return read(*cache->cache);
+}
+
+/// Commits `numSamples` samples to the scheduler of `handle`, the k-th
+/// made by take(k, sample), which refuses a bad one with its message. They
+/// are read only once the scheduler has said it awaits that many.
+template <typename Take>
+attnc_status commitSamples(attnc_scheduler handle, int64_t numSamples,
+                           Take take, int64_t *finished, int64_t *numFinished) {
+  return guarded([&] {
+    std::shared_ptr<SchedulerObject> scheduler =
+        schedulers().find(handle, "scheduler");
+    if (!scheduler)
+      return ATTNC_INVALID_ARGUMENT;
+    Lock lock(scheduler->mutex());
+    if (attnc::Status status =
+            scheduler->scheduler->checkSampleCount(numSamples);
+        !status.ok())
+      return fail(status);
+    std::vector<attnc::Sample> taken(static_cast<size_t>(numSamples));
+    for (int64_t k = 0; k < numSamples; ++k)
+      if (attnc_status status = take(k, taken[size_t(k)]); status != ATTNC_OK)
+        return status;
+    attnc::StatusOr<std::vector<attnc::RequestId>> done =
+        scheduler->scheduler->commit(taken);
+    if (!done.ok())
+      return fail(done.status());
+    // At most one finish per sample: `finished` has room for them all.
+    if (finished)
+      std::copy(done->begin(), done->end(), finished);
+    if (numFinished)
+      *numFinished = sizeOf(done->size());
+    return ATTNC_OK;
+  });
 }
 
 } // namespace
@@ -467,6 +502,8 @@ void attnc_scheduler_config_init(attnc_scheduler_config *c) {
   c->initial_new_token_ratio = defaults.initialNewTokenRatio;
   c->min_new_token_ratio = defaults.minNewTokenRatio;
   c->new_token_ratio_decay = defaults.newTokenRatioDecay;
+  c->clip_max_new_tokens = defaults.clipMaxNewTokens;
+  c->dfs_weight_window = defaults.dfsWeightWindow;
 }
 
 void attnc_request_init(attnc_request *request) {
@@ -617,6 +654,7 @@ attnc_status attnc_step_get_info(attnc_step handle, attnc_step_info *out) {
     info.decode_tokens = stats.decodeTokens;
     info.num_page_copies = sizeOf(batch.pageCopies.size());
     info.page_copies = dataOf(step->pageCopies);
+    info.token_from_sample = dataOf(batch.tokenFromSample);
     *out = info;
     return ATTNC_OK;
   });
@@ -634,41 +672,45 @@ attnc_status attnc_scheduler_commit(attnc_scheduler handle,
     return invalid("samples must be an array of num_samples (non-negative) "
                    "samples, got " +
                    str(numSamples) + (samples ? "" : " and null"));
-  return guarded([&] {
-    std::shared_ptr<SchedulerObject> scheduler =
-        schedulers().find(handle, "scheduler");
-    if (!scheduler)
-      return ATTNC_INVALID_ARGUMENT;
-    Lock lock(scheduler->mutex());
-    // The samplers the last step awaits bound what is read of `samples`.
-    if (attnc::Status status =
-            scheduler->scheduler->checkSampleCount(numSamples);
-        !status.ok())
-      return fail(status);
-    std::vector<attnc::Sample> taken;
-    taken.reserve(size_t(numSamples));
-    for (int64_t k = 0; k < numSamples; ++k) {
-      if (!isFlag(samples[k].stop))
-        return invalid("samples[" + str(k) + "].stop must be 0 or 1, got " +
-                       std::to_string(samples[k].stop));
-      attnc::Sample sample;
-      sample.request = samples[k].request;
-      sample.branch = samples[k].branch;
-      sample.token = samples[k].token;
-      sample.stop = samples[k].stop == 1;
-      taken.push_back(sample);
-    }
-    attnc::StatusOr<std::vector<attnc::RequestId>> done =
-        scheduler->scheduler->commit(taken);
-    if (!done.ok())
-      return fail(done.status());
-    // At most one finish per sample: `finished` has room for them all.
-    if (finished)
-      std::copy(done->begin(), done->end(), finished);
-    if (numFinished)
-      *numFinished = sizeOf(done->size());
-    return ATTNC_OK;
-  });
+  return commitSamples(
+      handle, numSamples,
+      [&](int64_t k, attnc::Sample &sample) {
+        if (!isFlag(samples[k].stop))
+          return invalid("samples[" + str(k) + "].stop must be 0 or 1, got " +
+                         std::to_string(samples[k].stop));
+        sample.request = samples[k].request;
+        sample.branch = samples[k].branch;
+        sample.token = samples[k].token;
+        sample.stop = samples[k].stop == 1;
+        return ATTNC_OK;
+      },
+      finished, numFinished);
+}
+
+attnc_status
+attnc_scheduler_commit_arrays(attnc_scheduler handle, int64_t numSamples,
+                              const int64_t *requests, const int32_t *branches,
+                              const int32_t *tokens, const int32_t *stops,
+                              int64_t *finished, int64_t *numFinished) {
+  if (numSamples < 0)
+    return invalid("num_samples must not be negative, got " + str(numSamples));
+  if (numSamples > 0 && (!requests || !tokens))
+    return invalid(std::string(requests ? "tokens" : "requests") +
+                   " must be an array of num_samples (" + str(numSamples) +
+                   ") entries, got null");
+  return commitSamples(
+      handle, numSamples,
+      [&](int64_t k, attnc::Sample &sample) {
+        if (stops && !isFlag(stops[k]))
+          return invalid("stops[" + str(k) + "] must be 0 or 1, got " +
+                         std::to_string(stops[k]));
+        sample.request = requests[k];
+        sample.branch = branches ? branches[k] : 0;
+        sample.token = tokens[k];
+        sample.stop = stops && stops[k] == 1;
+        return ATTNC_OK;
+      },
+      finished, numFinished);
 }
 
 attnc_status attnc_scheduler_abort(attnc_scheduler handle, int64_t request) {

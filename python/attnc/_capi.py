@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import AttncError, InvalidArgumentError
 
-API_VERSION = 12  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
+API_VERSION = 13  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
@@ -206,6 +206,10 @@ def _declare(lib):
         "attnc_step_destroy": (c_int, [c_void_p]),
         "attnc_scheduler_commit": (c_int, [c_void_p, P(Sample), c_int64,
                                            _I64P, P(c_int64)]),
+        # Samples as arrays (version 13): addresses, 0 for NULL.
+        "attnc_scheduler_commit_arrays": (c_int, [
+            c_void_p, c_int64, c_void_p, c_void_p, c_void_p, c_void_p,
+            c_void_p, P(c_int64)]),
         "attnc_scheduler_abort": (c_int, [c_void_p, c_int64]),
         "attnc_scheduler_idle": (c_int, [c_void_p]),
         "attnc_scheduler_get_stats": (c_int, [c_void_p, P(SchedulerStats)]),

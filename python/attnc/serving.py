@@ -18,22 +18,27 @@ API's attnc_kv_pool, attnc_radix_cache and attnc_scheduler).
             wrapper.plan(*step.page_table,
                          qo_indptr=step.tensor("qo_indptr"))
             ...
-        finished = scheduler.commit(
-            [attnc.Sample(r, token, stop) for r, token, stop in sampled])
+        # the tokens sampled at step.sample_rows, one per sampler:
+        finished = scheduler.commit_tokens(step, tokens, stops)
 
 A cache keeps its pool alive and a scheduler both (in the library as
-here), so close() and garbage collection may come in any order. A step is a
-copy of the scheduler's arrays as Python lists of ints; `page_table` and
-`tensor()` give them as torch CPU tensors (int32, int64 for ids and slots),
-the types PagedAttention.plan takes. Nothing here needs torch or a GPU but
-those two and a device pool.
+here), so close() and garbage collection may come in any order. A step's
+arrays stay where the library made them: `view()` gives a memoryview,
+`page_table` and `tensor()` torch CPU tensors (int32, int64 for ids and
+slots; what PagedAttention.plan takes) over the same memory, the
+attributes (step.samplers) lists made on first use. commit_tokens takes
+the sampled tokens as one array (an int32 tensor or buffer in place), and
+commit a list of Samples. Nothing here needs torch or a GPU but `tensor()`
+and a device pool.
 """
 
+import array
 import ctypes
-from collections import namedtuple
+from collections import deque, namedtuple
 
 from . import _capi
 from ._capi import check, lib
+from ._step import Step, _Held
 from ._tensors import IR_NAMES, check_tensor, current_stream, require
 from ._values import INT32, INT64, UINT64, as_flag, as_int, as_sequence
 from .kernel import _enum, _live, _optional_text
@@ -70,10 +75,6 @@ def _int_array(name, values, ctype, bounds):
         values = [as_int(f"{name}[{i}]", v, bounds)
                   for i, v in enumerate(values)]
     return (ctype * max(1, len(values)))(*values), len(values)
-
-
-def _list(pointer, count):
-    return pointer[:count] if count else []
 
 
 class KVPool:
@@ -179,13 +180,13 @@ class KVPool:
                 raise TypeError(f"copies[{i}] must be a (source, destination)"
                                 f" pair, got {pair!r}")
             flat.extend(pair)
-        array, _ = _int_array("copies", flat, ctypes.c_int32, INT32)
+        pairs, _ = _int_array("copies", flat, ctypes.c_int32, INT32)
         if stream is None and self.memory == "device":
             import torch
             stream = torch.cuda.current_stream().cuda_stream
         stream = getattr(stream, "cuda_stream", stream)
         check(lib.attnc_kv_pool_copy_pages(
-            handle, array, len(copies),
+            handle, pairs, len(copies),
             ctypes.c_void_p(as_int("stream", stream or 0, UINT64) or None)))
 
     def caches(self, layer=0):
@@ -210,8 +211,8 @@ class KVPool:
             if self.memory == "device":
                 # The CUDA array interface has no bf16 or fp8: bytes, then
                 # reinterpreted.
-                array = _DeviceBytes(address, count * size)
-                raw = torch.as_tensor(array, device="cuda")
+                device_bytes = _DeviceBytes(address, count * size)
+                raw = torch.as_tensor(device_bytes, device="cuda")
             else:
                 raw = torch.frombuffer(
                     (ctypes.c_uint8 * (count * size)).from_address(address),
@@ -317,7 +318,10 @@ def _token_stride(name, tensor):
     if strides[2] != 1 or (heads > 1 and strides[1] != dim):
         raise ValueError(f"{name}'s rows must be packed (strides [*, {dim}, "
                          f"1]), got {list(strides)}")
-    return strides[0]
+    # A lone token's stride is never stepped over, and torch keeps any
+    # stride on a dimension of size 1 (a decode's [1, heads, dim] view of
+    # a transposed projection), so it is not the caller's to get right.
+    return heads * dim if tensor.shape[0] == 1 else strides[0]
 
 
 class RadixCache:
@@ -351,12 +355,12 @@ class RadixCache:
         """(matched tokens, pages holding them): the longest cached prefix
         of `tokens` in whole pages within `namespace`. Locks nothing."""
         handle = self._live()
-        array, count = _int_array("tokens", tokens, ctypes.c_int32, INT32)
+        given, count = _int_array("tokens", tokens, ctypes.c_int32, INT32)
         capacity = count // self._page_size
         pages = (ctypes.c_int32 * max(1, capacity))()
         matched, num_pages = ctypes.c_int64(), ctypes.c_int64(capacity)
         check(lib.attnc_radix_cache_match_prefix(
-            handle, array, count, as_int("namespace", namespace, UINT64),
+            handle, given, count, as_int("namespace", namespace, UINT64),
             ctypes.byref(matched), pages, ctypes.byref(num_pages)))
         return matched.value, pages[:num_pages.value]
 
@@ -383,98 +387,6 @@ class RadixCache:
         self.close()
 
 
-# Step arrays of request ids and slots are int64, the others int32.
-_INT64_ARRAYS = ("requests", "slot_mapping", "samplers", "admitted",
-                 "preempted")
-_ARRAYS = ("requests", "branches", "qo_indptr", "tokens", "positions",
-           "slot_mapping", "kv_indptr", "kv_indices", "kv_last_page_len",
-           "samplers", "sampler_branches", "sample_rows", "admitted",
-           "preempted", "page_copies")
-
-
-class Step:
-    """One forward pass the scheduler formed: requests in batch order,
-    decodes (the first num_decodes) first. Request i feeds tokens
-    [qo_indptr[i], qo_indptr[i+1]) at `positions`, whose keys and values
-    go to `slot_mapping`, and reads the pages kv_indices[kv_indptr[i] :
-    kv_indptr[i+1]], the last holding kv_last_page_len[i] tokens. The
-    requests in `samplers` sample from the logits of `sample_rows`: commit
-    takes one Sample for each, in that order. A request of n > 1 parallel
-    samples forks when its prompt completes: that pass samples its n
-    branches (`sampler_branches`) from one row, and later passes feed each
-    branch as a request of its own (`branches`). Every array is a list of
-    ints, but `page_copies`: (source, destination) page pairs to copy, in
-    order and in every layer, before the step's keys and values are
-    written (vLLM's blocks_to_copy): a fork's copy of its prompt's partial
-    last page. The scheduler's pool made them already; an engine whose
-    caches are its own must apply them (KVPool.copy_pages does it for a
-    pool's caches; twice is harmless)."""
-
-    __slots__ = _ARRAYS + ("num_decodes", "prefill_tokens", "decode_tokens")
-
-    def __init__(self, info):
-        n, t = info.num_requests, info.num_tokens
-        self.requests = _list(info.requests, n)
-        self.branches = _list(info.branches, n)
-        self.num_decodes = info.num_decodes
-        self.qo_indptr = _list(info.qo_indptr, n + 1)
-        self.tokens = _list(info.tokens, t)
-        self.positions = _list(info.positions, t)
-        self.slot_mapping = _list(info.slot_mapping, t)
-        self.kv_indptr = _list(info.page_indptr, n + 1)
-        self.kv_indices = _list(info.page_indices, info.num_page_indices)
-        self.kv_last_page_len = _list(info.last_page_len, n)
-        self.samplers = _list(info.samplers, info.num_samplers)
-        self.sampler_branches = _list(info.sampler_branches,
-                                      info.num_samplers)
-        self.sample_rows = _list(info.sample_rows, info.num_samplers)
-        self.admitted = _list(info.admitted, info.num_admitted)
-        self.preempted = _list(info.preempted, info.num_preempted)
-        self.prefill_tokens = info.prefill_tokens
-        self.decode_tokens = info.decode_tokens
-        flat = _list(info.page_copies, 2 * info.num_page_copies)
-        self.page_copies = list(zip(flat[0::2], flat[1::2]))
-
-    @property
-    def num_requests(self):
-        return len(self.requests)
-
-    @property
-    def num_tokens(self):
-        return len(self.tokens)
-
-    def tensor(self, name):
-        """The array `name` as a torch CPU tensor: int64 for request ids
-        and slots, int32 for the others (what PagedAttention.plan takes);
-        page_copies as [copies, 2]."""
-        if name not in _ARRAYS:
-            raise ValueError(f"a step has no array {name!r} (it has "
-                             f"{', '.join(_ARRAYS)})")
-        try:
-            import torch
-        except ImportError:
-            raise ImportError(f"Step.tensor makes torch tensors: install "
-                              f"PyTorch, or read step.{name}, a list"
-                              ) from None
-        dtype = torch.int64 if name in _INT64_ARRAYS else torch.int32
-        if name == "page_copies":
-            return torch.tensor(self.page_copies, dtype=dtype).reshape(-1, 2)
-        return torch.tensor(getattr(self, name), dtype=dtype)
-
-    @property
-    def page_table(self):
-        """(kv_indptr, kv_indices, kv_last_page_len) as int32 CPU tensors:
-        PagedAttention.plan's first three arguments."""
-        return tuple(self.tensor(name) for name in
-                     ("kv_indptr", "kv_indices", "kv_last_page_len"))
-
-    def __repr__(self):
-        return (f"Step({self.num_requests} requests, {self.num_decodes} "
-                f"decoding, {self.prefill_tokens} prefill + "
-                f"{self.decode_tokens} decode tokens, admitted "
-                f"{self.admitted}, preempted {self.preempted})")
-
-
 class Scheduler:
     """Forms each forward pass over `pool` and `cache`: admits waiting
     requests by the policy ("fcfs", "lpm", "dfs-weight") within the token
@@ -489,7 +401,8 @@ class Scheduler:
                  max_running=None, in_flight_share_threshold=None,
                  protect_waiting_prefixes=None, aging_steps=None,
                  initial_new_token_ratio=None, min_new_token_ratio=None,
-                 new_token_ratio_decay=None):
+                 new_token_ratio_decay=None, clip_max_new_tokens=None,
+                 dfs_weight_window=None):
         if not isinstance(pool, KVPool):
             raise TypeError(f"pool must be an attnc.KVPool, got "
                             f"{type(pool).__name__}")
@@ -505,7 +418,9 @@ class Scheduler:
             aging_steps=aging_steps,
             initial_new_token_ratio=initial_new_token_ratio,
             min_new_token_ratio=min_new_token_ratio,
-            new_token_ratio_decay=new_token_ratio_decay)
+            new_token_ratio_decay=new_token_ratio_decay,
+            clip_max_new_tokens=clip_max_new_tokens,
+            dfs_weight_window=dfs_weight_window)
         for name, value in given.items():
             if value is None:
                 continue
@@ -522,6 +437,13 @@ class Scheduler:
         check(lib.attnc_scheduler_create(ctypes.byref(config), pool._live(),
                                          cache._live(), ctypes.byref(handle)))
         self._handle = handle
+        # The steps formed and not committed, oldest first: what
+        # commit_tokens checks its step against.
+        self._uncommitted = deque()
+        # Room for a commit's finished ids (at most one a sampler, and a
+        # step has at most max_running), reused: a buffer allocated each
+        # step costs the loop more than its size suggests.
+        self._finished = array.array("q", bytes(8 * config.max_running))
         self.pool, self.cache = pool, cache
         self.policy = {v: k for k, v in _capi.POLICIES.items()}.get(
             config.policy, config.policy)
@@ -534,14 +456,15 @@ class Scheduler:
         """Queues a request: its prompt's token ids (a list, a tuple or a
         tensor), the most tokens it may generate, its priority (higher goes
         first), its cache namespace (requests share cached KV only within
-        one) and its number of parallel samples. Raises attnc.InvalidArgumentError for an id queued or
-        running already, attnc.AttncError ("out of memory") for a request
-        the pool could never hold."""
-        array, count = _int_array("prompt", prompt, ctypes.c_int32, INT32)
+        one) and its number of parallel samples. Raises
+        attnc.InvalidArgumentError for an id queued or running already,
+        attnc.AttncError ("out of memory") for a request the pool could
+        never hold."""
+        tokens, count = _int_array("prompt", prompt, ctypes.c_int32, INT32)
         request = _capi.Request()
         lib.attnc_request_init(ctypes.byref(request))
         request.id = as_int("request_id", request_id)
-        request.prompt = ctypes.cast(array, ctypes.POINTER(ctypes.c_int32))
+        request.prompt = ctypes.cast(tokens, ctypes.POINTER(ctypes.c_int32))
         request.prompt_len = count
         request.max_tokens = as_int("max_tokens", max_tokens)
         request.priority = as_int("priority", priority, INT32)
@@ -550,23 +473,88 @@ class Scheduler:
         check(lib.attnc_scheduler_add(self._live(), ctypes.byref(request)))
 
     def step(self):
-        """Forms the next forward pass. The last step's samples must have
-        been committed."""
+        """Forms the next forward pass: a Step, whose arrays are views of
+        the library's own (nothing copied). Whether a step may be formed
+        before the last one's samples are committed is the scheduler's
+        rule (attnc.InvalidArgumentError when not)."""
         handle = ctypes.c_void_p()
         check(lib.attnc_scheduler_step(self._live(), ctypes.byref(handle)))
-        try:
-            info = _capi.StepInfo()
-            check(lib.attnc_step_get_info(handle, ctypes.byref(info)))
-            return Step(info)
-        finally:
-            lib.attnc_step_destroy(handle)
+        held = _Held(handle)  # destroys the step if what follows fails
+        info = _capi.StepInfo()
+        check(lib.attnc_step_get_info(handle, ctypes.byref(info)))
+        step = Step(held, info)
+        self._uncommitted.append(step)
+        return step
 
     def commit(self, samples):
-        """Takes one sample for each of the last step's samplers, in that
-        order: Samples or (request, token[, stop[, branch]]) tuples. Returns the ids
-        of the requests that finished (a stop, or max_tokens reached)."""
+        """Takes one sample for each sampler of the step the scheduler
+        awaits samples for, in that order: Samples or (request, token[,
+        stop[, branch]]) tuples. Returns the ids of the requests that
+        finished (a stop, or max_tokens reached). commit_tokens takes the
+        tokens as one array instead."""
+        handle = self._live()
         samples = as_sequence("samples", samples)
-        array = (_capi.Sample * max(1, len(samples)))()
+        arrays = _sample_arrays(samples)
+        if arrays is None:  # not all 4-tuples of valid ints: say which
+            return self._commit_records(handle, samples)
+        requests, tokens, stops, branches = arrays
+        return self._commit_arrays(
+            handle, len(samples), requests.buffer_info()[0],
+            branches.buffer_info()[0], tokens.buffer_info()[0],
+            stops.buffer_info()[0])
+
+    def commit_tokens(self, step, tokens, stops=None):
+        """Commits the tokens the model sampled for `step`'s samplers, one
+        each in that order (the step the scheduler awaits samples for): a
+        list or tuple of ints, an int32 buffer (a memoryview, an
+        array.array("i")) or an int32 CPU tensor, read in place, or any
+        other tensor or buffer of ints, converted in one pass. `stops`
+        (the same forms; None: none) says which of them stop their request
+        there. The requests and branches are the step's own samplers and
+        sampler_branches, passed as they are. Returns the ids of the
+        requests that finished."""
+        handle = self._live()
+        # The scheduler can tell samples of the wrong request, not of the
+        # wrong step: two steps may sample the same requests.
+        if not self._uncommitted or self._uncommitted[0] is not step:
+            if not isinstance(step, Step):
+                raise TypeError(f"step must be an attnc.Step, got "
+                                f"{type(step).__name__}")
+            raise ValueError("step is not the step this scheduler awaits "
+                             "samples for (the oldest it formed and did "
+                             "not commit)")
+        count, requests, branches = step._samplers()
+        tokens, keep_tokens = _int32_address("tokens", tokens, count)
+        stops, keep_stops = ((0, None) if stops is None else
+                             _int32_address("stops", stops, count))
+        finished = self._commit_arrays(handle, count, requests, branches,
+                                       tokens, stops)
+        del keep_tokens, keep_stops  # read by the commit
+        return finished
+
+    def _commit_arrays(self, handle, count, requests, branches, tokens,
+                       stops):
+        """attnc_scheduler_commit_arrays on addresses (0: NULL)."""
+        # Taken, not shared: a commit of another thread allocates its own.
+        finished = self.__dict__.pop("_finished", None)
+        if finished is None or len(finished) < count:
+            finished = array.array("q", bytes(8 * max(1, count)))
+        done = ctypes.c_int64()
+        try:
+            check(lib.attnc_scheduler_commit_arrays(
+                handle, count, requests or None, branches or None,
+                tokens or None, stops or None, finished.buffer_info()[0],
+                ctypes.byref(done)))
+            self._committed()
+            return finished[:done.value].tolist()
+        finally:
+            self._finished = finished
+
+    def _commit_records(self, handle, samples):
+        """commit() one attnc_sample at a time, each field checked by
+        name: the slow path, taken when some sample is not a 4-tuple of
+        valid ints (so that the error names it)."""
+        records = (_capi.Sample * max(1, len(samples)))()
         for k, sample in enumerate(samples):
             if not isinstance(sample, tuple) or len(sample) not in (2, 3, 4):
                 raise TypeError(f"samples[{k}] must be an attnc.Sample or a "
@@ -575,15 +563,22 @@ class Scheduler:
             request, token = sample[0], sample[1]
             stop = sample[2] if len(sample) >= 3 else False
             branch = sample[3] if len(sample) == 4 else 0
-            array[k].request = as_int(f"samples[{k}].request", request)
-            array[k].token = as_int(f"samples[{k}].token", token, INT32)
-            array[k].stop = as_flag(f"samples[{k}].stop", stop)
-            array[k].branch = as_int(f"samples[{k}].branch", branch, INT32)
+            records[k].request = as_int(f"samples[{k}].request", request)
+            records[k].token = as_int(f"samples[{k}].token", token, INT32)
+            records[k].stop = as_flag(f"samples[{k}].stop", stop)
+            records[k].branch = as_int(f"samples[{k}].branch", branch, INT32)
         finished = (ctypes.c_int64 * max(1, len(samples)))()
         count = ctypes.c_int64()
-        check(lib.attnc_scheduler_commit(self._live(), array, len(samples),
+        check(lib.attnc_scheduler_commit(handle, records, len(samples),
                                          finished, ctypes.byref(count)))
+        self._committed()
         return finished[:count.value]
+
+    def _committed(self):
+        """The oldest step's samples went in (a commit with no step
+        formed takes none)."""
+        if self._uncommitted:
+            self._uncommitted.popleft()
 
     def abort(self, request_id):
         """Drops a queued or running request; attnc.AttncError ("not
@@ -617,10 +612,12 @@ class Scheduler:
 
     def close(self):
         """Destroys the scheduler: what its running requests hold (pages,
-        locked prefixes) goes back to the pool and the cache."""
+        locked prefixes) goes back to the pool and the cache; the steps it
+        awaited samples for are the caller's alone."""
         if getattr(self, "_handle", None):
             lib.attnc_scheduler_destroy(self._handle)
             self._handle = None
+            self._uncommitted.clear()
 
     __del__ = close
 
@@ -629,6 +626,81 @@ class Scheduler:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _sample_arrays(samples):
+    """(requests, tokens, stops, branches) as array.arrays of int64 and
+    int32, converted a column at a time (array.array refuses a value that
+    does not fit), when every sample is a tuple of four (an attnc.Sample)
+    whose values fit and whose stops are flags; None otherwise."""
+    if not all(type(s) is Sample or (isinstance(s, tuple) and len(s) == 4)
+               for s in samples):
+        return None
+    columns = tuple(zip(*samples)) or ((),) * 4
+    try:
+        arrays = tuple(array.array(code, column) for code, column in
+                       zip("qiii", columns))
+    except (TypeError, OverflowError):
+        return None
+    return arrays if set(arrays[2]) <= {0, 1} else None
+
+
+# An int32 buffer read in place: memoryview formats of a native int32.
+_INT32_FORMATS = {"i", "=i", "<i", "@i"} | (
+    {"l", "=l", "<l", "@l"} if ctypes.sizeof(ctypes.c_long) == 4 else set())
+
+
+def _int32_address(name, values, count):
+    """(address, what keeps it alive) of `count` int32 `values` for C: an
+    int32 CPU tensor or a contiguous int32 buffer in place, a list, a
+    tuple or another tensor or buffer of ints converted in one pass (each
+    value checked to fit: ctypes would wrap one that does not)."""
+    if (type(values) is memoryview and values.format == "i" and
+            values.ndim == 1 and values.c_contiguous and not values.readonly):
+        _check_count(name, len(values), count)  # a step's view: in place
+        if not len(values):
+            return 0, None
+        keep = ctypes.c_char.from_buffer(values)  # its first byte
+        return ctypes.addressof(keep), keep
+    if hasattr(values, "data_ptr") and hasattr(values, "dtype"):
+        kind = getattr(values.device, "type", str(values.device))
+        contiguous = getattr(values, "is_contiguous", lambda: True)()
+        if (str(values.dtype) == "torch.int32" and kind == "cpu" and
+                contiguous and len(values.shape) == 1):
+            _check_count(name, values.shape[0], count)
+            return values.data_ptr(), values
+        values = values.tolist()  # another type or device: converted
+    elif not isinstance(values, (list, tuple)):
+        try:
+            view = memoryview(values)
+        except TypeError:
+            raise TypeError(f"{name} must be a list or tuple of ints, an "
+                            f"int32 buffer or a tensor, got "
+                            f"{type(values).__name__}") from None
+        if view.format in _INT32_FORMATS and view.c_contiguous:
+            view = view.cast("B").cast("i")
+            _check_count(name, len(view), count)
+            if not len(view):
+                return 0, None
+            if view.readonly:  # ctypes takes writable buffers only
+                view = memoryview(bytearray(view))
+            keep = ctypes.c_char.from_buffer(view)  # its first byte
+            return ctypes.addressof(keep), keep
+        values = view.tolist()
+    _check_count(name, len(values), count)
+    try:
+        converted = array.array("i", values)
+    except (TypeError, OverflowError):
+        for i, value in enumerate(values):
+            as_int(f"{name}[{i}]", value, INT32)
+        raise
+    return converted.buffer_info()[0], converted
+
+
+def _check_count(name, length, count):
+    if length != count:
+        raise ValueError(f"{name} has {length} entries, the step has "
+                         f"{count} samplers")
 
 
 def _as_real(name, value):

@@ -275,6 +275,12 @@ def test_a_host_pool_appends_at_the_slots():
         pool.append_slots(padded, padded,
                           HostTensor((1,), "int64", values=[0]))
         assert k[offset(0, 1) + 3] == 7.0
+        # One token whose token stride is below a token's elements (torch
+        # keeps any stride on a dimension of size 1): written as packed.
+        lone = HostTensor((1, heads, dim), values=[5.0] * 16,
+                          strides=(dim, dim, 1))
+        pool.append_slots(lone, lone, [1])
+        assert k[offset(1, 1) + 7] == 5.0 and v[offset(1, 0)] == 5.0
         pool.close()
 
 
@@ -420,9 +426,6 @@ def test_requests_samples_and_aborts_are_checked():
     scheduler.add(2, [40, 41, 42], max_tokens=2)
     step = scheduler.step()
     assert step.samplers == [7, 2]
-    with pytest.raises(InvalidArgumentError, match="the last step's 2 "
-                       "samples were not committed"):
-        scheduler.step()
     with pytest.raises(InvalidArgumentError, match="the last step has 2 "
                        "samplers, got 1 samples"):
         scheduler.commit([attnc.Sample(7, 1)])
@@ -525,14 +528,15 @@ def test_stale_and_foreign_handles_are_errors_not_crashes():
 
 def test_step_tensors_are_what_paged_attention_plan_takes(monkeypatch):
     """With a stand-in torch: the arrays become int32 tensors (int64 for
-    ids and slots) holding the lists."""
+    ids and slots) over the step's own buffers, never copies."""
     made = []
 
-    def tensor(values, dtype):
-        made.append((list(values), dtype))
-        return types.SimpleNamespace(values=list(values), dtype=dtype)
+    def frombuffer(buffer, dtype):
+        made.append(buffer)
+        return types.SimpleNamespace(values=memoryview(buffer).tolist(),
+                                     dtype=dtype, buffer=buffer)
 
-    fake = types.SimpleNamespace(tensor=tensor, int32="torch.int32",
+    fake = types.SimpleNamespace(frombuffer=frombuffer, int32="torch.int32",
                                  int64="torch.int64")
     monkeypatch.setitem(sys.modules, "torch", fake)
     pool, cache, scheduler = make(16)
@@ -542,14 +546,18 @@ def test_step_tensors_are_what_paged_attention_plan_takes(monkeypatch):
     assert (indptr.values, indices.values, last.values) == (
         step.kv_indptr, step.kv_indices, step.kv_last_page_len)
     assert {t.dtype for t in (indptr, indices, last)} == {"torch.int32"}
+    for tensor, name in zip((indptr, indices, last), ("kv_indptr",
+                            "kv_indices", "kv_last_page_len")):
+        assert tensor.buffer is step.view(name), "the step's own buffer"
     assert step.tensor("slot_mapping").dtype == "torch.int64"
     assert step.tensor("requests").dtype == "torch.int64"
     assert step.tensor("qo_indptr").values == step.qo_indptr == [0, 9]
     with pytest.raises(ValueError, match="a step has no array 'pages'"):
         step.tensor("pages")
     monkeypatch.setitem(sys.modules, "torch", None)  # not installed
-    with pytest.raises(ImportError, match="install PyTorch, or read "
-                       "step.kv_indptr, a list"):
+    with pytest.raises(ImportError, match=r"install PyTorch, or read "
+                       r"step.kv_indptr, a list, or step.view\('kv_indptr'\),"
+                       r" a memoryview"):
         step.page_table
 
 
@@ -578,6 +586,15 @@ def test_step_tensors_with_torch():
     assert step.tensor("page_copies").tolist() == [list(c) for c in
                                                     step.page_copies]
     assert step.tensor("page_copies").shape == (1, 2)
+    # Over the step's own buffers: no copy, and the tensor keeps them.
+    indices = step.tensor("kv_indices")
+    assert indices.data_ptr() == step._address("kv_indices")
+    expected = step.kv_indices
+    samples = [attnc.Sample(r, 70, True, b) for r, b in
+               zip(step.samplers, step.sampler_branches)]
+    del step
+    scheduler.commit(samples)  # the scheduler lets go of the step too
+    assert indices.tolist() == expected
 
 
 @pytest.mark.gpu

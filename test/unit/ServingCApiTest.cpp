@@ -125,6 +125,7 @@ attnc::StepStats readStep(attnc_step step) {
   batch.numDecodes = info.num_decodes;
   batch.qoIndptr = copy(info.qo_indptr, requests + 1);
   batch.tokens = copy(info.tokens, info.num_tokens);
+  batch.tokenFromSample = copy(info.token_from_sample, info.num_tokens);
   batch.positions = copy(info.positions, info.num_tokens);
   batch.slotMapping = copy(info.slot_mapping, info.num_tokens);
   batch.pageTable.indptr = copy(info.page_indptr, requests + 1);
@@ -154,6 +155,7 @@ void expectSameStep(const attnc::StepStats &c, const attnc::StepStats &cpp) {
   EXPECT_EQ(a.numDecodes, b.numDecodes);
   EXPECT_EQ(a.qoIndptr, b.qoIndptr);
   EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.tokenFromSample, b.tokenFromSample);
   EXPECT_EQ(a.positions, b.positions);
   EXPECT_EQ(a.slotMapping, b.slotMapping);
   EXPECT_EQ(a.pageTable.indptr, b.pageTable.indptr);
@@ -168,6 +170,30 @@ void expectSameStep(const attnc::StepStats &c, const attnc::StepStats &cpp) {
   EXPECT_EQ(c.prefillTokens, cpp.prefillTokens);
   EXPECT_EQ(c.decodeTokens, cpp.decodeTokens);
 }
+
+/// Samples as attnc_scheduler_commit_arrays takes them.
+struct SampleArrays {
+  std::vector<int64_t> requests;
+  std::vector<int32_t> branches, tokens, stops;
+  explicit SampleArrays(const std::vector<attnc_sample> &samples) {
+    for (const attnc_sample &s : samples) {
+      requests.push_back(s.request);
+      branches.push_back(s.branch);
+      tokens.push_back(s.token);
+      stops.push_back(s.stop);
+    }
+  }
+  const int32_t *branchesOrNull() const {
+    bool all0 = std::all_of(branches.begin(), branches.end(),
+                            [](int32_t b) { return b == 0; });
+    return all0 ? nullptr : branches.data();
+  }
+  const int32_t *stopsOrNull() const {
+    bool none = std::all_of(stops.begin(), stops.end(),
+                            [](int32_t s) { return s == 0; });
+    return none ? nullptr : stops.data();
+  }
+};
 
 /// A request of the lockstep workload and the answer its model gives.
 struct Traced {
@@ -204,6 +230,8 @@ TEST(ServingCApi, DefaultsAndNamesComeFromTheRuntime) {
   EXPECT_EQ(config.initial_new_token_ratio, defaults.initialNewTokenRatio);
   EXPECT_EQ(config.min_new_token_ratio, defaults.minNewTokenRatio);
   EXPECT_EQ(config.new_token_ratio_decay, defaults.newTokenRatioDecay);
+  EXPECT_EQ(config.clip_max_new_tokens, defaults.clipMaxNewTokens);
+  EXPECT_EQ(config.dfs_weight_window, defaults.dfsWeightWindow);
 
   attnc_kv_pool_config pool;
   attnc_kv_pool_config_init(&pool);
@@ -335,11 +363,24 @@ void lockstep(const std::vector<Traced> &requests,
       }
     std::vector<int64_t> finished(samples.size() + 1, -1);
     int64_t numFinished = -1;
-    ASSERT_EQ(attnc_scheduler_commit(c.scheduler, samples.data(),
-                                     int64_t(samples.size()), finished.data(),
-                                     &numFinished),
-              ATTNC_OK)
-        << lastError();
+    // Every other step commits the same samples as arrays, leaving out
+    // (NULL) the stops and branches when none stops and all are 0.
+    if (step % 2 == 0) {
+      ASSERT_EQ(attnc_scheduler_commit(c.scheduler, samples.data(),
+                                       int64_t(samples.size()), finished.data(),
+                                       &numFinished),
+                ATTNC_OK)
+          << lastError();
+    } else {
+      SampleArrays arrays(samples);
+      ASSERT_EQ(attnc_scheduler_commit_arrays(
+                    c.scheduler, int64_t(samples.size()),
+                    arrays.requests.data(), arrays.branchesOrNull(),
+                    arrays.tokens.data(), arrays.stopsOrNull(), finished.data(),
+                    &numFinished),
+                ATTNC_OK)
+          << lastError();
+    }
     attnc::StatusOr<std::vector<attnc::RequestId>> done =
         cpp->commit(cppSamples);
     ASSERT_TRUE(done.ok()) << done.status().toString();
@@ -493,6 +534,8 @@ TEST(ServingCApi, RandomConfigurationsMatchTheRuntimeScheduler) {
     c.min_new_token_ratio =
         c.initial_new_token_ratio * double(uniform(0, 10)) / 10;
     c.new_token_ratio_decay = double(uniform(0, 20)) / 100;
+    c.clip_max_new_tokens = uniform(1, 16);
+    c.dfs_weight_window = uniform(0, 4);
     attnc::SchedulerConfig config;
     config.policy = attnc::Policy(c.policy);
     config.tokenBudget = c.token_budget;
@@ -503,6 +546,8 @@ TEST(ServingCApi, RandomConfigurationsMatchTheRuntimeScheduler) {
     config.initialNewTokenRatio = c.initial_new_token_ratio;
     config.minNewTokenRatio = c.min_new_token_ratio;
     config.newTokenRatioDecay = c.new_token_ratio_decay;
+    config.clipMaxNewTokens = c.clip_max_new_tokens;
+    config.dfsWeightWindow = c.dfs_weight_window;
 
     int64_t pageSize = int64_t(1) << uniform(0, 3);
     std::vector<std::vector<int32_t>> prefixes = {
@@ -787,6 +832,11 @@ TEST(ServingCApi, SchedulerConfigIsChecked) {
       {"infinite decay",
        [](attnc_scheduler_config &c) { c.new_token_ratio_decay = INFINITY; },
        "scheduler new-token ratio decay must be in [0, 1]"},
+      {"clip 0", [](attnc_scheduler_config &c) { c.clip_max_new_tokens = 0; },
+       "scheduler max_tokens clip must be at least 1, got 0"},
+      {"window -1", [](attnc_scheduler_config &c) { c.dfs_weight_window = -1; },
+       "scheduler DFS-weight window must be 0 (the whole queue) or more, got "
+       "-1"},
   };
   attnc_kv_pool_config poolConfig = accountingConfig(16, 4);
   attnc_kv_pool pool = nullptr;
@@ -894,12 +944,6 @@ TEST(ServingCApi, CommitTakesExactlyTheLastStepsSamples) {
   EXPECT_EQ(info.num_admitted, 2);
   EXPECT_EQ(info.num_preempted, 0);
   EXPECT_EQ(info.preempted, nullptr);
-
-  attnc_step again = nullptr;
-  EXPECT_ERROR(attnc_scheduler_step(s.scheduler, &again),
-               ATTNC_INVALID_ARGUMENT,
-               "the last step's 2 samples were not committed");
-  EXPECT_EQ(again, nullptr);
 
   attnc_sample samples[2] = {{1, 500, 0}, {2, 501, 0}};
   EXPECT_ERROR(
@@ -1601,4 +1645,198 @@ TEST(ServingCApi, AStepListsTheForksPageCopies) {
   ASSERT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
   EXPECT_EQ(info.num_page_copies, 0) << "reported once";
   ASSERT_EQ(attnc_step_destroy(step), ATTNC_OK);
+}
+
+TEST(ServingCApi, CommitArraysTakesTheStepsOwnArraysAndChecksItsOwn) {
+  Stack s(/*pages=*/16, /*pageSize=*/4);
+  ASSERT_EQ(add(s.scheduler, 1, range(1, 5), 4), ATTNC_OK);
+  ASSERT_EQ(add(s.scheduler, 2, range(40, 6), 4), ATTNC_OK);
+  attnc_step step = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK) << lastError();
+  attnc_step_info info;
+  ASSERT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+  ASSERT_EQ(info.num_samplers, 2);
+  int64_t requests[2] = {1, 2};
+  int32_t tokens[2] = {500, 501}, stops[2] = {0, 2}, branches[2] = {0, 1};
+  EXPECT_ERROR(attnc_scheduler_commit_arrays(s.scheduler, -1, requests, nullptr,
+                                             tokens, nullptr, nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT,
+               "num_samples must not be negative, got -1");
+  EXPECT_ERROR(attnc_scheduler_commit_arrays(s.scheduler, 2, nullptr, nullptr,
+                                             tokens, nullptr, nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT,
+               "requests must be an array of num_samples (2) entries, got "
+               "null");
+  EXPECT_ERROR(attnc_scheduler_commit_arrays(s.scheduler, 2, requests, nullptr,
+                                             nullptr, nullptr, nullptr,
+                                             nullptr),
+               ATTNC_INVALID_ARGUMENT,
+               "tokens must be an array of num_samples (2) entries, got null");
+  EXPECT_ERROR(attnc_scheduler_commit_arrays(s.scheduler, 2, requests, nullptr,
+                                             tokens, stops, nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT, "stops[1] must be 0 or 1, got 2");
+  // The scheduler's count bounds what is read, before any array.
+  EXPECT_ERROR(attnc_scheduler_commit_arrays(s.scheduler, int64_t(1) << 40,
+                                             requests, nullptr, tokens, nullptr,
+                                             nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT,
+               "the last step has 2 samplers, got 1099511627776 samples");
+  EXPECT_ERROR(attnc_scheduler_commit_arrays(s.scheduler, 2, requests, branches,
+                                             tokens, nullptr, nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT,
+               "sample 1 is for request 2 branch 1, the step's sampler 1 is "
+               "request 2");
+  EXPECT_ERROR(attnc_scheduler_commit_arrays(nullptr, 2, requests, nullptr,
+                                             tokens, nullptr, nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT, "scheduler is null");
+  // Nothing refused changed anything: the step's own samplers and branches
+  // commit, and request 2 stops.
+  stops[1] = 1;
+  int64_t finished[2] = {-1, -1}, numFinished = -1;
+  ASSERT_EQ(attnc_scheduler_commit_arrays(
+                s.scheduler, info.num_samplers, info.samplers,
+                info.sampler_branches, tokens, stops, finished, &numFinished),
+            ATTNC_OK)
+      << lastError();
+  EXPECT_EQ(numFinished, 1);
+  EXPECT_EQ(finished[0], 2);
+  attnc_step next = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &next), ATTNC_OK) << lastError();
+  ASSERT_EQ(attnc_step_get_info(next, &info), ATTNC_OK);
+  ASSERT_EQ(info.num_tokens, 1);
+  EXPECT_EQ(info.tokens[0], 500) << "the decode feeds the committed token";
+  ASSERT_NE(info.token_from_sample, nullptr);
+  EXPECT_EQ(info.token_from_sample[0], -1) << "its token is in `tokens`";
+  attnc_step_destroy(step);
+  attnc_step_destroy(next);
+}
+
+TEST(ServingCApi, AStepOfNoSamplersCommitsNoArrays) {
+  attnc_scheduler_config config;
+  attnc_scheduler_config_init(&config);
+  config.token_budget = 2; // a prompt of 5 takes three steps
+  Stack s(/*pages=*/16, /*pageSize=*/4, &config);
+  ASSERT_EQ(add(s.scheduler, 1, range(1, 5), 2), ATTNC_OK);
+  attnc_step step = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK) << lastError();
+  attnc_step_info info;
+  ASSERT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+  EXPECT_EQ(info.num_samplers, 0);
+  EXPECT_EQ(info.num_tokens, 2);
+  EXPECT_EQ(attnc_scheduler_commit_arrays(s.scheduler, 0, nullptr, nullptr,
+                                          nullptr, nullptr, nullptr, nullptr),
+            ATTNC_OK)
+      << lastError();
+  attnc_step_destroy(step);
+}
+
+TEST(ServingCApi, ClipMaxNewTokensBoundsWhatAdmissionReserves) {
+  // Eight prompts of a page asking for 200 tokens each: admission reserves
+  // ~0.7 x 200 tokens of each unclipped (36 pages, one fits in 64) and
+  // ~0.7 x 8 clipped to 8 (3 pages, all fit).
+  auto admittedWithClip = [](int64_t clip) {
+    attnc_scheduler_config config;
+    attnc_scheduler_config_init(&config);
+    if (clip)
+      config.clip_max_new_tokens = clip;
+    Stack s(/*pages=*/64, /*pageSize=*/4, &config);
+    for (int64_t id = 0; id < 8; ++id)
+      EXPECT_EQ(add(s.scheduler, id, range(int32_t(10 * id + 1), 4), 200),
+                ATTNC_OK)
+          << lastError();
+    attnc_step step = nullptr;
+    EXPECT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK)
+        << lastError();
+    attnc_step_info info;
+    EXPECT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+    int64_t admitted = info.num_admitted;
+    attnc_step_destroy(step);
+    return admitted;
+  };
+  EXPECT_EQ(admittedWithClip(0), 1);
+  EXPECT_EQ(admittedWithClip(8), 8);
+}
+
+TEST(ServingCApi, DfsWeightWindowReachesTheOrder) {
+  // A cached prefix two waiting requests extend, and before them one that
+  // shares nothing: DFS-weight over the whole queue admits the prefix's
+  // first (deeper matches first); over a window of one request, the first
+  // to arrive is all it orders.
+  auto firstAdmitted = [](int64_t window) {
+    attnc_scheduler_config config;
+    attnc_scheduler_config_init(&config);
+    config.policy = ATTNC_POLICY_DFS_WEIGHT;
+    config.max_running = 1;
+    config.dfs_weight_window = window;
+    Stack s(/*pages=*/64, /*pageSize=*/4, &config);
+    std::vector<int32_t> prefix = range(1, 8);
+    EXPECT_EQ(add(s.scheduler, 0, concat(prefix, {900}), 1), ATTNC_OK);
+    attnc_step step = nullptr;
+    EXPECT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK);
+    attnc_step_destroy(step);
+    attnc_sample sample = {0, 7, 1, 0};
+    EXPECT_EQ(attnc_scheduler_commit(s.scheduler, &sample, 1, nullptr, nullptr),
+              ATTNC_OK)
+        << lastError();
+    EXPECT_EQ(attnc_radix_cache_cached_tokens(s.cache), 8);
+    EXPECT_EQ(add(s.scheduler, 1, range(500, 6), 1), ATTNC_OK);
+    EXPECT_EQ(add(s.scheduler, 2, concat(prefix, range(600, 3)), 1), ATTNC_OK);
+    EXPECT_EQ(add(s.scheduler, 3, concat(prefix, range(700, 3)), 1), ATTNC_OK);
+    EXPECT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK)
+        << lastError();
+    attnc_step_info info;
+    EXPECT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+    int64_t first = info.num_admitted == 1 ? info.admitted[0] : -1;
+    attnc_step_destroy(step);
+    return first;
+  };
+  EXPECT_EQ(firstAdmitted(0), 2);
+  EXPECT_EQ(firstAdmitted(1), 1);
+}
+
+// How many steps may await their samples, and which one a commit takes, are
+// the scheduler's rules: the C API forwards them. A step formed over an
+// uncommitted one names, for each decode, the sampler whose sample it feeds.
+TEST(ServingCApi, OverlappedStepsFollowTheSchedulersRules) {
+  Stack s(/*pages=*/16, /*pageSize=*/4);
+  ASSERT_EQ(add(s.scheduler, 1, range(1, 5), 4), ATTNC_OK);
+  ASSERT_EQ(add(s.scheduler, 2, range(40, 6), 4), ATTNC_OK);
+  attnc_step first = nullptr, second = nullptr, third = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &first), ATTNC_OK) << lastError();
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &second), ATTNC_OK)
+      << lastError();
+  attnc_step_info info;
+  ASSERT_EQ(attnc_step_get_info(second, &info), ATTNC_OK);
+  ASSERT_EQ(info.num_decodes, 2);
+  ASSERT_NE(info.token_from_sample, nullptr);
+  for (int64_t row = 0; row < 2; ++row) {
+    EXPECT_EQ(info.token_from_sample[row], row) << "first's sampler " << row;
+    EXPECT_EQ(info.tokens[row], -1) << "a placeholder";
+  }
+  EXPECT_ERROR(attnc_scheduler_step(s.scheduler, &third),
+               ATTNC_INVALID_ARGUMENT, "two steps await their samples");
+  EXPECT_EQ(third, nullptr);
+  attnc_sample samples[2] = {{1, 500, 0, 0}, {2, 501, 0, 0}};
+  EXPECT_ERROR(
+      attnc_scheduler_commit(s.scheduler, samples, 1, nullptr, nullptr),
+      ATTNC_INVALID_ARGUMENT,
+      "the oldest of 2 uncommitted steps has 2 samplers, got 1 samples");
+  ASSERT_EQ(attnc_scheduler_commit(s.scheduler, samples, 2, nullptr, nullptr),
+            ATTNC_OK)
+      << lastError();
+  // The second step's samples, through its own arrays.
+  int32_t tokens[2] = {502, 503};
+  ASSERT_EQ(attnc_scheduler_commit_arrays(s.scheduler, info.num_samplers,
+                                          info.samplers, info.sampler_branches,
+                                          tokens, nullptr, nullptr, nullptr),
+            ATTNC_OK)
+      << lastError();
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &third), ATTNC_OK) << lastError();
+  ASSERT_EQ(attnc_step_get_info(third, &info), ATTNC_OK);
+  ASSERT_EQ(info.num_tokens, 2);
+  EXPECT_EQ(info.tokens[0], 502);
+  EXPECT_EQ(info.token_from_sample[0], -1);
+  attnc_step_destroy(first);
+  attnc_step_destroy(second);
+  attnc_step_destroy(third);
 }
