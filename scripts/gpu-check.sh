@@ -44,6 +44,15 @@ echo "gtests in $shards shards: $(grep -c '^\[       OK \]' "$out/gpu-tests.log"
   "$(grep -cE '^\[  FAILED  \] [^ ]+ \(' "$out/gpu-tests.log") FAILED," \
   "$(grep -cE '^\[  SKIPPED \] [^ ]+ \(' "$out/gpu-tests.log") SKIPPED"
 grep -h '^\[  PASSED  \]' "$out"/gpu-tests.shard*.log
+# The serving unit tests hold device-pool cases (the host tier's pinned
+# pages and copies) that skip without a GPU: run them here too, all of
+# them, as they take seconds.
+if [ -x build/bin/attnc-runtime-tests ]; then
+  build/bin/attnc-runtime-tests >"$out/runtime-tests.log" 2>&1 ||
+    { status=1; echo "runtime tests FAILED"; }
+  grep -hE '^\[  (FAILED|SKIPPED) +\] [^ ]+\.|^\[  PASSED  \]' \
+    "$out/runtime-tests.log"
+fi
 # Each example checks itself against the CPU reference; they run side by side.
 example_log() { echo "$out/example.$(basename "$1").log"; }
 examples=(examples/*.mlir)
