@@ -47,8 +47,12 @@ extern "C" {
  * (attnc_kv_pool_copy_pages) and stream (attnc_kv_pool_set_stream), and
  * a step's page copies (num_page_copies, page_copies).
  * 13: clip_max_new_tokens and dfs_weight_window in the scheduler config,
- * a step's token_from_sample, attnc_scheduler_commit_arrays. */
-#define ATTNC_C_API_VERSION 13
+ * a step's token_from_sample, attnc_scheduler_commit_arrays.
+ * 14: a radix cache's host tier (attnc_radix_cache_create_with_host_tier,
+ * attnc_radix_cache_host_tokens), a step's page transfers
+ * (num_page_transfers, page_transfers), the scheduler's
+ * host_loaded_tokens. */
+#define ATTNC_C_API_VERSION 14
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -396,11 +400,24 @@ attnc_status attnc_kv_pool_copy_pages(attnc_kv_pool pool, const int32_t *copies,
 
 attnc_status attnc_radix_cache_create(attnc_kv_pool pool,
                                       attnc_radix_cache *out);
+/* Version 14. A cache with a host tier of `host_pages` pages (1 ..
+ * 2^31-1) of the pool's geometry under it (serving/kv/HostTier.h):
+ * eviction moves the pages it takes there, and a scheduler's admission
+ * loads them back instead of computing them; both are a step's
+ * page_transfers. The tier keeps host memory for a host pool, pinned host
+ * memory for a device pool (copying on its stream), accounting only for an
+ * accounting pool. ATTNC_OUT_OF_MEMORY when the host cannot hold them. */
+attnc_status attnc_radix_cache_create_with_host_tier(attnc_kv_pool pool,
+                                                     int64_t host_pages,
+                                                     attnc_radix_cache *out);
 attnc_status attnc_radix_cache_destroy(attnc_radix_cache cache);
 /* Tokens the cache holds, and those of them no request has locked (what
  * eviction may free); 0 for a bad handle. */
 int64_t attnc_radix_cache_cached_tokens(attnc_radix_cache cache);
 int64_t attnc_radix_cache_evictable_tokens(attnc_radix_cache cache);
+/* Version 14. Tokens the cache keeps in its host tier (0 without one, or
+ * for a bad handle); attnc_radix_cache_cached_tokens counts the device. */
+int64_t attnc_radix_cache_host_tokens(attnc_radix_cache cache);
 /* The longest cached prefix of tokens[0 .. num_tokens) in whole pages,
  * within `cache_namespace`: *matched_tokens tokens held by the pages it
  * writes to `pages`. *num_pages is the capacity of `pages` on entry and the
@@ -420,6 +437,12 @@ attnc_status attnc_radix_cache_match_prefix(attnc_radix_cache cache,
  * NULL) gets the count of tokens freed. */
 attnc_status attnc_radix_cache_evict(attnc_radix_cache cache, int64_t tokens,
                                      int64_t *evicted);
+
+/* The direction of a step's page transfer (version 14). */
+typedef enum attnc_transfer_direction {
+  ATTNC_TRANSFER_OFFLOAD = 0, /* device page to host page: evicted */
+  ATTNC_TRANSFER_LOAD = 1     /* host page to device page: loaded back */
+} attnc_transfer_direction;
 
 /* attnc_policy_name gives the names ("fcfs", "lpm", "dfs-weight"). */
 typedef enum attnc_policy {
@@ -533,7 +556,16 @@ ATTNC_RECORD(attnc_sample, ATTNC_SAMPLE_FIELDS)
    * row is, when this step was formed before that sample was committed: the   \
    * engine takes it from what it sampled there, tokens[t] does not hold it.   \
    */                                                                          \
-  FIELD(const int32_t *, token_from_sample)
+  FIELD(const int32_t *, token_from_sample)                                    \
+  /* Version 14. Pages moved between the pool and its cache's host tier,       \
+   * applied in every layer after page_copies and before this step's writes,   \
+   * in order: 3 * num_page_transfers entries, (host page, device page,        \
+   * attnc_transfer_direction) triples. The tier made them in the              \
+   * scheduler's pool already (a device pool's on its stream): an engine       \
+   * whose caches are the pool's skips them, one with caches of its own        \
+   * keeps host pages of its own and applies them. */                          \
+  FIELD(int64_t, num_page_transfers)                                           \
+  FIELD(const int32_t *, page_transfers)
 ATTNC_RECORD(attnc_step_info, ATTNC_STEP_INFO_FIELDS)
 
 /* A scheduler's queue and its totals since it was made (prompt tokens are
@@ -547,7 +579,10 @@ ATTNC_RECORD(attnc_step_info, ATTNC_STEP_INFO_FIELDS)
   FIELD(int64_t, recomputed_tokens)                                            \
   FIELD(int64_t, evicted_tokens)                                               \
   FIELD(int64_t, preemptions)                                                  \
-  FIELD(int64_t, finished)
+  FIELD(int64_t, finished)                                                     \
+  /* Version 14. Prompt tokens loaded back from the host tier instead of       \
+   * computed. */                                                              \
+  FIELD(int64_t, host_loaded_tokens)
 ATTNC_RECORD(attnc_scheduler_stats, ATTNC_SCHEDULER_STATS_FIELDS)
 
 void attnc_scheduler_config_init(attnc_scheduler_config *config);

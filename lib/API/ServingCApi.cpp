@@ -40,6 +40,8 @@ ATTNC_SAME(ATTNC_KV_ACCOUNTING, attnc::PoolMemory::AccountingOnly)
 ATTNC_SAME(ATTNC_POLICY_FCFS, attnc::Policy::FCFS)
 ATTNC_SAME(ATTNC_POLICY_LPM, attnc::Policy::LongestPrefixMatch)
 ATTNC_SAME(ATTNC_POLICY_DFS_WEIGHT, attnc::Policy::DFSWeight)
+ATTNC_SAME(ATTNC_TRANSFER_OFFLOAD, attnc::TransferDirection::Offload)
+ATTNC_SAME(ATTNC_TRANSFER_LOAD, attnc::TransferDirection::Load)
 #undef ATTNC_SAME
 
 // The step's arrays are handed out as the runtime holds them.
@@ -62,12 +64,15 @@ struct PoolObject {
 
 struct CacheObject {
   std::shared_ptr<PoolObject> pool;
+  /// The cache's host tier, or null; it outlives the cache.
+  std::unique_ptr<attnc::HostTier> tier;
   std::unique_ptr<RadixCache> cache;
   /// A live scheduler reads the cache's change journal: it has one reader.
   bool served = false;
   ~CacheObject() {
     std::lock_guard<std::recursive_mutex> lock(pool->mutex);
     cache.reset(); // returns the tree's pages to the pool
+    tier.reset();
   }
 };
 
@@ -89,6 +94,9 @@ struct StepObject {
   attnc::StepStats stats;
   /// The batch's page copies as C's (source, destination) pairs.
   std::vector<int32_t> pageCopies;
+  /// The batch's page transfers as C's (host page, device page, direction)
+  /// triples.
+  std::vector<int32_t> pageTransfers;
 };
 
 // Never destroyed, like CApi.cpp's: a device pool alive at exit must not be
@@ -418,6 +426,37 @@ attnc_status attnc_radix_cache_create(attnc_kv_pool poolHandle,
   });
 }
 
+attnc_status attnc_radix_cache_create_with_host_tier(attnc_kv_pool poolHandle,
+                                                     int64_t hostPages,
+                                                     attnc_radix_cache *out) {
+  if (!out)
+    return invalid("out must not be null");
+  if (hostPages < 1 || hostPages > INT32_MAX)
+    return invalid("host_pages must be in [1, 2^31-1], got " + str(hostPages));
+  return guarded([&] {
+    std::shared_ptr<PoolObject> pool = pools().find(poolHandle, "pool");
+    if (!pool)
+      return ATTNC_INVALID_ARGUMENT;
+    auto object = std::make_shared<CacheObject>();
+    object->pool = pool;
+    {
+      Lock lock(pool->mutex);
+      attnc::StatusOr<std::unique_ptr<attnc::HostTier>> tier =
+          attnc::HostTier::create(*pool->pool, hostPages);
+      if (!tier.ok())
+        return fail(tier.status());
+      attnc::StatusOr<std::unique_ptr<RadixCache>> cache =
+          RadixCache::withHostTier(*pool->pool, **tier);
+      if (!cache.ok())
+        return fail(cache.status());
+      object->tier = std::move(*tier);
+      object->cache = std::move(*cache);
+    }
+    *out = caches().add(std::move(object));
+    return ATTNC_OK;
+  });
+}
+
 attnc_status attnc_radix_cache_destroy(attnc_radix_cache cache) {
   return guarded([&] { return caches().remove(cache, "cache"); });
 }
@@ -427,6 +466,9 @@ int64_t attnc_radix_cache_cached_tokens(attnc_radix_cache cache) {
 }
 int64_t attnc_radix_cache_evictable_tokens(attnc_radix_cache cache) {
   return readCache(cache, [](RadixCache &c) { return c.evictableSize(); });
+}
+int64_t attnc_radix_cache_host_tokens(attnc_radix_cache cache) {
+  return readCache(cache, [](RadixCache &c) { return c.hostSize(); });
 }
 
 attnc_status attnc_radix_cache_match_prefix(attnc_radix_cache handle,
@@ -612,6 +654,15 @@ attnc_status attnc_scheduler_step(attnc_scheduler handle, attnc_step *out) {
       step->pageCopies.push_back(copy.from);
       step->pageCopies.push_back(copy.to);
     }
+    for (const attnc::PageTransfer &transfer :
+         step->stats.batch.pageTransfers) {
+      step->pageTransfers.push_back(transfer.hostPage);
+      step->pageTransfers.push_back(transfer.devicePage);
+      step->pageTransfers.push_back(transfer.direction ==
+                                            attnc::TransferDirection::Load
+                                        ? ATTNC_TRANSFER_LOAD
+                                        : ATTNC_TRANSFER_OFFLOAD);
+    }
     *out = steps().add(std::move(step));
     return ATTNC_OK;
   });
@@ -655,6 +706,8 @@ attnc_status attnc_step_get_info(attnc_step handle, attnc_step_info *out) {
     info.num_page_copies = sizeOf(batch.pageCopies.size());
     info.page_copies = dataOf(step->pageCopies);
     info.token_from_sample = dataOf(batch.tokenFromSample);
+    info.num_page_transfers = sizeOf(batch.pageTransfers.size());
+    info.page_transfers = dataOf(step->pageTransfers);
     *out = info;
     return ATTNC_OK;
   });
@@ -756,6 +809,7 @@ attnc_status attnc_scheduler_get_stats(attnc_scheduler handle,
     stats.evicted_tokens = totals.evictedTokens;
     stats.preemptions = totals.preemptions;
     stats.finished = totals.finished;
+    stats.host_loaded_tokens = totals.hostLoadedTokens;
     *out = stats;
     return ATTNC_OK;
   });

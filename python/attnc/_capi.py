@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import AttncError, InvalidArgumentError
 
-API_VERSION = 13  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
+API_VERSION = 14  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
@@ -194,6 +194,10 @@ def _declare(lib):
             c_void_p, _I32P, c_int64, ctypes.c_uint64, P(c_int64), _I32P,
             P(c_int64)]),
         "attnc_radix_cache_evict": (c_int, [c_void_p, c_int64, P(c_int64)]),
+        # A host tier (version 14).
+        "attnc_radix_cache_create_with_host_tier": (c_int, [
+            c_void_p, c_int64, P(c_void_p)]),
+        "attnc_radix_cache_host_tokens": (c_int64, [c_void_p]),
         "attnc_scheduler_config_init": (None, [P(SchedulerConfig)]),
         "attnc_request_init": (None, [P(Request)]),
         "attnc_policy_name": (c_char_p, [c_int]),

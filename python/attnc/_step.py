@@ -31,7 +31,15 @@ _ARRAYS = {
     "preempted": ("preempted", "num_preempted", 1, 0),
     # (source, destination) pairs.
     "page_copies": ("page_copies", "num_page_copies", 2, 0),
+    # (host page, device page, direction) triples; direction 0 offloads
+    # the device page to the host page, 1 loads it back (version 14).
+    "page_transfers": ("page_transfers", "num_page_transfers", 3, 0),
 }
+# Arrays whose entries are tuples: their tensors are [count, width], their
+# lists of tuples.
+_TUPLE_WIDTH = {name: times for name, (_, _, times, _) in _ARRAYS.items()
+                if times > 1}
+TRANSFER_OFFLOAD, TRANSFER_LOAD = 0, 1
 
 # struct's code and ctypes' type of each field kind a step's info holds.
 _KIND_CODES = {
@@ -118,7 +126,14 @@ class Step:
     keys and values are written (vLLM's blocks_to_copy): a fork's copy of
     its prompt's partial last page. The scheduler's pool made them
     already; an engine whose caches are its own must apply them
-    (KVPool.copy_pages does it for a pool's caches; twice is harmless)."""
+    (KVPool.copy_pages does it for a pool's caches; twice is harmless).
+    `page_transfers` is (host page, device page, direction) triples, in
+    order, after the copies and before the writes: pages the cache's host
+    tier (RadixCache(pool, host_pages=N)) offloaded (direction 0,
+    TRANSFER_OFFLOAD: device page to host page) or loaded back (1,
+    TRANSFER_LOAD). The tier made them in the scheduler's pool already; an
+    engine whose caches are its own keeps host pages of its own and must
+    apply them, in order."""
 
     __slots__ = ("_held", "_fields", "_views", "_lists")
 
@@ -153,8 +168,8 @@ class Step:
 
     def view(self, name):
         """Array `name` as a 1-D memoryview over the step's own buffer
-        (format "i", or "q" for request ids and slots); page_copies flat,
-        2 entries a copy."""
+        (format "i", or "q" for request ids and slots); page_copies and
+        page_transfers flat, 2 and 3 entries a copy and a transfer."""
         view = self._views.get(name)
         if view is None:
             at, count, times, plus, size, fmt = self._layout(name)
@@ -174,7 +189,8 @@ class Step:
     def tensor(self, name):
         """Array `name` as a torch CPU tensor over the step's own buffer:
         int64 for request ids and slots, int32 for the others (what
-        PagedAttention.plan takes); page_copies as [copies, 2]."""
+        PagedAttention.plan takes); page_copies as [copies, 2],
+        page_transfers as [transfers, 3]."""
         view = self.view(name)
         torch = sys.modules.get("torch")  # an import statement costs more
         if torch is None:
@@ -188,7 +204,8 @@ class Step:
         dtype = torch.int64 if view.format == "q" else torch.int32
         tensor = (torch.frombuffer(view, dtype=dtype) if len(view) else
                   torch.empty(0, dtype=dtype))
-        return tensor.view(-1, 2) if name == "page_copies" else tensor
+        width = _TUPLE_WIDTH.get(name)
+        return tensor.view(-1, width) if width else tensor
 
     @property
     def page_table(self):
@@ -202,8 +219,9 @@ class Step:
         values = self._lists.get(name)
         if values is None:
             values = self.view(name).tolist()
-            if name == "page_copies":
-                values = list(zip(values[0::2], values[1::2]))
+            width = _TUPLE_WIDTH.get(name)
+            if width:
+                values = list(zip(*(values[k::width] for k in range(width))))
             self._lists[name] = values
         return values
 

@@ -13,6 +13,8 @@ API's attnc_kv_pool, attnc_radix_cache and attnc_scheduler).
             # caches of the engine's own first get the step's page copies
             # in every layer (the pool's own caches have them already):
             #     for src, dst in step.page_copies: copy page src over dst
+            # and the host tier's transfers (RadixCache(pool, host_pages)):
+            #     for host, dev, load in step.page_transfers: ...
             # then the model writes each token's K/V at step.slot_mapping
             # (pool.append_slots) and attends through the page table:
             wrapper.plan(*step.page_table,
@@ -60,7 +62,8 @@ SchedulerStats.__doc__ = """A scheduler's queue (num_waiting, num_running)
 and its totals since it was made: prompt tokens of admitted requests
 (counted at first admission) and those read from the cache, prefill tokens
 computed and recomputed after preemptions, tokens evicted, preemptions,
-finished requests."""
+finished requests, and prompt tokens loaded back from the cache's host
+tier."""
 
 
 def _int_array(name, values, ctype, bounds):
@@ -326,15 +329,23 @@ def _token_stride(name, tensor):
 
 class RadixCache:
     """The prefixes the pool holds, as a radix tree of whole pages: what a
-    scheduler reads instead of computing again."""
+    scheduler reads instead of computing again. With `host_pages` > 0, a
+    host tier of that many pages of the pool's geometry under it: eviction
+    moves pages there and the scheduler loads them back instead of
+    computing them (each step's page_transfers)."""
 
-    def __init__(self, pool):
+    def __init__(self, pool, host_pages=0):
         if not isinstance(pool, KVPool):
             raise TypeError(f"pool must be an attnc.KVPool, got "
                             f"{type(pool).__name__}")
+        host_pages = as_int("host_pages", host_pages, INT64)
         handle = ctypes.c_void_p()
-        check(lib.attnc_radix_cache_create(pool._live(),
-                                           ctypes.byref(handle)))
+        if host_pages:
+            check(lib.attnc_radix_cache_create_with_host_tier(
+                pool._live(), host_pages, ctypes.byref(handle)))
+        else:
+            check(lib.attnc_radix_cache_create(pool._live(),
+                                               ctypes.byref(handle)))
         self._handle = handle
         self.pool = pool
         self._page_size = pool.page_size
@@ -350,6 +361,11 @@ class RadixCache:
     def evictable_tokens(self):
         """Cached tokens no running request has locked."""
         return lib.attnc_radix_cache_evictable_tokens(self._live())
+
+    @property
+    def host_tokens(self):
+        """Tokens kept in the host tier (0 without one)."""
+        return lib.attnc_radix_cache_host_tokens(self._live())
 
     def match_prefix(self, tokens, namespace=0):
         """(matched tokens, pages holding them): the longest cached prefix

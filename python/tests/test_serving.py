@@ -575,8 +575,9 @@ def test_step_tensors_with_torch():
     for name, array in zip(("kv_indptr", "kv_indices", "kv_last_page_len"),
                            step.page_table):
         check_tensor(name, array, 1, ("int32",), cuda=False)
-    # Page copies as [copies, 2], none or some.
+    # Page copies as [copies, 2], none or some; transfers as [n, 3].
     assert step.tensor("page_copies").shape == (0, 2)
+    assert step.tensor("page_transfers").shape == (0, 3)
     scheduler.commit([attnc.Sample(1, 50)])
     scheduler.add(2, list(range(20, 26)), max_tokens=2, n=2)
     step = scheduler.step()
@@ -848,6 +849,39 @@ def test_a_fork_reports_its_page_copies_in_the_next_step():
     assert second.page_copies == [(page[0], page[1]), (page[0], page[2])]
     scheduler.commit([attnc.Sample(4, 20 + b, False, b) for b in range(3)])
     assert scheduler.step().page_copies == []
+
+
+def test_a_host_tier_loads_back_what_eviction_offloaded():
+    """A cache with a host tier: eviction moves a finished prompt's 4
+    pages there; the next request sharing them loads them back, and its
+    step lists the offloads, then the loads of the same host pages into
+    its first pages, as (host page, device page, direction) triples."""
+    pool = attnc.KVPool(8, page_size=4, memory="accounting")
+    cache = attnc.RadixCache(pool, host_pages=16)
+    scheduler = attnc.Scheduler(pool, cache)
+    scheduler.add(1, list(range(1, 18)), max_tokens=1)
+    step = scheduler.step()
+    assert step.page_transfers == []
+    scheduler.commit([attnc.Sample(1, 7, False)])
+    assert cache.evict(1 << 40) == 16
+    assert cache.host_tokens == 16 and cache.cached_tokens == 0
+    scheduler.add(2, list(range(1, 17)) + [100, 101, 102, 103], max_tokens=1)
+    step = scheduler.step()
+    assert step.prefill_tokens == 4
+    offloads, loads = step.page_transfers[:4], step.page_transfers[4:]
+    assert [t[2] for t in offloads] == [attnc._step.TRANSFER_OFFLOAD] * 4
+    assert [t[2] for t in loads] == [attnc._step.TRANSFER_LOAD] * 4
+    assert [t[0] for t in loads] == [t[0] for t in offloads]
+    assert [t[1] for t in loads] == step.kv_indices[:4]
+    assert step.view("page_transfers").tolist() == [
+        value for t in step.page_transfers for value in t]
+    scheduler.commit([attnc.Sample(2, 7, False)])
+    assert scheduler.stats().host_loaded_tokens == 16
+    assert cache.host_tokens == 0
+    assert attnc.RadixCache(pool).host_tokens == 0
+    with pytest.raises(InvalidArgumentError,
+                       match=r"host_pages must be in \[1, 2\^31-1\], got -1"):
+        attnc.RadixCache(pool, host_pages=-1)
 
 
 def test_a_pool_of_layers_appends_and_copies_every_layer():

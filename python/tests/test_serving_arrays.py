@@ -47,6 +47,9 @@ def test_every_array_is_a_view_of_the_steps_own_buffer():
         if name == "page_copies":
             assert getattr(step, name) == list(zip(values[0::2],
                                                    values[1::2]))
+        elif name == "page_transfers":
+            assert getattr(step, name) == list(zip(
+                values[0::3], values[1::3], values[2::3]))
         else:
             assert getattr(step, name) == values, name
         if len(view):  # in place: the view starts at the library's array
@@ -54,7 +57,7 @@ def test_every_array_is_a_view_of_the_steps_own_buffer():
             assert start == step._address(name), name
         else:
             assert step._address(name) == 0, "the library's NULL"
-    assert len(seen) == 16 and "token_from_sample" in seen
+    assert len(seen) == 17 and "page_transfers" in seen
     assert step.view("qo_indptr").tolist() == [0, 9, 15]
     assert step.view("samplers").tolist() == [1, 2]
     assert step.view("token_from_sample").tolist() == [-1] * 15

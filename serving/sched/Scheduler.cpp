@@ -530,9 +530,6 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     const Waiter &waiter = waiting_.at(arrival);
     const Request &request = waiter.request;
     int64_t length = static_cast<int64_t>(request.prompt.size());
-    // Pages for what the prefill computes now; the room its output needs
-    // is allocated as decode reaches it.
-    int64_t pages = ceilDiv(length, pageSize) - waiter.cached;
     int64_t needed = pagesNeeded(waiter);
     // A request waiting for KV in flight keeps its place in the order: the
     // memory it will need is not given to requests behind it.
@@ -560,8 +557,12 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
     if (pinned + needed * pageSize > available + (outranks ? wantedTokens : 0))
       return false;
     available -= pinned + needed * pageSize;
-    RadixCache::Match match = cache_.matchPrefix(
-        request.prompt.data(), size_t(waiter.cached * pageSize),
+    // The pages of its prompt the host tier continues its cached prefix
+    // with are loaded back, not computed: their device pages come out of
+    // `needed` as the prompt's own would.
+    int64_t host = cache_.hostCachedPages(waiter.hashes, waiter.matchable);
+    RadixCache::Match match = cache_.matchThroughHost(
+        request.prompt.data(), size_t((waiter.cached + host) * pageSize),
         request.cacheNamespace);
     if (match.tokens != waiter.cached * pageSize) {
       // Two prefixes of one page hash (a collision): the tree is right.
@@ -570,7 +571,21 @@ StatusOr<bool> Scheduler::admit(StepStats &stats, int64_t &budget,
       misfiled.push_back({arrival, match.tokens / pageSize});
       return true;
     }
+    // A load that fails (the tier's copy) leaves the continuation in the
+    // tier: the prompt computes it instead, in pages of its own. What a
+    // load evicts to make room is what left the device beyond what it
+    // brought in.
+    int64_t hostTokens = match.hostTokens;
+    int64_t deviceTokens = cache_.totalSize();
+    bool loaded = cache_.loadBack(match).ok();
+    if (loaded)
+      totals_.hostLoadedTokens += hostTokens;
+    totals_.evictedTokens +=
+        deviceTokens + (loaded ? hostTokens : 0) - cache_.totalSize();
     cache_.lock(match.node);
+    // Pages for what the prefill computes now; the room its output needs
+    // is allocated as decode reaches it.
+    int64_t pages = ceilDiv(length, pageSize) - match.tokens / pageSize;
 
     RunningRequest running;
     running.request = request;
@@ -1158,6 +1173,11 @@ StatusOr<StepStats> Scheduler::step() {
   stats.batch.numDecodes = decodes;
   stats.batch.pageCopies = std::move(pendingCopies_);
   pendingCopies_.clear();
+  // The transfers between the tiers since the last step was formed (the
+  // scheduler evicts and loads only while forming one; commit does
+  // neither): after the copies above, made by commits before them, and
+  // before anything this step writes.
+  stats.batch.pageTransfers = cache_.takeTransfers();
   // Only a step that was formed awaits a commit: a failed one leaves the
   // scheduler able to step again. Prompt chunks enter the cache once the
   // pass has computed them (commit).

@@ -10,8 +10,9 @@
 //      nothing is left to evict, preempting the latest-admitted request of
 //      the lowest priority: what it computed enters the cache unlocked, its
 //      sampled tokens are kept, and it goes back to its place in the queue
-//      to be computed again (recompute, not swap: the pool has no second
-//      tier to swap to, and recomputation reads what the cache kept); and
+//      to be computed again (recompute, not swap: recomputation reads
+//      what the cache kept, in the device pool or, loaded back, in its
+//      host tier); and
 //      when the waiter admission tries first outranks a running request
 //      and its pages do not fit, preempting running requests of lower
 //      priority alike (never of its own or higher) until they do (vLLM's
@@ -26,7 +27,11 @@
 //      uncached prompt, and the new-token ratio times its max_tokens
 //      clipped to clipMaxNewTokens, in whole pages) fits, locking each matched
 //      prefix; prefixes other waiting requests match are not counted as
-//      available while anything runs; allocate the admitted prompts' pages;
+//      available while anything runs; load back from the cache's host
+//      tier (RadixCache::withHostTier) the part of each admitted prompt it
+//      continues the device-resident prefix with (its device pages come out
+//      of what the request needs, as its computed pages would); allocate
+//      the admitted prompts' pages;
 //   5. insert every prompt chunk the pass computes into the cache, so that
 //      requests sharing it read it from there;
 //   6. commit: take the tokens the engine sampled; a request finishes when
@@ -67,7 +72,16 @@
 // because a page released goes only to steps formed after, which the
 // engine runs after every step formed before (one stream), and because the
 // pool's own writes at a commit (a fork's copies) go into pages reserved
-// for them, which no uncommitted step names.
+// for them, which no uncommitted step names. An offload to the host tier
+// reads a page eviction takes: a whole page of committed steps' KV (only
+// those enter the cache), which no step writes again, issued while a step
+// is formed, so after every step formed before. A load writes a page freed
+// perhaps as that step was formed (a preempted request's), which the step
+// before may still write: a device pool's tier orders it on the pool's
+// stream, after that step, and an engine with caches of its own applies it
+// when it runs this step (EngineBatch::pageTransfers); a tier over a host
+// pool copies at once, so an overlapped engine over one must have run
+// every step it launched before it forms the next.
 //
 // A waiting request whose uncached prompt starts with KV that a running
 // request is computing waits, so that it reads that prefix from the cache
@@ -292,6 +306,15 @@ struct EngineBatch {
   /// since it was decided (its branch aborted or preempted): copying into
   /// it is harmless, as it comes before anything this step writes there.
   std::vector<PageCopy> pageCopies;
+  /// Whole pages moved between the device pool and the cache's host tier
+  /// since the last step was formed, in the order they were issued
+  /// (offloads of evicted pages, loads of admitted prefixes): applied in
+  /// every layer after pageCopies and before this step's writes. The tier
+  /// made them in the scheduler's own pool already (on its stream), so a
+  /// runner over that pool skips them; one whose caches are its own keeps
+  /// host pages of its own and must apply them, in order: a page
+  /// offloaded may be loaded into in the same step.
+  std::vector<PageTransfer> pageTransfers;
 };
 
 /// What the model sampled for one of a step's samplers.
@@ -324,6 +347,9 @@ struct SchedulerTotals {
   int64_t computedPrefillTokens = 0;
   int64_t recomputedTokens = 0;
   int64_t evictedTokens = 0;
+  /// Tokens of admitted prompts (first admissions and recomputations)
+  /// loaded back from the host tier instead of computed.
+  int64_t hostLoadedTokens = 0;
   int64_t preemptions = 0;
   int64_t finished = 0;
 };

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -17,10 +18,14 @@ const char *toString(ArrivalMode mode) {
   return mode == ArrivalMode::Offline ? "offline" : "online";
 }
 
-double passSeconds(const StepStats &step) {
+double passSeconds(const StepStats &step, int64_t pageSize) {
+  double transferredTokens =
+      static_cast<double>(step.batch.pageTransfers.size()) *
+      static_cast<double>(pageSize);
   return kPassSeconds +
          kPrefillTokenSeconds * static_cast<double>(step.prefillTokens) +
-         kDecodeSeconds * static_cast<double>(step.decodeTokens);
+         kDecodeSeconds * static_cast<double>(step.decodeTokens) +
+         kHostTransferTokenSeconds * transferredTokens;
 }
 
 Distribution summarize(std::vector<double> values) {
@@ -60,6 +65,12 @@ Status validate(const Workload &workload, const SimOptions &options) {
                    std::to_string(options.pageSize) + ", " +
                    std::to_string(kMaxCacheTokens) + "] tokens, got " +
                    std::to_string(options.cacheTokens));
+  if (options.hostTokens != 0 && (options.hostTokens < options.pageSize ||
+                                  options.hostTokens > kMaxCacheTokens))
+    return invalid("host tier size must be 0 (none) or in [page size " +
+                   std::to_string(options.pageSize) + ", " +
+                   std::to_string(kMaxCacheTokens) + "] tokens, got " +
+                   std::to_string(options.hostTokens));
   if (Status status = checkConfig(options.scheduler); !status.ok())
     return status;
   std::unordered_set<RequestId> ids;
@@ -140,8 +151,23 @@ StatusOr<SimResult> simulate(const Workload &workload,
   StatusOr<std::unique_ptr<PagedKVPool>> pool = PagedKVPool::create(poolConfig);
   if (!pool.ok())
     return pool.status();
-  RadixCache cache(**pool);
-  Scheduler scheduler(options.scheduler, **pool, cache);
+  std::unique_ptr<HostTier> tier;
+  std::unique_ptr<RadixCache> cache;
+  if (options.hostTokens > 0) {
+    StatusOr<std::unique_ptr<HostTier>> made =
+        HostTier::create(**pool, options.hostTokens / options.pageSize);
+    if (!made.ok())
+      return made.status();
+    tier = std::move(*made);
+    StatusOr<std::unique_ptr<RadixCache>> withTier =
+        RadixCache::withHostTier(**pool, *tier);
+    if (!withTier.ok())
+      return withTier.status();
+    cache = std::move(*withTier);
+  } else {
+    cache = std::make_unique<RadixCache>(**pool);
+  }
+  Scheduler scheduler(options.scheduler, **pool, *cache);
 
   // Releases ordered by time, then id.
   using Release = std::pair<double, RequestId>;
@@ -172,6 +198,7 @@ StatusOr<SimResult> simulate(const Workload &workload,
   result.cacheTokens = poolConfig.numPages * poolConfig.pageSize;
   result.cacheHoldsLongest = result.cacheTokens >= longestRequest(workload);
   result.requests = static_cast<int64_t>(workload.requests.size());
+  result.hostTokens = tier ? tier->numPages() * options.pageSize : 0;
 
   double now = 0, busySeconds = 0, utilisation = 0;
   double firstRelease = releases.empty() ? 0 : releases.top().first;
@@ -204,7 +231,10 @@ StatusOr<SimResult> simulate(const Workload &workload,
                            "the scheduler stalled with " +
                                std::to_string(scheduler.numWaiting()) +
                                " requests waiting");
-    double seconds = passSeconds(step);
+    double seconds = passSeconds(step, options.pageSize);
+    for (const PageTransfer &transfer : step.batch.pageTransfers)
+      if (transfer.direction == TransferDirection::Offload)
+        result.offloadedTokens += options.pageSize;
     utilisation +=
         seconds * double((*pool)->numUsedPages()) / double((*pool)->numPages());
     busySeconds += seconds;
@@ -238,6 +268,7 @@ StatusOr<SimResult> simulate(const Workload &workload,
   result.evictedTokens = totals.evictedTokens;
   result.preemptions = totals.preemptions;
   result.recomputedTokens = totals.recomputedTokens;
+  result.hostLoadedTokens = totals.hostLoadedTokens;
   result.seconds = now;
   result.makespan = now - firstRelease;
   result.ttft = summarize(std::move(ttft));
@@ -308,6 +339,9 @@ std::string toJson(const SimResult &r) {
   field("tpot_p99", time(r.tpot.p99));
   field("preemptions", integer(r.preemptions));
   field("recomputed_tokens", integer(r.recomputedTokens));
+  field("host_tokens", integer(r.hostTokens));
+  field("host_loaded_tokens", integer(r.hostLoadedTokens));
+  field("offloaded_tokens", integer(r.offloadedTokens));
   return out + "}";
 }
 

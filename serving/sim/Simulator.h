@@ -1,8 +1,9 @@
 //===- Simulator.h - trace-driven serving simulation ------------*- C++ -*-===//
 //
-// Runs a workload through the scheduler, the radix cache and an
-// accounting-only KV pool on a simple cost model of a forward pass, and
-// reports the cache hit rate beside the best any order could reach.
+// Runs a workload through the scheduler, the radix cache (with a host tier,
+// optionally) and an accounting-only KV pool on a simple cost model of a
+// forward pass, and reports the cache hit rate beside the best any order
+// could reach.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,8 +40,19 @@ constexpr double kPassSeconds = 0.004;
 constexpr double kPrefillTokenSeconds = 2.5e-5;
 constexpr double kDecodeSeconds = 5e-5;
 
-/// Seconds of model time the pass `step` describes takes.
-double passSeconds(const StepStats &step);
+/// Seconds of model time a token's keys and values take to cross between
+/// the device and a host tier, either way. A Llama-3-8B-shaped model keeps
+/// 32 layers x 8 KV heads x 128 dims x 2 (K, V) x 2 bytes (bf16) = 128 KiB
+/// per token; PCIe Gen5 x16 moves about 55 GB/s in practice: 2.4e-6 s, a
+/// tenth of the prefill token above. The tier copies on the pool's stream,
+/// so each transfer (an offload or a load) is charged to the pass it is
+/// reported in, serially with the pass's compute. (A GH200's NVLink-C2C, at
+/// about 450 GB/s, would make it a tenth of that again.)
+constexpr double kHostTransferTokenSeconds = 2.4e-6;
+
+/// Seconds of model time the pass `step` describes takes, its transfers to
+/// and from the host tier of pages of `pageSize` tokens included.
+double passSeconds(const StepStats &step, int64_t pageSize);
 
 /// Mean, median and 99th percentile (nearest rank: the ceil(p/100 * n)-th
 /// smallest) of a metric over requests; all 0 when no request has one.
@@ -56,6 +68,9 @@ struct SimOptions {
   /// In [1, limits::kMaxPageSize].
   int64_t pageSize = 16;
   ArrivalMode arrival = ArrivalMode::Offline;
+  /// A host tier under the cache of this many tokens (whole pages, rounded
+  /// down): 0, none, or in [pageSize, kMaxCacheTokens].
+  int64_t hostTokens = 0;
 };
 
 struct SimResult {
@@ -75,6 +90,11 @@ struct SimResult {
   /// their recomputation fed again.
   int64_t preemptions = 0;
   int64_t recomputedTokens = 0;
+  /// The host tier's size, the prompt tokens loaded back from it (part of
+  /// the hit rate) and the tokens eviction moved to it.
+  int64_t hostTokens = 0;
+  int64_t hostLoadedTokens = 0;
+  int64_t offloadedTokens = 0;
   int64_t steps = 0;
   /// Model time (seconds, from 0) at which the last request finished.
   double seconds = 0;

@@ -1,7 +1,8 @@
 //===- FuzzServing.cpp - attnc-fuzz-serving: the serving C API ------------===//
 //
 // The input is a program of calls on attnc_c.h's serving half: pools (host
-// and accounting memory: there is no GPU here), radix caches, schedulers
+// and accounting memory: there is no GPU here), radix caches (some over a
+// host tier, whose steps' page transfers are checked), schedulers
 // and steps, made, used and destroyed in any order, with hostile arguments
 // (negative and huge counts, null pointers the API refuses, destroyed and
 // foreign handles, samples for requests that do not run), steps formed
@@ -89,6 +90,8 @@ struct Pool : Slot<attnc_kv_pool> {
 };
 struct Cache : Slot<attnc_radix_cache> {
   size_t pool = 0;
+  /// Pages of its host tier; 0 without one.
+  int64_t hostPages = 0;
 };
 struct Scheduler : Slot<attnc_scheduler> {
   size_t pool = 0, cache = 0;
@@ -452,13 +455,29 @@ private:
     long index;
     attnc_kv_pool pool = pick<attnc_kv_pool>(pools_, index);
     attnc_radix_cache handle = nullptr;
-    if (in_.ConsumeIntegralInRange(0, 15) == 0) {
+    int kind = in_.ConsumeIntegralInRange(0, 15);
+    if (kind == 0) {
       EXPECT(attnc_radix_cache_create(pool, nullptr) == ATTNC_INVALID_ARGUMENT,
              0, 0);
       return;
     }
-    attnc_status status = attnc_radix_cache_create(pool, &handle);
     bool live = index >= 0 && pools_[size_t(index)].live;
+    // One in 15 has a host tier (-1 and 0 pages are refused); a host
+    // pool's no larger than the pool, which kMaxHostPoolBytes bounds.
+    int64_t hostPages = 0;
+    attnc_status status;
+    if (kind == 15) {
+      hostPages = in_.ConsumeIntegralInRange<int64_t>(-1, 16);
+      if (live && pools_[size_t(index)].config.memory == ATTNC_KV_HOST)
+        hostPages = std::min(hostPages, pools_[size_t(index)].config.num_pages);
+      status =
+          attnc_radix_cache_create_with_host_tier(pool, hostPages, &handle);
+      NOTE("  host tier of %lld pages: %s\n", (long long)hostPages,
+           status == ATTNC_OK ? "ok" : attnc_last_error());
+      live = live && hostPages >= 1;
+    } else {
+      status = attnc_radix_cache_create(pool, &handle);
+    }
     EXPECT((status == ATTNC_OK) == live, status, live);
     if (status != ATTNC_OK)
       return;
@@ -466,6 +485,7 @@ private:
     cache.handle = handle;
     cache.live = true;
     cache.pool = size_t(index);
+    cache.hostPages = hostPages;
     caches_.push_back(cache);
   }
 
@@ -694,6 +714,20 @@ private:
                  info.page_copies[2 * i + 1] < numPages &&
                  info.page_copies[2 * i] != info.page_copies[2 * i + 1],
              info.page_copies[2 * i], info.page_copies[2 * i + 1]);
+    // A transfer names a page of the pool, one of the cache's host tier
+    // and a direction.
+    EXPECT((info.num_page_transfers == 0) == (info.page_transfers == nullptr),
+           info.num_page_transfers, 0);
+    int64_t hostPages = scheduler ? caches_[scheduler->cache].hostPages : 0;
+    for (int64_t i = 0; scheduler && i < info.num_page_transfers; ++i) {
+      const int32_t *transfer = info.page_transfers + 3 * i;
+      EXPECT(transfer[0] >= 0 && transfer[0] < hostPages, transfer[0],
+             hostPages);
+      EXPECT(transfer[1] >= 0 && transfer[1] < numPages, transfer[1], numPages);
+      EXPECT(transfer[2] == ATTNC_TRANSFER_OFFLOAD ||
+                 transfer[2] == ATTNC_TRANSFER_LOAD,
+             transfer[2], 0);
+    }
     // A row fed a pending sample (a placeholder token) names a sample of
     // the one uncommitted step before it, of its own sequence.
     EXPECT((info.num_tokens == 0) == (info.token_from_sample == nullptr),
@@ -713,9 +747,10 @@ private:
                request, info.requests[r]);
         EXPECT(info.tokens[t] == -1, info.tokens[t], t);
       }
-    NOTE("  step: %lld rows, %lld from pending samples, %lld samplers\n",
+    NOTE("  step: %lld rows, %lld from pending samples, %lld samplers, "
+         "%lld page transfers\n",
          (long long)info.num_tokens, (long long)fromSamples,
-         (long long)info.num_samplers);
+         (long long)info.num_samplers, (long long)info.num_page_transfers);
     if (scheduler) {
       // A step follows at most one uncommitted step (Scheduler::step).
       EXPECT(scheduler->uncommitted.size() <= 1, scheduler->uncommitted.size(),
@@ -1011,6 +1046,9 @@ private:
       EXPECT(evictable >= 0 && evictable <= cached, evictable, cached);
       EXPECT(cached <= pool.config.num_pages * pool.config.page_size, cached,
              pool.config.num_pages);
+      int64_t host = attnc_radix_cache_host_tokens(cache.handle);
+      EXPECT(host >= 0 && host <= cache.hostPages * pool.config.page_size, host,
+             cache.hostPages);
     }
     for (const Scheduler &scheduler : schedulers_)
       if (scheduler.live)

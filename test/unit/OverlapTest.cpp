@@ -135,13 +135,18 @@ struct ServeOptions {
   /// placeholder.
   bool fillPendingTokens = true;
   Policy policy = Policy::LongestPrefixMatch;
+  /// Host pages of a tier under the cache (0: none), and whether an engine
+  /// with caches of its own applies the steps' pageTransfers, as it must.
+  int64_t hostPages = 0;
+  bool applyTransfers = true;
 };
 
 struct Served {
   std::map<SequenceId, std::vector<Token>> outputs;
   std::set<RequestId> finished, aborted, abortedAtRandom;
   int64_t steps = 0, rowsFromSamples = 0, wastedSamples = 0,
-          preemptedInFlight = 0, abortedInBothSteps = 0, copies = 0;
+          preemptedInFlight = 0, abortedInBothSteps = 0, copies = 0,
+          offloads = 0, loads = 0;
   SchedulerTotals totals;
 };
 
@@ -155,7 +160,25 @@ Served serve(const Workload &w, const ServeOptions &options) {
       makeStandInPool(pages, w.layers, !options.ownCaches);
   if (!pool)
     return served;
-  RadixCache cache(*pool);
+  std::unique_ptr<HostTier> tier;
+  std::unique_ptr<RadixCache> owned;
+  if (options.hostPages > 0) {
+    StatusOr<std::unique_ptr<HostTier>> made =
+        HostTier::create(*pool, options.hostPages);
+    EXPECT_TRUE(made.ok()) << made.status().toString();
+    if (!made.ok())
+      return served;
+    tier = std::move(*made);
+    StatusOr<std::unique_ptr<RadixCache>> withTier =
+        RadixCache::withHostTier(*pool, *tier);
+    EXPECT_TRUE(withTier.ok()) << withTier.status().toString();
+    if (!withTier.ok())
+      return served;
+    owned = std::move(*withTier);
+  } else {
+    owned = std::make_unique<RadixCache>(*pool);
+  }
+  RadixCache &cache = *owned;
   SchedulerConfig config;
   config.policy = options.policy;
   config.tokenBudget = 10; // prompts of up to 23 tokens come in chunks
@@ -164,7 +187,7 @@ Served serve(const Workload &w, const ServeOptions &options) {
   Scheduler scheduler(config, *pool, cache);
   std::unique_ptr<Caches> caches;
   if (options.ownCaches)
-    caches = std::make_unique<OwnCaches>(w.layers, pages);
+    caches = std::make_unique<OwnCaches>(w.layers, pages, options.hostPages);
   else
     caches = std::make_unique<PoolCaches>(*pool);
   std::mt19937 rng(options.seed);
@@ -182,6 +205,8 @@ Served serve(const Workload &w, const ServeOptions &options) {
     const EngineBatch &batch = launched.stats.batch;
     if (options.ownCaches)
       caches->copy(batch.pageCopies);
+    if (options.ownCaches && options.applyTransfers)
+      caches->transfer(batch.pageTransfers);
     std::vector<Row> top = forward(*caches, batch, w.layers);
     for (size_t k = 0; k < batch.samplers.size(); ++k) {
       Token token = sampleToken(top[size_t(batch.sampleRows[k])],
@@ -279,6 +304,9 @@ Served serve(const Workload &w, const ServeOptions &options) {
       }
       formed = Launched{std::move(*stats), {}, false};
       served.copies += int64_t(formed->stats.batch.pageCopies.size());
+      for (const PageTransfer &t : formed->stats.batch.pageTransfers)
+        ++(t.direction == TransferDirection::Load ? served.loads
+                                                  : served.offloads);
     }
     if (!options.overlap) {
       run(*formed);
@@ -330,7 +358,11 @@ Served serve(const Workload &w, const ServeOptions &options) {
         if (options.fillPendingTokens)
           batch.tokens[row] = sample.token;
       }
-      if (rng() % 2)
+      // A tier over a host pool moves pages at once, as a step is formed:
+      // a load there would overwrite a page a step launched before still
+      // writes, had it not run (Scheduler.h's header).
+      bool hostPoolTier = tier && !options.ownCaches;
+      if (rng() % 2 || hostPoolTier)
         run(*formed); // as soon as launched
     }
     inFlight = std::move(formed);
@@ -341,6 +373,11 @@ Served serve(const Workload &w, const ServeOptions &options) {
   EXPECT_EQ(pool->numUsedPages() * pool->pageSize(), cache.totalSize())
       << "pages leaked";
   EXPECT_EQ(cache.protectedSize(), 0) << "a prefix stayed locked";
+  if (tier) {
+    EXPECT_EQ(tier->numUsedPages() * pool->pageSize(), cache.hostSize())
+        << "host pages leaked";
+    EXPECT_TRUE(tier->checkInvariants().ok());
+  }
   EXPECT_TRUE(pool->checkInvariants().ok());
   EXPECT_TRUE(cache.checkInvariants().ok());
   EXPECT_EQ(served.finished.size() + served.aborted.size(), w.arrivals.size())
@@ -457,6 +494,68 @@ TEST(Overlap, IgnoringTokenFromSampleChangesTheOutputs) {
     differ += it == served.outputs.end() || it->second != expected;
   }
   EXPECT_GT(differ, 0u) << "the placeholders went unnoticed";
+}
+
+// A host tier under the cache of a pool too small for the workload: what
+// eviction takes is offloaded and loaded back at admission, and every
+// sequence still generates what it generates alone, synchronous and
+// overlapped, with the engine's own caches (which apply the steps'
+// pageTransfers) and the pool's (which the tier moved); nothing leaks,
+// host pages included; and loading back computes less than no tier.
+TEST(Overlap, AHostTierLoadsBackWhatThePoolHadNoRoomFor) {
+  int64_t loaded = 0, loads = 0, offloads = 0;
+  int64_t computedWithTier = 0, computedWithout = 0;
+  for (uint32_t seed : {1u, 2u, 3u, 4u}) {
+    Workload w = makeWorkload(seed, /*layers=*/2 + seed % 2);
+    for (bool ownCaches : {false, true})
+      for (bool overlap : {false, true}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) +
+                     (ownCaches ? ", own caches" : ", the pool's caches") +
+                     (overlap ? ", overlapped" : ", synchronous"));
+        ServeOptions options;
+        options.ownCaches = ownCaches;
+        options.overlap = overlap;
+        options.seed = seed;
+        Served without = serve(w, options);
+        options.hostPages = 64;
+        Served with = serve(w, options);
+        expectExpectedOutputs(w, with);
+        EXPECT_EQ(with.outputs, without.outputs);
+        loaded += with.totals.hostLoadedTokens;
+        loads += with.loads;
+        offloads += with.offloads;
+        EXPECT_EQ(without.loads + without.offloads, 0);
+        EXPECT_EQ(without.totals.hostLoadedTokens, 0);
+        computedWithTier +=
+            with.totals.computedPrefillTokens + with.totals.recomputedTokens;
+        computedWithout += without.totals.computedPrefillTokens +
+                           without.totals.recomputedTokens;
+      }
+  }
+  EXPECT_GT(loaded, 0) << "nothing was loaded back from the host";
+  EXPECT_EQ(loaded, loads * 4) << "every page loaded is a prompt's";
+  EXPECT_GT(offloads, 0);
+  EXPECT_LT(computedWithTier, computedWithout);
+}
+
+// The test above can fail: an engine with caches of its own that ignores
+// the pageTransfers reads pages that were never loaded.
+TEST(Overlap, IgnoringThePageTransfersChangesTheOutputs) {
+  size_t differ = 0;
+  for (bool overlap : {false, true}) {
+    Workload w = makeWorkload(1, /*layers=*/2);
+    ServeOptions options;
+    options.ownCaches = true;
+    options.overlap = overlap;
+    options.hostPages = 64;
+    options.applyTransfers = false;
+    Served served = serve(w, options);
+    for (const auto &[id, expected] : w.expected) {
+      auto it = served.outputs.find(id);
+      differ += it == served.outputs.end() || it->second != expected;
+    }
+  }
+  EXPECT_GT(differ, 0u) << "the unapplied transfers went unnoticed";
 }
 
 namespace {

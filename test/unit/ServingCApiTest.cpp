@@ -141,6 +141,17 @@ attnc::StepStats readStep(attnc_step step) {
   std::vector<int32_t> pairs = copy(info.page_copies, 2 * info.num_page_copies);
   for (size_t i = 0; i + 1 < pairs.size(); i += 2)
     batch.pageCopies.push_back({pairs[i], pairs[i + 1]});
+  std::vector<int32_t> triples =
+      copy(info.page_transfers, 3 * info.num_page_transfers);
+  for (size_t i = 0; i + 2 < triples.size(); i += 3) {
+    EXPECT_TRUE(triples[i + 2] == ATTNC_TRANSFER_OFFLOAD ||
+                triples[i + 2] == ATTNC_TRANSFER_LOAD)
+        << triples[i + 2];
+    batch.pageTransfers.push_back({triples[i], triples[i + 1],
+                                   triples[i + 2] == ATTNC_TRANSFER_LOAD
+                                       ? attnc::TransferDirection::Load
+                                       : attnc::TransferDirection::Offload});
+  }
   // The counts agree with the arrays they size.
   EXPECT_EQ(batch.qoIndptr.back(), info.num_tokens);
   EXPECT_EQ(batch.pageTable.indptr.back(), info.num_page_indices);
@@ -165,6 +176,7 @@ void expectSameStep(const attnc::StepStats &c, const attnc::StepStats &cpp) {
   EXPECT_EQ(a.samplerBranches, b.samplerBranches);
   EXPECT_EQ(a.sampleRows, b.sampleRows);
   EXPECT_EQ(a.pageCopies, b.pageCopies);
+  EXPECT_EQ(a.pageTransfers, b.pageTransfers);
   EXPECT_EQ(c.admitted, cpp.admitted);
   EXPECT_EQ(c.preempted, cpp.preempted);
   EXPECT_EQ(c.prefillTokens, cpp.prefillTokens);
@@ -1839,4 +1851,88 @@ TEST(ServingCApi, OverlappedStepsFollowTheSchedulersRules) {
   attnc_step_destroy(first);
   attnc_step_destroy(second);
   attnc_step_destroy(third);
+}
+
+// A cache with a host tier: eviction offloads, the next admission of the
+// same prefix loads it back, and the step lists both as triples, the
+// stats the tokens loaded.
+TEST(ServingCApi, AHostTierLoadsBackWhatEvictionOffloaded) {
+  attnc_kv_pool_config poolConfig = accountingConfig(8, 4);
+  attnc_kv_pool pool = nullptr;
+  ASSERT_EQ(attnc_kv_pool_create(&poolConfig, &pool), ATTNC_OK);
+  attnc_radix_cache cache = nullptr;
+  ASSERT_EQ(attnc_radix_cache_create_with_host_tier(pool, 16, &cache), ATTNC_OK)
+      << lastError();
+  attnc_scheduler_config config;
+  attnc_scheduler_config_init(&config);
+  attnc_scheduler scheduler = nullptr;
+  ASSERT_EQ(attnc_scheduler_create(&config, pool, cache, &scheduler), ATTNC_OK);
+  auto runOne = [&](int64_t id, const std::vector<int32_t> &prompt) {
+    ASSERT_EQ(add(scheduler, id, prompt, 1), ATTNC_OK) << lastError();
+    attnc_step step = nullptr;
+    ASSERT_EQ(attnc_scheduler_step(scheduler, &step), ATTNC_OK);
+    attnc_step_info info;
+    ASSERT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+    attnc_sample sample = {id, 7, 0, 0};
+    ASSERT_EQ(attnc_scheduler_commit(scheduler, &sample, 1, nullptr, nullptr),
+              ATTNC_OK);
+    if (id == 2) {
+      // 4 offloads (the eviction below), then 4 loads of the same host
+      // pages into the request's first 4 pages.
+      ASSERT_EQ(info.num_page_transfers, 8);
+      for (int64_t k = 0; k < 4; ++k) {
+        const int32_t *offload = info.page_transfers + 3 * k;
+        const int32_t *load = info.page_transfers + 3 * (k + 4);
+        EXPECT_EQ(offload[2], ATTNC_TRANSFER_OFFLOAD);
+        EXPECT_EQ(load[2], ATTNC_TRANSFER_LOAD);
+        EXPECT_EQ(load[0], offload[0]);
+        EXPECT_EQ(load[1], info.page_indices[k]);
+      }
+      EXPECT_EQ(info.prefill_tokens, 4);
+    } else {
+      EXPECT_EQ(info.num_page_transfers, 0);
+      EXPECT_EQ(info.page_transfers, nullptr);
+    }
+    ASSERT_EQ(attnc_step_destroy(step), ATTNC_OK);
+  };
+  runOne(1, range(1, 17));
+  int64_t evicted = 0;
+  ASSERT_EQ(attnc_radix_cache_evict(cache, INT64_MAX, &evicted), ATTNC_OK);
+  EXPECT_EQ(evicted, 16);
+  EXPECT_EQ(attnc_radix_cache_host_tokens(cache), 16);
+  EXPECT_EQ(attnc_radix_cache_cached_tokens(cache), 0);
+  runOne(2, concat(range(1, 16), range(100, 4)));
+  EXPECT_EQ(attnc_radix_cache_host_tokens(cache), 0);
+  attnc_scheduler_stats stats;
+  ASSERT_EQ(attnc_scheduler_get_stats(scheduler, &stats), ATTNC_OK);
+  EXPECT_EQ(stats.host_loaded_tokens, 16);
+  EXPECT_EQ(stats.cached_tokens, 16);
+  EXPECT_EQ(attnc_scheduler_destroy(scheduler), ATTNC_OK);
+  EXPECT_EQ(attnc_radix_cache_destroy(cache), ATTNC_OK);
+  EXPECT_EQ(attnc_kv_pool_destroy(pool), ATTNC_OK);
+}
+
+TEST(ServingCApi, AHostTierIsChecked) {
+  attnc_kv_pool_config poolConfig = accountingConfig(8, 4);
+  attnc_kv_pool pool = nullptr;
+  ASSERT_EQ(attnc_kv_pool_create(&poolConfig, &pool), ATTNC_OK);
+  attnc_radix_cache cache = nullptr;
+  for (int64_t pages : {int64_t(0), int64_t(-1), int64_t(INT32_MAX) + 1})
+    EXPECT_ERROR(attnc_radix_cache_create_with_host_tier(pool, pages, &cache),
+                 ATTNC_INVALID_ARGUMENT,
+                 "host_pages must be in [1, 2^31-1], got " +
+                     std::to_string(pages));
+  EXPECT_ERROR(attnc_radix_cache_create_with_host_tier(pool, 4, nullptr),
+               ATTNC_INVALID_ARGUMENT, "out must not be null");
+  int local = 0;
+  EXPECT_ERROR(attnc_radix_cache_create_with_host_tier(
+                   reinterpret_cast<attnc_kv_pool>(&local), 4, &cache),
+               ATTNC_INVALID_ARGUMENT, "pool is not a live attnc_kv_pool");
+  EXPECT_EQ(attnc_radix_cache_host_tokens(
+                reinterpret_cast<attnc_radix_cache>(&local)),
+            0);
+  ASSERT_EQ(attnc_radix_cache_create(pool, &cache), ATTNC_OK);
+  EXPECT_EQ(attnc_radix_cache_host_tokens(cache), 0) << "no tier";
+  EXPECT_EQ(attnc_radix_cache_destroy(cache), ATTNC_OK);
+  EXPECT_EQ(attnc_kv_pool_destroy(pool), ATTNC_OK);
 }

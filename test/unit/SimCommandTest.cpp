@@ -62,10 +62,17 @@ TEST(SimCommand, RejectsEveryBadNumericFlag) {
                            "per second in [0.001, 1e+06], got '";
   const std::string maxTokens = "attnc sim: --default-max-tokens must be an "
                                 "integer in [1, 1048576], got '";
+  const std::string host = "attnc sim: --host-tokens must be 0 (no host "
+                           "tier) or an integer in [16, 67108864] (at least "
+                           "one page of --page-size 16), got '";
   struct Case {
     std::string args;
     std::string message;
   } cases[] = {
+      {"--host-tokens -1", host + "-1'"},
+      {"--host-tokens 15", host + "15'"},
+      {"--host-tokens 67108865", host + "67108865'"},
+      {"--host-tokens 1e6", host + "1e6'"},
       {"--cache-tokens -5", cache + "-5'"},
       {"--cache-tokens=-5", cache + "-5'"},
       {"--cache-tokens 0", cache + "0'"},
@@ -127,7 +134,7 @@ TEST(SimCommand, AcceptsFlagsAtTheirBounds) {
   Outcome outcome =
       runSim("--workload branching --policy lpm --arrival online --json "
              "--page-size 256 --cache-tokens 67108864 --rate 0.001 --seed "
-             "18446744073709551615");
+             "18446744073709551615 --host-tokens 256");
   EXPECT_EQ(outcome.exitCode, 0) << outcome.output;
   EXPECT_NE(outcome.output.find("\"cache_tokens\": 67108864"),
             std::string::npos)

@@ -209,6 +209,15 @@ TEST(Simulator, RejectsBadOptions) {
               "cache size must be in [page size 16, 67108864] tokens, got " +
                   std::to_string(cache));
   }
+  for (int64_t host :
+       {int64_t(-1), int64_t(15), kMaxCacheTokens + 1, INT64_MAX}) {
+    SimOptions options = onlineOptions();
+    options.hostTokens = host;
+    EXPECT_EQ(simError(twoRequests(), options),
+              "host tier size must be 0 (none) or in [page size 16, "
+              "67108864] tokens, got " +
+                  std::to_string(host));
+  }
   SimOptions options = onlineOptions();
   options.scheduler.tokenBudget = 0;
   EXPECT_EQ(simError(twoRequests(), options),
@@ -358,4 +367,38 @@ TEST(Simulator, TheBoundIsOverEveryOrder) {
   EXPECT_DOUBLE_EQ(optimalHitRate(workload, 16), 1.0 - 33.0 / 65.0);
   std::swap(workload.requests[0], workload.requests[1]);
   EXPECT_DOUBLE_EQ(optimalHitRate(workload, 16), 1.0 - 33.0 / 65.0);
+}
+
+// Multi-turn conversations arriving online, a pool of twice the longest
+// request: each turn's prefix is evicted before the next turn comes. A
+// host tier keeps it, the next turn loads it back, and the hit rate
+// reaches the bound; the transfers are charged to the passes.
+TEST(Simulator, AHostTierKeepsWhatThePoolEvicts) {
+  StatusOr<Workload> workload = makeWorkload("multi-turn", 1, 10.0);
+  ASSERT_TRUE(workload.ok());
+  SimOptions options;
+  options.scheduler.policy = Policy::LongestPrefixMatch;
+  options.cacheTokens = pressure("multi-turn");
+  options.arrival = ArrivalMode::Online;
+  StatusOr<SimResult> without = simulate(*workload, options);
+  options.hostTokens = 1 << 20;
+  StatusOr<SimResult> with = simulate(*workload, options);
+  ASSERT_TRUE(without.ok() && with.ok());
+  EXPECT_EQ(without->hostTokens, 0);
+  EXPECT_EQ(without->hostLoadedTokens + without->offloadedTokens, 0);
+  EXPECT_EQ(with->hostTokens, 1 << 20);
+  EXPECT_GT(with->hostLoadedTokens, 0);
+  EXPECT_GE(with->offloadedTokens, with->hostLoadedTokens);
+  EXPECT_GT(with->hitRate, without->hitRate + 0.1);
+  EXPECT_LE(with->hitRate, with->optimalHitRate);
+  EXPECT_LT(with->ttft.mean, without->ttft.mean);
+}
+
+TEST(Simulator, ChargesEachTransferItsTokens) {
+  StepStats step;
+  double bare = passSeconds(step, 16);
+  step.batch.pageTransfers = {{0, 0, TransferDirection::Offload},
+                              {0, 1, TransferDirection::Load}};
+  EXPECT_NEAR(passSeconds(step, 16) - bare, 2 * 16 * kHostTransferTokenSeconds,
+              1e-15);
 }

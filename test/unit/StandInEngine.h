@@ -12,8 +12,9 @@
 //
 // The engine either owns its caches (per-layer arrays beside an accounting
 // pool, as an engine with its own tensors does: it must apply each step's
-// pageCopies) or uses the pool's (a host pool with a layer axis, whose
-// copies the scheduler made in every layer).
+// pageCopies and pageTransfers, keeping host pages of its own) or uses the
+// pool's (a host pool with a layer axis, whose copies the scheduler made in
+// every layer, and whose tier moved its pages).
 //
 //===----------------------------------------------------------------------===//
 
@@ -123,14 +124,20 @@ public:
   virtual Row key(int64_t layer, int64_t slot) const = 0;
   virtual Row value(int64_t layer, int64_t slot) const = 0;
   virtual void copy(const std::vector<PageCopy> &copies) = 0;
+  /// Moves pages between these caches and their host tier's pages.
+  virtual void transfer(const std::vector<PageTransfer> &transfers) = 0;
 };
 
-/// Per-layer arrays of the engine's own, [slot][row].
+/// Per-layer arrays of the engine's own, [slot][row], and as many of its
+/// host tier's `hostPages`.
 class OwnCaches : public Caches {
 public:
-  OwnCaches(int64_t layers, int64_t pages)
+  OwnCaches(int64_t layers, int64_t pages, int64_t hostPages = 0)
       : keys_(size_t(layers), std::vector<Row>(size_t(pages * kPageSize))),
-        values_(keys_) {}
+        values_(keys_),
+        hostKeys_(size_t(layers),
+                  std::vector<Row>(size_t(hostPages * kPageSize))),
+        hostValues_(hostKeys_) {}
   void write(int64_t layer, const std::vector<Row> &keys,
              const std::vector<Row> &values,
              const std::vector<int64_t> &slots) override {
@@ -153,9 +160,25 @@ public:
             layer[size_t(c.to * kPageSize + i)] =
                 layer[size_t(c.from * kPageSize + i)];
   }
+  void transfer(const std::vector<PageTransfer> &transfers) override {
+    for (const PageTransfer &t : transfers)
+      for (auto [device, host] :
+           {std::pair(&keys_, &hostKeys_), std::pair(&values_, &hostValues_)})
+        for (size_t layer = 0; layer < device->size(); ++layer)
+          for (int64_t i = 0; i < kPageSize; ++i) {
+            Row &onDevice =
+                (*device)[layer][size_t(t.devicePage * kPageSize + i)];
+            Row &onHost = (*host)[layer][size_t(t.hostPage * kPageSize + i)];
+            if (t.direction == TransferDirection::Offload)
+              onHost = onDevice;
+            else
+              onDevice = onHost;
+          }
+  }
 
 private:
   std::vector<std::vector<Row>> keys_, values_;
+  std::vector<std::vector<Row>> hostKeys_, hostValues_;
 };
 
 /// The scheduler's own host pool, with a layer axis.
@@ -181,6 +204,8 @@ public:
     Status status = pool_.copyPages(copies, nullptr);
     ASSERT_TRUE(status.ok()) << status.toString();
   }
+  /// The tier over a host pool moved them when it issued them.
+  void transfer(const std::vector<PageTransfer> &) override {}
 
 private:
   Row read(bool values, int64_t layer, int64_t slot) const {

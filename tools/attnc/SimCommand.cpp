@@ -34,6 +34,7 @@ struct SimArgs {
   std::string agingText = "0";
   std::string ratioText;
   std::string maxTokensText = std::to_string(kDefaultTraceMaxTokens);
+  std::string hostTokensText = "0";
   bool json = false;
   bool all = false;
   CLI::Option *cacheTokensOption = nullptr;
@@ -48,6 +49,8 @@ struct SimArgs {
   double newTokenRatio = -1;
   /// max_tokens of trace requests that give none.
   int64_t defaultMaxTokens = kDefaultTraceMaxTokens;
+  /// 0: no host tier.
+  int64_t hostTokens = 0;
 };
 
 /// All of `text` as a decimal integer in [lo, hi]: strtoll alone would
@@ -119,6 +122,15 @@ bool parseFlags(SimArgs &args) {
                       args.cacheTokens))
       return bad("--cache-tokens", range, args.cacheTokensText);
   }
+  if (!parseInteger(args.hostTokensText, 0, kMaxCacheTokens, args.hostTokens) ||
+      (args.hostTokens != 0 && args.hostTokens < args.pageSize))
+    return bad("--host-tokens",
+               "0 (no host tier) or an integer in [" +
+                   std::to_string(args.pageSize) + ", " +
+                   std::to_string(kMaxCacheTokens) +
+                   "] (at least one page of --page-size " +
+                   std::to_string(args.pageSize) + ")",
+               args.hostTokensText);
   if (!parseUnsigned(args.seedText, args.seed))
     return bad("--seed",
                "an integer in [0, " +
@@ -163,24 +175,26 @@ std::vector<int64_t> defaultCacheSizes(const Workload &workload,
 void printTable(const std::vector<SimResult> &results) {
   const SimResult &first = results.front();
   std::printf("workload %s, %s arrivals, %lld requests, cache %lld tokens "
-              "(holds the longest request: %s)\n",
+              "(holds the longest request: %s), host tier %lld tokens\n",
               first.workload.c_str(), first.arrival.c_str(),
               static_cast<long long>(first.requests),
               static_cast<long long>(first.cacheTokens),
-              first.cacheHoldsLongest ? "yes" : "no");
+              first.cacheHoldsLongest ? "yes" : "no",
+              static_cast<long long>(first.hostTokens));
   // Times are seconds of model time (docs/SIMULATOR.md); TPOT in ms.
-  std::printf("  %-11s %8s %8s %8s %9s %11s %9s %26s %23s\n", "policy",
-              "hit rate", "optimal", "pool use", "evicted", "preemptions",
-              "makespan", "TTFT s (mean/p50/p99)", "TPOT ms (mean/p50/p99)");
+  std::printf("  %-11s %8s %8s %8s %9s %10s %11s %9s %26s %23s\n", "policy",
+              "hit rate", "optimal", "pool use", "evicted", "from host",
+              "preemptions", "makespan", "TTFT s (mean/p50/p99)",
+              "TPOT ms (mean/p50/p99)");
   for (const SimResult &r : results)
-    std::printf(
-        "  %-11s %8.4f %8.4f %8.3f %9lld %11lld %8.3fs %8.3f/%8.3f/%8.3f "
-        "%7.2f/%7.2f/%7.2f\n",
-        r.policy.c_str(), r.hitRate, r.optimalHitRate, r.poolUtilisation,
-        static_cast<long long>(r.evictedTokens),
-        static_cast<long long>(r.preemptions), r.makespan, r.ttft.mean,
-        r.ttft.p50, r.ttft.p99, 1e3 * r.tpot.mean, 1e3 * r.tpot.p50,
-        1e3 * r.tpot.p99);
+    std::printf("  %-11s %8.4f %8.4f %8.3f %9lld %10lld %11lld %8.3fs "
+                "%8.3f/%8.3f/%8.3f %7.2f/%7.2f/%7.2f\n",
+                r.policy.c_str(), r.hitRate, r.optimalHitRate,
+                r.poolUtilisation, static_cast<long long>(r.evictedTokens),
+                static_cast<long long>(r.hostLoadedTokens),
+                static_cast<long long>(r.preemptions), r.makespan, r.ttft.mean,
+                r.ttft.p50, r.ttft.p99, 1e3 * r.tpot.mean, 1e3 * r.tpot.p50,
+                1e3 * r.tpot.p99);
 }
 
 int run(SimArgs &args) {
@@ -270,6 +284,7 @@ int run(SimArgs &args) {
           options.cacheTokens = size;
           options.pageSize = args.pageSize;
           options.arrival = mode;
+          options.hostTokens = args.hostTokens;
           StatusOr<SimResult> result = simulate(*workload, options);
           if (!result.ok()) {
             std::fprintf(stderr, "attnc sim: %s\n",
@@ -342,6 +357,12 @@ void addSimCommand(CLI::App &app, int &exitCode) {
                       std::to_string(kMaxTraceOutputLen) +
                       " (default: " + std::to_string(kDefaultTraceMaxTokens) +
                       "; raised to output_len when that is longer)")
+      ->type_name("INT");
+  sim->add_option("--host-tokens", args->hostTokensText,
+                  "a host tier of this many tokens under the cache, which "
+                  "eviction moves pages to and admission loads them back "
+                  "from, from --page-size to " +
+                      std::to_string(kMaxCacheTokens) + " (default: 0, none)")
       ->type_name("INT");
   sim->add_flag("--json", args->json,
                 "one JSON object per line (hit rate, makespan, TTFT and TPOT "
