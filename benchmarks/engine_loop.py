@@ -11,15 +11,28 @@ reports for each the wall time, the steps, the tokens generated and fed,
 generated tokens per second and prompt tokens per second, the cache hits
 and the preemptions. A short warm-up run first compiles the kernels.
 
+With --overlap each of the two runs is made twice, with the synchronous
+loop and with the overlapped one (step N+1 formed and launched before
+step N is committed, so that the host's scheduling hides behind the
+GPU's kernels), on the same requests, and the overlap's speedup is
+reported beside the share of branches whose tokens the two loops agree on
+(greedy on random bf16 weights: batches formed differently may round
+differently, and near-ties flip; python/tests/test_engine.py holds both
+loops to generate() on a model built for that).
+
 Greedy identity with generate() is python/tests/test_engine.py's (and
 `python3 -m engine`'s) business; this measures speed.
 
     PYTHONPATH=python:examples python3 benchmarks/engine_loop.py \\
         --out $OUT/engine
 
---overlap (form step k+1 while step k runs) and --host-tier (KV pages
-spilled to host memory) are placeholders for the engine features that
-will take them; they are refused until then.
+    PYTHONPATH=python:examples python3 benchmarks/engine_loop.py \\
+        --overlap --out $OUT/engine-overlap
+
+--host-tier PAGES puts a host tier of that many pages under the radix
+cache: evicted prefixes go there and are loaded back instead of computed
+again (host_loaded_tokens); it matters once the pool (--pages) is too
+small for the prefixes the requests share.
 """
 
 import argparse
@@ -70,13 +83,16 @@ def synchronize(args):
         torch.cuda.synchronize()
 
 
-def serve(args, model, requests, reuse):
+def serve(args, model, requests, reuse, overlap=False):
+    """One run of the engine over `requests`: its numbers, and its
+    outputs."""
     engine = Engine(model, backend=args.backend, num_pages=args.pages,
                     page_size=args.page_size,
                     kv_dtype=getattr(torch, args.kv_dtype),
                     storage=args.storage, policy=args.policy,
                     token_budget=args.token_budget,
-                    max_running=args.max_running)
+                    max_running=args.max_running, overlap=overlap,
+                    host_pages=args.host_tier)
     for request in requests:
         engine.add(request["id"], request["prompt"],
                    max_tokens=args.max_tokens, n=args.n,
@@ -91,16 +107,29 @@ def serve(args, model, requests, reuse):
     fed = sum(r.prefill_tokens for r in history) + sum(
         r.decodes for r in history)
     result = dict(
-        reuse=reuse, steps=len(history), wall_s=wall,
+        reuse=reuse, overlap=overlap, steps=len(history), wall_s=wall,
+        commit_wait_s=engine.commit_wait_s,
+        steps_fed_by_uncommitted_samples=sum(
+            1 for r in history if r.pending_rows),
         generated_tokens=generated, fed_tokens=fed,
         prompt_tokens=stats.prompt_tokens, cached_tokens=stats.cached_tokens,
         computed_prefill_tokens=stats.computed_prefill_tokens,
         recomputed_tokens=stats.recomputed_tokens,
+        evicted_tokens=stats.evicted_tokens,
+        host_loaded_tokens=stats.host_loaded_tokens,
         preemptions=stats.preemptions,
         generated_tokens_per_s=generated / wall,
         prompt_tokens_per_s=stats.prompt_tokens / wall)
+    outputs = dict(engine.outputs)
     engine.close()
-    return result
+    return result, outputs
+
+
+def agreement(outputs, reference):
+    """The share of reference's branches whose tokens `outputs` equals."""
+    same = sum(1 for key, tokens in reference.items()
+               if outputs.get(key) == tokens)
+    return same / max(1, len(reference))
 
 
 def main():
@@ -136,26 +165,34 @@ def main():
     add("--policy", default="lpm")
     add("--warmup-requests", type=int, default=4)
     add("--overlap", action="store_true",
-        help="form the next step while this one runs (not yet)")
-    add("--host-tier", action="store_true",
-        help="spill KV pages to host memory (not yet)")
+        help="also run the overlapped loop (the next step formed and "
+        "launched before this one is committed), beside the synchronous")
+    add("--host-tier", type=int, default=0, metavar="PAGES",
+        help="a host tier of PAGES pages under the radix cache")
     add("--seed", type=int, default=1)
     args = parser.parse_args()
-    if args.overlap or args.host_tier:
-        raise SystemExit("--overlap and --host-tier are placeholders: the "
-                         "engine has neither yet")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("engine_loop needs a CUDA GPU (or --device cpu "
                          "--backend torch, a smoke test)")
     model = make_model(args)
     requests = make_requests(args, args.vocab)
+    loops = (False, True) if args.overlap else (False,)
     # Compiles the kernels (decode, prefill, each layer kind) off the clock.
-    serve(args, model, requests[:args.warmup_requests], reuse=True)
+    for overlap in loops:
+        serve(args, model, requests[:args.warmup_requests], reuse=True,
+              overlap=overlap)
     results = []
     for reuse in (True, False):
-        result = serve(args, model, requests, reuse)
-        results.append(result)
-        print(json.dumps(result), flush=True)
+        synchronous_outputs = None
+        for overlap in loops:
+            result, outputs = serve(args, model, requests, reuse, overlap)
+            if overlap:
+                result["same_tokens_as_synchronous"] = agreement(
+                    outputs, synchronous_outputs)
+            else:
+                synchronous_outputs = outputs
+            results.append(result)
+            print(json.dumps(result), flush=True)
     device = (torch.cuda.get_device_name() if args.device == "cuda"
               else args.device)
     print(f"engine loop: {args.model}, {args.layers} layers, hidden "
@@ -166,15 +203,39 @@ def main():
           f"{args.system_tokens} tokens, {args.max_tokens} new tokens each, "
           f"{device}")
     for r in results:
-        print(f"  {'with' if r['reuse'] else 'without'} prefix reuse: "
+        loop = ", overlapped" if r["overlap"] else ""
+        print(f"  {'with' if r['reuse'] else 'without'} prefix reuse{loop}: "
               f"{r['wall_s']:.2f} s, {r['steps']} steps, "
               f"{r['generated_tokens_per_s']:.0f} generated tokens/s, "
               f"{r['prompt_tokens_per_s'] / 1e3:.1f} k prompt tokens/s, "
               f"{r['cached_tokens']} of {r['prompt_tokens']} prompt tokens "
-              f"from the cache, {r['preemptions']} preemptions")
-    with_reuse, without = results
-    print(f"  prefix reuse: {without['wall_s'] / with_reuse['wall_s']:.2f}x "
-          f"faster for the same requests")
+              f"from the cache ({r['host_loaded_tokens']} from the host "
+              f"tier), {r['preemptions']} preemptions")
+
+    def run_of(reuse, overlap):
+        return next(r for r in results
+                    if (r["reuse"], r["overlap"]) == (reuse, overlap))
+
+    for overlap in loops:
+        loop = "overlapped" if overlap else "synchronous"
+        speedup = (run_of(False, overlap)["wall_s"] /
+                   run_of(True, overlap)["wall_s"])
+        print(f"  prefix reuse: {speedup:.2f}x faster for the same "
+              f"requests ({loop} loop)")
+    for r in results:
+        if not r["overlap"]:
+            continue
+        synchronous = run_of(r["reuse"], False)
+        print(f"  overlap {'with' if r['reuse'] else 'without'} prefix "
+              f"reuse: {synchronous['wall_s'] / r['wall_s']:.2f}x faster "
+              f"than the synchronous loop; the host waited "
+              f"{r['commit_wait_s']:.2f} s of {r['wall_s']:.2f} for samples "
+              f"(synchronous: {synchronous['commit_wait_s']:.2f} s of "
+              f"{synchronous['wall_s']:.2f}); "
+              f"{r['steps_fed_by_uncommitted_samples']} of {r['steps']} "
+              f"steps fed by uncommitted samples, "
+              f"{100 * r['same_tokens_as_synchronous']:.0f}% of branches "
+              f"with the synchronous loop's tokens")
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "results.json"), "w") as f:

@@ -1,7 +1,7 @@
 """Runs the engine on the check workload and compares it with generate():
 
     PYTHONPATH=python:examples python3 -m engine --model gemma2 \\
-        --backend attnc --device cuda --storage pool
+        --backend attnc --device cuda --storage pool --overlap
 
 Exits 1 when any (request, branch) differs from generate()."""
 
@@ -27,15 +27,22 @@ def main():
                         default="float16")
     parser.add_argument("--pages", type=int,
                         default=check.DEFAULT_WORKLOAD.num_pages)
+    parser.add_argument("--overlap", action="store_true",
+                        help="form each step before the last is committed")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     workload = check.DEFAULT_WORKLOAD._replace(num_pages=args.pages)
     report = check.check(args.model, args.backend, args.device, args.storage,
-                         workload, args.seed, getattr(torch, args.kv_dtype))
+                         workload, args.seed, getattr(torch, args.kv_dtype),
+                         args.overlap)
     history, stats = report.history, report.stats
     branches = len(report.outputs)
+    loop = "overlapped" if args.overlap else "synchronous"
+    overlapped = sum(1 for r in history if r.pending_rows)
     print(f"{args.model} on {args.device} ({args.backend} attention, "
-          f"{args.storage} caches, {args.kv_dtype}): {workload.requests} "
+          f"{args.storage} caches, {args.kv_dtype}, {loop} loop: "
+          f"{overlapped} steps fed by uncommitted samples): "
+          f"{workload.requests} "
           f"requests, {branches} branches, {len(history)} steps, "
           f"{stats.cached_tokens} of {stats.prompt_tokens} prompt tokens "
           f"from the cache, {stats.preemptions} preemptions "

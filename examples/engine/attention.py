@@ -136,7 +136,9 @@ class AttncBackend:
                 scale=spec.scale)
             self._wrappers[spec] = wrapper
         if spec not in self._planned:
-            # A plan serves every layer of its kind in the step.
+            # A plan serves every layer of its kind in the step. It copies
+            # the table to the device with a blocking copy, which waits for
+            # the stream: under overlap, the previous step's kernels.
             indptr, indices, last, qo = self._table
             wrapper.plan(indptr, indices, last, qo_indptr=qo)
             self._planned.add(spec)

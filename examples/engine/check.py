@@ -68,19 +68,28 @@ def reference_outputs(model, prompts, max_tokens):
 
 
 def run_engine(model, prompts, workload, backend, storage="own",
-               kv_dtype=torch.float16):
+               kv_dtype=torch.float16, overlap=False, stop_tokens=(),
+               host_pages=0, phases=1):
     """The engine (over a copy of the model: it takes over the copy's
-    attention) run on the prompts; returns it, finished."""
+    attention) run on the prompts, its loop overlapped when `overlap`, a
+    host tier of host_pages under its cache, the prompts queued in
+    `phases` consecutive groups, each once the last one finished (so that
+    a later group finds what earlier ones left in the cache, or in its
+    host tier); returns it, finished."""
     engine = Engine(copy.deepcopy(model), backend=backend,
                     num_pages=workload.num_pages, kv_dtype=kv_dtype,
                     storage=storage, token_budget=workload.token_budget,
                     max_running=workload.max_running, record_logits=True,
                     initial_new_token_ratio=workload.new_token_ratio,
-                    min_new_token_ratio=workload.new_token_ratio / 2)
-    for r, prompt in enumerate(prompts):
-        engine.add(r, prompt, max_tokens=workload.max_tokens,
-                   n=samples_of(r))
-    engine.run()
+                    min_new_token_ratio=workload.new_token_ratio / 2,
+                    overlap=overlap, stop_tokens=stop_tokens,
+                    host_pages=host_pages)
+    size = -(-len(prompts) // phases)
+    for first in range(0, len(prompts), size):
+        for r in range(first, min(first + size, len(prompts))):
+            engine.add(r, prompts[r], max_tokens=workload.max_tokens,
+                       n=samples_of(r))
+        engine.run()
     return engine
 
 
@@ -111,13 +120,16 @@ def compare(engine, reference, prompts):
 
 
 def check(model_name, backend="torch", device="cpu", storage="own",
-          workload=DEFAULT_WORKLOAD, seed=0, kv_dtype=torch.float16):
+          workload=DEFAULT_WORKLOAD, seed=0, kv_dtype=torch.float16,
+          overlap=False):
     """The model `model_name` ("llama", "gemma2") through generate() and
-    through the engine on the workload: a Report."""
+    through the engine (its loop overlapped when `overlap`) on the
+    workload: a Report."""
     model = make_model(model_name, seed=seed, device=device)
     prompts = make_prompts(model, workload, seed=seed + 1)
     reference = reference_outputs(model, prompts, workload.max_tokens)
-    engine = run_engine(model, prompts, workload, backend, storage, kv_dtype)
+    engine = run_engine(model, prompts, workload, backend, storage, kv_dtype,
+                        overlap)
     mismatches, min_margin, max_error = compare(engine, reference, prompts)
     report = Report(dict(engine.outputs),
                     {r: t for r, (t, _, _) in reference.items()},

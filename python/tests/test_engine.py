@@ -3,10 +3,15 @@ generate(), for every request and every parallel sample: random-weight
 Llama-style and Gemma-2-style models, with prefix sharing, chunked
 prefill, preemption and n > 1 all happening (asserted, not assumed). On
 the CPU the engine attends with its torch paged-attention reference; under
-the `gpu` marker, with attnc's paged kernels. Then the same check with a
-bug planted in the engine, to show it can fail."""
+the `gpu` marker, with attnc's paged kernels. The overlapped loop (each
+step formed before the last is committed, its pending rows filled from
+the last step's samples on the device) is held to the same, and to the
+synchronous loop's tokens; so are prefixes loaded back from a host tier
+under the radix cache. Then the same checks with bugs planted in the
+engine, to show they can fail."""
 
 import sys
+from collections import namedtuple
 from pathlib import Path
 
 import pytest
@@ -16,10 +21,17 @@ pytest.importorskip("transformers", reason="transformers is not installed")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from engine import check  # noqa: E402
+from engine import engine as engine_loop  # noqa: E402
 from engine.attention import LayerAttention, TorchBackend  # noqa: E402
 from engine.caches import OwnCaches  # noqa: E402
 
 WORKLOAD = check.DEFAULT_WORKLOAD
+# Four phases of three requests over six 96-token prefixes: the second
+# phase evicts the first's prefixes (to the host tier, when there is one)
+# and the third reads them again.
+HOST_TIER_WORKLOAD = WORKLOAD._replace(requests=12, shared_prefixes=6,
+                                       prefix_len=96, own_len=(5, 40))
+HOST_TIER_PHASES, HOST_PAGES = 4, 128
 
 
 @pytest.fixture(autouse=True)
@@ -35,31 +47,39 @@ def one_cpu_thread():
 _REFERENCES = {}
 
 
-def reference(name, device):
-    """(model, prompts, generate()'s outputs), made once per model."""
-    key = (name, device)
+def reference(name, device, workload=WORKLOAD):
+    """(model, prompts, generate()'s outputs), made once per model and
+    workload."""
+    key = (name, device, workload)
     if key not in _REFERENCES:
         model = check.make_model(name, device=device)
-        prompts = check.make_prompts(model, WORKLOAD)
+        prompts = check.make_prompts(model, workload)
         _REFERENCES[key] = (model, prompts, check.reference_outputs(
-            model, prompts, WORKLOAD.max_tokens))
+            model, prompts, workload.max_tokens))
     return _REFERENCES[key]
 
 
-def run(name, backend, device="cpu", storage="own"):
+Run = namedtuple(
+    "Run", "mismatches min_margin max_error history stats outputs")
+
+
+def run(name, backend, device="cpu", storage="own", overlap=False):
     model, prompts, outputs = reference(name, device)
-    engine = check.run_engine(model, prompts, WORKLOAD, backend, storage)
+    engine = check.run_engine(model, prompts, WORKLOAD, backend, storage,
+                              overlap=overlap)
     mismatches, min_margin, max_error = check.compare(engine, outputs,
                                                       prompts)
-    history, stats = engine.history, engine.stats()
+    result = Run(mismatches, min_margin, max_error, engine.history,
+                 engine.stats(), dict(engine.outputs))
     engine.close()
-    return mismatches, min_margin, max_error, history, stats
+    return result
 
 
-def assert_matches_generate(name, backend, device, storage):
-    mismatches, min_margin, max_error, history, stats = run(
-        name, backend, device, storage)
-    print(f"{name} {storage} on {device}: smallest top-1 margin "
+def assert_matches_generate(name, backend, device, storage, overlap=False):
+    mismatches, min_margin, max_error, history, stats, _ = run(
+        name, backend, device, storage, overlap)
+    loop = "overlapped" if overlap else "synchronous"
+    print(f"{name} {storage} {loop} on {device}: smallest top-1 margin "
           f"{min_margin:.2e}, largest logit error {max_error:.2e} "
           f"({min_margin / max(max_error, 1e-30):.0f}x)")
     # The workload exercised what it is for.
@@ -77,6 +97,11 @@ def assert_matches_generate(name, backend, device, storage):
     assert mismatches == [], (
         f"(request, branch, index, margin, logit error) differing from "
         f"generate(): {mismatches}")
+    fed_by_pending = sum(1 for r in history if r.pending_rows)
+    if overlap:
+        assert fed_by_pending > 0, "no step read an uncommitted sample"
+    else:
+        assert fed_by_pending == 0, "the synchronous loop overlapped"
 
 
 @pytest.mark.parametrize("name, storage", [
@@ -95,6 +120,145 @@ def test_a_lone_request_decodes_one_token_a_step(storage):
     assert any(r.decodes == 1 and r.requests == 1 for r in engine.history)
     assert engine.outputs == {(0, 0): outputs[0][0]}
     engine.close()
+
+
+@pytest.mark.parametrize("name, storage", [
+    ("llama", "own"), ("llama", "pool"), ("gemma2", "own")])
+def test_cpu_overlapped_engine_matches_generate(name, storage):
+    assert_matches_generate(name, "torch", "cpu", storage, overlap=True)
+
+
+def test_overlapped_and_synchronous_loops_sample_the_same_tokens():
+    synchronous = run("llama", "torch")
+    overlapped = run("llama", "torch", overlap=True)
+    assert overlapped.outputs == synchronous.outputs
+    assert len(overlapped.outputs) == sum(
+        check.samples_of(r) for r in range(WORKLOAD.requests))
+
+
+def test_the_overlapped_check_fails_without_token_from_sample(monkeypatch):
+    """A pending row (-1, its token the last step's uncommitted sample)
+    fed as token 0 instead of the sample token_from_sample names: the
+    decodes formed over an uncommitted step read the wrong token."""
+    monkeypatch.setattr(engine_loop, "fill_pending_tokens",
+                        lambda tokens, from_sample, sampled:
+                        tokens.clamp(min=0))
+    result = run("llama", "torch", overlap=True)
+    assert len(result.mismatches) >= WORKLOAD.requests // 2, \
+        result.mismatches
+
+
+def test_the_overlapped_check_fails_reading_samples_in_batch_order(
+        monkeypatch):
+    """Pending row i fed the previous step's i-th sample (as if decodes
+    and samplers kept one order, which forks, admissions and preemptions
+    break) instead of sample token_from_sample[i]."""
+    def in_batch_order(tokens, from_sample, sampled):
+        rows = torch.arange(len(tokens), device=tokens.device)
+        rows = rows.clamp(max=len(sampled) - 1)
+        return torch.where(from_sample >= 0, sampled[rows], tokens)
+
+    monkeypatch.setattr(engine_loop, "fill_pending_tokens", in_batch_order)
+    assert run("llama", "torch", overlap=True).mismatches
+
+
+@pytest.mark.parametrize("overlap", [False, True],
+                         ids=["synchronous", "overlapped"])
+def test_a_stop_token_ends_its_branch_in_either_loop(overlap):
+    """Branches end at their first stop token, generate()'s tokens up to
+    it; under overlap the step formed before that stop was committed
+    samples the branch once more, which is not output."""
+    model, prompts, reference_outputs = reference("llama", "cpu")
+    counts = {}
+    for tokens, _, _ in reference_outputs.values():
+        for token in tokens[2:-2]:
+            counts[token] = counts.get(token, 0) + 1
+    stop = max(counts, key=counts.get)
+    engine = check.run_engine(model, prompts, WORKLOAD, "torch",
+                              overlap=overlap, stop_tokens=[stop])
+    expected, stopped_early = {}, 0
+    for r, (tokens, _, _) in reference_outputs.items():
+        if stop in tokens:
+            tokens = tokens[:tokens.index(stop) + 1]
+            stopped_early += len(tokens) < WORKLOAD.max_tokens
+        for branch in range(check.samples_of(r)):
+            expected[(r, branch)] = tokens
+    assert stopped_early >= 2, "the stop token ended too few requests"
+    assert engine.outputs == expected
+    assert engine.stats().finished == WORKLOAD.requests
+    if overlap:
+        assert engine.dropped_samples > 0, "no row ran past its stop"
+    else:
+        assert engine.dropped_samples == 0
+    engine.close()
+
+
+def test_rows_of_a_negative_slot_are_not_written():
+    """The scheduler's slots are never negative today, but a negative one
+    means "not written" (the pool's append_slots skips it): the step
+    context drops such rows before the caches see them."""
+    class Recorder:
+        def write(self, layer, keys, values, slots):
+            self.written = (keys.tolist(), values.tolist(), slots.tolist())
+
+        def layer(self, layer):
+            return None, None
+
+    class Attends:
+        def run(self, q, k_cache, v_cache, spec):
+            return q
+
+    caches = Recorder()
+    context = engine_loop.StepContext(
+        caches, Attends(), torch.tensor([7, -1, 9]), torch.device("cpu"),
+        torch.float32)
+    keys = torch.tensor([1.0, 2.0, 3.0])
+    context.attend(0, keys, keys, keys * 10, None)
+    assert caches.written == ([1.0, 3.0], [10.0, 30.0], [7, 9])
+
+
+def run_with_host_tier(storage, overlap, device="cpu", backend="torch"):
+    model, prompts, outputs = reference("llama", device, HOST_TIER_WORKLOAD)
+    engine = check.run_engine(model, prompts, HOST_TIER_WORKLOAD, backend,
+                              storage, overlap=overlap,
+                              host_pages=HOST_PAGES, phases=HOST_TIER_PHASES)
+    mismatches = check.compare(engine, outputs, prompts)[0]
+    stats, history = engine.stats(), engine.history
+    engine.close()
+    return mismatches, stats, history
+
+
+def assert_host_tier_matches_generate(storage, overlap, device, backend):
+    mismatches, stats, history = run_with_host_tier(storage, overlap,
+                                                    device, backend)
+    assert stats.host_loaded_tokens > 0, "nothing came back from the host"
+    assert stats.preemptions > 0, "nothing was preempted"
+    assert any(r.pending_rows for r in history) == overlap
+    assert stats.finished == HOST_TIER_WORKLOAD.requests
+    assert mismatches == [], mismatches
+
+
+@pytest.mark.parametrize("storage", ["own", "pool"])
+@pytest.mark.parametrize("overlap", [False, True],
+                         ids=["synchronous", "overlapped"])
+def test_prefixes_loaded_back_from_a_host_tier_match_generate(storage,
+                                                              overlap):
+    """Prefixes evicted to the cache's host tier and loaded back when
+    later requests read them: the pool's own caches (the tier moves
+    their pages) or the engine's (it applies the step's page_transfers to
+    host pages of its own)."""
+    assert_host_tier_matches_generate(storage, overlap, "cpu", "torch")
+
+
+def test_the_host_tier_check_fails_without_the_page_transfers(
+        monkeypatch):
+    """Caches of the engine's own that ignore the transfers: prefixes
+    loaded back read pages that held something else."""
+    monkeypatch.setattr(OwnCaches, "transfer_pages",
+                        lambda self, transfers: None)
+    mismatches, stats, _ = run_with_host_tier("own", overlap=True)
+    assert stats.host_loaded_tokens > 0
+    assert mismatches, "the loaded prefixes matched without their pages"
 
 
 class CpuPagedAttention:
@@ -128,7 +292,7 @@ def test_the_attnc_backend_plans_a_wrapper_per_layer_kind(monkeypatch):
     import attnc
     monkeypatch.setattr(attnc, "PagedAttention", CpuPagedAttention)
     CpuPagedAttention.made = []
-    mismatches, _, _, history, _ = run("gemma2", "attnc")
+    mismatches, _, _, history, _, _ = run("gemma2", "attnc")
     assert mismatches == []
     specs = sorted((w.spec for w in CpuPagedAttention.made),
                    key=lambda spec: spec.window is None)
@@ -174,5 +338,18 @@ def test_the_check_fails_without_the_fork_page_copies(monkeypatch):
 @pytest.mark.parametrize("name, storage", [
     ("llama", "own"), ("llama", "pool"), ("gemma2", "own"),
     ("gemma2", "pool")])
-def test_attnc_engine_matches_generate_on_the_gpu(name, storage):
-    assert_matches_generate(name, "attnc", "cuda", storage)
+@pytest.mark.parametrize("overlap", [False, True],
+                         ids=["synchronous", "overlapped"])
+def test_attnc_engine_matches_generate_on_the_gpu(name, storage, overlap):
+    assert_matches_generate(name, "attnc", "cuda", storage, overlap)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="no CUDA GPU on this machine")
+@pytest.mark.parametrize("storage", ["own", "pool"])
+@pytest.mark.parametrize("overlap", [False, True],
+                         ids=["synchronous", "overlapped"])
+def test_attnc_engine_with_a_host_tier_matches_generate_on_the_gpu(
+        storage, overlap):
+    assert_host_tier_matches_generate(storage, overlap, "cuda", "attnc")
