@@ -141,7 +141,16 @@ class PagedAttention:
 
         def on_device(x):
             # A strided view on the device would be passed as it is.
-            return x.to(device).contiguous()
+            if x.is_cuda:
+                return x.contiguous()
+            # From pageable memory a copy waits for the whole stream (the
+            # last step's kernels, which an overlapped engine plans behind);
+            # staged through pinned memory it is queued like a kernel.
+            # torch's host allocator keeps the staging buffer until the copy
+            # has run.
+            staged = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
+            staged.copy_(x)
+            return staged.to(device, non_blocking=True)
         self._indptr = on_device(kv_indptr)
         self._indices = on_device(kv_indices)
         self._last = on_device(kv_last_page_len)
