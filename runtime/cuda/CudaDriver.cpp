@@ -180,7 +180,8 @@ StatusOr<void *> Driver::allocatePinned(size_t bytes) {
   if (Status s = enter(); !s.ok())
     return s;
   void *ptr = nullptr;
-  CUresult result = cuMemHostAlloc(&ptr, bytes ? bytes : 1, 0);
+  constexpr unsigned kDeviceMap = 0x02; // CU_MEMHOSTALLOC_DEVICEMAP
+  CUresult result = cuMemHostAlloc(&ptr, bytes ? bytes : 1, kDeviceMap);
   if (result == 2) // CUDA_ERROR_OUT_OF_MEMORY
     return Status::error(ErrorCode::OutOfMemory,
                          "cannot allocate " + std::to_string(bytes) +
@@ -189,24 +190,20 @@ StatusOr<void *> Driver::allocatePinned(size_t bytes) {
     return s;
   return ptr;
 }
+StatusOr<CUdeviceptr> Driver::devicePointerOf(void *host) {
+  if (Status s = enter(); !s.ok())
+    return s;
+  CUdeviceptr device = 0;
+  if (Status s = check(cuMemHostGetDevicePointer_v2(&device, host, 0),
+                       "cuMemHostGetDevicePointer");
+      !s.ok())
+    return s;
+  return device;
+}
 Status Driver::freePinned(void *ptr) {
   if (Status s = enter(); !s.ok())
     return s;
   return check(cuMemFreeHost(ptr), "cuMemFreeHost");
-}
-Status Driver::copyToDeviceAsync(CUdeviceptr dst, const void *src, size_t bytes,
-                                 CUstream stream) {
-  if (Status s = enter(); !s.ok())
-    return s;
-  return check(cuMemcpyHtoDAsync_v2(dst, src, bytes, stream),
-               "cuMemcpyHtoDAsync");
-}
-Status Driver::copyToHostAsync(void *dst, CUdeviceptr src, size_t bytes,
-                               CUstream stream) {
-  if (Status s = enter(); !s.ok())
-    return s;
-  return check(cuMemcpyDtoHAsync_v2(dst, src, bytes, stream),
-               "cuMemcpyDtoHAsync");
 }
 Status Driver::synchronize() {
   if (Status s = enter(); !s.ok())

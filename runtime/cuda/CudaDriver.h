@@ -60,17 +60,13 @@ public:
   Status synchronize();
 
   /// Page-locked host memory, which the GPU's copy engines read and write
-  /// while the host goes on: OutOfMemory when the driver cannot pin
-  /// `bytes`.
+  /// while the host goes on, mapped into the device's address space so that
+  /// kernels reach it too (devicePointerOf): OutOfMemory when the driver
+  /// cannot pin `bytes`.
   StatusOr<void *> allocatePinned(size_t bytes);
+  /// The address kernels reach pinned memory `host` at.
+  StatusOr<CUdeviceptr> devicePointerOf(void *host);
   Status freePinned(void *ptr);
-  /// Copies on `stream` without waiting for them; the host side must be
-  /// pinned for the copy to run asynchronously.
-  Status copyToDeviceAsync(CUdeviceptr dst, const void *src, size_t bytes,
-                           CUstream stream);
-  Status copyToHostAsync(void *dst, CUdeviceptr src, size_t bytes,
-                         CUstream stream);
-
   StatusOr<CUmodule> loadModule(const void *image);
   StatusOr<CUfunction> getFunction(CUmodule module, const std::string &name);
   Status setSharedMemory(CUfunction function, int bytes);
@@ -126,9 +122,7 @@ private:
   X(cuMemsetD8_v2, CUresult(CUdeviceptr, unsigned char, size_t))               \
   X(cuMemHostAlloc, CUresult(void **, size_t, unsigned))                       \
   X(cuMemFreeHost, CUresult(void *))                                           \
-  X(cuMemcpyHtoDAsync_v2,                                                      \
-    CUresult(CUdeviceptr, const void *, size_t, CUstream))                     \
-  X(cuMemcpyDtoHAsync_v2, CUresult(void *, CUdeviceptr, size_t, CUstream))     \
+  X(cuMemHostGetDevicePointer_v2, CUresult(CUdeviceptr *, void *, unsigned))   \
   X(cuModuleLoadData, CUresult(CUmodule *, const void *))                      \
   X(cuModuleGetFunction, CUresult(CUfunction *, CUmodule, const char *))       \
   X(cuFuncSetAttribute, CUresult(CUfunction, int, int))                        \

@@ -51,6 +51,7 @@ StatusOr<std::unique_ptr<HostTier>> HostTier::create(PagedKVPool &pool,
   }
   std::unique_ptr<std::byte[]> storage;
   cuda::PinnedBuffer pinned;
+  cuda::CUdeviceptr mappedBytes = 0;
   if (memory == PoolMemory::Host) {
     storage.reset(new (std::nothrow) std::byte[size_t(bytes)]);
     if (!storage)
@@ -69,6 +70,11 @@ StatusOr<std::unique_ptr<HostTier>> HostTier::create(PagedKVPool &pool,
                                " bytes of host memory for the host tier: " +
                                buffer.status().message());
     pinned = std::move(*buffer);
+    StatusOr<cuda::CUdeviceptr> mapped =
+        (*driver)->devicePointerOf(pinned.get());
+    if (!mapped.ok())
+      return mapped.status();
+    mappedBytes = *mapped;
   }
   std::unique_ptr<HostTier> tier;
   try {
@@ -82,6 +88,7 @@ StatusOr<std::unique_ptr<HostTier>> HostTier::create(PagedKVPool &pool,
   tier->pinned_ = std::move(pinned);
   tier->bytes_ = tier->storage_ ? tier->storage_.get()
                                 : static_cast<std::byte *>(tier->pinned_.get());
+  tier->mappedBytes_ = mappedBytes;
   return tier;
 }
 
@@ -181,36 +188,28 @@ Status HostTier::transfer(const std::vector<PageTransfer> &transfers) {
 }
 
 Status HostTier::transferOnDevice(const std::vector<PageTransfer> &transfers) {
-  StatusOr<cuda::Driver *> driver = cuda::Driver::get();
-  if (!driver.ok())
-    return driver.status();
-  int64_t pageBytes = pool_.pageBytes();
+  // The tier's pages as the pool's copy kernel reaches them: mapped pinned
+  // memory in the pool's layout over the tier's page count.
+  auto *base = reinterpret_cast<std::byte *>(mappedBytes_);
+  PageStore store{base, base + cacheStride(), 2 * cacheStride()};
   for (size_t begin = 0; begin < transfers.size();) {
-    // A run: the same direction, both pages one past the previous ones.
-    // Copies within it do not overlap, as each page is named once in a
-    // run of ascending pages.
-    const PageTransfer &first = transfers[begin];
-    size_t end = begin + 1;
-    while (
-        end < transfers.size() && transfers[end].direction == first.direction &&
-        transfers[end].hostPage == first.hostPage + HostPageId(end - begin) &&
-        transfers[end].devicePage == first.devicePage + PageId(end - begin))
-      ++end;
-    size_t bytes = size_t(int64_t(end - begin) * pageBytes);
-    for (int64_t layer = 0; layer < pool_.numLayers(); ++layer)
-      for (int which = 0; which < 2; ++which) {
-        std::byte *host = hostPage(which, layer, first.hostPage);
-        cuda::CUdeviceptr device =
-            (which == 0 ? pool_.keyCache(layer) : pool_.valueCache(layer)) +
-            uint64_t(first.devicePage) * uint64_t(pageBytes);
-        Status status = first.direction == TransferDirection::Offload
-                            ? (*driver)->copyToHostAsync(host, device, bytes,
-                                                         pool_.stream())
-                            : (*driver)->copyToDeviceAsync(device, host, bytes,
-                                                           pool_.stream());
-        if (!status.ok())
-          return status;
-      }
+    // A run of one direction goes in as few launches as the kernel allows;
+    // runs go in order, as a load may fill a device page an offload before
+    // it read. Within a run each page is named once on each side.
+    TransferDirection direction = transfers[begin].direction;
+    std::vector<PageCopy> copies;
+    size_t end = begin;
+    for (; end < transfers.size() && transfers[end].direction == direction;
+         ++end)
+      copies.push_back(direction == TransferDirection::Offload
+                           ? PageCopy{transfers[end].devicePage,
+                                      PageId(transfers[end].hostPage)}
+                           : PageCopy{PageId(transfers[end].hostPage),
+                                      transfers[end].devicePage});
+    if (Status status = pool_.copyPagesWith(
+            store, copies, direction == TransferDirection::Offload);
+        !status.ok())
+      return status;
     begin = end;
   }
   return Status();

@@ -122,8 +122,9 @@ private:
   /// Layer `layer`'s key or value page `page` of the pool's host storage.
   std::byte *poolPage(int which, int64_t layer, PageId page) const;
   Status checkPages(const std::vector<PageTransfer> &transfers) const;
-  /// A device pool's transfers: runs of consecutive pages in one direction
-  /// as one copy per layer and cache.
+  /// A device pool's transfers: each run of one direction through the
+  /// pool's page-copy kernel, a launch per kMaxPageCopies pages in every
+  /// layer (a copy call per page and layer cost microseconds each).
   Status transferOnDevice(const std::vector<PageTransfer> &transfers);
   Status injectedFault(Operation operation) const {
     return faultHook_ ? faultHook_(operation) : Status();
@@ -135,6 +136,8 @@ private:
   cuda::PinnedBuffer pinned_;
   /// The pages: storage_'s or pinned_'s; null over an accounting pool.
   std::byte *bytes_ = nullptr;
+  /// pinned_'s pages where kernels reach them.
+  cuda::CUdeviceptr mappedBytes_ = 0;
   std::vector<bool> used_;
   std::vector<HostPageId> free_;
   FaultHook faultHook_;

@@ -289,14 +289,37 @@ Status PagedKVPool::copyUnchecked(const std::vector<PageCopy> &copies,
                        size_t(pageBytes()));
     return Status();
   }
+  return launchCopies(pageStore(), pageStore(), copies, stream);
+}
+
+PageStore PagedKVPool::pageStore() const {
+  return {reinterpret_cast<void *>(keyCache(0)),
+          reinterpret_cast<void *>(valueCache(0)), layerBytes()};
+}
+
+Status PagedKVPool::copyPagesWith(const PageStore &store,
+                                  const std::vector<PageCopy> &copies,
+                                  bool fromPool) {
+  if (!kernels_)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "only a device pool copies pages with another store");
+  return fromPool ? launchCopies(pageStore(), store, copies, stream_)
+                  : launchCopies(store, pageStore(), copies, stream_);
+}
+
+Status PagedKVPool::launchCopies(const PageStore &source,
+                                 const PageStore &destination,
+                                 const std::vector<PageCopy> &copies,
+                                 cuda::CUstream stream) {
   if (!kernels_ || copies.empty())
     return Status();
   // A launch's copies run at once: one that touches a page an earlier copy
-  // of the same launch writes, or writes one it reads, goes in the next.
+  // of the same launch writes, or writes one it reads, goes in the next
+  // (between two stores only the writes can collide; the check is the
+  // same, and at worst splits a launch).
   CopyPagesParams params{};
-  params.key_cache = reinterpret_cast<void *>(keyCache(0));
-  params.value_cache = reinterpret_cast<void *>(valueCache(0));
-  params.layer_bytes = layerBytes();
+  params.source = source;
+  params.destination = destination;
   params.layers = int32_t(numLayers());
   auto flush = [&]() -> Status {
     if (params.count == 0)

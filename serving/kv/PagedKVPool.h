@@ -226,6 +226,18 @@ public:
   /// not, before anything is copied.
   Status copyPages(const std::vector<PageCopy> &copies, cuda::CUstream stream);
 
+  /// A device pool's caches as a copy kernel reads and writes them.
+  PageStore pageStore() const;
+  /// Copies whole pages in every layer between a device pool and `store`,
+  /// pages of the pool's layout elsewhere (a host tier's mapped pinned
+  /// pages): each `copies[i].from` of the source over `copies[i].to` of the
+  /// destination, the pool being the source when `fromPool`. On the pool's
+  /// stream without waiting, a launch per kMaxPageCopies pages instead of a
+  /// copy call per page. Pages are the caller's to bound, the pool's and
+  /// the store's alike.
+  Status copyPagesWith(const PageStore &store,
+                       const std::vector<PageCopy> &copies, bool fromPool);
+
   /// Checks that every page is either free (no references, on the free list
   /// once) or in use, and that sequences reference only pages in use.
   Status checkInvariants() const;
@@ -262,6 +274,10 @@ private:
   /// The copies, in every layer, unchecked.
   Status copyUnchecked(const std::vector<PageCopy> &copies,
                        cuda::CUstream stream);
+  /// A device pool's copies from `source` to `destination`, unchecked.
+  Status launchCopies(const PageStore &source, const PageStore &destination,
+                      const std::vector<PageCopy> &copies,
+                      cuda::CUstream stream);
   /// Checks an append's K/V addresses and token strides.
   Status checkRows(uint64_t keys, uint64_t values, int64_t keyStride,
                    int64_t valueStride) const;

@@ -74,12 +74,22 @@ struct AppendParams {
   void *value_cache;
 };
 
-/// Pages copied in every layer: layer l's caches are key_cache and
-/// value_cache plus l * layer_bytes.
-struct CopyPagesParams {
+/// Where pages of the pool's layout live, as a copy reads or writes them:
+/// layer l's caches are key_cache and value_cache plus l * layer_bytes. The
+/// pool's own caches, or a host tier's pinned pages (mapped, so that a
+/// kernel reaches them over the bus: one launch moves many pages where a
+/// copy call per page each cost microseconds).
+struct PageStore {
   void *key_cache;   // layer 0's
   void *value_cache; // layer 0's
   i64 layer_bytes;   // poolCacheOffset(1, 0, stride): one layer's two caches
+};
+
+/// Pages copied in every layer, page from[k] of `source` over page to[k] of
+/// `destination` (the same store for a pool's own copies).
+struct CopyPagesParams {
+  PageStore source;
+  PageStore destination;
   i32 layers;
   i32 from[kMaxPageCopies];
   i32 to[kMaxPageCopies];
@@ -181,16 +191,22 @@ template <class C> ATTNC_DEVICE void copyPages(const CopyPagesParams &p) {
   using L = PoolLayout<C>;
   constexpr i64 chunks = L::kPageBytes / L::kChunkBytes;
   for (int layer = blockIdx.z; layer < p.layers; layer += gridDim.z) {
-    char *keys = static_cast<char *>(p.key_cache) + layer * p.layer_bytes;
-    char *values = static_cast<char *>(p.value_cache) + layer * p.layer_bytes;
+    const char *fromKeys = static_cast<const char *>(p.source.key_cache) +
+                           layer * p.source.layer_bytes;
+    const char *fromValues = static_cast<const char *>(p.source.value_cache) +
+                             layer * p.source.layer_bytes;
+    char *toKeys = static_cast<char *>(p.destination.key_cache) +
+                   layer * p.destination.layer_bytes;
+    char *toValues = static_cast<char *>(p.destination.value_cache) +
+                     layer * p.destination.layer_bytes;
     for (int copy = blockIdx.y; copy < p.count; copy += gridDim.y) {
       i64 from = i64(p.from[copy]) * L::kPageBytes;
       i64 to = i64(p.to[copy]) * L::kPageBytes;
       for (i64 i = i64(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks;
            i += i64(gridDim.x) * blockDim.x) {
         i64 offset = i * L::kChunkBytes;
-        copyChunk<C>(keys, to + offset, keys, from + offset);
-        copyChunk<C>(values, to + offset, values, from + offset);
+        copyChunk<C>(toKeys, to + offset, fromKeys, from + offset);
+        copyChunk<C>(toValues, to + offset, fromValues, from + offset);
       }
     }
   }
