@@ -51,8 +51,9 @@ extern "C" {
  * 14: a radix cache's host tier (attnc_radix_cache_create_with_host_tier,
  * attnc_radix_cache_host_tokens), a step's page transfers
  * (num_page_transfers, page_transfers), the scheduler's
- * host_loaded_tokens. */
-#define ATTNC_C_API_VERSION 14
+ * host_loaded_tokens.
+ * 15: segments in the spec (document ids). */
+#define ATTNC_C_API_VERSION 15
 
 typedef enum attnc_status {
   ATTNC_OK = 0,

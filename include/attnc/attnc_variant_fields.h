@@ -104,7 +104,14 @@
    * queries' and keys', e.g. DeepSeek's MLA prefill in the non-absorbed       \
    * form: 192 and 128); 0: head_dim. 0 with rope_dim, whose values are the    \
    * latent row's first head_dim - rope_dim columns. */                        \
-  X##_INT64(A, value_head_dim, valueHeadDim, 0)
+  X##_INT64(A, value_head_dim, valueHeadDim, 0)                             \
+  /* Document ids (examples/document_segments.mlir): a key is visible only   \
+   * to the queries of its document. Two int32 device arrays, the queries'   \
+   * ids and the keys', are inputs after k and v (before kv scales), each    \
+   * indexed like the tokens it labels: [tokens] for a ragged layout,        \
+   * [batch, seq_len] for a dense one. Keys and values in a paged or latent  \
+   * cache take none (compile refuses them). */                              \
+  X##_FLAG(A, segments, segments, false)
 /* clang-format on */
 
 /* The C fields, as FIELD(type, name) (attnc_c.h's ATTNC_RECORD form). */

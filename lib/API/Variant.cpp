@@ -240,6 +240,15 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
                                                                : 1) +
                 "xf32>";
 
+  // Document ids are indexed like the tokens they label (the verifier
+  // says which layouts take them).
+  auto segmentType = [](TokenLayout layout) {
+    return layout == TokenLayout::Ragged ? std::string("memref<?xi32>")
+                                         : std::string("memref<?x?xi32>");
+  };
+  std::string querySegments = segmentType(s.queryLayout);
+  std::string keySegments = segmentType(s.kvLayout);
+
   std::vector<std::string> attrs;
   if (s.causal)
     attrs.push_back("causal");
@@ -264,6 +273,10 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
   std::vector<std::string> args = {"%attnc_q: " + qType, "%attnc_k: " + kvType};
   if (!latent)
     args.push_back("%attnc_v: " + vType);
+  if (s.segments) {
+    args.push_back("%attnc_q_segments: " + querySegments);
+    args.push_back("%attnc_kv_segments: " + keySegments);
+  }
   if (!scaleType.empty()) {
     args.push_back("%attnc_k_scale: " + scaleType);
     args.push_back("%attnc_v_scale: " + scaleType);
@@ -277,6 +290,9 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
   os << "func.func @" << s.name << "(" << joined(args) << ") -> (" << results
      << ") {\n";
   os << "  " << values << " = attn.attention(%attnc_q, " << kvOperands << ")";
+  if (s.segments)
+    os << " segments(%attnc_q_segments, %attnc_kv_segments : " << querySegments
+       << ", " << keySegments << ")";
   if (!scaleType.empty())
     os << " kv_scales(%attnc_k_scale, %attnc_v_scale : " << scaleType << ", "
        << scaleType << ")";

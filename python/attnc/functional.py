@@ -135,6 +135,68 @@ def kv_scale_fields(kv_dtype, k_scale, v_scale, kv_heads, device):
     return fields, scales
 
 
+def region_fields(score_mod, mask_mod, captures):
+    """The spec fields of score_mod and mask_mod (each None, MLIR text or a
+    Python function, traced once) and the tensors their kernel reads: the
+    listed captures (int32 or float32 CUDA tensors), then the tensors the
+    functions read that are not listed."""
+    captures = list(as_sequence("captures", captures))
+    capture_types = []
+    for i, c in enumerate(captures):
+        check_tensor(f"captures[{i}]", c, None, ("int32", "float32"))
+        require(len(c.shape) >= 1, f"captures[{i}] must have rank 1 or more")
+        capture_types.append(memref_type(len(c.shape),
+                                         IR_NAMES[dtype_name(c)]))
+    score_mod, mask_mod, traced = trace.lower(score_mod, mask_mod, captures,
+                                              capture_types)
+    for name, c, capture_type in traced:
+        check_tensor(f"{name} (read by a traced mod)", c)
+        captures.append(c)
+        capture_types.append(capture_type)
+    return dict(score_mod=score_mod, mask_mod=mask_mod,
+                capture_types=tuple(capture_types)), captures
+
+
+def segment_tensors(segments, q, k, q_indptr, kv_indptr):
+    """The queries' and the keys' document ids of `segments`: None (no
+    ids, []), one int32 tensor labelling the tokens of q and k alike
+    (self-attention: q and k are the same tokens), or a (q_segments,
+    kv_segments) pair. Ids are indexed like the tokens they label: [tokens]
+    of a ragged batch, [batch, seq_len] of a dense one."""
+    if segments is None:
+        return []
+    ragged = q_indptr is not None
+    if isinstance(segments, (list, tuple)):
+        if len(segments) != 2:
+            raise ValueError(f"segments must be a tensor or a (q_segments, "
+                             f"kv_segments) pair, got {len(segments)} values")
+        pair = [("segments[0] (the queries' ids)", segments[0]),
+                ("segments[1] (the keys' ids)", segments[1])]
+    else:
+        # One tensor labels both only where q's tokens are k's.
+        same = (q_indptr is kv_indptr or
+                host_ints(q_indptr) == host_ints(kv_indptr)
+                ) if ragged else q.shape[1] == k.shape[1]
+        if not same:
+            raise ValueError(
+                "one segments tensor labels q's and k's tokens alike, and q "
+                "and k are not the same tokens (" +
+                ("q_indptr and kv_indptr differ" if ragged else
+                 f"q_len {q.shape[1]}, kv_len {k.shape[1]}") +
+                "): give segments=(q_segments, kv_segments)")
+        pair = [("segments", segments), ("segments", segments)]
+    tensors = []
+    for (name, ids), x in zip(pair, (q, k)):
+        shape = (x.shape[0],) if ragged else (x.shape[0], x.shape[1])
+        check_tensor(name, ids, len(shape), ("int32",))
+        if tuple(ids.shape) != shape:
+            raise ValueError(
+                f"{name} must be {list(shape)} (one id per token of "
+                f"{'q' if x is q else 'k'}), got {list(ids.shape)}")
+        tensors.append(ids)
+    return tensors
+
+
 def host_ints(indptr):
     return [int(x) for x in indptr.tolist()]
 
@@ -152,9 +214,9 @@ def _check_indptr(name, values, rows_name, rows):
 
 def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
               scale=None, alibi=False, score_mod=None, mask_mod=None,
-              captures=(), return_lse=False, q_indptr=None, kv_indptr=None,
-              max_q_len=None, max_kv_len=None, out=None, k_scale=None,
-              v_scale=None):
+              captures=(), segments=None, return_lse=False, q_indptr=None,
+              kv_indptr=None, max_q_len=None, max_kv_len=None, out=None,
+              k_scale=None, v_scale=None):
     """Attention of q over (k, v), FlashAttention's conventions.
 
     Dense: q [batch, q_len, heads, dim], k and v [batch, kv_len, kv_heads,
@@ -173,7 +235,12 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     blocks, `^bb0(%score: f32, %b: index, %h: index, %qi: index, %kvi:
     index, %q_len: index, %kv_len: index, <captures>)` (mask_mod without
     %score, yielding i1), reading `captures` (int32 or float32 tensors);
-    there the position is qi + kv_len - q_len (docs/regions.md). k and v
+    there the position is qi + kv_len - q_len (docs/regions.md).
+    segments are document ids, int32: a key is visible only to the
+    queries of its document (FlexAttention's document mask, in closed
+    form: docs/regions.md). One tensor where q and k are the same tokens
+    ([batch, seq_len] dense, [tokens] ragged), or a (q_segments,
+    kv_segments) pair, each indexed like the tokens it labels. k and v
     may be an fp8 cache (float8_e4m3fn or float8_e5m2) holding k / k_scale
     and v / v_scale:
     the scales are floats or float32 tensors of 1 or kv_heads values (None:
@@ -231,21 +298,8 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
             raise ValueError(f"q has batch {q.shape[0]}, k has {k.shape[0]}")
         batch, q_len, kv_len = q.shape[0], q.shape[1], k.shape[1]
         tokens = batch * q_len
-    captures = list(as_sequence("captures", captures))
-    capture_types = []
-    for i, c in enumerate(captures):
-        check_tensor(f"captures[{i}]", c, None, ("int32", "float32"))
-        require(len(c.shape) >= 1, f"captures[{i}] must have rank 1 or more")
-        capture_types.append(memref_type(len(c.shape),
-                                         IR_NAMES[dtype_name(c)]))
-    # Functions are traced (once: the trace is cached); the tensors they
-    # read follow the listed captures.
-    score_mod, mask_mod, traced = trace.lower(score_mod, mask_mod, captures,
-                                              capture_types)
-    for name, c, capture_type in traced:
-        check_tensor(f"{name} (read by a traced mod)", c)
-        captures.append(c)
-        capture_types.append(capture_type)
+    regions, captures = region_fields(score_mod, mask_mod, captures)
+    segment_ids = segment_tensors(segments, q, k, q_indptr, kv_indptr)
     # One query per request is decode: a kernel specialized for it splits
     # the keys instead of tiling queries.
     decode = not ragged and q_len == 1
@@ -256,8 +310,7 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
                 value_head_dim=0 if v_dim == dim else v_dim,
                 dtype=IR_NAMES[dtype], query_layout=layout, **kv_fields,
                 queries_per_request=1 if decode else 0, kv_layout=layout,
-                score_mod=score_mod, mask_mod=mask_mod,
-                capture_types=tuple(capture_types),
+                segments=int(bool(segment_ids)), **regions,
                 **modifier_fields(causal, window, sinks, softcap, scale,
                                   alibi, return_lse))
     if out is not None:
@@ -286,11 +339,12 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
         plan = _plan(kernel, stream, (batch, q_len, kv_len), batch=batch,
                      max_query_len=q_len, max_kv_len=kv_len,
                      query_tokens=tokens)
+    # The kernel's buffers in its operands' order: segment ids, scales,
+    # captures.
+    buffers = segment_ids + scales + captures
     kernel.run(plan, [q.data_ptr(), k.data_ptr(), v.data_ptr()] +
-               [s.data_ptr() for s in scales] +
-               [c.data_ptr() for c in captures], outputs, stream,
-               [list(s.shape) for s in scales] +
-               [list(c.shape) for c in captures])
+               [b.data_ptr() for b in buffers], outputs, stream,
+               [list(b.shape) for b in buffers])
     return (out, lse) if return_lse else out
 
 

@@ -3,12 +3,14 @@ it: plan once per batch (index arrays, split decisions, scratch), then run
 for every layer with no allocation and no host-device synchronization, so
 that run can be captured in a CUDA graph."""
 
+import re
+
 from ._capi import PAGE_ORDERS
 from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, check_tensor, \
-    current_stream, require
-from ._values import as_int
+    current_stream, dtype_name, require
+from ._values import as_int, as_sequence
 from .functional import host_ints, kernel_for, modifier_fields, \
-    scale_count, scale_tensor
+    region_fields, scale_count, scale_tensor
 from .kernel import Variant
 
 
@@ -23,6 +25,31 @@ def pages_in_use(indptr, indices):
     return max(used) + 1
 
 
+# An MLIR value name's characters after its first (`%b`, `%batch.0`).
+_NAME = r"[A-Za-z0-9_$.\-]"
+
+
+def reads_batch(kind, text):
+    """Whether a region's text (score_mod or mask_mod, None for none) uses
+    its batch argument: the second block argument of score_mod, the first
+    of mask_mod."""
+    if text is None:
+        return False
+    start = re.search(r"\^" + _NAME + r"*\s*\(", text)
+    if start is None:  # the verifier refuses a block without a header
+        return False
+    depth, end = 1, start.end()
+    while end < len(text) and depth:
+        depth += {"(": 1, ")": -1}.get(text[end], 0)
+        end += 1
+    names = re.findall(r"%(" + _NAME + r"+)\s*:", text[start.end():end - 1])
+    index = 1 if kind == "score_mod" else 0
+    if len(names) <= index:
+        return False
+    return re.search("%" + re.escape(names[index]) + r"(?!" + _NAME + ")",
+                     text[end:]) is not None
+
+
 class PagedAttention:
     """Attention of queries over a paged KV cache.
 
@@ -33,7 +60,8 @@ class PagedAttention:
     q [batch, heads, dim]; prefill and chunked prefill take ragged q
     [tokens, heads, dim] with qo_indptr, bottom-right aligned (causal).
     A batch's leading one-token requests (an engine's decodes) run on the
-    decode schedule, the rest on the prefill schedule.
+    decode schedule, the rest on the prefill schedule (all of them, where a
+    mod reads b: see below).
 
     Every slot of a request's last page must hold finite values, written or
     not: on sm_90a the prefill schedule copies whole pages, and a masked
@@ -45,12 +73,24 @@ class PagedAttention:
     both are 1): float32 tensors of one value (kv_scales="tensor", the
     default) or one per KV head (kv_scales="head"); with "tensor", floats
     too (an allocation per call).
+
+    alibi adds the standard ALiBi biases. score_mod and mask_mod are as
+    attnc.attention's: FlexAttention's functions (traced once, here), q_idx
+    the query's position in its request's sequence, b its index in the
+    batch given to plan; or MLIR region text reading `captures`. The
+    tensors listed in `captures` and those the functions read (found here,
+    in their closures, globals and defaults) are the wrapper's `captures`,
+    passed at every run; run(captures=...) passes others of the same
+    dtypes and ranks instead (a new step's document ids). A mod that reads
+    b runs a step's requests in one launch, on the prefill schedule: the
+    decode schedule's launch would number its requests apart.
     """
 
     def __init__(self, num_qo_heads, num_kv_heads, head_dim, page_size,
                  kv_layout="NHD", dtype="bfloat16", causal=False,
                  window=None, sinks=0, softcap=None, scale=None,
-                 return_lse=False, kv_dtype=None, kv_scales=None):
+                 return_lse=False, kv_dtype=None, kv_scales=None,
+                 alibi=False, score_mod=None, mask_mod=None, captures=()):
         require(isinstance(kv_layout, str) and
                 kv_layout.lower() in PAGE_ORDERS and kv_layout.isupper(),
                 f"kv_layout must be "
@@ -70,13 +110,20 @@ class PagedAttention:
                 f"cache and None otherwise, got {kv_scales!r}")
         kv_fields = (dict(kv_dtype=IR_NAMES[kv_dtype],
                           kv_scales=kv_scales or "tensor") if fp8 else {})
+        regions, captures = region_fields(score_mod, mask_mod, captures)
+        self.captures = tuple(captures)
+        # What run checks of the captures passed instead of these.
+        self._capture_kinds = [(dtype_name(c), len(c.shape))
+                               for c in captures]
+        self._reads_batch = any(reads_batch(kind, regions[kind])
+                                for kind in ("score_mod", "mask_mod"))
         self._spec = dict(
             query_heads=as_int("num_qo_heads", num_qo_heads),
             kv_heads=as_int("num_kv_heads", num_kv_heads),
             head_dim=as_int("head_dim", head_dim), dtype=IR_NAMES[dtype],
             kv_layout="paged", page_size=as_int("page_size", page_size),
-            page_order=kv_layout.lower(), **kv_fields,
-            **modifier_fields(causal, window, sinks, softcap, scale, False,
+            page_order=kv_layout.lower(), **kv_fields, **regions,
+            **modifier_fields(causal, window, sinks, softcap, scale, alibi,
                               return_lse))
         # Verified now, so that a configuration the attn dialect refuses
         # (heads, their group, the page size) fails here, with its message.
@@ -132,8 +179,10 @@ class PagedAttention:
         # KV split across CTAs. Planned as prefill, each would take a whole
         # tile of query rows per head to walk its keys alone (2.8-3.7x the
         # time of the two launches in docs/PERFORMANCE.md's engine loop).
+        # Each launch numbers its requests from 0: where a mod reads b, the
+        # step is one launch, so that b is the request's index in the batch.
         decodes = batch if decode else 0
-        if not decode and qo[0] == 0:
+        if not decode and qo[0] == 0 and not self._reads_batch:
             while decodes < batch and q_lens[decodes] == 1:
                 decodes += 1
         import torch
@@ -212,11 +261,29 @@ class PagedAttention:
             scales.append(scale)
         return scales
 
+    def _captures(self, captures):
+        """The tensors run passes to the mods: the wrapper's, or `captures`
+        in their place, of the same dtypes and ranks (the kernel's
+        types)."""
+        if captures is None:
+            return self.captures
+        captures = as_sequence("captures", captures)
+        if len(captures) != len(self._capture_kinds):
+            raise ValueError(f"captures must replace the wrapper's "
+                             f"{len(self._capture_kinds)} captured "
+                             f"tensor(s), got {len(captures)}")
+        for i, (c, (dtype, rank)) in enumerate(zip(captures,
+                                                   self._capture_kinds)):
+            check_tensor(f"captures[{i}]", c, rank, (dtype,))
+        return captures
+
     def run(self, q, k_cache, v_cache, out=None, lse=None, k_scale=None,
-            v_scale=None):
+            v_scale=None, captures=None):
         """Runs on the current stream. Pass `out` (and `lse`) to keep run
         free of allocation, e.g. under CUDA-graph capture; fp8 scales are
-        then tensors (or None)."""
+        then tensors (or None). captures: None, the wrapper's `captures`;
+        or tensors to read in their place, one for each, of its dtype and
+        rank."""
         require(self._plan is not None, "call plan() before run()",
                 RuntimeError)
         check_tensor("q", q, 3, (self.dtype,))
@@ -257,9 +324,14 @@ class PagedAttention:
             require(lse is None, "lse given, but the wrapper was made "
                     "without return_lse")
         scales = self._scales(k_scale, v_scale, q.device)
+        captures = self._captures(captures)
+        buffers = list(scales) + list(captures)
         inputs = ([q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr()] +
-                  [s.data_ptr() for s in scales])
+                  [b.data_ptr() for b in buffers])
+        # Captures are read through their sizes; without any, none are
+        # passed (the decode step's common case).
+        sizes = [list(b.shape) for b in buffers] if captures else None
         stream = current_stream(q)
         for kernel, plan in self._parts:
-            kernel.run(plan, inputs, outputs, stream)
+            kernel.run(plan, inputs, outputs, stream, sizes)
         return (out, lse) if self.return_lse else out

@@ -53,6 +53,7 @@ FIELD_CHANGES = {
     "kv_scales": (dict(kv_dtype="f8E4M3FN"), dict(kv_scales="tensor")),
     "rope_dim": (dict(kv_heads=1, head_dim=576), dict(rope_dim=64)),
     "value_head_dim": ({}, dict(value_head_dim=32)),
+    "segments": ({}, dict(segments=True)),
 }
 
 

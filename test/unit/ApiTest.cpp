@@ -79,6 +79,40 @@ TEST(Api, SpecBecomesAVerifiedVariant) {
             std::string::npos);
 }
 
+TEST(Api, SegmentsAreDocumentIdsIndexedLikeTheirTokens) {
+  // examples/document_segments.mlir's operands: ids per token of a ragged
+  // batch, after k and v and before the scales; per [batch, seq] of a
+  // dense one.
+  VariantSpec spec = gqaCausal();
+  spec.segments = true;
+  spec.queryLayout = spec.kvLayout = TokenLayout::Ragged;
+  spec.kvDtype = DType::F8E4M3;
+  spec.kvScales = KVScales::PerTensor;
+  StatusOr<Variant> ragged = Variant::fromSpec(spec);
+  ASSERT_TRUE(ragged.ok()) << ragged.status().toString();
+  EXPECT_NE(ragged->mlir().find(
+                "%attnc_v: !attn.kv<?x8x128xf8E4M3FN, ragged>, "
+                "%attnc_q_segments: memref<?xi32>, %attnc_kv_segments: "
+                "memref<?xi32>, %attnc_k_scale: memref<1xf32>"),
+            std::string::npos)
+      << ragged->mlir();
+  EXPECT_NE(
+      ragged->mlir().find(" segments(%attnc_q_segments, %attnc_kv_segments : "
+                          "memref<?xi32>, memref<?xi32>) kv_scales("),
+      std::string::npos)
+      << ragged->mlir();
+
+  spec = gqaCausal();
+  spec.segments = true;
+  StatusOr<Variant> dense = Variant::fromSpec(spec);
+  ASSERT_TRUE(dense.ok()) << dense.status().toString();
+  EXPECT_NE(dense->mlir().find("segments(%attnc_q_segments, "
+                               "%attnc_kv_segments : memref<?x?xi32>, "
+                               "memref<?x?xi32>)"),
+            std::string::npos)
+      << dense->mlir();
+}
+
 TEST(Api, SpecErrorsAreValues) {
   VariantSpec spec = gqaCausal();
   spec.kvHeads = 5;
@@ -642,6 +676,7 @@ TEST(Api, EveryVariantFieldReachesTheIr) {
         },
         [](VariantSpec &s) { s.ropeDim = 64; }}},
       {"valueHeadDim", {none, [](VariantSpec &s) { s.valueHeadDim = 64; }}},
+      {"segments", {none, [](VariantSpec &s) { s.segments = true; }}},
   };
   std::vector<std::string> members;
 #define ATTNC_MEMBER_NAME(member) members.push_back(#member);

@@ -452,6 +452,8 @@ TEST(CApi, SpecEncodingIsChecked) {
        "alibi must be 0 or 1, got -1"},
       {"return_lse 7", [](attnc_variant_spec &s) { s.return_lse = 7; },
        "return_lse must be 0 or 1, got 7"},
+      {"segments 3", [](attnc_variant_spec &s) { s.segments = 3; },
+       "segments must be 0 or 1, got 3"},
       {"kv_scales 3",
        [](attnc_variant_spec &s) { s.kv_scales = attnc_kv_scales(3); },
        "unknown KV scales 3"},
@@ -643,6 +645,7 @@ TEST(CApi, EveryFieldReachesTheVariant) {
         [](attnc_variant_spec &s) { s.rope_dim = 64; }}},
       {"value_head_dim",
        {none, [](attnc_variant_spec &s) { s.value_head_dim = 32; }}},
+      {"segments", {none, [](attnc_variant_spec &s) { s.segments = 1; }}},
   };
   int count = 0;
   const attnc_field *fields =
