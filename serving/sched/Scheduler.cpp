@@ -70,12 +70,38 @@ Status checkConfig(const SchedulerConfig &config) {
   if (config.dfsWeightWindow < 0)
     return bad("DFS-weight window", "0 (the whole queue) or more",
                std::to_string(config.dfsWeightWindow));
+  if (config.speculativeTokens < 0 || config.speculativeTokens > INT32_MAX)
+    return bad("speculative tokens", "in [0 (off), 2147483647]",
+               std::to_string(config.speculativeTokens));
   return Status();
 }
 
 namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::string sequenceName(RequestId id, int32_t branch) {
+  return "request " + std::to_string(id) +
+         (branch ? " branch " + std::to_string(branch) : "");
+}
+
+/// The tokens a sampler's sample and the rows verified with it give its
+/// sequence: the accepted ones, up to the first stop among them.
+struct Verdict {
+  std::vector<Token> tokens;
+  bool stop = false;
+};
+
+Verdict verdictOf(const std::vector<Sample> &samples, size_t first,
+                  size_t rows) {
+  Verdict verdict;
+  for (size_t k = first; k < first + rows && !samples[k].rejected; ++k) {
+    verdict.tokens.push_back(samples[k].token);
+    if ((verdict.stop = samples[k].stop))
+      break;
+  }
+  return verdict;
+}
 
 } // namespace
 
@@ -791,9 +817,11 @@ Status Scheduler::growDecodes(StepStats &stats) {
   int64_t pageSize = pool_.pageSize();
   for (size_t i = 0; i < running_.size();) {
     RunningRequest &running = running_[i];
-    bool needsPage =
-        decodesNext(running) &&
-        running.fed >= static_cast<int64_t>(running.pages.size()) * pageSize;
+    // Its next token and its drafts.
+    int64_t feeds = 1 + static_cast<int64_t>(running.drafts.size());
+    bool needsPage = decodesNext(running) &&
+                     running.fed + feeds >
+                         static_cast<int64_t>(running.pages.size()) * pageSize;
     if (!needsPage) {
       ++i;
       continue;
@@ -805,8 +833,7 @@ Status Scheduler::growDecodes(StepStats &stats) {
       if (!page.ok())
         return page.status();
       running.pages.push_back(page->front());
-      ++i;
-      continue;
+      continue; // drafts may need more
     }
     // Nothing left to evict: the latest-admitted request of the lowest
     // priority goes back to the queue (vLLM's recompute preemption), this
@@ -1063,11 +1090,14 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
     batch.requests.push_back(running.request.id);
     batch.branches.push_back(running.branch);
     for (int64_t position = f.begin; position < f.begin + f.count; ++position) {
-      // Past what is committed: the pending sample of the step formed
-      // before this one (decodesNext feeds nothing further).
-      bool pending = position >= running.length();
-      batch.tokens.push_back(pending ? kPendingSampleToken
-                                     : running.tokenAt(position));
+      // Past what is committed: its drafts, or else the pending sample of
+      // the step formed before this one (decodesNext feeds nothing
+      // further).
+      int64_t past = position - running.length();
+      bool pending = past >= 0 && running.verifying.empty();
+      batch.tokens.push_back(pending    ? kPendingSampleToken
+                             : past < 0 ? running.tokenAt(position)
+                                        : running.verifying[size_t(past)]);
       batch.tokenFromSample.push_back(pending ? running.pendingSampler : -1);
       batch.positions.push_back(static_cast<int32_t>(position));
       batch.slotMapping.push_back(
@@ -1083,8 +1113,17 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
         static_cast<int32_t>(batch.pageTable.indices.size()));
     batch.pageTable.lastPageLen.push_back(
         static_cast<int32_t>(keys - (pages - 1) * pageSize));
+    // A verification samples every row: each the token where the next
+    // row's draft stands, the last the one after every draft.
+    int32_t drafts = static_cast<int32_t>(running.verifying.size());
+    batch.numDrafts.push_back(drafts);
+    for (int32_t row = drafts; row > 0; --row) {
+      batch.samplers.push_back(running.request.id);
+      batch.samplerBranches.push_back(running.branch);
+      batch.sampleRows.push_back(batch.qoIndptr.back() - 1 - row);
+    }
     // Everything known is fed: the pass yields the next token.
-    if (keys == running.known())
+    if (keys == running.known() + drafts)
       for (int32_t branch = 0; branch < running.request.n; ++branch) {
         batch.samplers.push_back(running.request.id);
         batch.samplerBranches.push_back(running.branch + branch);
@@ -1097,8 +1136,30 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
 bool Scheduler::decodesNext(const RunningRequest &running) const {
   int64_t produced =
       running.known() - static_cast<int64_t>(running.request.prompt.size());
+  // Drafts follow committed tokens only; a verification's outcome is
+  // unknown until its commit.
+  bool draftsWait = !running.drafts.empty() && running.pendingSamples > 0;
   return running.prefillDone() && running.fed == running.known() - 1 &&
-         running.request.n == 1 && produced < running.request.maxTokens;
+         running.request.n == 1 && produced < running.request.maxTokens &&
+         running.verifying.empty() && !draftsWait;
+}
+
+void Scheduler::clipDrafts() {
+  int64_t budget = config_.tokenBudget;
+  for (const RunningRequest &running : running_)
+    budget -= decodesNext(running);
+  for (RunningRequest &running : running_) {
+    if (running.drafts.empty() || !decodesNext(running))
+      continue;
+    // The verification yields up to one token more than its drafts.
+    int64_t produced =
+        running.length() - static_cast<int64_t>(running.request.prompt.size());
+    int64_t room = running.request.maxTokens - produced - 1;
+    int64_t fed = std::min({static_cast<int64_t>(running.drafts.size()), room,
+                            std::max<int64_t>(budget, 0)});
+    running.drafts.resize(size_t(fed));
+    budget -= fed;
+  }
 }
 
 StatusOr<StepStats> Scheduler::step() {
@@ -1120,6 +1181,7 @@ StatusOr<StepStats> Scheduler::step() {
       steps_ - waiting_.begin()->second.arrivalStep >= config_.agingSteps)
     admissionMayChange_ = true;
 
+  clipDrafts();
   if (Status status = growDecodes(stats); !status.ok())
     return status;
   if (Status status = preemptForPriority(stats); !status.ok())
@@ -1128,17 +1190,20 @@ StatusOr<StepStats> Scheduler::step() {
     admissionMayChange_ = true;
   // Requests whose prefill is done decode one token each: the last token
   // they sampled (or will have: a pending sample) goes in, at the position
-  // after their keys.
+  // after their keys, followed by their drafts, which the step verifies.
   for (size_t i = 0; i < running_.size(); ++i) {
     RunningRequest &running = running_[i];
     if (decodesNext(running)) {
-      fed.push_back({i, running.fed, 1});
-      ++running.fed;
-      ++stats.decodeTokens;
+      int64_t count = 1 + static_cast<int64_t>(running.drafts.size());
+      fed.push_back({i, running.fed, count});
+      running.fed += count;
+      stats.decodeTokens += count;
+      running.verifying = std::move(running.drafts);
+      running.drafts.clear();
     }
   }
   int64_t decodes = static_cast<int64_t>(fed.size());
-  int64_t budget = config_.tokenBudget - decodes;
+  int64_t budget = config_.tokenBudget - stats.decodeTokens;
   // Chunked prompts continue before new requests start.
   for (size_t i = 0; i < running_.size(); ++i) {
     RunningRequest &running = running_[i];
@@ -1186,21 +1251,64 @@ StatusOr<StepStats> Scheduler::step() {
   for (size_t k = 0; k < fed.size(); ++k) {
     RunningRequest &running = running_[fed[k].index];
     int64_t end = fed[k].begin + fed[k].count;
-    bool samples = end == running.known(); // as batchOf decided
+    int64_t drafts = k < size_t(decodes)
+                         ? static_cast<int64_t>(running.verifying.size())
+                         : 0;
+    bool samples = end == running.known() + drafts; // as batchOf decided
     formed.fed.push_back({{running.incarnation, running.branch},
                           end,
                           k >= size_t(decodes),
-                          samples});
+                          samples,
+                          drafts});
     if (!samples)
       continue;
     running.pendingSampler = static_cast<int32_t>(sampler);
     ++running.pendingSamples;
-    for (int32_t branch = 0; branch < running.request.n; ++branch, ++sampler)
+    for (int32_t row = 0; row < drafts; ++row, ++sampler)
       formed.samplers.push_back(
-          {running.request.id, running.branch + branch, running.incarnation});
+          {running.request.id, running.branch, running.incarnation,
+           row == 0 ? running.verifying : std::vector<Token>()});
+    for (int32_t branch = 0; branch < running.request.n; ++branch, ++sampler)
+      formed.samplers.push_back({running.request.id,
+                                 running.branch + branch,
+                                 running.incarnation,
+                                 {}});
   }
   uncommitted_.push_back(std::move(formed));
   return stats;
+}
+
+Status Scheduler::propose(RequestId id, int32_t branch,
+                          std::vector<Token> drafts) {
+  std::string name = sequenceName(id, branch);
+  // An unforked prompt of n > 1 runs as its branch 0, standing for all.
+  auto it = std::find_if(
+      running_.begin(), running_.end(), [&](const RunningRequest &running) {
+        return running.request.id == id && branch >= running.branch &&
+               branch < running.branch + running.request.n;
+      });
+  if (it == running_.end())
+    return Status::error(ErrorCode::NotFound,
+                         name + " is not running (queued, preempted, "
+                                "finished, aborted or never added)");
+  if (!it->decoding())
+    return Status::error(ErrorCode::InvalidArgument,
+                         name + " computes its prompt still: drafts follow its "
+                                "first committed sample");
+  if (static_cast<int64_t>(drafts.size()) > config_.speculativeTokens)
+    return Status::error(ErrorCode::InvalidArgument,
+                         name + " is given " + std::to_string(drafts.size()) +
+                             " drafts, a step verifies at most " +
+                             std::to_string(config_.speculativeTokens) +
+                             " (speculativeTokens)");
+  for (size_t i = 0; i < drafts.size(); ++i)
+    if (drafts[i] < 0)
+      return Status::error(ErrorCode::InvalidArgument,
+                           name + "'s draft " + std::to_string(i) +
+                               " is token " + std::to_string(drafts[i]) +
+                               ": tokens are not negative");
+  it->drafts = std::move(drafts);
+  return Status();
 }
 
 Status Scheduler::checkSampleCount(int64_t count) const {
@@ -1228,6 +1336,77 @@ std::vector<RunningRequest> Scheduler::branchesOf(RunningRequest parent) {
   return branches;
 }
 
+void markRejectedDrafts(const EngineBatch &batch,
+                        std::vector<Sample> &samples) {
+  if (samples.size() != batch.samplers.size() ||
+      batch.numDrafts.size() != batch.requests.size())
+    return; // commit refuses the count
+  size_t request = 0;
+  for (size_t k = 0; k < samples.size();) {
+    int32_t row = batch.sampleRows[k];
+    while (request + 1 < batch.qoIndptr.size() &&
+           batch.qoIndptr[request + 1] <= row)
+      ++request;
+    int32_t drafts = batch.numDrafts[request];
+    if (drafts == 0) {
+      ++k;
+      continue;
+    }
+    // Rows [row, row + drafts] verify the drafts at rows row + 1 on.
+    bool rejecting = false;
+    for (int32_t i = 0; i <= drafts; ++i) {
+      Sample &sample = samples[k + size_t(i)];
+      sample.rejected = rejecting;
+      rejecting = rejecting || sample.stop || i == drafts ||
+                  sample.token != batch.tokens[size_t(row + i + 1)];
+    }
+    k += size_t(drafts) + 1;
+  }
+}
+
+Status Scheduler::checkVerdicts(const FormedStep &step,
+                                const std::vector<Sample> &samples) {
+  auto bad = [&](size_t k, const std::string &what) {
+    return Status::error(ErrorCode::InvalidArgument,
+                         "sample " + std::to_string(k) + " " + what);
+  };
+  for (size_t k = 0; k < samples.size();) {
+    const std::vector<Token> &drafts = step.samplers[k].drafts;
+    std::string name = sequenceName(samples[k].request, samples[k].branch);
+    if (drafts.empty()) {
+      if (samples[k].rejected)
+        return bad(k, "rejects the token of " + name +
+                          ", whose row verifies no draft");
+      ++k;
+      continue;
+    }
+    if (samples[k].rejected)
+      return bad(k, "rejects the first token of " + name +
+                        "'s verification: the target's token after its "
+                        "last sample is always taken");
+    for (size_t i = 1; i <= drafts.size(); ++i) {
+      const Sample &before = samples[k + i - 1], &sample = samples[k + i];
+      if (sample.rejected)
+        continue;
+      if (before.rejected)
+        return bad(k + i, "accepts a token of " + name + " after sample " +
+                              std::to_string(k + i - 1) +
+                              " rejected one: the accepted samples are the "
+                              "first of a verification");
+      if (before.token != drafts[i - 1])
+        return bad(k + i - 1,
+                   "accepts token " + std::to_string(before.token) + " of " +
+                       name + " where the step fed draft " +
+                       std::to_string(drafts[i - 1]) + ", and sample " +
+                       std::to_string(k + i) +
+                       " is accepted after it: only the draft itself may be "
+                       "followed by another accepted token");
+    }
+    k += drafts.size() + 1;
+  }
+  return Status();
+}
+
 StatusOr<std::vector<RequestId>>
 Scheduler::commit(const std::vector<Sample> &samples) {
   // Checked first: every error below returns before anything changes.
@@ -1237,10 +1416,7 @@ Scheduler::commit(const std::vector<Sample> &samples) {
   if (uncommitted_.empty())
     return std::vector<RequestId>(); // no step, no samples: nothing to do
   const FormedStep &oldest = uncommitted_.front();
-  auto name = [](RequestId id, int32_t branch) {
-    return "request " + std::to_string(id) +
-           (branch ? " branch " + std::to_string(branch) : "");
-  };
+  auto name = sequenceName;
   for (size_t k = 0; k < samples.size(); ++k)
     if (samples[k].request != oldest.samplers[k].request ||
         samples[k].branch != oldest.samplers[k].branch)
@@ -1250,6 +1426,8 @@ Scheduler::commit(const std::vector<Sample> &samples) {
               name(samples[k].request, samples[k].branch) +
               ", the step's sampler " + std::to_string(k) + " is " +
               name(oldest.samplers[k].request, oldest.samplers[k].branch));
+  if (Status status = checkVerdicts(oldest, samples); !status.ok())
+    return status;
   auto keyOf = [](const RunningRequest &running) {
     return SequenceKey{running.incarnation, running.branch};
   };
@@ -1300,6 +1478,23 @@ Scheduler::commit(const std::vector<Sample> &samples) {
   }
   FormedStep step = std::move(uncommitted_.front());
   uncommitted_.pop_front();
+  // Each sequence's tokens from this step: one sample, or a verification's
+  // accepted samples (the first rows of its group).
+  struct Group {
+    size_t first, rows;
+  };
+  std::vector<Group> groups;
+  std::map<SequenceKey, int64_t> accepted;
+  for (size_t k = 0; k < samples.size();) {
+    size_t rows = 1 + step.samplers[k].drafts.size();
+    int64_t taken = 0;
+    while (taken < int64_t(rows) && !samples[k + size_t(taken)].rejected)
+      ++taken;
+    groups.push_back({k, rows});
+    if (rows > 1)
+      accepted[samplerKey(step, k)] = taken;
+    k += rows;
+  }
   // The engine's own caches get them before the next step formed runs.
   pendingCopies_.insert(pendingCopies_.end(), copies.begin(), copies.end());
   // The step ran: what it fed is computed, and the prompt chunks enter the
@@ -1314,6 +1509,25 @@ Scheduler::commit(const std::vector<Sample> &samples) {
     running.computed = f.end;
     if (f.samples)
       --running.pendingSamples;
+    if (f.drafts > 0) {
+      // The KV of the rejected drafts is dropped: what is computed ends
+      // before the last accepted token, which the next step feeds, and the
+      // pages past it return (checkHolds found them in use).
+      running.computed = f.end - f.drafts + accepted.at(f.sequence) - 1;
+      running.fed = running.computed;
+      running.verifying.clear();
+      size_t kept = std::max(
+          running.ownedFrom,
+          static_cast<size_t>(ceilDiv(running.computed, pool_.pageSize())));
+      if (kept < running.pages.size()) {
+        if (Status status = pool_.release(std::vector<PageId>(
+                running.pages.begin() + static_cast<ptrdiff_t>(kept),
+                running.pages.end()));
+            !status.ok())
+          return status;
+        running.pages.resize(kept);
+      }
+    }
     if (!f.prefill)
       continue;
     if (Status status = cacheComputed(running, f.end); !status.ok())
@@ -1349,21 +1563,34 @@ Scheduler::commit(const std::vector<Sample> &samples) {
     }
     admissionMayChange_ = true;
   };
-  for (size_t k = 0; k < samples.size(); ++k) {
-    const Sample &sample = samples[k];
-    auto it = index.find(samplerKey(step, k));
+  for (const Group &group : groups) {
+    Verdict verdict = verdictOf(samples, group.first, group.rows);
+    RequestId id = samples[group.first].request;
+    SequenceKey key = samplerKey(step, group.first);
+    // Appends the verdict's tokens to `sequence` up to its stop or its
+    // max_tokens, calling `appended` after each; whether it ends there.
+    auto append = [&](RunningRequest &sequence, auto &&appended) {
+      for (size_t t = 0; t < verdict.tokens.size(); ++t) {
+        sequence.output.push_back(verdict.tokens[t]);
+        appended(verdict.tokens[t]);
+        if (static_cast<int64_t>(sequence.output.size()) >=
+                sequence.request.maxTokens ||
+            (verdict.stop && t + 1 == verdict.tokens.size()))
+          return true;
+      }
+      return false;
+    };
+    auto it = index.find(key);
     if (it == index.end()) {
-      auto out = outOfPool.find(samplerKey(step, k));
+      auto out = outOfPool.find(key);
       if (out == outOfPool.end())
         continue; // aborted, or stopped by an earlier sample, since the step
       // Its KV up to this sample is in the cache as far as eviction left
       // it: the rest, and its next token, are computed again from there.
       RunningRequest branch = std::move(out->second);
       outOfPool.erase(out);
-      branch.output.push_back(sample.token);
-      if (sample.stop || static_cast<int64_t>(branch.output.size()) >=
-                             branch.request.maxTokens) {
-        branchFinished(sample.request);
+      if (append(branch, [](Token) {})) {
+        branchFinished(id);
         continue;
       }
       Arrival arrival = branch.arrival + uint64_t(branch.branch);
@@ -1371,21 +1598,27 @@ Scheduler::commit(const std::vector<Sample> &samples) {
       continue;
     }
     RunningRequest &running = running_[it->second];
-    running.output.push_back(sample.token);
-    // A page of output completed: its KV may be waited for from now on.
-    int64_t length = running.length();
-    if (length % pageSize == 0 &&
-        static_cast<int64_t>(running.hashes.size()) < length / pageSize) {
-      std::vector<Token> page;
-      for (int64_t p = length - pageSize; p < length; ++p)
-        page.push_back(running.tokenAt(p));
-      uint64_t hash =
-          continuePrefixHash(running.frontier(), page.data(), pageSize);
-      running.hashes.push_back(hash);
-      inFlight_.insert(hash);
-    }
-    if (sample.stop || static_cast<int64_t>(running.output.size()) >=
-                           running.request.maxTokens) {
+    bool ends = append(running, [&](Token token) {
+      // Drafts proposed before this sample was known hold as far as it
+      // agrees with them.
+      if (!running.drafts.empty() && running.drafts.front() == token)
+        running.drafts.erase(running.drafts.begin());
+      else
+        running.drafts.clear();
+      // A page of output completed: its KV may be waited for from now on.
+      int64_t length = running.length();
+      if (length % pageSize == 0 &&
+          static_cast<int64_t>(running.hashes.size()) < length / pageSize) {
+        std::vector<Token> page;
+        for (int64_t p = length - pageSize; p < length; ++p)
+          page.push_back(running.tokenAt(p));
+        uint64_t hash =
+            continuePrefixHash(running.frontier(), page.data(), pageSize);
+        running.hashes.push_back(hash);
+        inFlight_.insert(hash);
+      }
+    });
+    if (ends) {
       // The last sampled token's KV does not exist, or is being written by
       // a step formed since (wasted: its sample will be ignored) into a
       // page released here, which only steps formed later, running after
@@ -1394,7 +1627,7 @@ Scheduler::commit(const std::vector<Sample> &samples) {
       if (Status status = retire(running, running.length() - 1); !status.ok())
         return status;
       done[it->second] = true;
-      branchFinished(sample.request);
+      branchFinished(id);
     }
   }
   // None by construction (every parked sequence is sampled by the oldest

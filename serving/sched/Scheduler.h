@@ -67,6 +67,28 @@
 // The synchronous loop (step, commit, step, ...) is the special case with
 // nothing pending: it behaves as it always has.
 //
+// Speculative decoding (SchedulerConfig::speculativeTokens > 0; vLLM's
+// spec_token_ids, SGLang's EAGLE verify): the engine proposes a decoding
+// request's next tokens (propose: a chain of drafts continuing its
+// committed sequence, from a draft model, n-grams, ...), and the next step
+// feeds that request its last sample and its d drafts at consecutive
+// positions, with pages for all of them (allocated, evicting and
+// preempting, as a decode's page is; the token budget counts the drafts,
+// and drops those it has no room for, as max_tokens does those that could
+// only overshoot it), every one of the d + 1 rows a sampler: the
+// verification rows (EngineBatch::numDrafts). Its commit takes the
+// engine's verdict (Sample::rejected, markRejectedDrafts for greedy
+// verification): 1 to d + 1 tokens, the drafts the target agreed with and
+// the target's own token after them; the KV of the rejected drafts is
+// dropped: the sequence's computed length goes back to its accepted
+// tokens and the pages only rejected drafts wrote return to the pool. Only
+// accepted tokens are output, hashed or cached; a stop among them ends the
+// request there, and none goes past max_tokens. Overlap: a request is not fed
+// drafts while a sample of it is pending, nor fed at all while its verification
+// is: a step formed over an uncommitted one skips it (the drafts wait for the
+// commit, which checks them against the sample it brings), so a
+// speculating request runs every other step of the overlapped loop.
+//
 // Pages are released while steps that read or write them may still be
 // running (a finished request's, one preempted or aborted): that is safe
 // because a page released goes only to steps formed after, which the
@@ -170,13 +192,17 @@ struct SchedulerConfig {
   /// it. (A window of 4096 on 10k offline requests of sim_scale.py took
   /// 3.4x the steps of the whole queue's order: a cap, not a free lunch.)
   int64_t dfsWeightWindow = 0;
+  /// Drafts a decoding request may be given per step (propose) for the
+  /// step to verify (speculative decoding, the header comment). 0 (the
+  /// default): off.
+  int64_t speculativeTokens = 0;
 };
 
 /// InvalidArgument naming the first field out of range: a token budget or
 /// running cap below 1, a share threshold outside [1, 2^31), negative aging
 /// steps, ratios outside [0, 1] or a minimum above the initial ratio, a
 /// negative decay, a clip of max_tokens below 1, a negative DFS-weight
-/// window.
+/// window, speculative tokens outside [0, 2^31).
 Status checkConfig(const SchedulerConfig &config);
 
 /// One scheduled request as the attention kernels see it.
@@ -211,6 +237,13 @@ struct RunningRequest {
   /// The index of its sample among the samplers of the step formed last,
   /// while that sample is pending: where a decode fed with it reads it.
   int32_t pendingSampler = -1;
+  /// Drafts of the tokens after its committed sequence (propose), to be
+  /// fed and verified by its next step: consumed by the commits of its
+  /// samples as far as they agree with them.
+  std::vector<Token> drafts;
+  /// The drafts fed by the uncommitted step that verifies them, after its
+  /// last sample: it is fed nothing more until that step's commit.
+  std::vector<Token> verifying;
   /// Whether its prefill computes again what a preemption dropped.
   bool recomputing = false;
   /// When the request was admitted: preemption takes the latest first.
@@ -248,6 +281,9 @@ struct RunningRequest {
   /// prefix before the first).
   uint64_t frontier() const;
   bool prefillDone() const { return fed >= prefillEnd; }
+  /// Its prompt (and what a preemption recomputes) is committed: what it
+  /// samples next follows a committed token, drafts may follow it.
+  bool decoding() const { return request.n == 1 && computed >= prefillEnd; }
 };
 
 /// The token of a row whose token is a sample not committed yet
@@ -297,10 +333,18 @@ struct EngineBatch {
   /// each prompt whose last chunk this is), in batch order, and the row of
   /// `tokens` whose logits they sample from: what Scheduler::commit takes.
   /// The pass that completes the prompt of a request with n > 1 samples
-  /// its n branches from the same row.
+  /// its n branches from the same row. A request fed drafts samples every
+  /// row it is fed, in order (its verification rows).
   std::vector<RequestId> samplers;
   std::vector<int32_t> samplerBranches;
   std::vector<int32_t> sampleRows;
+  /// Per request (batch order): how many of its rows, its last, are drafts
+  /// (speculative decoding; 0 for everything else). Such a request is a
+  /// decode, fed its last sample and then its drafts at the positions
+  /// after it, causally, as a prompt chunk is: each row's sample is the
+  /// target's token where the next row's draft stands (the last row's,
+  /// the token after every draft).
+  std::vector<int32_t> numDrafts;
   /// Copies of whole pages, in order, to apply in every layer before this
   /// step's writes (vLLM's blocks_to_copy). A copy may name a page freed
   /// since it was decided (its branch aborted or preempted): copying into
@@ -325,7 +369,21 @@ struct Sample {
   /// The engine stops the request here (end of sequence, a stop string);
   /// it stops at its max_tokens regardless.
   bool stop = false;
+  /// For a verification row (EngineBatch::numDrafts): the engine's
+  /// verification did not take this token. A request's accepted samples
+  /// are its first one or more, each but the last equal to the draft the
+  /// row after it fed (the last is the target's correction or bonus
+  /// token); false for every other sampler.
+  bool rejected = false;
 };
+
+/// Greedy verification: in each of `batch`'s verifications, rejects the
+/// samples after the first whose token differs from the draft the next
+/// row fed (the target's own token there is taken, the rest are not). An
+/// engine that samples the target's tokens greedily (or with a seed shared
+/// with the drafter) needs nothing else; one doing rejection sampling sets
+/// Sample::rejected itself. `samples` are one per sampler, in order.
+void markRejectedDrafts(const EngineBatch &batch, std::vector<Sample> &samples);
 
 struct StepStats {
   int64_t prefillTokens = 0;
@@ -405,6 +463,17 @@ public:
   /// of forks, go into pages the step reserved, before anything changes.
   StatusOr<std::vector<RequestId>> commit(const std::vector<Sample> &samples);
 
+  /// Gives the running sequence (`id`, `branch`) the drafts of its next
+  /// tokens, after its committed ones, replacing any it had (an empty list
+  /// withdraws them). The first step that may feed it feeds them for
+  /// verification (speculative decoding, the header comment); the commit of a
+  /// sample of it from a step formed before keeps them only as far as they
+  /// agree with it. NotFound when no such sequence runs (never added, queued,
+  /// preempted, finished, aborted); InvalidArgument when it computes its prompt
+  /// still (drafts follow its first committed sample), for more drafts than
+  /// SchedulerConfig::speculativeTokens (0: off) or a negative token.
+  Status propose(RequestId id, int32_t branch, std::vector<Token> drafts);
+
   /// InvalidArgument unless `count` is the number of samples the oldest
   /// uncommitted step awaits: what commit checks first, callable before
   /// the samples are copied (the C API's).
@@ -481,11 +550,16 @@ private:
       RequestId request;
       int32_t branch;
       uint64_t incarnation;
+      /// On the first of a sequence's verification rows, the drafts they
+      /// verify (the next drafts.size() samplers are its other rows).
+      std::vector<Token> drafts;
     };
     struct Fed {
       SequenceKey sequence;
       int64_t end;
       bool prefill, samples;
+      /// Drafts among the tokens fed, the last of them.
+      int64_t drafts = 0;
     };
     std::vector<Sampler> samplers;
     std::vector<Fed> fed;
@@ -547,6 +621,14 @@ private:
   /// in use and its prefix is locked. Commit checks every request it
   /// touches before changing anything.
   Status checkHolds(const RunningRequest &running) const;
+  /// Checks the engine's verdict on every verification of `step`
+  /// (Sample::rejected), and that no other sample is rejected.
+  static Status checkVerdicts(const FormedStep &step,
+                              const std::vector<Sample> &samples);
+  /// Clips the drafts of the sequences that decode this step to what their
+  /// max_tokens leaves room for and to the token budget the plain decodes
+  /// leave.
+  void clipDrafts();
   /// Reserves the copies of the partial prompt page for the branches of
   /// every request of n > 1 whose prompt this step completes.
   Status reserveForkPages(const std::vector<Fed> &fed);

@@ -34,24 +34,6 @@ namespace {
 
 using SequenceId = std::pair<RequestId, int32_t>;
 
-/// The stand-in model's end of sequence: about one token in 19.
-bool isStop(Token token) { return token % 19 == 0; }
-
-/// What a branch of a prompt generates alone, from scratch: its output up
-/// to its stop or max_tokens.
-std::vector<Token> generateAlone(std::vector<Token> sequence, int32_t branch,
-                                 int64_t maxTokens, int64_t layers) {
-  std::vector<Token> output;
-  while (int64_t(output.size()) < maxTokens) {
-    Token token = sampleToken(recompute(sequence, layers).top.back(), branch);
-    output.push_back(token);
-    sequence.push_back(token);
-    if (isStop(token))
-      break;
-  }
-  return output;
-}
-
 struct Arrival {
   Request request;
   /// The step it arrives before.

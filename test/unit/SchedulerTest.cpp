@@ -981,6 +981,13 @@ TEST(Scheduler, ChecksItsConfiguration) {
   EXPECT_EQ(message([](SchedulerConfig &c) { c.dfsWeightWindow = -1; }),
             "scheduler DFS-weight window must be 0 (the whole queue) or "
             "more, got -1");
+  EXPECT_EQ(message([](SchedulerConfig &c) { c.speculativeTokens = -1; }),
+            "scheduler speculative tokens must be in [0 (off), 2147483647], "
+            "got -1");
+  EXPECT_EQ(
+      message([](SchedulerConfig &c) { c.speculativeTokens = INT64_MAX; }),
+      "scheduler speculative tokens must be in [0 (off), 2147483647], got "
+      "9223372036854775807");
 }
 
 namespace {

@@ -114,6 +114,25 @@ inline Reference recompute(const std::vector<Token> &tokens, int64_t layers) {
   return ref;
 }
 
+/// The stand-in model's end of sequence: about one token in 19.
+inline bool isStop(Token token) { return token % 19 == 0; }
+
+/// What a branch of a prompt generates alone, from scratch: its output up
+/// to its stop or max_tokens.
+inline std::vector<Token> generateAlone(std::vector<Token> sequence,
+                                        int32_t branch, int64_t maxTokens,
+                                        int64_t layers) {
+  std::vector<Token> output;
+  while (int64_t(output.size()) < maxTokens) {
+    Token token = sampleToken(recompute(sequence, layers).top.back(), branch);
+    output.push_back(token);
+    sequence.push_back(token);
+    if (isStop(token))
+      break;
+  }
+  return output;
+}
+
 /// Where the engine keeps each layer's keys and values.
 class Caches {
 public:
