@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ServingHarness.h"
 #include "StandInEngine.h"
 #include "TestPools.h"
 #include "sched/Scheduler.h"
@@ -32,73 +33,10 @@ using namespace attnc::standin;
 
 namespace {
 
-using SequenceId = std::pair<RequestId, int32_t>;
-
-struct Arrival {
-  Request request;
-  /// The step it arrives before.
-  int64_t step = 0;
-  /// After this many output tokens of its branch 0, the engine aborts it
-  /// (0: never).
-  int64_t abortAfter = 0;
-};
-
-struct Workload {
-  std::vector<Arrival> arrivals;
-  /// Every sequence's output as the loop must give it.
-  std::map<SequenceId, std::vector<Token>> expected;
-  int64_t layers = 2;
-};
-
-/// 32 requests: a quarter of them private prompts, the rest behind a
-/// shared system prompt with a partial last page, some following up on an
-/// earlier request's prompt and answer; 1..3 samples, max_tokens 4..16,
-/// priorities of -1..1, some aborted part way.
+/// 32 requests, a quarter of them following up on an earlier request's
+/// prompt and answer; 1..3 samples, max_tokens 4..16.
 Workload makeWorkload(uint32_t seed, int64_t layers) {
-  Workload w;
-  w.layers = layers;
-  std::mt19937 rng(seed);
-  std::vector<Token> system;
-  for (Token t = 1; t <= 9; ++t)
-    system.push_back(t);
-  std::vector<RequestId> quotable;
-  for (RequestId id = 0; id < 32; ++id) {
-    Arrival a;
-    Request &request = a.request;
-    request.id = id;
-    int kind = int(rng() % 4);
-    if (kind != 0)
-      request.prompt = system;
-    if (kind == 3 && !quotable.empty()) { // quotes an earlier conversation
-      const Arrival &quoted =
-          w.arrivals[size_t(quotable[rng() % quotable.size()])];
-      request.prompt = quoted.request.prompt;
-      const std::vector<Token> &answer = w.expected.at({quoted.request.id, 0});
-      request.prompt.insert(request.prompt.end(), answer.begin(), answer.end());
-    }
-    int own = 1 + int(rng() % 14);
-    for (int i = 0; i < own; ++i)
-      request.prompt.push_back(Token(60000 + 1000 * id + i));
-    request.maxTokens = 4 + int64_t(rng() % 13);
-    request.n = kind == 3 ? 1 : int32_t(1 + rng() % 3);
-    // Some outrank others: preempted for a higher priority's pages.
-    if (rng() % 3 == 0)
-      request.priority = int32_t(rng() % 3) - 1;
-    a.step = id < 8 ? 0 : (id - 8) * 2 + int64_t(rng() % 2);
-    if (request.n == 1 && rng() % 4 == 0)
-      a.abortAfter = 1 + int64_t(rng() % 6);
-    for (int32_t branch = 0; branch < request.n; ++branch) {
-      std::vector<Token> output =
-          generateAlone(request.prompt, branch, request.maxTokens, layers);
-      if (a.abortAfter > 0 && a.abortAfter < int64_t(output.size()))
-        output.resize(size_t(a.abortAfter));
-      w.expected[{id, branch}] = output;
-    }
-    if (kind != 3) // (a quote of a quote would outgrow the pool)
-      quotable.push_back(id);
-    w.arrivals.push_back(a);
-  }
-  return w;
+  return standin::makeWorkload(seed, layers, WorkloadShape());
 }
 
 struct ServeOptions {
@@ -123,13 +61,9 @@ struct ServeOptions {
   bool applyTransfers = true;
 };
 
-struct Served {
-  std::map<SequenceId, std::vector<Token>> outputs;
-  std::set<RequestId> finished, aborted, abortedAtRandom;
-  int64_t steps = 0, rowsFromSamples = 0, wastedSamples = 0,
-          preemptedInFlight = 0, abortedInBothSteps = 0, copies = 0,
-          offloads = 0, loads = 0;
-  SchedulerTotals totals;
+struct Served : ServedOutputs {
+  int64_t rowsFromSamples = 0, wastedSamples = 0, preemptedInFlight = 0,
+          abortedInBothSteps = 0, copies = 0, offloads = 0, loads = 0;
 };
 
 /// Serves `w` through the scheduler and the stand-in engine, the
@@ -161,50 +95,32 @@ Served serve(const Workload &w, const ServeOptions &options) {
     owned = std::make_unique<RadixCache>(*pool);
   }
   RadixCache &cache = *owned;
-  SchedulerConfig config;
+  // Prompts of up to 23 tokens come in chunks.
+  SchedulerConfig config = preemptingConfig(/*tokenBudget=*/10);
   config.policy = options.policy;
-  config.tokenBudget = 10; // prompts of up to 23 tokens come in chunks
-  config.maxRunning = 6;
-  config.initialNewTokenRatio = config.minNewTokenRatio = 0.1; // preempts
   Scheduler scheduler(config, *pool, cache);
-  std::unique_ptr<Caches> caches;
-  if (options.ownCaches)
-    caches = std::make_unique<OwnCaches>(w.layers, pages, options.hostPages);
-  else
-    caches = std::make_unique<PoolCaches>(*pool);
+  std::unique_ptr<Caches> caches =
+      makeCaches(options.ownCaches, *pool, w.layers, pages, options.hostPages);
   std::mt19937 rng(options.seed);
-  std::map<RequestId, const Arrival *> byId;
-  for (const Arrival &a : w.arrivals)
-    byId[a.request.id] = &a;
+  std::map<RequestId, const Arrival *> byId = arrivalsById(w);
+  EngineLoop loop;
+  loop.overlap = options.overlap;
 
-  /// A step formed, and once run, its samples.
-  struct Launched {
-    StepStats stats;
-    std::vector<Sample> samples;
-    bool ran = false;
-  };
-  auto run = [&](Launched &launched) {
+  loop.run = [&](Launched &launched) {
     const EngineBatch &batch = launched.stats.batch;
     if (options.ownCaches)
       caches->copy(batch.pageCopies);
     if (options.ownCaches && options.applyTransfers)
       caches->transfer(batch.pageTransfers);
-    std::vector<Row> top = forward(*caches, batch, w.layers);
-    for (size_t k = 0; k < batch.samplers.size(); ++k) {
-      Token token = sampleToken(top[size_t(batch.sampleRows[k])],
-                                batch.samplerBranches[k]);
-      launched.samples.push_back(
-          {batch.samplers[k], batch.samplerBranches[k], token, isStop(token)});
-    }
-    launched.ran = true;
+    launched.samples = sampleTop(batch, forward(*caches, batch, w.layers));
   };
   // The engine's own record of every sequence's output: every sample but
   // those of requests it aborted and those after a stop it reported (a
   // step formed before the stop was committed feeds one more token).
-  std::set<SequenceId> stopped, full;
+  std::set<RequestBranch> stopped, full;
   auto accept = [&](const std::vector<Sample> &samples) {
     for (const Sample &sample : samples) {
-      SequenceId id{sample.request, sample.branch};
+      RequestBranch id{sample.request, sample.branch};
       if (served.aborted.count(sample.request))
         continue;
       if (stopped.count(id)) {
@@ -222,13 +138,12 @@ Served serve(const Workload &w, const ServeOptions &options) {
         full.insert(id);
     }
   };
-  size_t next = 0; // arrivals queued so far
   auto abort = [&](RequestId id, bool atRandom) {
     Status status = scheduler.abort(id);
     EXPECT_TRUE(status.ok()) << status.toString();
     served.aborted.insert(id);
     if (atRandom)
-      served.abortedAtRandom.insert(id);
+      served.cutShort.insert(id);
   };
   auto randomAbort = [&] {
     if (!options.randomAborts || rng() % 23 != 0 || scheduler.running().empty())
@@ -244,147 +159,66 @@ Served serve(const Workload &w, const ServeOptions &options) {
     ASSERT_TRUE(finished.ok()) << finished.status().toString();
     accept(launched.samples);
     served.finished.insert(finished->begin(), finished->end());
-    // What the scheduler holds of every running sequence is what the
-    // engine has: no sample lost, none taken twice.
-    for (const RunningRequest &running : scheduler.running())
-      if (running.request.n == 1)
-        EXPECT_EQ(
-            running.output,
-            served.outputs[SequenceId(running.request.id, running.branch)])
-            << "request " << running.request.id << " branch " << running.branch;
+    expectSchedulerHoldsTheOutputs(scheduler, served);
     // The aborts the workload asks for, at the same output in both loops
     // (running, queued or preempted).
-    for (size_t i = 0; i < next; ++i) {
+    for (size_t i = 0; i < loop.queued; ++i) {
       const Arrival &a = w.arrivals[i];
       RequestId id = a.request.id;
       if (a.abortAfter > 0 && !served.aborted.count(id) &&
           !served.finished.count(id) &&
-          int64_t(served.outputs[SequenceId(id, 0)].size()) >= a.abortAfter)
+          int64_t(served.outputs[RequestBranch(id, 0)].size()) >= a.abortAfter)
         abort(id, /*atRandom=*/false);
     }
   };
+  loop.commit = [&](Launched &launched) {
+    commit(launched);
+    (void)randomAbort();
+  };
 
-  std::optional<Launched> inFlight;
-  for (int64_t step = 0;; ++step) {
-    for (; next < w.arrivals.size() && w.arrivals[next].step <= step; ++next) {
-      Status added = scheduler.add(w.arrivals[next].request);
-      EXPECT_TRUE(added.ok()) << added.toString();
-    }
-    bool drained = next == w.arrivals.size() && scheduler.idle();
-    if (drained && !inFlight)
-      break;
-    if (++served.steps > 3000) {
-      ADD_FAILURE() << "the scheduler stalled";
-      break;
-    }
-    std::optional<Launched> formed;
-    if (!drained) {
-      StatusOr<StepStats> stats = scheduler.step();
-      if (!stats.ok()) {
-        ADD_FAILURE() << stats.status().toString();
-        break;
-      }
-      formed = Launched{std::move(*stats), {}, false};
-      served.copies += int64_t(formed->stats.batch.pageCopies.size());
-      for (const PageTransfer &t : formed->stats.batch.pageTransfers)
+  loop.formStep = [&] {
+    StatusOr<StepStats> stats = scheduler.step();
+    if (stats.ok()) {
+      served.copies += int64_t(stats->batch.pageCopies.size());
+      for (const PageTransfer &t : stats->batch.pageTransfers)
         ++(t.direction == TransferDirection::Load ? served.loads
                                                   : served.offloads);
     }
-    if (!options.overlap) {
-      run(*formed);
-      commit(*formed);
-      (void)randomAbort();
-      continue;
+    return stats;
+  };
+  loop.formedOverInFlight = [&](const Launched &formed,
+                                const Launched &inFlight) {
+    std::set<RequestId> sampled(inFlight.stats.batch.samplers.begin(),
+                                inFlight.stats.batch.samplers.end());
+    for (RequestId id : formed.stats.preempted)
+      served.preemptedInFlight += sampled.count(id);
+    // Aborted between the step formed and the commit of the one before: in
+    // both steps, possibly.
+    if (std::optional<RequestId> victim = randomAbort()) {
+      const auto &requests = formed.stats.batch.requests;
+      served.abortedInBothSteps +=
+          sampled.count(*victim) && std::find(requests.begin(), requests.end(),
+                                              *victim) != requests.end();
     }
-    if (formed && inFlight) {
-      std::set<RequestId> sampled(inFlight->stats.batch.samplers.begin(),
-                                  inFlight->stats.batch.samplers.end());
-      for (RequestId id : formed->stats.preempted)
-        served.preemptedInFlight += sampled.count(id);
-      // Aborted between the step formed and the commit of the one before:
-      // in both steps, possibly.
-      if (std::optional<RequestId> victim = randomAbort()) {
-        const auto &requests = formed->stats.batch.requests;
-        served.abortedInBothSteps += sampled.count(*victim) &&
-                                     std::find(requests.begin(), requests.end(),
-                                               *victim) != requests.end();
-      }
-    }
-    if (inFlight) {
-      if (!inFlight->ran)
-        run(*inFlight); // waited for
-      commit(*inFlight);
-      (void)randomAbort();
-    }
-    if (formed) {
-      // The tokens of the decodes fed the samples just committed.
-      EngineBatch &batch = formed->stats.batch;
-      for (size_t row = 0; row < batch.tokens.size(); ++row) {
-        int32_t k = batch.tokenFromSample[row];
-        if (k < 0)
-          continue;
-        ++served.rowsFromSamples;
-        EXPECT_EQ(batch.tokens[row], kPendingSampleToken);
-        if (!inFlight || size_t(k) >= inFlight->samples.size()) {
-          ADD_FAILURE() << "row " << row << " reads sample " << k
-                        << ", which no step before it has";
-          continue;
-        }
-        size_t r = size_t(std::upper_bound(batch.qoIndptr.begin(),
-                                           batch.qoIndptr.end(), int32_t(row)) -
-                          batch.qoIndptr.begin() - 1);
-        const Sample &sample = inFlight->samples[size_t(k)];
-        EXPECT_EQ(SequenceId(sample.request, sample.branch),
-                  SequenceId(batch.requests[r], batch.branches[r]))
-            << "row " << row << " reads another sequence's sample";
-        if (options.fillPendingTokens)
-          batch.tokens[row] = sample.token;
-      }
-      // A tier over a host pool moves pages at once, as a step is formed:
-      // a load there would overwrite a page a step launched before still
-      // writes, had it not run (Scheduler.h's header).
-      bool hostPoolTier = tier && !options.ownCaches;
-      if (rng() % 2 || hostPoolTier)
-        run(*formed); // as soon as launched
-    }
-    inFlight = std::move(formed);
-  }
-  // Nothing leaks: every page in use is the cache's, nothing is locked.
-  EXPECT_TRUE(scheduler.idle());
-  EXPECT_EQ(scheduler.numUncommittedSteps(), 0u);
-  EXPECT_EQ(pool->numUsedPages() * pool->pageSize(), cache.totalSize())
-      << "pages leaked";
-  EXPECT_EQ(cache.protectedSize(), 0) << "a prefix stayed locked";
-  if (tier) {
-    EXPECT_EQ(tier->numUsedPages() * pool->pageSize(), cache.hostSize())
-        << "host pages leaked";
-    EXPECT_TRUE(tier->checkInvariants().ok());
-  }
-  EXPECT_TRUE(pool->checkInvariants().ok());
-  EXPECT_TRUE(cache.checkInvariants().ok());
-  EXPECT_EQ(served.finished.size() + served.aborted.size(), w.arrivals.size())
-      << "a request was lost";
+  };
+  loop.feedPending = [&](EngineBatch &batch, size_t row, const Sample &sample) {
+    ++served.rowsFromSamples;
+    EXPECT_EQ(batch.tokens[row], kPendingSampleToken);
+    size_t r = requestOfRow(batch, row);
+    EXPECT_EQ(RequestBranch(sample.request, sample.branch),
+              RequestBranch(batch.requests[r], batch.branches[r]))
+        << "row " << row << " reads another sequence's sample";
+    if (options.fillPendingTokens)
+      batch.tokens[row] = sample.token;
+  };
+  // A tier over a host pool moves pages at once, as a step is formed: a
+  // load there would overwrite a page a step launched before still writes,
+  // had it not run (Scheduler.h's header).
+  loop.alwaysRunAtOnce = tier && !options.ownCaches;
+  loop.serve(w, scheduler, rng, served);
+  expectServedCleanly(w, served, scheduler, *pool, cache, tier.get());
   served.totals = scheduler.totals();
   return served;
-}
-
-/// Every sequence's output is what it generates alone (a prefix of it when
-/// aborted at random).
-void expectExpectedOutputs(const Workload &w, const Served &served) {
-  for (const auto &[id, expected] : w.expected) {
-    auto it = served.outputs.find(id);
-    std::vector<Token> output =
-        it == served.outputs.end() ? std::vector<Token>() : it->second;
-    if (served.abortedAtRandom.count(id.first)) {
-      EXPECT_LE(output.size(), expected.size());
-      output.resize(std::min(output.size(), expected.size()));
-      EXPECT_TRUE(std::equal(output.begin(), output.end(), expected.begin()))
-          << "request " << id.first << " branch " << id.second;
-      continue;
-    }
-    EXPECT_EQ(output, expected)
-        << "request " << id.first << " branch " << id.second;
-  }
 }
 
 } // namespace
@@ -456,7 +290,7 @@ TEST(Overlap, RandomAbortsLeaveNothingBehind) {
     Served served = serve(w, options);
     expectExpectedOutputs(w, served);
     inBothSteps += served.abortedInBothSteps;
-    atRandom += int64_t(served.abortedAtRandom.size());
+    atRandom += int64_t(served.cutShort.size());
   }
   EXPECT_GT(atRandom, 0);
   EXPECT_GT(inBothSteps, 0) << "no request was aborted in two steps";
@@ -470,12 +304,8 @@ TEST(Overlap, IgnoringTokenFromSampleChangesTheOutputs) {
   options.overlap = true;
   options.fillPendingTokens = false;
   Served served = serve(w, options);
-  size_t differ = 0;
-  for (const auto &[id, expected] : w.expected) {
-    auto it = served.outputs.find(id);
-    differ += it == served.outputs.end() || it->second != expected;
-  }
-  EXPECT_GT(differ, 0u) << "the placeholders went unnoticed";
+  EXPECT_GT(countDifferingOutputs(w, served), 0u)
+      << "the placeholders went unnoticed";
 }
 
 // A host tier under the cache of a pool too small for the workload: what
@@ -531,25 +361,23 @@ TEST(Overlap, IgnoringThePageTransfersChangesTheOutputs) {
     options.overlap = overlap;
     options.hostPages = 64;
     options.applyTransfers = false;
-    Served served = serve(w, options);
-    for (const auto &[id, expected] : w.expected) {
-      auto it = served.outputs.find(id);
-      differ += it == served.outputs.end() || it->second != expected;
-    }
+    differ += countDifferingOutputs(w, serve(w, options));
   }
   EXPECT_GT(differ, 0u) << "the unapplied transfers went unnoticed";
 }
 
 namespace {
 
-/// A scheduler over an accounting pool of pages of 4 tokens.
-struct Fixture {
+/// A scheduler over an accounting pool of pages of 4 tokens, the synthetic
+/// model answering.
+struct Fixture : SchedulerFixture {
   explicit Fixture(int64_t pages, double newTokenRatio = 0.7)
-      : pool(makeAccountingPool(pages, 4)), cache(*pool) {
+      : SchedulerFixture(pages, configWithRatio(newTokenRatio)) {}
+  static SchedulerConfig configWithRatio(double newTokenRatio) {
     SchedulerConfig config;
     config.initialNewTokenRatio = newTokenRatio;
     config.minNewTokenRatio = std::min(config.minNewTokenRatio, newTokenRatio);
-    scheduler = std::make_unique<Scheduler>(config, *pool, cache);
+    return config;
   }
   void add(RequestId id, std::vector<Token> prompt, int64_t maxTokens,
            int64_t outputLen, int32_t n = 1) {
@@ -562,16 +390,6 @@ struct Fixture {
     model.add(request);
     Status status = scheduler->add(request);
     ASSERT_TRUE(status.ok()) << status.toString();
-  }
-  StepStats step() {
-    StatusOr<StepStats> stats = scheduler->step();
-    EXPECT_TRUE(stats.ok()) << stats.status().toString();
-    return stats.ok() ? std::move(*stats) : StepStats();
-  }
-  std::vector<RequestId> commit(const std::vector<Sample> &samples) {
-    StatusOr<std::vector<RequestId>> finished = scheduler->commit(samples);
-    EXPECT_TRUE(finished.ok()) << finished.status().toString();
-    return finished.ok() ? *finished : std::vector<RequestId>();
   }
   /// The overlapped loop, the synthetic model answering, until nothing is
   /// left: the requests finished.
@@ -593,28 +411,13 @@ struct Fixture {
     ADD_FAILURE() << "the loop did not drain";
     return finished;
   }
-  /// With nothing queued or running, every page in use is the cache's and
-  /// nothing is locked.
+  /// No leaks, and no step left uncommitted.
   void expectNoLeaks() {
-    EXPECT_TRUE(scheduler->idle());
+    SchedulerFixture::expectNoLeaks();
     EXPECT_EQ(scheduler->numUncommittedSteps(), 0u);
-    EXPECT_EQ(pool->numUsedPages() * pool->pageSize(), cache.totalSize());
-    EXPECT_EQ(cache.protectedSize(), 0);
-    EXPECT_TRUE(pool->checkInvariants().ok());
-    EXPECT_TRUE(cache.checkInvariants().ok());
   }
-  std::unique_ptr<PagedKVPool> pool;
-  RadixCache cache;
-  std::unique_ptr<Scheduler> scheduler;
   SyntheticModel model;
 };
-
-std::vector<Token> range(Token from, int count) {
-  std::vector<Token> tokens;
-  for (int i = 0; i < count; ++i)
-    tokens.push_back(from + i);
-  return tokens;
-}
 
 } // namespace
 

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ServingHarness.h"
 #include "StandInEngine.h"
 #include "TestPools.h"
 #include "sched/Scheduler.h"
@@ -30,52 +31,23 @@ using namespace attnc::standin;
 
 namespace {
 
-using SequenceId = std::pair<RequestId, int32_t>;
-
-struct Arrival {
-  Request request;
-  int64_t step = 0;
-  /// After this many output tokens of its branch 0 the engine aborts it,
-  /// as soon as it has a verification in flight (0: never).
-  int64_t abortAfter = 0;
-};
-
-struct Workload {
-  std::vector<Arrival> arrivals;
-  std::map<SequenceId, std::vector<Token>> expected;
-  int64_t layers = 2;
-};
-
-/// 20 requests, most behind a shared system prompt with a partial last
-/// page, n of 1..2, max_tokens 6..24, priorities of -1..1, some aborted
-/// part way.
+/// 20 requests, n of 1..2, max_tokens 6..24, some aborted part way, as
+/// soon as they have a verification in flight.
 Workload makeWorkload(uint32_t seed) {
-  Workload w;
-  std::mt19937 rng(seed);
-  for (RequestId id = 0; id < 20; ++id) {
-    Arrival a;
-    Request &request = a.request;
-    request.id = id;
-    if (rng() % 4 != 0)
-      for (Token t = 1; t <= 9; ++t)
-        request.prompt.push_back(t);
-    int own = 1 + int(rng() % 10);
-    for (int i = 0; i < own; ++i)
-      request.prompt.push_back(Token(60000 + 1000 * id + i));
-    request.maxTokens = 6 + int64_t(rng() % 19);
-    request.n = int32_t(1 + rng() % 2);
-    // Some outrank others: preempted for a higher priority's pages.
-    if (rng() % 3 == 0)
-      request.priority = int32_t(rng() % 3) - 1;
-    a.step = id < 6 ? 0 : (id - 6) + int64_t(rng() % 2);
-    if (request.n == 1 && rng() % 5 == 0)
-      a.abortAfter = 2 + int64_t(rng() % 5);
-    for (int32_t branch = 0; branch < request.n; ++branch)
-      w.expected[{id, branch}] =
-          generateAlone(request.prompt, branch, request.maxTokens, w.layers);
-    w.arrivals.push_back(a);
-  }
-  return w;
+  WorkloadShape shape;
+  shape.requests = 20;
+  shape.ownTokensMax = 10;
+  shape.maxTokensMin = 6;
+  shape.maxTokensSpan = 19;
+  shape.samplesMax = 2;
+  shape.followUps = false;
+  shape.arrivingAtOnce = 6;
+  shape.stepsBetweenArrivals = 1;
+  shape.abortOneIn = 5;
+  shape.abortAfterMin = 2;
+  shape.abortAfterSpan = 5;
+  shape.expectAbortsExactly = false;
+  return standin::makeWorkload(seed, /*layers=*/2, shape);
 }
 
 struct ServeOptions {
@@ -107,12 +79,9 @@ void trustDrafts(const EngineBatch &batch, std::vector<Sample> &samples) {
   }
 }
 
-struct Served {
-  std::map<SequenceId, std::vector<Token>> outputs;
-  std::set<RequestId> finished, aborted;
-  int64_t steps = 0, draftsFed = 0, draftsAccepted = 0, skippedVerifying = 0,
+struct Served : ServedOutputs {
+  int64_t draftsFed = 0, draftsAccepted = 0, skippedVerifying = 0,
           preemptedVerifying = 0;
-  SchedulerTotals totals;
 };
 
 Served serve(const Workload &w, const ServeOptions &options) {
@@ -122,56 +91,38 @@ Served serve(const Workload &w, const ServeOptions &options) {
   if (!pool)
     return served;
   RadixCache cache(*pool);
-  SchedulerConfig config;
-  config.tokenBudget = 12;
-  config.maxRunning = 6;
-  config.initialNewTokenRatio = config.minNewTokenRatio = 0.1; // preempts
+  SchedulerConfig config = preemptingConfig(/*tokenBudget=*/12);
   config.speculativeTokens = options.drafts;
   Scheduler scheduler(config, *pool, cache);
-  std::unique_ptr<Caches> caches;
-  if (options.ownCaches)
-    caches = std::make_unique<OwnCaches>(w.layers, options.pages);
-  else
-    caches = std::make_unique<PoolCaches>(*pool);
+  std::unique_ptr<Caches> caches =
+      makeCaches(options.ownCaches, *pool, w.layers, options.pages);
   std::mt19937 rng(options.seed);
-  std::map<RequestId, const Arrival *> byId;
-  for (const Arrival &a : w.arrivals)
-    byId[a.request.id] = &a;
+  std::map<RequestId, const Arrival *> byId = arrivalsById(w);
+  EngineLoop loop;
+  loop.overlap = options.overlap;
 
-  struct Launched {
-    StepStats stats;
-    std::vector<Sample> samples;
-    bool ran = false;
-  };
-  auto run = [&](Launched &launched) {
+  loop.run = [&](Launched &launched) {
     const EngineBatch &batch = launched.stats.batch;
     if (options.ownCaches)
       caches->copy(batch.pageCopies);
-    std::vector<Row> top = forward(*caches, batch, w.layers);
-    for (size_t k = 0; k < batch.samplers.size(); ++k) {
-      Token token = sampleToken(top[size_t(batch.sampleRows[k])],
-                                batch.samplerBranches[k]);
-      launched.samples.push_back(
-          {batch.samplers[k], batch.samplerBranches[k], token, isStop(token)});
-    }
+    launched.samples = sampleTop(batch, forward(*caches, batch, w.layers));
     if (options.verify)
       markRejectedDrafts(batch, launched.samples);
     else
       trustDrafts(batch, launched.samples);
     for (int32_t drafts : batch.numDrafts)
       served.draftsFed += drafts;
-    launched.ran = true;
   };
   // The engine's record: accepted samples, none after a stop it reported
   // or of a request it aborted.
-  std::set<SequenceId> stopped;
+  std::set<RequestBranch> stopped;
   auto accept = [&](const std::vector<Sample> &samples) {
     for (size_t k = 0; k < samples.size(); ++k) {
       const Sample &sample = samples[k];
-      SequenceId id{sample.request, sample.branch};
+      RequestBranch id{sample.request, sample.branch};
       bool verifiesAnother =
           k > 0 && !sample.rejected &&
-          SequenceId(samples[k - 1].request, samples[k - 1].branch) == id;
+          RequestBranch(samples[k - 1].request, samples[k - 1].branch) == id;
       served.draftsAccepted += verifiesAnother;
       if (sample.rejected || served.aborted.count(sample.request) ||
           stopped.count(id))
@@ -208,19 +159,13 @@ Served serve(const Workload &w, const ServeOptions &options) {
       EXPECT_TRUE(status.ok()) << status.toString();
     }
   };
-  size_t next = 0;
-  auto commit = [&](Launched &launched) {
+  loop.commit = [&](Launched &launched) {
     StatusOr<std::vector<RequestId>> finished =
         scheduler.commit(launched.samples);
     ASSERT_TRUE(finished.ok()) << finished.status().toString();
     accept(launched.samples);
     served.finished.insert(finished->begin(), finished->end());
-    for (const RunningRequest &running : scheduler.running())
-      if (running.request.n == 1)
-        EXPECT_EQ(
-            running.output,
-            served.outputs[SequenceId(running.request.id, running.branch)])
-            << "request " << running.request.id << " branch " << running.branch;
+    expectSchedulerHoldsTheOutputs(scheduler, served);
     propose();
   };
   // Aborts due, of requests with a verification in flight (mid-
@@ -234,109 +179,43 @@ Served serve(const Workload &w, const ServeOptions &options) {
         RequestId id = running.request.id; // abort moves `running`
         ASSERT_TRUE(scheduler.abort(id).ok());
         served.aborted.insert(id);
+        served.cutShort.insert(id);
         return;
       }
     }
   };
 
-  std::optional<Launched> inFlight;
-  for (int64_t step = 0;; ++step) {
-    for (; next < w.arrivals.size() && w.arrivals[next].step <= step; ++next) {
-      Status added = scheduler.add(w.arrivals[next].request);
-      EXPECT_TRUE(added.ok()) << added.toString();
-    }
-    bool drained = next == w.arrivals.size() && scheduler.idle();
-    if (drained && !inFlight)
-      break;
-    if (++served.steps > 3000) {
-      ADD_FAILURE() << "the scheduler stalled";
-      break;
-    }
-    std::optional<Launched> formed;
-    std::vector<SequenceId> verifying;
+  // A sequence whose verification is uncommitted is fed nothing.
+  loop.formStep = [&] {
+    std::vector<RequestBranch> verifying;
     for (const RunningRequest &running : scheduler.running())
       if (!running.verifying.empty())
         verifying.push_back({running.request.id, running.branch});
-    if (!drained) {
-      StatusOr<StepStats> stats = scheduler.step();
-      if (!stats.ok()) {
-        ADD_FAILURE() << stats.status().toString();
-        break;
-      }
-      formed = Launched{std::move(*stats), {}, false};
-      // A sequence whose verification is uncommitted is fed nothing.
-      const EngineBatch &batch = formed->stats.batch;
-      for (RequestId id : formed->stats.preempted)
-        for (SequenceId v : verifying)
-          served.preemptedVerifying += v.first == id;
-      for (SequenceId id : verifying) {
-        for (size_t r = 0; r < batch.requests.size(); ++r)
-          EXPECT_NE(SequenceId(batch.requests[r], batch.branches[r]), id)
-              << "fed while its verification is uncommitted";
-        ++served.skippedVerifying;
-      }
+    StatusOr<StepStats> stats = scheduler.step();
+    if (!stats.ok())
+      return stats;
+    const EngineBatch &batch = stats->batch;
+    for (RequestId id : stats->preempted)
+      for (RequestBranch v : verifying)
+        served.preemptedVerifying += v.first == id;
+    for (RequestBranch id : verifying) {
+      for (size_t r = 0; r < batch.requests.size(); ++r)
+        EXPECT_NE(RequestBranch(batch.requests[r], batch.branches[r]), id)
+            << "fed while its verification is uncommitted";
+      ++served.skippedVerifying;
     }
     abortDue();
-    if (!options.overlap) {
-      run(*formed);
-      commit(*formed);
-      continue;
-    }
-    if (inFlight) {
-      if (!inFlight->ran)
-        run(*inFlight);
-      commit(*inFlight);
-    }
-    if (formed) {
-      EngineBatch &batch = formed->stats.batch;
-      for (size_t row = 0; row < batch.tokens.size(); ++row) {
-        int32_t k = batch.tokenFromSample[row];
-        if (k < 0)
-          continue;
-        if (!inFlight || size_t(k) >= inFlight->samples.size()) {
-          ADD_FAILURE() << "row " << row << " reads sample " << k
-                        << ", which no step before it has";
-          continue;
-        }
-        EXPECT_FALSE(inFlight->samples[size_t(k)].rejected)
-            << "row " << row << " reads a rejected sample";
-        batch.tokens[row] = inFlight->samples[size_t(k)].token;
-      }
-      if (rng() % 2)
-        run(*formed);
-    }
-    inFlight = std::move(formed);
-  }
-  EXPECT_TRUE(scheduler.idle());
-  EXPECT_EQ(scheduler.numUncommittedSteps(), 0u);
-  EXPECT_EQ(pool->numUsedPages() * pool->pageSize(), cache.totalSize())
-      << "pages leaked";
-  EXPECT_EQ(cache.protectedSize(), 0) << "a prefix stayed locked";
-  EXPECT_TRUE(pool->checkInvariants().ok());
-  EXPECT_TRUE(cache.checkInvariants().ok());
-  EXPECT_EQ(served.finished.size() + served.aborted.size(), w.arrivals.size())
-      << "a request was lost";
+    return stats;
+  };
+  loop.feedPending = [&](EngineBatch &batch, size_t row, const Sample &sample) {
+    EXPECT_FALSE(sample.rejected)
+        << "row " << row << " reads a rejected sample";
+    batch.tokens[row] = sample.token;
+  };
+  loop.serve(w, scheduler, rng, served);
+  expectServedCleanly(w, served, scheduler, *pool, cache);
   served.totals = scheduler.totals();
   return served;
-}
-
-/// Every sequence's output is what it generates alone; an aborted one's a
-/// prefix of it.
-void expectExpectedOutputs(const Workload &w, const Served &served) {
-  for (const auto &[id, expected] : w.expected) {
-    auto it = served.outputs.find(id);
-    std::vector<Token> output =
-        it == served.outputs.end() ? std::vector<Token>() : it->second;
-    if (served.aborted.count(id.first)) {
-      EXPECT_LE(output.size(), expected.size());
-      output.resize(std::min(output.size(), expected.size()));
-      EXPECT_TRUE(std::equal(output.begin(), output.end(), expected.begin()))
-          << "request " << id.first << " branch " << id.second;
-      continue;
-    }
-    EXPECT_EQ(output, expected)
-        << "request " << id.first << " branch " << id.second;
-  }
 }
 
 } // namespace
@@ -411,12 +290,8 @@ TEST(Speculative, TakingRejectedSamplesChangesTheOutputs) {
   options.corruption = 0.3;
   options.verify = false;
   Served served = serve(w, options);
-  size_t differ = 0;
-  for (const auto &[id, expected] : w.expected) {
-    auto it = served.outputs.find(id);
-    differ += it == served.outputs.end() || it->second != expected;
-  }
-  EXPECT_GT(differ, 0u) << "the unverified drafts went unnoticed";
+  EXPECT_GT(countDifferingOutputs(w, served), 0u)
+      << "the unverified drafts went unnoticed";
   EXPECT_GT(served.draftsFed, 0);
 }
 
@@ -424,13 +299,14 @@ namespace {
 
 /// A scheduler over an accounting pool of pages of 4 tokens, speculating
 /// up to 8 drafts.
-struct Fixture {
+struct Fixture : SchedulerFixture {
   explicit Fixture(int64_t pages, int64_t tokenBudget = 8192)
-      : pool(makeAccountingPool(pages, 4)), cache(*pool) {
+      : SchedulerFixture(pages, speculating(tokenBudget)) {}
+  static SchedulerConfig speculating(int64_t tokenBudget) {
     SchedulerConfig config;
     config.speculativeTokens = 8;
     config.tokenBudget = tokenBudget;
-    scheduler = std::make_unique<Scheduler>(config, *pool, cache);
+    return config;
   }
   void add(RequestId id, std::vector<Token> prompt, int64_t maxTokens) {
     Request request;
@@ -439,16 +315,6 @@ struct Fixture {
     request.maxTokens = maxTokens;
     Status status = scheduler->add(request);
     ASSERT_TRUE(status.ok()) << status.toString();
-  }
-  StepStats step() {
-    StatusOr<StepStats> stats = scheduler->step();
-    EXPECT_TRUE(stats.ok()) << stats.status().toString();
-    return stats.ok() ? std::move(*stats) : StepStats();
-  }
-  std::vector<RequestId> commit(const std::vector<Sample> &samples) {
-    StatusOr<std::vector<RequestId>> finished = scheduler->commit(samples);
-    EXPECT_TRUE(finished.ok()) << finished.status().toString();
-    return finished.ok() ? *finished : std::vector<RequestId>();
   }
   /// Samples of `batch` whose tokens are `tokens`, in sampler order, those
   /// in [rejectFrom, rejectTo) rejected.
@@ -469,24 +335,7 @@ struct Fixture {
     ADD_FAILURE() << "request " << id << " is not running";
     return scheduler->running().front();
   }
-  void expectNoLeaks() {
-    EXPECT_TRUE(scheduler->idle());
-    EXPECT_EQ(pool->numUsedPages() * pool->pageSize(), cache.totalSize());
-    EXPECT_EQ(cache.protectedSize(), 0);
-    EXPECT_TRUE(pool->checkInvariants().ok());
-    EXPECT_TRUE(cache.checkInvariants().ok());
-  }
-  std::unique_ptr<PagedKVPool> pool;
-  RadixCache cache;
-  std::unique_ptr<Scheduler> scheduler;
 };
-
-std::vector<Token> range(Token from, int count) {
-  std::vector<Token> tokens;
-  for (int i = 0; i < count; ++i)
-    tokens.push_back(from + i);
-  return tokens;
-}
 
 } // namespace
 
