@@ -52,8 +52,11 @@ extern "C" {
  * attnc_radix_cache_host_tokens), a step's page transfers
  * (num_page_transfers, page_transfers), the scheduler's
  * host_loaded_tokens.
- * 15: segments in the spec (document ids). */
-#define ATTNC_C_API_VERSION 15
+ * 15: segments in the spec (document ids).
+ * 16: speculative decoding: speculative_tokens in the scheduler config,
+ * attnc_scheduler_propose, a step's num_drafts, a sample's rejected,
+ * attnc_scheduler_commit_verdict_arrays. */
+#define ATTNC_C_API_VERSION 16
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -471,7 +474,9 @@ typedef enum attnc_policy {
   /* Version 13. >= 1: the most remaining max_tokens a request reserves. */    \
   FIELD(int64_t, clip_max_new_tokens)                                          \
   /* Version 13. >= 0: waiting requests DFS-weight orders; 0: all. */          \
-  FIELD(int64_t, dfs_weight_window)
+  FIELD(int64_t, dfs_weight_window)                                            \
+  /* Version 16. 0 .. 2^31-1: drafts a step verifies per request; 0: off. */   \
+  FIELD(int64_t, speculative_tokens)
 ATTNC_RECORD(attnc_scheduler_config, ATTNC_SCHEDULER_CONFIG_FIELDS)
 
 /* A request as it arrives; attnc_request_init fills the defaults. */
@@ -495,7 +500,10 @@ ATTNC_RECORD(attnc_request, ATTNC_REQUEST_FIELDS)
   FIELD(int64_t, request)                                                      \
   FIELD(int32_t, token)                                                        \
   FIELD(int32_t, stop)   /* 0 or 1: the engine stops the request here */       \
-  FIELD(int32_t, branch) /* which of the request's n samples, 0 for n = 1 */
+  FIELD(int32_t, branch) /* which of the request's n samples, 0 for n = 1 */   \
+  /* Version 16. 0 or 1: for a verification row (num_drafts), the target       \
+   * disagreed with this row's draft or one before it (attnc::Sample). */      \
+  FIELD(int32_t, rejected)
 ATTNC_RECORD(attnc_sample, ATTNC_SAMPLE_FIELDS)
 
 /* The arrays of one step (attnc::EngineBatch and StepStats), valid until
@@ -566,7 +574,12 @@ ATTNC_RECORD(attnc_sample, ATTNC_SAMPLE_FIELDS)
    * whose caches are the pool's skips them, one with caches of its own        \
    * keeps host pages of its own and applies them. */                          \
   FIELD(int64_t, num_page_transfers)                                           \
-  FIELD(const int32_t *, page_transfers)
+  FIELD(const int32_t *, page_transfers)                                       \
+  /* Version 16. num_requests: the drafts each decode feeds after its last     \
+   * sample (attnc_scheduler_propose), 0 for a plain decode or a prefill: a    \
+   * decode of d drafts feeds d + 1 rows, every one a sampler whose sample     \
+   * commit takes with its verdict (attnc_sample's rejected). */               \
+  FIELD(const int32_t *, num_drafts)
 ATTNC_RECORD(attnc_step_info, ATTNC_STEP_INFO_FIELDS)
 
 /* A scheduler's queue and its totals since it was made (prompt tokens are
@@ -631,6 +644,20 @@ attnc_scheduler_commit_arrays(attnc_scheduler scheduler, int64_t num_samples,
                               const int64_t *requests, const int32_t *branches,
                               const int32_t *tokens, const int32_t *stops,
                               int64_t *finished, int64_t *num_finished);
+/* attnc_scheduler_commit_arrays with each sample's verdict (version 16):
+ * rejected[k] (0 or 1; NULL: none rejected) is sample k's rejected. */
+attnc_status attnc_scheduler_commit_verdict_arrays(
+    attnc_scheduler scheduler, int64_t num_samples, const int64_t *requests,
+    const int32_t *branches, const int32_t *tokens, const int32_t *stops,
+    const int32_t *rejected, int64_t *finished, int64_t *num_finished);
+/* Gives a decoding request's branch the drafts of its next tokens, to be
+ * fed and verified by its next step (attnc::Scheduler::propose, whose
+ * checks and messages refuse what it cannot take). num_drafts must not be
+ * negative, and drafts may be NULL only when it is 0: both checked before
+ * the buffer is read. */
+attnc_status attnc_scheduler_propose(attnc_scheduler scheduler, int64_t request,
+                                     int32_t branch, const int32_t *drafts,
+                                     int64_t num_drafts);
 /* Drops a queued or running request; ATTNC_NOT_FOUND when there is none of
  * that id. Between a step and its commit, its sample is ignored. */
 attnc_status attnc_scheduler_abort(attnc_scheduler scheduler, int64_t request);

@@ -182,6 +182,7 @@ attnc_status schedulerConfigFromC(const attnc_scheduler_config &c,
   config.newTokenRatioDecay = c.new_token_ratio_decay;
   config.clipMaxNewTokens = c.clip_max_new_tokens;
   config.dfsWeightWindow = c.dfs_weight_window;
+  config.speculativeTokens = c.speculative_tokens;
   if (attnc::Status status = attnc::checkConfig(config); !status.ok())
     return fail(status);
   return ATTNC_OK;
@@ -546,6 +547,7 @@ void attnc_scheduler_config_init(attnc_scheduler_config *c) {
   c->new_token_ratio_decay = defaults.newTokenRatioDecay;
   c->clip_max_new_tokens = defaults.clipMaxNewTokens;
   c->dfs_weight_window = defaults.dfsWeightWindow;
+  c->speculative_tokens = defaults.speculativeTokens;
 }
 
 void attnc_request_init(attnc_request *request) {
@@ -708,6 +710,7 @@ attnc_status attnc_step_get_info(attnc_step handle, attnc_step_info *out) {
     info.token_from_sample = dataOf(batch.tokenFromSample);
     info.num_page_transfers = sizeOf(batch.pageTransfers.size());
     info.page_transfers = dataOf(step->pageTransfers);
+    info.num_drafts = dataOf(batch.numDrafts);
     *out = info;
     return ATTNC_OK;
   });
@@ -731,10 +734,15 @@ attnc_status attnc_scheduler_commit(attnc_scheduler handle,
         if (!isFlag(samples[k].stop))
           return invalid("samples[" + str(k) + "].stop must be 0 or 1, got " +
                          std::to_string(samples[k].stop));
+        if (!isFlag(samples[k].rejected))
+          return invalid("samples[" + str(k) +
+                         "].rejected must be 0 or 1, got " +
+                         std::to_string(samples[k].rejected));
         sample.request = samples[k].request;
         sample.branch = samples[k].branch;
         sample.token = samples[k].token;
         sample.stop = samples[k].stop == 1;
+        sample.rejected = samples[k].rejected == 1;
         return ATTNC_OK;
       },
       finished, numFinished);
@@ -745,6 +753,15 @@ attnc_scheduler_commit_arrays(attnc_scheduler handle, int64_t numSamples,
                               const int64_t *requests, const int32_t *branches,
                               const int32_t *tokens, const int32_t *stops,
                               int64_t *finished, int64_t *numFinished) {
+  return attnc_scheduler_commit_verdict_arrays(
+      handle, numSamples, requests, branches, tokens, stops,
+      /*rejected=*/nullptr, finished, numFinished);
+}
+
+attnc_status attnc_scheduler_commit_verdict_arrays(
+    attnc_scheduler handle, int64_t numSamples, const int64_t *requests,
+    const int32_t *branches, const int32_t *tokens, const int32_t *stops,
+    const int32_t *rejected, int64_t *finished, int64_t *numFinished) {
   if (numSamples < 0)
     return invalid("num_samples must not be negative, got " + str(numSamples));
   if (numSamples > 0 && (!requests || !tokens))
@@ -757,13 +774,43 @@ attnc_scheduler_commit_arrays(attnc_scheduler handle, int64_t numSamples,
         if (stops && !isFlag(stops[k]))
           return invalid("stops[" + str(k) + "] must be 0 or 1, got " +
                          std::to_string(stops[k]));
+        if (rejected && !isFlag(rejected[k]))
+          return invalid("rejected[" + str(k) + "] must be 0 or 1, got " +
+                         std::to_string(rejected[k]));
         sample.request = requests[k];
         sample.branch = branches ? branches[k] : 0;
         sample.token = tokens[k];
         sample.stop = stops && stops[k] == 1;
+        sample.rejected = rejected && rejected[k] == 1;
         return ATTNC_OK;
       },
       finished, numFinished);
+}
+
+attnc_status attnc_scheduler_propose(attnc_scheduler handle, int64_t request,
+                                     int32_t branch, const int32_t *drafts,
+                                     int64_t numDrafts) {
+  if (numDrafts < 0 || (numDrafts > 0 && !drafts))
+    return invalid("request " + str(request) +
+                   ": drafts must be an array of num_drafts (non-negative) "
+                   "token ids, got " +
+                   str(numDrafts) + (drafts ? "" : " and null"));
+  return guarded([&] {
+    std::shared_ptr<SchedulerObject> scheduler =
+        schedulers().find(handle, "scheduler");
+    if (!scheduler)
+      return ATTNC_INVALID_ARGUMENT;
+    Lock lock(scheduler->mutex());
+    // The count is checked before the drafts are copied: a count past the
+    // caller's buffer is refused, not read.
+    if (attnc::Status status =
+            scheduler->scheduler->checkProposal(request, branch, numDrafts);
+        !status.ok())
+      return fail(status);
+    attnc::Status status = scheduler->scheduler->propose(
+        request, branch, std::vector<attnc::Token>(drafts, drafts + numDrafts));
+    return status.ok() ? ATTNC_OK : fail(status);
+  });
 }
 
 attnc_status attnc_scheduler_abort(attnc_scheduler handle, int64_t request) {

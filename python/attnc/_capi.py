@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import AttncError, InvalidArgumentError
 
-API_VERSION = 15  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
+API_VERSION = 16  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
@@ -214,6 +214,12 @@ def _declare(lib):
         "attnc_scheduler_commit_arrays": (c_int, [
             c_void_p, c_int64, c_void_p, c_void_p, c_void_p, c_void_p,
             c_void_p, P(c_int64)]),
+        # Speculative decoding (version 16): verdicts and drafts.
+        "attnc_scheduler_commit_verdict_arrays": (c_int, [
+            c_void_p, c_int64, c_void_p, c_void_p, c_void_p, c_void_p,
+            c_void_p, c_void_p, P(c_int64)]),
+        "attnc_scheduler_propose": (c_int, [
+            c_void_p, c_int64, ctypes.c_int32, c_void_p, c_int64]),
         "attnc_scheduler_abort": (c_int, [c_void_p, c_int64]),
         "attnc_scheduler_idle": (c_int, [c_void_p]),
         "attnc_scheduler_get_stats": (c_int, [c_void_p, P(SchedulerStats)]),

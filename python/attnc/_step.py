@@ -27,6 +27,8 @@ _ARRAYS = {
     "samplers": ("samplers", "num_samplers", 1, 0),
     "sampler_branches": ("sampler_branches", "num_samplers", 1, 0),
     "sample_rows": ("sample_rows", "num_samplers", 1, 0),
+    # The drafts each request feeds after its last sample (version 16).
+    "num_drafts": ("num_drafts", "num_requests", 1, 0),
     "admitted": ("admitted", "num_admitted", 1, 0),
     "preempted": ("preempted", "num_preempted", 1, 0),
     # (source, destination) pairs.
@@ -113,7 +115,11 @@ class Step:
     passes feed each branch as a request of its own (`branches`). A row
     whose `token_from_sample` is k >= 0 feeds the sample of the previous
     step's sampler k, which was not committed when this step was formed:
-    the engine takes it from what it sampled there.
+    the engine takes it from what it sampled there. A decode of
+    `num_drafts[i]` = d > 0 drafts (Scheduler.propose) feeds its last sample
+    and the d drafts, every one of its d + 1 rows a sampler: its commit
+    says which samples the verification rejected (Sample.rejected,
+    commit_tokens' `rejected`).
 
     Every array is the step's own, read where the library keeps it:
     `view(name)` is a memoryview of it (int32, int64 for request ids and

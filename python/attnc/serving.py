@@ -49,12 +49,13 @@ from .kernel import _enum, _live, _optional_text
 POOL_TYPES = ("bfloat16", "float16", "float32", "float8_e4m3fn",
               "float8_e5m2")
 
-Sample = namedtuple("Sample", "request token stop branch",
-                    defaults=(False, 0))
+Sample = namedtuple("Sample", "request token stop branch rejected",
+                    defaults=(False, 0, False))
 Sample.__doc__ = """What the model sampled for one of a step's samplers:
 the request's id, the token, whether the engine stops the request there
-(an end-of-sequence token, a stop string), and which of its n parallel
-samples this is (the step's sampler_branches)."""
+(an end-of-sequence token, a stop string), which of its n parallel
+samples this is (the step's sampler_branches), and, for a row verifying
+drafts (step.num_drafts), whether the verification rejected it."""
 
 SchedulerStats = namedtuple(
     "SchedulerStats", [name for name, _ in _capi.SchedulerStats._fields_])
@@ -418,7 +419,7 @@ class Scheduler:
                  protect_waiting_prefixes=None, aging_steps=None,
                  initial_new_token_ratio=None, min_new_token_ratio=None,
                  new_token_ratio_decay=None, clip_max_new_tokens=None,
-                 dfs_weight_window=None):
+                 dfs_weight_window=None, speculative_tokens=None):
         if not isinstance(pool, KVPool):
             raise TypeError(f"pool must be an attnc.KVPool, got "
                             f"{type(pool).__name__}")
@@ -436,7 +437,8 @@ class Scheduler:
             min_new_token_ratio=min_new_token_ratio,
             new_token_ratio_decay=new_token_ratio_decay,
             clip_max_new_tokens=clip_max_new_tokens,
-            dfs_weight_window=dfs_weight_window)
+            dfs_weight_window=dfs_weight_window,
+            speculative_tokens=speculative_tokens)
         for name, value in given.items():
             if value is None:
                 continue
@@ -488,6 +490,20 @@ class Scheduler:
         request.n = as_int("n", n, INT32)
         check(lib.attnc_scheduler_add(self._live(), ctypes.byref(request)))
 
+    def propose(self, request_id, drafts, branch=0):
+        """Gives the running request (its `branch`) the drafts of its next
+        tokens (a list, a tuple or a tensor of token ids, at most
+        speculative_tokens), for its next step to feed and verify
+        (step.num_drafts; speculative decoding). Raises
+        attnc.InvalidArgumentError when it cannot take them (too many, a
+        negative token, a request computing its prompt still) and
+        attnc.AttncError ("not found") when no such request runs."""
+        tokens, count = _int_array("drafts", drafts, ctypes.c_int32, INT32)
+        check(lib.attnc_scheduler_propose(
+            self._live(), as_int("request_id", request_id),
+            as_int("branch", branch, INT32), ctypes.addressof(tokens),
+            count))
+
     def step(self):
         """Forms the next forward pass: a Step, whose arrays are views of
         the library's own (nothing copied). Whether a step may be formed
@@ -505,28 +521,30 @@ class Scheduler:
     def commit(self, samples):
         """Takes one sample for each sampler of the step the scheduler
         awaits samples for, in that order: Samples or (request, token[,
-        stop[, branch]]) tuples. Returns the ids of the requests that
-        finished (a stop, or max_tokens reached). commit_tokens takes the
-        tokens as one array instead."""
+        stop[, branch[, rejected]]]) tuples. Returns the ids of the
+        requests that finished (a stop, or max_tokens reached).
+        commit_tokens takes the tokens as one array instead."""
         handle = self._live()
         samples = as_sequence("samples", samples)
         arrays = _sample_arrays(samples)
-        if arrays is None:  # not all 4-tuples of valid ints: say which
+        if arrays is None:  # not all Samples of valid ints: say which
             return self._commit_records(handle, samples)
-        requests, tokens, stops, branches = arrays
+        requests, tokens, stops, branches, rejected = arrays
         return self._commit_arrays(
             handle, len(samples), requests.buffer_info()[0],
             branches.buffer_info()[0], tokens.buffer_info()[0],
-            stops.buffer_info()[0])
+            stops.buffer_info()[0], rejected.buffer_info()[0])
 
-    def commit_tokens(self, step, tokens, stops=None):
+    def commit_tokens(self, step, tokens, stops=None, rejected=None):
         """Commits the tokens the model sampled for `step`'s samplers, one
         each in that order (the step the scheduler awaits samples for): a
         list or tuple of ints, an int32 buffer (a memoryview, an
         array.array("i")) or an int32 CPU tensor, read in place, or any
         other tensor or buffer of ints, converted in one pass. `stops`
         (the same forms; None: none) says which of them stop their request
-        there. The requests and branches are the step's own samplers and
+        there, and `rejected` (the same forms; None: none) which of them
+        the verification of drafts rejected (Sample.rejected). The
+        requests and branches are the step's own samplers and
         sampler_branches, passed as they are. Returns the ids of the
         requests that finished."""
         handle = self._live()
@@ -543,24 +561,28 @@ class Scheduler:
         tokens, keep_tokens = _int32_address("tokens", tokens, count)
         stops, keep_stops = ((0, None) if stops is None else
                              _int32_address("stops", stops, count))
+        rejected, keep_rejected = (
+            (0, None) if rejected is None else
+            _int32_address("rejected", rejected, count))
         finished = self._commit_arrays(handle, count, requests, branches,
-                                       tokens, stops)
-        del keep_tokens, keep_stops  # read by the commit
+                                       tokens, stops, rejected)
+        del keep_tokens, keep_stops, keep_rejected  # read by the commit
         return finished
 
     def _commit_arrays(self, handle, count, requests, branches, tokens,
-                       stops):
-        """attnc_scheduler_commit_arrays on addresses (0: NULL)."""
+                       stops, rejected):
+        """attnc_scheduler_commit_verdict_arrays on addresses (0:
+        NULL)."""
         # Taken, not shared: a commit of another thread allocates its own.
         finished = self.__dict__.pop("_finished", None)
         if finished is None or len(finished) < count:
             finished = array.array("q", bytes(8 * max(1, count)))
         done = ctypes.c_int64()
         try:
-            check(lib.attnc_scheduler_commit_arrays(
+            check(lib.attnc_scheduler_commit_verdict_arrays(
                 handle, count, requests or None, branches or None,
-                tokens or None, stops or None, finished.buffer_info()[0],
-                ctypes.byref(done)))
+                tokens or None, stops or None, rejected or None,
+                finished.buffer_info()[0], ctypes.byref(done)))
             self._committed()
             return finished[:done.value].tolist()
         finally:
@@ -572,17 +594,19 @@ class Scheduler:
         valid ints (so that the error names it)."""
         records = (_capi.Sample * max(1, len(samples)))()
         for k, sample in enumerate(samples):
-            if not isinstance(sample, tuple) or len(sample) not in (2, 3, 4):
+            if not isinstance(sample, tuple) or len(sample) not in range(2, 6):
                 raise TypeError(f"samples[{k}] must be an attnc.Sample or a "
-                                f"(request, token[, stop[, branch]]) tuple, "
-                                f"got {sample!r}")
+                                f"(request, token[, stop[, branch[, "
+                                f"rejected]]]) tuple, got {sample!r}")
             request, token = sample[0], sample[1]
             stop = sample[2] if len(sample) >= 3 else False
-            branch = sample[3] if len(sample) == 4 else 0
+            branch = sample[3] if len(sample) >= 4 else 0
+            rejected = sample[4] if len(sample) == 5 else False
             records[k].request = as_int(f"samples[{k}].request", request)
             records[k].token = as_int(f"samples[{k}].token", token, INT32)
             records[k].stop = as_flag(f"samples[{k}].stop", stop)
             records[k].branch = as_int(f"samples[{k}].branch", branch, INT32)
+            records[k].rejected = as_flag(f"samples[{k}].rejected", rejected)
         finished = (ctypes.c_int64 * max(1, len(samples)))()
         count = ctypes.c_int64()
         check(lib.attnc_scheduler_commit(handle, records, len(samples),
@@ -645,20 +669,27 @@ class Scheduler:
 
 
 def _sample_arrays(samples):
-    """(requests, tokens, stops, branches) as array.arrays of int64 and
-    int32, converted a column at a time (array.array refuses a value that
-    does not fit), when every sample is a tuple of four (an attnc.Sample)
-    whose values fit and whose stops are flags; None otherwise."""
-    if not all(type(s) is Sample or (isinstance(s, tuple) and len(s) == 4)
-               for s in samples):
+    """(requests, tokens, stops, branches, rejected) as array.arrays of
+    int64 and int32, converted a column at a time (array.array refuses a
+    value that does not fit), when every sample is an attnc.Sample or
+    every one a tuple of four (not rejected), whose values fit and whose
+    stops and rejections are flags; None otherwise."""
+    width = len(Sample._fields)
+    if all(type(s) is Sample for s in samples):
+        columns = tuple(zip(*samples)) or ((),) * width
+    elif all(isinstance(s, tuple) and len(s) == width - 1 for s in samples):
+        columns = (tuple(zip(*samples)) or ((),) * (width - 1)) + (
+            (0,) * len(samples),)
+    else:
         return None
-    columns = tuple(zip(*samples)) or ((),) * 4
     try:
         arrays = tuple(array.array(code, column) for code, column in
-                       zip("qiii", columns))
+                       zip("qiiii", columns))
     except (TypeError, OverflowError):
         return None
-    return arrays if set(arrays[2]) <= {0, 1} else None
+    flags = {0, 1}
+    return arrays if set(arrays[2]) <= flags and set(arrays[4]) <= flags \
+        else None
 
 
 # An int32 buffer read in place: memoryview formats of a native int32.

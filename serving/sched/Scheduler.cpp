@@ -1278,35 +1278,53 @@ StatusOr<StepStats> Scheduler::step() {
   return stats;
 }
 
-Status Scheduler::propose(RequestId id, int32_t branch,
-                          std::vector<Token> drafts) {
-  std::string name = sequenceName(id, branch);
+const RunningRequest *Scheduler::runningSequence(RequestId id,
+                                                 int32_t branch) const {
   // An unforked prompt of n > 1 runs as its branch 0, standing for all.
   auto it = std::find_if(
       running_.begin(), running_.end(), [&](const RunningRequest &running) {
         return running.request.id == id && branch >= running.branch &&
                branch < running.branch + running.request.n;
       });
-  if (it == running_.end())
+  return it == running_.end() ? nullptr : &*it;
+}
+
+Status Scheduler::checkProposal(RequestId id, int32_t branch,
+                                int64_t count) const {
+  std::string name = sequenceName(id, branch);
+  const RunningRequest *running = runningSequence(id, branch);
+  if (!running)
     return Status::error(ErrorCode::NotFound,
                          name + " is not running (queued, preempted, "
                                 "finished, aborted or never added)");
-  if (!it->decoding())
+  if (!running->decoding())
     return Status::error(ErrorCode::InvalidArgument,
                          name + " computes its prompt still: drafts follow its "
                                 "first committed sample");
-  if (static_cast<int64_t>(drafts.size()) > config_.speculativeTokens)
+  if (count > config_.speculativeTokens)
     return Status::error(ErrorCode::InvalidArgument,
-                         name + " is given " + std::to_string(drafts.size()) +
+                         name + " is given " + std::to_string(count) +
                              " drafts, a step verifies at most " +
                              std::to_string(config_.speculativeTokens) +
                              " (speculativeTokens)");
+  return Status();
+}
+
+Status Scheduler::propose(RequestId id, int32_t branch,
+                          std::vector<Token> drafts) {
+  if (Status status =
+          checkProposal(id, branch, static_cast<int64_t>(drafts.size()));
+      !status.ok())
+    return status;
+  std::string name = sequenceName(id, branch);
   for (size_t i = 0; i < drafts.size(); ++i)
     if (drafts[i] < 0)
       return Status::error(ErrorCode::InvalidArgument,
                            name + "'s draft " + std::to_string(i) +
                                " is token " + std::to_string(drafts[i]) +
                                ": tokens are not negative");
+  // Found by checkProposal; running_ is this object's own.
+  auto *it = const_cast<RunningRequest *>(runningSequence(id, branch));
   it->drafts = std::move(drafts);
   return Status();
 }

@@ -473,6 +473,9 @@ public:
   /// still (drafts follow its first committed sample), for more drafts than
   /// SchedulerConfig::speculativeTokens (0: off) or a negative token.
   Status propose(RequestId id, int32_t branch, std::vector<Token> drafts);
+  /// What propose checks before it reads the drafts: the sequence and the
+  /// count (the C API's, before it copies them).
+  Status checkProposal(RequestId id, int32_t branch, int64_t count) const;
 
   /// InvalidArgument unless `count` is the number of samples the oldest
   /// uncommitted step awaits: what commit checks first, callable before
@@ -510,6 +513,9 @@ public:
   uint64_t orderOperations() const { return orderOperations_; }
 
 private:
+  /// The running sequence (`id`, `branch`): a request's entry, or its
+  /// unforked branch 0 standing for all; nullptr when none runs.
+  const RunningRequest *runningSequence(RequestId id, int32_t branch) const;
   /// Tests drive preempt directly (SchedulerTest.cpp defines it).
   friend struct SchedulerTestAccess;
 

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -134,6 +135,7 @@ attnc::StepStats readStep(attnc_step step) {
   batch.samplers = copy(info.samplers, info.num_samplers);
   batch.samplerBranches = copy(info.sampler_branches, info.num_samplers);
   batch.sampleRows = copy(info.sample_rows, info.num_samplers);
+  batch.numDrafts = copy(info.num_drafts, requests);
   stats.admitted = copy(info.admitted, info.num_admitted);
   stats.preempted = copy(info.preempted, info.num_preempted);
   stats.prefillTokens = info.prefill_tokens;
@@ -175,6 +177,7 @@ void expectSameStep(const attnc::StepStats &c, const attnc::StepStats &cpp) {
   EXPECT_EQ(a.samplers, b.samplers);
   EXPECT_EQ(a.samplerBranches, b.samplerBranches);
   EXPECT_EQ(a.sampleRows, b.sampleRows);
+  EXPECT_EQ(a.numDrafts, b.numDrafts);
   EXPECT_EQ(a.pageCopies, b.pageCopies);
   EXPECT_EQ(a.pageTransfers, b.pageTransfers);
   EXPECT_EQ(c.admitted, cpp.admitted);
@@ -846,6 +849,10 @@ TEST(ServingCApi, SchedulerConfigIsChecked) {
        "scheduler new-token ratio decay must be in [0, 1]"},
       {"clip 0", [](attnc_scheduler_config &c) { c.clip_max_new_tokens = 0; },
        "scheduler max_tokens clip must be at least 1, got 0"},
+      {"speculative -1",
+       [](attnc_scheduler_config &c) { c.speculative_tokens = -1; },
+       "scheduler speculative tokens must be in [0 (off), 2147483647], got "
+       "-1"},
       {"window -1", [](attnc_scheduler_config &c) { c.dfs_weight_window = -1; },
        "scheduler DFS-weight window must be 0 (the whole queue) or more, got "
        "-1"},
@@ -1935,4 +1942,228 @@ TEST(ServingCApi, AHostTierIsChecked) {
   EXPECT_EQ(attnc_radix_cache_host_tokens(cache), 0) << "no tier";
   EXPECT_EQ(attnc_radix_cache_destroy(cache), ATTNC_OK);
   EXPECT_EQ(attnc_kv_pool_destroy(pool), ATTNC_OK);
+}
+
+namespace {
+
+/// What a C-driven loop served: each request's accepted output, the steps
+/// it took, the drafts it fed and had accepted, and the samples rejected.
+struct SpeculativeServed {
+  std::map<int64_t, std::vector<int32_t>> outputs;
+  int64_t steps = 0, draftsFed = 0, draftsAccepted = 0, rejectedSamples = 0;
+};
+
+/// Serves requests 0..5 (prompts sharing a prefix, answers of 3..12 tokens
+/// under max_tokens 10) through the C API synchronously with a greedy
+/// stand-in target (sampledToken). With `drafts` > 0, each request that
+/// sampled is proposed its true next `drafts` tokens (with `corrupt`,
+/// those where (id + position) % 3 == 0 off by 7), and the loop verifies
+/// greedily: a request's samples after the first that differs from the
+/// draft the next row fed are rejected.
+SpeculativeServed serveSpeculatively(int64_t drafts, bool corrupt) {
+  attnc_scheduler_config config;
+  attnc_scheduler_config_init(&config);
+  config.speculative_tokens = drafts;
+  Stack s(64, 4, &config);
+  SpeculativeServed served;
+  const int64_t maxTokens = 10;
+  std::map<int64_t, int64_t> outputLen;
+  for (int64_t id = 0; id < 6; ++id) {
+    outputLen[id] = 3 + (id * 5) % 10;
+    EXPECT_EQ(add(s.scheduler, id,
+                  concat(range(1, 6), range(int32_t(10 * id), 3)), maxTokens),
+              ATTNC_OK)
+        << lastError();
+  }
+  auto trueToken = [](int64_t id, int64_t n) { return sampledToken(id, n); };
+  while (attnc_scheduler_idle(s.scheduler) == 0 && served.steps < 500) {
+    ++served.steps;
+    attnc_step step = nullptr;
+    EXPECT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK)
+        << lastError();
+    attnc_step_info info;
+    EXPECT_EQ(attnc_step_get_info(step, &info), ATTNC_OK) << lastError();
+    // Each sampler's output position: a request's samplers are its rows'.
+    std::vector<int64_t> requests, positionOf;
+    std::vector<int32_t> tokens, stops, rejected, fedDraft;
+    std::map<int64_t, int32_t> draftsOf;
+    for (int64_t i = 0; i < info.num_requests; ++i) {
+      int32_t d = info.num_drafts[i];
+      draftsOf[info.requests[i]] = d;
+      served.draftsFed += d;
+    }
+    std::map<int64_t, int64_t> row;
+    for (int64_t k = 0; k < info.num_samplers; ++k) {
+      int64_t id = info.samplers[k];
+      int64_t j = row[id]++;
+      int64_t n = int64_t(served.outputs[id].size()) + j;
+      requests.push_back(id);
+      tokens.push_back(trueToken(id, n));
+      stops.push_back(n + 1 >= outputLen[id] ? 1 : 0);
+      // The draft the next row fed, if any: rows j + 1 .. d feed drafts.
+      int32_t d = draftsOf.count(id) ? draftsOf[id] : 0;
+      int32_t sampleRow = info.sample_rows[k];
+      fedDraft.push_back(j < d ? info.tokens[sampleRow + 1] : -1);
+    }
+    // Greedy verification: after the first sample that differs from the
+    // next row's draft, the rest of the request's samples are rejected.
+    std::map<int64_t, bool> rejecting;
+    for (size_t k = 0; k < requests.size(); ++k) {
+      int64_t id = requests[k];
+      rejected.push_back(rejecting[id] ? 1 : 0);
+      served.rejectedSamples += rejected.back();
+      if (fedDraft[k] >= 0 && fedDraft[k] != tokens[k])
+        rejecting[id] = true;
+    }
+    std::vector<int64_t> finished(requests.size() + 1);
+    int64_t numFinished = 0;
+    EXPECT_EQ(attnc_scheduler_commit_verdict_arrays(
+                  s.scheduler, int64_t(requests.size()), requests.data(),
+                  nullptr, tokens.data(), stops.data(), rejected.data(),
+                  finished.data(), &numFinished),
+              ATTNC_OK)
+        << lastError();
+    std::set<int64_t> done(finished.begin(), finished.begin() + numFinished);
+    std::set<int64_t> stopped;
+    for (size_t k = 0; k < requests.size(); ++k) {
+      int64_t id = requests[k];
+      if (rejected[k] || stopped.count(id))
+        continue;
+      if (fedDraft[k] >= 0 && fedDraft[k] == tokens[k] && !stops[k])
+        ++served.draftsAccepted;
+      served.outputs[id].push_back(tokens[k]);
+      if (stops[k])
+        stopped.insert(id);
+    }
+    EXPECT_EQ(attnc_step_destroy(step), ATTNC_OK);
+    if (drafts == 0)
+      continue;
+    // Propose to every request that sampled and runs on.
+    for (auto [id, unused] : row) {
+      if (done.count(id))
+        continue;
+      int64_t n = int64_t(served.outputs[id].size());
+      std::vector<int32_t> proposal;
+      for (int64_t j = 0; j < drafts; ++j) {
+        int32_t token = trueToken(id, n + j);
+        if (corrupt && (id + n + j) % 3 == 0)
+          token += 7;
+        proposal.push_back(token);
+      }
+      EXPECT_EQ(attnc_scheduler_propose(s.scheduler, id, 0, proposal.data(),
+                                        int64_t(proposal.size())),
+                ATTNC_OK)
+          << lastError();
+    }
+  }
+  EXPECT_EQ(attnc_scheduler_idle(s.scheduler), 1);
+  EXPECT_EQ(attnc_kv_pool_num_free_pages(s.pool) +
+                attnc_radix_cache_evictable_tokens(s.cache) / 4,
+            64)
+      << "pages leaked";
+  return served;
+}
+
+} // namespace
+
+// A C loop proposing the true next tokens (some corrupted) and verifying
+// greedily outputs what the plain C loop does, in fewer steps.
+TEST(ServingCApi, SpeculativeDecodingGivesThePlainOutputs) {
+  SpeculativeServed plain = serveSpeculatively(0, false);
+  for (int64_t id = 0; id < 6; ++id)
+    EXPECT_EQ(plain.outputs[id].size(),
+              size_t(std::min<int64_t>(3 + (id * 5) % 10, 10)));
+  EXPECT_EQ(plain.draftsFed, 0);
+  for (bool corrupt : {false, true}) {
+    SCOPED_TRACE(corrupt ? "corrupted drafts" : "true drafts");
+    SpeculativeServed speculative = serveSpeculatively(4, corrupt);
+    EXPECT_EQ(speculative.outputs, plain.outputs);
+    EXPECT_GT(speculative.draftsFed, 0);
+    EXPECT_GT(speculative.draftsAccepted, 0);
+    EXPECT_LT(speculative.steps, plain.steps);
+    if (corrupt)
+      EXPECT_GT(speculative.rejectedSamples, 0);
+    else
+      EXPECT_EQ(speculative.rejectedSamples, 0) << "a true draft was rejected";
+  }
+}
+
+// propose checks its count and pointer before reading the drafts, then
+// leaves the rest to the scheduler; commit checks each verdict's encoding.
+TEST(ServingCApi, ProposeAndVerdictsAreChecked) {
+  attnc_scheduler_config config;
+  attnc_scheduler_config_init(&config);
+  config.speculative_tokens = 2;
+  Stack s(16, 4, &config);
+  ASSERT_EQ(add(s.scheduler, 0, range(100, 4), 20), ATTNC_OK) << lastError();
+  int32_t drafts[] = {501, 502, 503};
+  EXPECT_ERROR(attnc_scheduler_propose(s.scheduler, 0, 0, drafts, -1),
+               ATTNC_INVALID_ARGUMENT,
+               "request 0: drafts must be an array of num_drafts "
+               "(non-negative) token ids, got -1");
+  EXPECT_ERROR(attnc_scheduler_propose(s.scheduler, 0, 0, nullptr, 2),
+               ATTNC_INVALID_ARGUMENT,
+               "request 0: drafts must be an array of num_drafts "
+               "(non-negative) token ids, got 2 and null");
+  EXPECT_ERROR(attnc_scheduler_propose(s.scheduler, 0, 0, drafts, 1),
+               ATTNC_NOT_FOUND, "request 0 is not running");
+  EXPECT_ERROR(attnc_scheduler_propose(nullptr, 0, 0, drafts, 1),
+               ATTNC_INVALID_ARGUMENT, "scheduler");
+  attnc_step step = nullptr;
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK);
+  ASSERT_EQ(attnc_step_destroy(step), ATTNC_OK);
+  attnc_sample prefill{0, 500, 0, 0, 0};
+  ASSERT_EQ(attnc_scheduler_commit(s.scheduler, &prefill, 1, nullptr, nullptr),
+            ATTNC_OK)
+      << lastError();
+  EXPECT_ERROR(attnc_scheduler_propose(s.scheduler, 0, 0, drafts, 3),
+               ATTNC_INVALID_ARGUMENT,
+               "request 0 is given 3 drafts, a step verifies at most 2 "
+               "(speculativeTokens)");
+  // A count past the buffer is refused before anything is read.
+  EXPECT_ERROR(
+      attnc_scheduler_propose(s.scheduler, 0, 0, drafts, int64_t(1) << 60),
+      ATTNC_INVALID_ARGUMENT,
+      "request 0 is given 1152921504606846976 drafts, a step "
+      "verifies at most 2 (speculativeTokens)");
+  EXPECT_EQ(attnc_scheduler_propose(s.scheduler, 0, 0, nullptr, 0), ATTNC_OK)
+      << lastError();
+  ASSERT_EQ(attnc_scheduler_propose(s.scheduler, 0, 0, drafts, 2), ATTNC_OK)
+      << lastError();
+  ASSERT_EQ(attnc_scheduler_step(s.scheduler, &step), ATTNC_OK);
+  attnc_step_info info;
+  ASSERT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+  ASSERT_EQ(info.num_requests, 1);
+  EXPECT_EQ(info.num_drafts[0], 2);
+  ASSERT_EQ(info.num_samplers, 3);
+  ASSERT_EQ(attnc_step_destroy(step), ATTNC_OK);
+
+  attnc_sample samples[] = {
+      {0, 501, 0, 0, 0}, {0, 9, 0, 0, 2}, {0, 9, 0, 0, 1}};
+  EXPECT_ERROR(
+      attnc_scheduler_commit(s.scheduler, samples, 3, nullptr, nullptr),
+      ATTNC_INVALID_ARGUMENT, "samples[1].rejected must be 0 or 1, got 2");
+  int64_t requests[] = {0, 0, 0};
+  int32_t tokens[] = {501, 9, 9};
+  int32_t badRejected[] = {0, 1, -1};
+  EXPECT_ERROR(attnc_scheduler_commit_verdict_arrays(
+                   s.scheduler, 3, requests, nullptr, tokens, nullptr,
+                   badRejected, nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT, "rejected[2] must be 0 or 1, got -1");
+  // The scheduler's own check of a verdict: the first row is always taken.
+  int32_t firstRejected[] = {1, 1, 1};
+  EXPECT_ERROR(attnc_scheduler_commit_verdict_arrays(
+                   s.scheduler, 3, requests, nullptr, tokens, nullptr,
+                   firstRejected, nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT,
+               "sample 0 rejects the first token of request 0's verification");
+  // Without verdicts every token is taken: 9 is not the draft 502 fed.
+  EXPECT_ERROR(attnc_scheduler_commit_arrays(s.scheduler, 3, requests, nullptr,
+                                             tokens, nullptr, nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT, "where the step fed draft 502");
+  samples[1].rejected = 0;
+  EXPECT_EQ(attnc_scheduler_commit(s.scheduler, samples, 3, nullptr, nullptr),
+            ATTNC_OK)
+      << lastError();
+  ASSERT_EQ(attnc_scheduler_abort(s.scheduler, 0), ATTNC_OK);
 }
