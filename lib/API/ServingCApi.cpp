@@ -408,10 +408,11 @@ attnc_status attnc_kv_pool_copy_pages(attnc_kv_pool handle,
 // attnc_radix_cache
 //===----------------------------------------------------------------------===//
 
-attnc_status attnc_radix_cache_create(attnc_kv_pool poolHandle,
-                                      attnc_radix_cache *out) {
-  if (!out)
-    return invalid("out must not be null");
+namespace {
+/// A cache over `poolHandle`, with a host tier of `hostPages` pages under it
+/// when that is above 0.
+attnc_status createCache(attnc_kv_pool poolHandle, int64_t hostPages,
+                         attnc_radix_cache *out) {
   return guarded([&] {
     std::shared_ptr<PoolObject> pool = pools().find(poolHandle, "pool");
     if (!pool)
@@ -420,11 +421,32 @@ attnc_status attnc_radix_cache_create(attnc_kv_pool poolHandle,
     object->pool = pool;
     {
       Lock lock(pool->mutex);
-      object->cache = std::make_unique<RadixCache>(*pool->pool);
+      if (hostPages == 0) {
+        object->cache = std::make_unique<RadixCache>(*pool->pool);
+      } else {
+        attnc::StatusOr<std::unique_ptr<attnc::HostTier>> tier =
+            attnc::HostTier::create(*pool->pool, hostPages);
+        if (!tier.ok())
+          return fail(tier.status());
+        attnc::StatusOr<std::unique_ptr<RadixCache>> cache =
+            RadixCache::withHostTier(*pool->pool, **tier);
+        if (!cache.ok())
+          return fail(cache.status());
+        object->tier = std::move(*tier);
+        object->cache = std::move(*cache);
+      }
     }
     *out = caches().add(std::move(object));
     return ATTNC_OK;
   });
+}
+} // namespace
+
+attnc_status attnc_radix_cache_create(attnc_kv_pool poolHandle,
+                                      attnc_radix_cache *out) {
+  if (!out)
+    return invalid("out must not be null");
+  return createCache(poolHandle, 0, out);
 }
 
 attnc_status attnc_radix_cache_create_with_host_tier(attnc_kv_pool poolHandle,
@@ -434,28 +456,7 @@ attnc_status attnc_radix_cache_create_with_host_tier(attnc_kv_pool poolHandle,
     return invalid("out must not be null");
   if (hostPages < 1 || hostPages > INT32_MAX)
     return invalid("host_pages must be in [1, 2^31-1], got " + str(hostPages));
-  return guarded([&] {
-    std::shared_ptr<PoolObject> pool = pools().find(poolHandle, "pool");
-    if (!pool)
-      return ATTNC_INVALID_ARGUMENT;
-    auto object = std::make_shared<CacheObject>();
-    object->pool = pool;
-    {
-      Lock lock(pool->mutex);
-      attnc::StatusOr<std::unique_ptr<attnc::HostTier>> tier =
-          attnc::HostTier::create(*pool->pool, hostPages);
-      if (!tier.ok())
-        return fail(tier.status());
-      attnc::StatusOr<std::unique_ptr<RadixCache>> cache =
-          RadixCache::withHostTier(*pool->pool, **tier);
-      if (!cache.ok())
-        return fail(cache.status());
-      object->tier = std::move(*tier);
-      object->cache = std::move(*cache);
-    }
-    *out = caches().add(std::move(object));
-    return ATTNC_OK;
-  });
+  return createCache(poolHandle, hostPages, out);
 }
 
 attnc_status attnc_radix_cache_destroy(attnc_radix_cache cache) {
