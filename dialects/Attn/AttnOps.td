@@ -53,6 +53,24 @@ def Attn_AttentionOp : Attn_Op<"attention", [
           !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>> -> !attn.out<1x32x128xbf16>
     ```
 
+    `shared_keys` makes each request a node of cascade attention: its
+    queries are the rows of every request that shares its keys (a prefix
+    cached once), so every query sees every key and a query's own position
+    is not known here. It refuses what reads positions or request indices
+    (`causal`, `window`, `sinks`, ALiBi, `segments`, regions reading
+    anything but the score and the head), and lets the planner split the
+    keys across CTAs however many queries a request has. The partial state
+    (`lse` included) is merged with each request's own keys by
+    `attn.merge_states`.
+
+    ```mlir
+    %out, %lse = attn.attention(%q, %k, %v) {shared_keys}
+        : !attn.q<?x32x128xbf16, ragged>,
+          !attn.kv<?x8x128xbf16, paged<16, nhd>>,
+          !attn.kv<?x8x128xbf16, paged<16, nhd>>
+        -> !attn.out<?x32x128xbf16, ragged>, !attn.lse<?x32, ragged>
+    ```
+
     `kv_splits = N` (set by `attn-split-kv`) makes the results up to `N`
     partial states, one per share of each request's keys, in f32; an
     `attn.merge_states` with the same `kv_splits` combines them.
@@ -94,7 +112,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     OptionalAttr<F32Attr>:$scale,
     OptionalAttr<F32Attr>:$softcap,
     UnitAttr:$alibi,
-    OptionalAttr<I64Attr>:$kv_splits
+    OptionalAttr<I64Attr>:$kv_splits,
+    UnitAttr:$shared_keys
   );
   let results = (outs Attn_OutputType:$output, Optional<Attn_LseType>:$lse);
   let regions = (region MaxSizedRegion<1>:$score_mod,

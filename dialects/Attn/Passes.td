@@ -79,7 +79,10 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     the other), then as many stages as fit, up to three. A `!attn.latent_kv`
     cache (multi-head latent attention) takes the `latent` schedule on
     sm_90a: every query head of a token packed into 64-row blocks, 64-key
-    tiles of whole cache rows, as many stages as fit.
+    tiles of whole cache rows, as many stages as fit. A `shared_keys`
+    attention (a shared level of cascade attention, whose few rows per
+    request face a long prefix) is `prefill` on every target, with up to
+    `max-splits` KV splits: the warp-specialized loop does not split keys.
 
     The plan's register model is measured, not exact: where ptxas still
     reports local memory (spills or a stack frame), the driver compiles
@@ -112,13 +115,13 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     Option<"smem", "smem", "int64_t", "232448",
            "shared memory one CTA may use, in bytes">,
     Option<"maxSplits", "max-splits", "int64_t", "16",
-           "most KV splits of a decode launch">,
+           "most KV splits of a decode or shared_keys launch">,
     Option<"prefillWarps", "prefill-warps", "int64_t", "0",
            "warps of a prefill CTA, 16 query rows each; 0 for the "
            "planner's choice (tuning)">,
     Option<"decodeStages", "decode-stages", "int64_t", "0",
-           "pipeline stages of a decode CTA; 0 for the planner's choice "
-           "(tuning)">,
+           "pipeline stages of a decode or shared_keys CTA; 0 for the "
+           "planner's choice (tuning)">,
     Option<"consumers", "consumers", "int64_t", "0",
            "consumer warpgroups of a warp-specialized (sm_90a) prefill CTA, "
            "64 query rows each; 0 for the planner's choice (tuning)">,

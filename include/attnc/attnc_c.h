@@ -55,8 +55,9 @@ extern "C" {
  * 15: segments in the spec (document ids).
  * 16: speculative decoding: speculative_tokens in the scheduler config,
  * attnc_scheduler_propose, a step's num_drafts, a sample's rejected,
- * attnc_scheduler_commit_verdict_arrays. */
-#define ATTNC_C_API_VERSION 16
+ * attnc_scheduler_commit_verdict_arrays.
+ * 17: shared_keys in the spec (cascade attention's shared levels). */
+#define ATTNC_C_API_VERSION 17
 
 typedef enum attnc_status {
   ATTNC_OK = 0,

@@ -111,7 +111,11 @@
    * indexed like the tokens it labels: [tokens] for a ragged layout,        \
    * [batch, seq_len] for a dense one. Keys and values in a paged or latent  \
    * cache take none (compile refuses them). */                              \
-  X##_FLAG(A, segments, segments, false)
+  X##_FLAG(A, segments, segments, false)                                      \
+  /* Cascade attention's shared levels (attn.attention's shared_keys): each    \
+   * request is a node whose queries are the rows of every request sharing     \
+   * its keys; no mask, no positions; the keys are split across CTAs. */      \
+  X##_FLAG(A, shared_keys, sharedKeys, false)
 /* clang-format on */
 
 /* The C fields, as FIELD(type, name) (attnc_c.h's ATTNC_RECORD form). */

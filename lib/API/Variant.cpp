@@ -263,6 +263,8 @@ StatusOr<Variant> Variant::fromSpec(const VariantSpec &s) {
     attrs.push_back("softcap = " + f32Attr(*s.softcap));
   if (s.alibi)
     attrs.push_back("alibi");
+  if (s.sharedKeys)
+    attrs.push_back("shared_keys");
 
   // The attention's regions are not isolated from above in the parser's
   // name scope, so the function's value names must not be ones a region

@@ -338,6 +338,29 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     return plan(stages);
   }
 
+  /// The mma.sync schedule whose warps each hold 16 packed (token, head)
+  /// rows and share every K/V tile, its keys split `splits` ways at most,
+  /// through `stages` pipeline stages.
+  PlanAttr rowTilePlan(AttentionOp op, int64_t splits, int64_t stages) {
+    int64_t qkDim = op.getQKHeadDim(), vDim = op.getVHeadDim();
+    // Past head dim 128 the output accumulators need the registers: half
+    // the KV tile, and queries reread from shared memory. Per-score work
+    // of three or more (a region with a mask or modifier, two regions)
+    // spills 64-key tiles on sm_90a from head dim 96 (a score_mod region
+    // with a window at 128, both regions at 96): it halves the tile too,
+    // and keeps queries in registers only up to head dim 64.
+    bool heavy = registerRelief > 0 || scoreWork(op) >= 3;
+    int64_t blockN = std::max(qkDim, vDim) > 128 || heavy ? 32 : 64;
+    bool queryInRegisters = qkDim <= (heavy ? 64 : 128);
+    // Eight warps share each K/V tile loaded into shared memory (measured
+    // on P1: 5.06 ms against 5.38 ms with four; docs/PERFORMANCE.md).
+    int64_t warps = prefillWarps > 0 ? prefillWarps : 8;
+    return PlanAttr::get(&getContext(), attnc::Schedule::Prefill, 16 * warps,
+                         blockN, warps, 1, stages, splits, queryInRegisters,
+                         /*queryBuffers=*/1, /*staticOrder=*/false,
+                         /*clusterCtas=*/1, /*leanTileLoop=*/false);
+  }
+
   FailureOr<PlanAttr> choosePlan(AttentionOp op) {
     MLIRContext *ctx = &getContext();
     int64_t qkDim = op.getQKHeadDim(), vDim = op.getVHeadDim();
@@ -388,28 +411,23 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       while (stages > 2 && !fits(decode(stages)))
         --stages;
       plan = decode(stages);
+    } else if (op.getSharedKeys()) {
+      // A shared node's rows are a few tokens of many requests against a
+      // long prefix: the rows of one request per KV head fill few tiles,
+      // so the keys are split across CTAs to fill the GPU, which the
+      // mma.sync loop does and the warp-specialized one does not.
+      // A third or fourth stage measured no faster on an H200 (C1's
+      // shared level: 0.080 ms with 2, 3 or 4; docs/PERFORMANCE.md).
+      int64_t stages = decodeStages > 0 ? decodeStages : 2;
+      while (stages > 2 && !fits(rowTilePlan(op, maxSplits, stages)))
+        --stages;
+      plan = rowTilePlan(op, maxSplits, stages);
     } else if (StringRef(arch) == "sm_90a" && kvBytes == 2) {
       // The producer's bulk copies land K/V tiles where wgmma reads them:
       // an fp8 cache, widened in between, takes the mma.sync schedule.
       plan = warpSpecialized(op);
     } else {
-      // Past head dim 128 the output accumulators need the registers: half
-      // the KV tile, and queries reread from shared memory. Per-score work
-      // of three or more (a region with a mask or modifier, two regions)
-      // spills 64-key tiles on sm_90a from head dim 96 (a score_mod region
-      // with a window at 128, both regions at 96): it halves the tile too,
-      // and keeps queries in registers only up to head dim 64.
-      bool heavy = registerRelief > 0 || scoreWork(op) >= 3;
-      int64_t blockN = std::max(qkDim, vDim) > 128 || heavy ? 32 : 64;
-      bool queryInRegisters = qkDim <= (heavy ? 64 : 128);
-      // Eight warps share each K/V tile loaded into shared memory (measured
-      // on P1: 5.06 ms against 5.38 ms with four; docs/PERFORMANCE.md).
-      int64_t warps = prefillWarps > 0 ? prefillWarps : 8;
-      plan = PlanAttr::get(ctx, attnc::Schedule::Prefill, 16 * warps, blockN,
-                           warps, 1,
-                           /*stages=*/2, 1, queryInRegisters,
-                           /*queryBuffers=*/1, /*staticOrder=*/false,
-                           /*clusterCtas=*/1, /*leanTileLoop=*/false);
+      plan = rowTilePlan(op, /*splits=*/1, /*stages=*/2);
     }
     if (!fits(plan))
       return op.emitOpError("needs more shared memory than the target's ")

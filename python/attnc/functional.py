@@ -348,6 +348,22 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     return (out, lse) if return_lse else out
 
 
+def merge_kernel(states, dtype, heads, dim):
+    """The kernel merging `states` (out, lse) pairs of rows of `heads` x
+    `dim` elements of `dtype` ("bfloat16", "float16") into one: inputs the
+    pairs in order, outputs the merged out and lse."""
+    element = IR_NAMES[dtype]
+    out_t = f"!attn.out<?x{heads}x{dim}x{element}>"
+    lse_t = f"!attn.lse<?x{heads}>"
+    args = ", ".join(f"%o{i}: {out_t}, %l{i}: {lse_t}" for i in range(states))
+    pairs = ", ".join(f"(%o{i}, %l{i})" for i in range(states))
+    text = (f"func.func @merge_{states}({args}) -> ({out_t}, {lse_t}) {{\n"
+            f"  %out, %lse = attn.merge_states {pairs}\n"
+            f"      : {out_t}, {lse_t} -> {out_t}\n"
+            f"  return %out, %lse : {out_t}, {lse_t}\n}}\n")
+    return kernel_for(mlir=text)
+
+
 def merge_states(outs, lses):
     """Merges attention states over disjoint key sets: outs[i] [.., heads,
     dim] (bf16 or f16), lses[i] [.., heads] float32 (natural log). Returns
@@ -375,17 +391,7 @@ def merge_states(outs, lses):
                 f"{tuple(first.shape)}")
         require(tuple(s.shape) == tuple(first.shape[:-1]),
                 f"lses[{i}] must have shape {tuple(first.shape[:-1])}")
-    element = IR_NAMES[dtype_name(first)]
-    out_t = f"!attn.out<?x{heads}x{dim}x{element}>"
-    lse_t = f"!attn.lse<?x{heads}>"
-    n = len(outs)
-    args = ", ".join(f"%o{i}: {out_t}, %l{i}: {lse_t}" for i in range(n))
-    pairs = ", ".join(f"(%o{i}, %l{i})" for i in range(n))
-    text = (f"func.func @merge_{n}({args}) -> ({out_t}, {lse_t}) {{\n"
-            f"  %out, %lse = attn.merge_states {pairs}\n"
-            f"      : {out_t}, {lse_t} -> {out_t}\n"
-            f"  return %out, %lse : {out_t}, {lse_t}\n}}\n")
-    kernel = kernel_for(mlir=text)
+    kernel = merge_kernel(len(outs), dtype_name(first), heads, dim)
     import torch
     out = torch.empty_like(first)
     lse = torch.empty(first.shape[:-1], dtype=torch.float32,

@@ -54,6 +54,7 @@ FIELD_CHANGES = {
     "rope_dim": (dict(kv_heads=1, head_dim=576), dict(rope_dim=64)),
     "value_head_dim": ({}, dict(value_head_dim=32)),
     "segments": ({}, dict(segments=True)),
+    "shared_keys": ({}, dict(shared_keys=True)),
 }
 
 

@@ -317,3 +317,18 @@ func.func @mla_segments(%q: !attn.q<?x16x576xbf16, ragged>, %kv: !attn.latent_kv
       : !attn.q<?x16x576xbf16, ragged>, !attn.latent_kv<?x576xbf16, rope = 64, ragged> -> !attn.out<?x16x512xbf16, ragged>
   return %out : !attn.out<?x16x512xbf16, ragged>
 }
+
+// -----
+
+// A shared node of cascade attention takes the mma.sync loop, whose packed
+// (token, head) rows split their keys across CTAs, rather than the
+// warp-specialized one, which does not split them.
+// CHECK-LABEL: func.func @shared_keys_split
+// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 128 x 64, warps = 8 x 1, stages = 2, kv_splits = 16, q_in_regs = true>
+func.func @shared_keys_split(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, paged<16, nhd>>,
+                             %v: !attn.kv<?x8x128xbf16, paged<16, nhd>>) -> !attn.out<?x32x128xbf16, ragged> {
+  %out, %lse = attn.attention(%q, %k, %v) {shared_keys}
+      : !attn.q<?x32x128xbf16, ragged>, !attn.kv<?x8x128xbf16, paged<16, nhd>>, !attn.kv<?x8x128xbf16, paged<16, nhd>>
+      -> !attn.out<?x32x128xbf16, ragged>, !attn.lse<?x32, ragged>
+  return %out : !attn.out<?x32x128xbf16, ragged>
+}

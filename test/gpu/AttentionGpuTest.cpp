@@ -329,6 +329,23 @@ std::vector<Case> cases() {
   add(fp8({"fp8_e5m2_prefill_ragged_d64_noscales_f16", 8, 2, 64, "f16", false,
            true, "ragged", "causal", "", false, shapeOf(2, 150, 150)},
           "f8E5M2", 0, 0));
+  // Shared levels of cascade attention: a node's rows (many requests'
+  // tokens, any number of them, more than its keys too) over its pages,
+  // the keys split across CTAs (forced, and as the launch chooses), merged
+  // by the split that arrives last.
+  add({"shared_keys_gqa4_paged16", 32, 8, 128, "bf16", false, true,
+       "paged<16, nhd>", "shared_keys", "", false, shapeOf(3, 64, 2000)});
+  add({"shared_keys_five_splits_paged1_hnd_f16", 16, 4, 64, "f16", false, true,
+       "paged<1, hnd>", "shared_keys", "", false, shapeOf(2, 40, 333, 5)});
+  add({"shared_keys_more_rows_than_keys_paged64", 8, 2, 128, "bf16", false,
+       true, "paged<64, hnd>", "shared_keys, softcap = 20.0 : f32", "", false,
+       shapeOf(4, 300, 64)});
+  add({"shared_keys_one_row_each_mha_d256", 4, 4, 256, "bf16", false, true,
+       "paged<16, nhd>", "shared_keys, scale = 0.05 : f32", "", false,
+       shapeOf(5, 1, 900)});
+  add(fp8({"shared_keys_fp8_e4m3_gqa8_paged16", 64, 8, 128, "bf16", false, true,
+           "paged<16, nhd>", "shared_keys", "", false, shapeOf(2, 24, 1500)},
+          "f8E4M3FN", 1, 8));
   return all;
 }
 

@@ -677,6 +677,7 @@ TEST(Api, EveryVariantFieldReachesTheIr) {
         [](VariantSpec &s) { s.ropeDim = 64; }}},
       {"valueHeadDim", {none, [](VariantSpec &s) { s.valueHeadDim = 64; }}},
       {"segments", {none, [](VariantSpec &s) { s.segments = true; }}},
+      {"sharedKeys", {none, [](VariantSpec &s) { s.sharedKeys = true; }}},
   };
   std::vector<std::string> members;
 #define ATTNC_MEMBER_NAME(member) members.push_back(#member);

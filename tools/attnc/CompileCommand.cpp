@@ -71,7 +71,8 @@ void addTuningOptions(CLI::App &command, CompileOptions &options) {
       ->check(CLI::Range(0, 8));
   command
       .add_option("--decode-stages", options.decodeStages,
-                  "tuning: pipeline stages of a decode CTA (0: the planner's)")
+                  "tuning: pipeline stages of a decode or shared_keys CTA "
+                  "(0: the planner's)")
       ->check(CLI::Range(0, 8));
   command
       .add_option("--consumers", options.consumers,

@@ -303,6 +303,22 @@ LogicalResult AttentionOp::verify() {
         failed(verifyScale(*this, getValueScale(), "value")))
       return failure();
   }
+  if (getSharedKeys()) {
+    // Each names what would need a query's own position or request.
+    const char *positional = getCausal()          ? "causal"
+                             : getWindow()        ? "a window"
+                             : getSinks()         ? "sinks"
+                             : getAlibi()         ? "ALiBi"
+                             : getQuerySegments() ? "segments"
+                                                  : nullptr;
+    if (positional)
+      return emitOpError("with shared_keys cannot take ")
+             << positional
+             << ": a shared node's queries are many requests' rows, whose "
+                "positions it does not know";
+    if (isLatent())
+      return emitOpError("with shared_keys does not take a latent cache yet");
+  }
   if (getCaptures().size() > size_t(limits::kMaxCaptures))
     return emitOpError("captures at most ")
            << limits::kMaxCaptures << " buffers, got " << getCaptures().size();
@@ -363,6 +379,27 @@ LogicalResult verifyModifierRegion(AttentionOp op, Region &region,
   return success();
 }
 
+/// Under shared_keys a request is a node shared by many requests: its
+/// index, its queries' indices and its lengths are not any one request's.
+/// The region's own index arguments other than the head must go unused.
+LogicalResult verifySharedKeysRegion(AttentionOp op, Region &region,
+                                     StringRef name, unsigned firstIndexArg) {
+  if (region.empty())
+    return success();
+  static constexpr const char *kIndexNames[] = {"batch", "head",  "qi",
+                                                "kvi",   "q_len", "kv_len"};
+  Block &block = region.front();
+  for (unsigned i = 0; i < AttentionOp::kMaskModIndexArgs; ++i) {
+    if (StringRef(kIndexNames[i]) == "head")
+      continue;
+    if (!block.getArgument(firstIndexArg + i).use_empty())
+      return op.emitOpError("with shared_keys, '")
+             << name << "' may not read its " << kIndexNames[i]
+             << " argument: a shared node's rows belong to many requests";
+  }
+  return success();
+}
+
 } // namespace
 
 LogicalResult AttentionOp::verifyRegions() {
@@ -372,10 +409,15 @@ LogicalResult AttentionOp::verifyRegions() {
   SmallVector<Type> scoreArgs{b.getF32Type()};
   llvm::append_range(scoreArgs, indices);
   if (failed(verifyModifierRegion(*this, getScoreMod(), "score_mod", scoreArgs,
-                                  b.getF32Type())))
+                                  b.getF32Type())) ||
+      failed(verifyModifierRegion(*this, getMaskMod(), "mask_mod", indices,
+                                  b.getI1Type())))
     return failure();
-  return verifyModifierRegion(*this, getMaskMod(), "mask_mod", indices,
-                              b.getI1Type());
+  if (!getSharedKeys())
+    return success();
+  return success(
+      succeeded(verifySharedKeysRegion(*this, getScoreMod(), "score_mod", 1)) &&
+      succeeded(verifySharedKeysRegion(*this, getMaskMod(), "mask_mod", 0)));
 }
 
 //===----------------------------------------------------------------------===//

@@ -668,7 +668,7 @@ func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?
 
 // An attribute far from every declared one lists them.
 func.func @f(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>, %v: !attn.kv<?x8x64xbf16>) {
-  // expected-error @+1 {{'attn.attention' op has no attribute 'sliding'; it takes alibi, causal, kv_splits, scale, sinks, softcap, window}}
+  // expected-error @+1 {{'attn.attention' op has no attribute 'sliding'; it takes alibi, causal, kv_splits, scale, shared_keys, sinks, softcap, window}}
   %out = attn.attention(%q, %k, %v) {causal, sliding = 4 : i64}
       : !attn.q<?x8x64xbf16>, !attn.kv<?x8x64xbf16>, !attn.kv<?x8x64xbf16> -> !attn.out<?x8x64xbf16>
   return
@@ -884,4 +884,97 @@ func.func @f(%q: !attn.q<?x8x64xbf16> {attn.window = 4 : i64}) {
 func.func @f() -> (i32 {attn.causal}) {
   %c = arith.constant 0 : i32
   return %c : i32
+}
+
+// -----
+
+// A shared node's queries belong to many requests: no causal mask.
+func.func @f(%q: !attn.q<?x8x64xbf16, ragged>, %k: !attn.kv<?x8x64xbf16, paged<16, nhd>>, %v: !attn.kv<?x8x64xbf16, paged<16, nhd>>) {
+  // expected-error @+1 {{'attn.attention' op with shared_keys cannot take causal: a shared node's queries are many requests' rows, whose positions it does not know}}
+  %out = attn.attention(%q, %k, %v) {shared_keys, causal}
+      : !attn.q<?x8x64xbf16, ragged>, !attn.kv<?x8x64xbf16, paged<16, nhd>>, !attn.kv<?x8x64xbf16, paged<16, nhd>> -> !attn.out<?x8x64xbf16, ragged>
+  return
+}
+
+// -----
+
+// A window needs each query's position.
+func.func @f(%q: !attn.q<?x8x64xbf16, ragged>, %k: !attn.kv<?x8x64xbf16, paged<16, nhd>>, %v: !attn.kv<?x8x64xbf16, paged<16, nhd>>) {
+  // expected-error @+1 {{'attn.attention' op with shared_keys cannot take a window}}
+  %out = attn.attention(%q, %k, %v) {shared_keys, window = #attn.window<128, 0>}
+      : !attn.q<?x8x64xbf16, ragged>, !attn.kv<?x8x64xbf16, paged<16, nhd>>, !attn.kv<?x8x64xbf16, paged<16, nhd>> -> !attn.out<?x8x64xbf16, ragged>
+  return
+}
+
+// -----
+
+// ALiBi's bias needs each query's position.
+func.func @f(%q: !attn.q<?x8x64xbf16, ragged>, %k: !attn.kv<?x8x64xbf16, paged<16, nhd>>, %v: !attn.kv<?x8x64xbf16, paged<16, nhd>>) {
+  // expected-error @+1 {{'attn.attention' op with shared_keys cannot take ALiBi}}
+  %out = attn.attention(%q, %k, %v) {shared_keys, alibi}
+      : !attn.q<?x8x64xbf16, ragged>, !attn.kv<?x8x64xbf16, paged<16, nhd>>, !attn.kv<?x8x64xbf16, paged<16, nhd>> -> !attn.out<?x8x64xbf16, ragged>
+  return
+}
+
+// -----
+
+// Sinks are the first keys of one request, and would count once per level.
+func.func @f(%q: !attn.q<?x8x64xbf16, ragged>, %k: !attn.kv<?x8x64xbf16, paged<16, nhd>>, %v: !attn.kv<?x8x64xbf16, paged<16, nhd>>) {
+  // expected-error @+1 {{'attn.attention' op with shared_keys cannot take sinks}}
+  %out = attn.attention(%q, %k, %v) {shared_keys, sinks = 4}
+      : !attn.q<?x8x64xbf16, ragged>, !attn.kv<?x8x64xbf16, paged<16, nhd>>, !attn.kv<?x8x64xbf16, paged<16, nhd>> -> !attn.out<?x8x64xbf16, ragged>
+  return
+}
+
+// -----
+
+// Document ids are per request.
+func.func @f(%q: !attn.q<?x8x64xbf16, ragged>, %k: !attn.kv<?x8x64xbf16, ragged>, %v: !attn.kv<?x8x64xbf16, ragged>, %qs: memref<?xi32>, %ks: memref<?xi32>) {
+  // expected-error @+1 {{'attn.attention' op with shared_keys cannot take segments}}
+  %out = attn.attention(%q, %k, %v) segments(%qs, %ks : memref<?xi32>, memref<?xi32>) {shared_keys}
+      : !attn.q<?x8x64xbf16, ragged>, !attn.kv<?x8x64xbf16, ragged>, !attn.kv<?x8x64xbf16, ragged> -> !attn.out<?x8x64xbf16, ragged>
+  return
+}
+
+// -----
+
+// The latent schedule does not split a shared node's keys yet.
+func.func @f(%q: !attn.q<?x16x576xbf16, ragged>, %kv: !attn.latent_kv<?x576xbf16, rope = 64, paged<64, nhd>>) {
+  // expected-error @+1 {{'attn.attention' op with shared_keys does not take a latent cache yet}}
+  %out = attn.attention(%q, %kv) {shared_keys}
+      : !attn.q<?x16x576xbf16, ragged>, !attn.latent_kv<?x576xbf16, rope = 64, paged<64, nhd>> -> !attn.out<?x16x512xbf16, ragged>
+  return
+}
+
+// -----
+
+// A score_mod reading a query's index would see the node's row, not the request's.
+func.func @f(%q: !attn.q<?x8x64xbf16, ragged>, %k: !attn.kv<?x8x64xbf16, paged<16, nhd>>, %v: !attn.kv<?x8x64xbf16, paged<16, nhd>>) {
+  // expected-error @+1 {{'attn.attention' op with shared_keys, 'score_mod' may not read its qi argument: a shared node's rows belong to many requests}}
+  %out = attn.attention(%q, %k, %v) {shared_keys}
+      : !attn.q<?x8x64xbf16, ragged>, !attn.kv<?x8x64xbf16, paged<16, nhd>>, !attn.kv<?x8x64xbf16, paged<16, nhd>> -> !attn.out<?x8x64xbf16, ragged>
+      score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kvi: index, %ql: index, %kl: index):
+    %i = arith.index_cast %qi : index to i32
+    %f = arith.sitofp %i : i32 to f32
+    %r = arith.addf %s, %f : f32
+    attn.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A mask_mod reading the request index would see the node's.
+func.func @f(%q: !attn.q<?x8x64xbf16, ragged>, %k: !attn.kv<?x8x64xbf16, paged<16, nhd>>, %v: !attn.kv<?x8x64xbf16, paged<16, nhd>>) {
+  // expected-error @+1 {{'attn.attention' op with shared_keys, 'mask_mod' may not read its batch argument}}
+  %out = attn.attention(%q, %k, %v) {shared_keys}
+      : !attn.q<?x8x64xbf16, ragged>, !attn.kv<?x8x64xbf16, paged<16, nhd>>, !attn.kv<?x8x64xbf16, paged<16, nhd>> -> !attn.out<?x8x64xbf16, ragged>
+      mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %kvi: index, %ql: index, %kl: index):
+    %z = arith.constant 0 : index
+    %keep = arith.cmpi eq, %b, %z : index
+    attn.yield %keep : i1
+  }
+  return
 }

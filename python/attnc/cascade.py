@@ -1,0 +1,227 @@
+"""Cascade attention: paged KV shared as a tree of prefixes, each shared
+prefix read once for all the requests under it.
+
+The levels are FlashInfer's MultiLevelCascadeAttentionWrapper's: level l
+partitions the batch's query rows into contiguous entries (qo_indptr) and
+gives each entry pages (kv_indptr, kv_indices, kv_last_page_len). Every
+level but the last holds shared prefixes: an entry's rows are the tokens
+of every request under one radix-tree node, which see all of its keys
+(the keys come before any of the rows' positions); an entry without pages
+is rows that share nothing at that level. The last level holds each
+request's own pages, attended to causally or not as the wrapper says.
+Each shared entry runs as one request of a `shared_keys` kernel, whose
+CTAs pack the entry's rows of a KV head together and split its keys; the
+levels' states are merged per row by attn.merge_states."""
+
+from ._capi import LIMITS
+from ._tensors import check_tensor, current_stream, require
+from ._values import as_sequence
+from .functional import host_ints, kernel_for, merge_kernel
+from .paged import PagedAttention, pages_in_use
+
+_LEVEL_ARRAYS = ("qo_indptr", "kv_indptr", "kv_indices", "kv_last_page_len")
+
+
+def shared_runs(qo_indptr, kv_indptr):
+    """The maximal runs [first, end) of adjacent entries that have rows and
+    pages: each is one launch (its requests' rows lie together)."""
+    runs, first = [], None
+    entries = len(kv_indptr) - 1
+    for e in range(entries + 1):
+        has_pages = (e < entries and kv_indptr[e + 1] > kv_indptr[e] and
+                     qo_indptr[e + 1] > qo_indptr[e])
+        if has_pages and first is None:
+            first = e
+        elif not has_pages and first is not None:
+            runs.append((first, e))
+            first = None
+    return runs
+
+
+class CascadeAttention:
+    """Attention over a paged cache whose pages are shared as levels of
+    prefixes. Constructed like PagedAttention (no window, sinks, ALiBi or
+    mods: a shared prefix's rows belong to many requests, whose positions
+    it does not know); plan takes the levels, run the queries [tokens,
+    heads, dim] in the levels' row order."""
+
+    def __init__(self, num_qo_heads, num_kv_heads, head_dim, page_size,
+                 kv_layout="NHD", dtype="bfloat16", causal=False,
+                 softcap=None, scale=None, return_lse=False, kv_dtype=None,
+                 kv_scales=None):
+        # The last level is each request's own keys: a paged attention
+        # whose state is merged with the shared levels'.
+        self._own = PagedAttention(
+            num_qo_heads, num_kv_heads, head_dim, page_size, kv_layout,
+            dtype, causal=causal, softcap=softcap, scale=scale,
+            return_lse=True, kv_dtype=kv_dtype, kv_scales=kv_scales)
+        self._shared_spec = dict(self._own._spec, query_layout="ragged",
+                                 queries_per_request=0, causal=0,
+                                 shared_keys=1)
+        self.num_qo_heads, self.num_kv_heads = num_qo_heads, num_kv_heads
+        self.head_dim, self.page_size = head_dim, page_size
+        self.dtype, self.return_lse = self._own.dtype, bool(return_lse)
+        self._levels = None
+        self._side_stream = None  # made by the first plan with shared levels
+
+    def plan(self, levels):
+        """levels: a sequence of (qo_indptr, kv_indptr, kv_indices,
+        kv_last_page_len) int32 tensors (host or device), the last level's
+        entries each request's own pages (at least one). May allocate and
+        synchronize; reuse the plan for every layer of the step."""
+        levels = as_sequence("levels", levels)
+        require(len(levels) >= 1, "levels needs at least the last level")
+        host = []
+        for l, level in enumerate(levels):
+            level = as_sequence(f"levels[{l}]", level)
+            require(len(level) == 4, f"levels[{l}] must be (qo_indptr, "
+                    f"kv_indptr, kv_indices, kv_last_page_len)")
+            for name, array in zip(_LEVEL_ARRAYS, level):
+                check_tensor(f"levels[{l}].{name}", array, 1, ("int32",),
+                             cuda=False)
+            host.append([host_ints(a) for a in level])
+        tokens = host[-1][0][-1]
+        for l, (qo, kv, indices, last) in enumerate(host):
+            entries = len(qo) - 1
+            require(entries >= 1 and qo[0] == 0 and qo[-1] == tokens,
+                    f"levels[{l}].qo_indptr must run from 0 to {tokens}, "
+                    f"the last level's rows")
+            require(all(a <= b for a, b in zip(qo, qo[1:])),
+                    f"levels[{l}].qo_indptr must not decrease")
+            require(len(kv) == entries + 1 and len(last) == entries,
+                    f"levels[{l}] needs kv_indptr of {entries + 1} and "
+                    f"kv_last_page_len of {entries} entries, as qo_indptr "
+                    f"has")
+            require(kv[0] >= 0 and all(a <= b for a, b in zip(kv, kv[1:]))
+                    and kv[-1] <= len(indices),
+                    f"levels[{l}].kv_indptr must not decrease nor pass "
+                    f"kv_indices' end")
+            if l + 1 < len(host):
+                for first, end in shared_runs(qo, kv):
+                    require(all(1 <= last[e] <= self.page_size
+                                for e in range(first, end)),
+                            f"levels[{l}].kv_last_page_len must be in "
+                            f"1..{self.page_size} for an entry with pages")
+        most = LIMITS["max_merge_states"]
+        require(len(levels) <= most, f"levels holds at most {most} levels "
+                f"(the states merge_states merges), got {len(levels)}")
+        own = levels[-1]
+        self._own.plan(own[1], own[2], own[3], qo_indptr=own[0])
+        import torch
+        device = torch.device("cuda", 0)
+        self._tokens = tokens
+        self._pages_needed = self._own._pages_needed
+        # Each shared level: its launches (one per run of entries with
+        # pages) and the state they write. Rows no entry of the level
+        # covers keep a state of no keys (lse -inf), set here once.
+        self._shared = []
+        for l, (qo, kv, indices, last) in enumerate(host[:-1]):
+            runs = shared_runs(qo, kv)
+            if not runs:
+                continue
+            self._pages_needed = max(
+                self._pages_needed,
+                pages_in_use([kv[runs[0][0]], kv[runs[-1][1]]], indices))
+            arrays = [self._own_on_device(levels[l][i]) for i in range(4)]
+            kernel = kernel_for(self._shared_spec)
+            parts = []
+            for first, end in runs:
+                kv_lens = [(kv[e + 1] - kv[e] - 1) * self.page_size + last[e]
+                           for e in range(first, end)]
+                q_lens = [qo[e + 1] - qo[e] for e in range(first, end)]
+                parts.append(kernel.plan(
+                    end - first, max(q_lens), max(kv_lens), tokens,
+                    kv_tokens=sum(kv_lens),
+                    q_indptr=arrays[0].data_ptr() + 4 * first,
+                    kv_indptr=arrays[1].data_ptr() + 4 * first,
+                    page_indices=arrays[2].data_ptr(),
+                    last_page_len=arrays[3].data_ptr() + 4 * first))
+            out = torch.zeros((tokens, self.num_qo_heads, self.head_dim),
+                              dtype=getattr(torch, self.dtype),
+                              device=device)
+            lse = torch.full((tokens, self.num_qo_heads), float("-inf"),
+                             dtype=torch.float32, device=device)
+            self._shared.append((kernel, parts, arrays, out, lse))
+        if self._shared:
+            self._own_out = torch.empty(
+                (tokens, self.num_qo_heads, self.head_dim),
+                dtype=getattr(torch, self.dtype), device=device)
+            self._own_lse = torch.empty((tokens, self.num_qo_heads),
+                                        dtype=torch.float32, device=device)
+            states = len(self._shared) + 1
+            self._merge = merge_kernel(states, self.dtype, self.num_qo_heads,
+                                       self.head_dim)
+            self._merge_plan = self._merge.plan(1, tokens, 0, tokens)
+        self._side_stream = (torch.cuda.Stream(device)
+                             if self._shared and self._side_stream is None
+                             else self._side_stream)
+        self._levels = len(levels)
+        return self
+
+    def _own_on_device(self, x):
+        import torch
+        if x.is_cuda:
+            return x.contiguous()
+        staged = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
+        staged.copy_(x)
+        return staged.to(torch.device("cuda", 0), non_blocking=True)
+
+    def run(self, q, k_cache, v_cache, out=None, lse=None, k_scale=None,
+            v_scale=None):
+        """Runs on the current stream; with `out` (and `lse`) given, free
+        of allocation."""
+        require(self._levels is not None, "call plan() before run()",
+                RuntimeError)
+        if not self._shared:
+            result = self._own.run(q, k_cache, v_cache, out=out, lse=lse,
+                                   k_scale=k_scale, v_scale=v_scale)
+            return result if self.return_lse else result[0]
+        # The own level checks q and the caches against its pages; the
+        # shared levels' pages are checked here.
+        if tuple(q.shape) != (self._tokens, self.num_qo_heads, self.head_dim):
+            raise ValueError(f"q must be [{self._tokens}, "
+                             f"{self.num_qo_heads}, {self.head_dim}] for "
+                             f"this plan, got {tuple(q.shape)}")
+        for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
+            check_tensor(name, cache, 4, (self._own.kv_dtype,))
+            if cache.shape[0] < self._pages_needed:
+                raise ValueError(f"{name} has {cache.shape[0]} pages, the "
+                                 f"plan reads page {self._pages_needed - 1}")
+        import torch
+        if out is None:
+            out = q.new_empty(q.shape)
+        check_tensor("out", out, 3, (self.dtype,))
+        require(tuple(out.shape) == tuple(q.shape), "out must have q's shape")
+        if lse is None:
+            lse = torch.empty(q.shape[:2], dtype=torch.float32,
+                              device=q.device)
+        check_tensor("lse", lse, 2, ("float32",))
+        require(tuple(lse.shape) == tuple(q.shape[:2]),
+                f"lse must be {tuple(q.shape[:2])}, got {tuple(lse.shape)}")
+        own = dict(out=self._own_out, lse=self._own_lse, k_scale=k_scale,
+                   v_scale=v_scale)
+        # The own level (each request's pages: a decode launch of few CTAs)
+        # runs beside the shared levels, on a stream that joins this one
+        # before the merge (a fork and join a CUDA graph captures too).
+        stream = torch.cuda.current_stream(q.device)
+        side = self._side_stream or stream
+        side.wait_stream(stream)
+        with torch.cuda.stream(side):
+            self._own.run(q, k_cache, v_cache, **own)
+        scales = self._own._scales(k_scale, v_scale, q.device)
+        inputs = ([q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr()] +
+                  [s.data_ptr() for s in scales])
+        handle = current_stream(q)
+        for kernel, parts, _, level_out, level_lse in self._shared:
+            for plan in parts:
+                kernel.run(plan, inputs,
+                           [level_out.data_ptr(), level_lse.data_ptr()],
+                           handle)
+        stream.wait_stream(side)
+        states = []
+        for _, _, _, level_out, level_lse in self._shared:
+            states += [level_out.data_ptr(), level_lse.data_ptr()]
+        states += [self._own_out.data_ptr(), self._own_lse.data_ptr()]
+        self._merge.run(self._merge_plan, states,
+                        [out.data_ptr(), lse.data_ptr()], handle)
+        return (out, lse) if self.return_lse else out
