@@ -29,6 +29,12 @@ Greedy identity with generate() is python/tests/test_engine.py's (and
     PYTHONPATH=python:examples python3 benchmarks/engine_loop.py \\
         --overlap --out $OUT/engine-overlap
 
+--cascade adds a run with prefix reuse and cascade levels (the scheduler
+orders each step's rows by the radix tree and says which pages its shared
+nodes hold; the engine runs attnc.CascadeAttention), times the attention
+of every run with CUDA events, and prints how much of each step's KV was
+read once for several requests.
+
 --host-tier PAGES puts a host tier of that many pages under the radix
 cache: evicted prefixes go there and are loaded back instead of computed
 again (host_loaded_tokens); it matters once the pool (--pages) is too
@@ -83,16 +89,22 @@ def synchronize(args):
         torch.cuda.synchronize()
 
 
-def serve(args, model, requests, reuse, overlap=False):
+def serve(args, model, requests, reuse, overlap=False, cascade=False):
     """One run of the engine over `requests`: its numbers, and its
     outputs."""
+    cascade_options = (dict(cascade=True,
+                            cascade_min_sharers=args.cascade_min_sharers,
+                            cascade_min_shared_tokens=args.cascade_min_tokens)
+                       if cascade else {})
     engine = Engine(model, backend=args.backend, num_pages=args.pages,
                     page_size=args.page_size,
                     kv_dtype=getattr(torch, args.kv_dtype),
                     storage=args.storage, policy=args.policy,
                     token_budget=args.token_budget,
                     max_running=args.max_running, overlap=overlap,
-                    host_pages=args.host_tier)
+                    host_pages=args.host_tier,
+                    time_attention=args.cascade and args.backend == "attnc",
+                    **cascade_options)
     for request in requests:
         engine.add(request["id"], request["prompt"],
                    max_tokens=args.max_tokens, n=args.n,
@@ -106,8 +118,16 @@ def serve(args, model, requests, reuse, overlap=False):
     generated = sum(len(tokens) for tokens in engine.outputs.values())
     fed = sum(r.prefill_tokens for r in history) + sum(
         r.decodes for r in history)
+    listed = sum(r.pages_listed for r in history)
     result = dict(
-        reuse=reuse, overlap=overlap, steps=len(history), wall_s=wall,
+        reuse=reuse, overlap=overlap, cascade=cascade, steps=len(history),
+        wall_s=wall,
+        # Of the KV pages the steps' page tables list (every layer reads
+        # them), the share cascade levels read once for several requests
+        # instead of once per request.
+        kv_read_once=1 - sum(r.pages_read for r in history) / max(1, listed),
+        attention_ms=(engine.backend.attention_ms()
+                      if args.cascade and args.backend == "attnc" else None),
         commit_wait_s=engine.commit_wait_s,
         steps_fed_by_uncommitted_samples=sum(
             1 for r in history if r.pending_rows),
@@ -169,6 +189,11 @@ def main():
         "launched before this one is committed), beside the synchronous")
     add("--host-tier", type=int, default=0, metavar="PAGES",
         help="a host tier of PAGES pages under the radix cache")
+    add("--cascade", action="store_true",
+        help="also run prefix reuse with cascade levels (shared prefixes "
+        "read once per step), and time every run's attention")
+    add("--cascade-min-sharers", type=int, default=32)
+    add("--cascade-min-tokens", type=int, default=2048)
     add("--seed", type=int, default=1)
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -181,6 +206,13 @@ def main():
     for overlap in loops:
         serve(args, model, requests[:args.warmup_requests], reuse=True,
               overlap=overlap)
+    if args.cascade:
+        # Requests of one system prompt, any sharing a level: the
+        # cascade's kernels compile here.
+        eager = argparse.Namespace(**dict(vars(args), cascade_min_sharers=2,
+                                          cascade_min_tokens=1))
+        serve(eager, model, requests[::args.systems][:args.warmup_requests],
+              reuse=True, cascade=True)
     results = []
     for reuse in (True, False):
         synchronous_outputs = None
@@ -193,6 +225,13 @@ def main():
                 synchronous_outputs = outputs
             results.append(result)
             print(json.dumps(result), flush=True)
+        if reuse and args.cascade:
+            result, outputs = serve(args, model, requests, reuse,
+                                    cascade=True)
+            result["same_tokens_as_synchronous"] = agreement(
+                outputs, synchronous_outputs)
+            results.append(result)
+            print(json.dumps(result), flush=True)
     device = (torch.cuda.get_device_name() if args.device == "cuda"
               else args.device)
     print(f"engine loop: {args.model}, {args.layers} layers, hidden "
@@ -203,7 +242,8 @@ def main():
           f"{args.system_tokens} tokens, {args.max_tokens} new tokens each, "
           f"{device}")
     for r in results:
-        loop = ", overlapped" if r["overlap"] else ""
+        loop = (", overlapped" if r["overlap"] else "") + (
+            ", cascade" if r["cascade"] else "")
         print(f"  {'with' if r['reuse'] else 'without'} prefix reuse{loop}: "
               f"{r['wall_s']:.2f} s, {r['steps']} steps, "
               f"{r['generated_tokens_per_s']:.0f} generated tokens/s, "
@@ -212,9 +252,10 @@ def main():
               f"from the cache ({r['host_loaded_tokens']} from the host "
               f"tier), {r['preemptions']} preemptions")
 
-    def run_of(reuse, overlap):
+    def run_of(reuse, overlap, cascade=False):
         return next(r for r in results
-                    if (r["reuse"], r["overlap"]) == (reuse, overlap))
+                    if (r["reuse"], r["overlap"], r["cascade"]) ==
+                    (reuse, overlap, cascade))
 
     for overlap in loops:
         loop = "overlapped" if overlap else "synchronous"
@@ -236,6 +277,18 @@ def main():
               f"steps fed by uncommitted samples, "
               f"{100 * r['same_tokens_as_synchronous']:.0f}% of branches "
               f"with the synchronous loop's tokens")
+    if args.cascade:
+        plain, cascade = run_of(True, False), run_of(True, False, True)
+        timed = (f"attention {cascade['attention_ms']:.1f} ms against "
+                 f"{plain['attention_ms']:.1f} with prefix reuse alone "
+                 f"({plain['attention_ms'] / cascade['attention_ms']:.2f}x); "
+                 if cascade["attention_ms"] else "")
+        print(f"  cascade: {timed}"
+              f"{100 * cascade['kv_read_once']:.0f}% of the pages the page "
+              f"tables list read once for several requests; wall "
+              f"{plain['wall_s'] / cascade['wall_s']:.2f}x; "
+              f"{100 * cascade['same_tokens_as_synchronous']:.0f}% of "
+              f"branches with the same tokens")
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "results.json"), "w") as f:

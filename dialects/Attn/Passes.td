@@ -82,7 +82,8 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     tiles of whole cache rows, as many stages as fit. A `shared_keys`
     attention (a shared level of cascade attention, whose few rows per
     request face a long prefix) is `prefill` on every target, with up to
-    `max-splits` KV splits: the warp-specialized loop does not split keys.
+    `max-splits` KV splits: the warp-specialized loop does not split keys
+    (over a latent cache it is `latent`, which splits them).
 
     The plan's register model is measured, not exact: where ptxas still
     reports local memory (spills or a stack frame), the driver compiles

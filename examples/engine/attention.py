@@ -5,10 +5,14 @@ modules (projections, RoPE, norms, MLPs) run unchanged around it.
 A backend is planned once per step with the step's page table and run
 once per layer on queries in the KV caches' dtype:
 
-    backend.plan(kv_indptr, kv_indices, kv_last_page_len, qo_indptr)
+    backend.plan(kv_indptr, kv_indices, kv_last_page_len, qo_indptr,
+                 cascade_levels=step.cascade_levels)
     out = backend.run(q, k_cache, v_cache, LayerAttention(...))
 
-AttncBackend runs attnc.PagedAttention (the GPU); TorchBackend is a plain
+AttncBackend runs attnc.PagedAttention (the GPU), and attnc.CascadeAttention
+for the layers without a window when the step has cascade levels (a
+scheduler made with cascade=True: shared prefixes read once per layer);
+TorchBackend is a plain
 float32 reference of the same contract (any device, the CPU included):
 keys gathered through the page table, bottom-right causal mask, sliding
 window, soft-cap.
@@ -67,7 +71,10 @@ class TorchBackend:
         self.page_size = page_size
         self._requests = None
 
-    def plan(self, kv_indptr, kv_indices, kv_last_page_len, qo_indptr):
+    def plan(self, kv_indptr, kv_indices, kv_last_page_len, qo_indptr,
+             cascade_levels=()):
+        # The levels read the same keys as the page table: the reference
+        # reads them through the table.
         indptr, indices = kv_indptr.tolist(), kv_indices.long()
         last, qo = kv_last_page_len.tolist(), qo_indptr.tolist()
         in_page = torch.arange(self.page_size)
@@ -109,50 +116,82 @@ class TorchBackend:
 
 
 class AttncBackend:
-    """attnc.PagedAttention: one wrapper per distinct LayerAttention (a
-    Gemma-2 has two: sliding and global), each planned once per step and
-    run for each of its layers."""
+    """attnc.PagedAttention, or attnc.CascadeAttention where the step has
+    cascade levels and the layer no window (a shared prefix's rows do not
+    know their positions): one wrapper per distinct LayerAttention and
+    kind (a Gemma-2 has two layer kinds: sliding and global), each planned
+    once per step and run for each of its layers. time_attention records
+    CUDA events around every run (attention_ms sums them)."""
 
     def __init__(self, num_qo_heads, num_kv_heads, head_dim, page_size,
-                 dtype):
+                 dtype, time_attention=False):
         import attnc
         self._attnc = attnc
         self._shape = (num_qo_heads, num_kv_heads, head_dim, page_size)
         self._dtype = str(dtype).replace("torch.", "")
         self._wrappers = {}
         self._table = None
+        self._levels = ()
         self._planned = set()
+        self._events = [] if time_attention else None
 
-    def plan(self, kv_indptr, kv_indices, kv_last_page_len, qo_indptr):
+    def plan(self, kv_indptr, kv_indices, kv_last_page_len, qo_indptr,
+             cascade_levels=()):
         self._table = (kv_indptr, kv_indices, kv_last_page_len, qo_indptr)
+        self._levels = cascade_levels
         self._planned = set()
 
     def _wrapper(self, spec):
-        wrapper = self._wrappers.get(spec)
+        key = (spec, bool(self._levels) and spec.window is None)
+        wrapper = self._wrappers.get(key)
         if wrapper is None:
-            wrapper = self._attnc.PagedAttention(
-                *self._shape, kv_layout="NHD", dtype=self._dtype,
-                causal=True, window=spec.window, softcap=spec.softcap,
-                scale=spec.scale)
-            self._wrappers[spec] = wrapper
-        if spec not in self._planned:
+            if key[1]:
+                wrapper = self._attnc.CascadeAttention(
+                    *self._shape, kv_layout="NHD", dtype=self._dtype,
+                    causal=True, softcap=spec.softcap, scale=spec.scale)
+            else:
+                wrapper = self._attnc.PagedAttention(
+                    *self._shape, kv_layout="NHD", dtype=self._dtype,
+                    causal=True, window=spec.window, softcap=spec.softcap,
+                    scale=spec.scale)
+            self._wrappers[key] = wrapper
+        if key not in self._planned:
             # A plan serves every layer of its kind in the step. It copies
             # the table to the device with a blocking copy, which waits for
             # the stream: under overlap, the previous step's kernels.
-            indptr, indices, last, qo = self._table
-            wrapper.plan(indptr, indices, last, qo_indptr=qo)
-            self._planned.add(spec)
+            if key[1]:
+                wrapper.plan(self._levels)
+            else:
+                indptr, indices, last, qo = self._table
+                wrapper.plan(indptr, indices, last, qo_indptr=qo)
+            self._planned.add(key)
         return wrapper
 
     def run(self, q, k_cache, v_cache, spec):
-        return self._wrapper(spec).run(q.contiguous(), k_cache, v_cache)
+        wrapper = self._wrapper(spec)
+        if self._events is None:
+            return wrapper.run(q.contiguous(), k_cache, v_cache)
+        begin = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        begin.record()
+        out = wrapper.run(q.contiguous(), k_cache, v_cache)
+        end.record()
+        self._events.append((begin, end))
+        return out
+
+    def attention_ms(self):
+        """The device time of every timed run so far (synchronizes)."""
+        torch.cuda.synchronize()
+        return sum(b.elapsed_time(e) for b, e in self._events or ())
 
 
-def make_backend(name, model_config, page_size, kv_dtype):
+def make_backend(name, model_config, page_size, kv_dtype,
+                 time_attention=False):
     if name == "torch":
         return TorchBackend(page_size)
     if name == "attnc":
         return AttncBackend(model_config.num_attention_heads,
                             model_config.num_key_value_heads,
-                            model_config.head_dim, page_size, kv_dtype)
+                            model_config.head_dim, page_size, kv_dtype,
+                            time_attention=time_attention)
     raise ValueError(f"backend must be 'torch' or 'attnc', got {name!r}")

@@ -69,13 +69,14 @@ def reference_outputs(model, prompts, max_tokens):
 
 def run_engine(model, prompts, workload, backend, storage="own",
                kv_dtype=torch.float16, overlap=False, stop_tokens=(),
-               host_pages=0, phases=1):
+               host_pages=0, phases=1, **scheduler_options):
     """The engine (over a copy of the model: it takes over the copy's
     attention) run on the prompts, its loop overlapped when `overlap`, a
     host tier of host_pages under its cache, the prompts queued in
     `phases` consecutive groups, each once the last one finished (so that
     a later group finds what earlier ones left in the cache, or in its
-    host tier); returns it, finished."""
+    host tier), scheduler_options given to the scheduler (cascade=True...);
+    returns it, finished."""
     engine = Engine(copy.deepcopy(model), backend=backend,
                     num_pages=workload.num_pages, kv_dtype=kv_dtype,
                     storage=storage, token_budget=workload.token_budget,
@@ -83,7 +84,7 @@ def run_engine(model, prompts, workload, backend, storage="own",
                     initial_new_token_ratio=workload.new_token_ratio,
                     min_new_token_ratio=workload.new_token_ratio / 2,
                     overlap=overlap, stop_tokens=stop_tokens,
-                    host_pages=host_pages)
+                    host_pages=host_pages, **scheduler_options)
     size = -(-len(prompts) // phases)
     for first in range(0, len(prompts), size):
         for r in range(first, min(first + size, len(prompts))):

@@ -56,10 +56,14 @@ from .caches import STORAGE
 
 
 StepRecord = namedtuple("StepRecord", "requests decodes prefill_tokens "
-                        "page_copies preempted pending_rows")
+                        "page_copies preempted pending_rows pages_listed "
+                        "pages_read")
 StepRecord.__doc__ = """What the scheduler formed in one step; pending_rows
 counts the rows fed from the previous step's uncommitted samples (only
-the overlapped loop has any)."""
+the overlapped loop has any). pages_listed: the KV pages of every
+request's page table; pages_read: those each layer's attention reads,
+fewer where cascade levels read a shared prefix once for all its
+requests."""
 
 # A step launched and not yet committed: its samplers' tokens on the
 # device (`sampled`), their copy on the host (`host`, complete once
@@ -140,14 +144,18 @@ class Engine:
     sampler of the step), best as a tensor on the logits' device.
     record_logits keeps each sampled token's logits row, by (request,
     branch), in `logits` (for checking numerics against a reference).
-    scheduler_options go to attnc.Scheduler (initial_new_token_ratio...).
+    time_attention: the attnc backend times each attention run with CUDA
+    events (its attention_ms()).
+    scheduler_options go to attnc.Scheduler (initial_new_token_ratio...;
+    cascade=True: steps carry cascade levels, which the attnc backend runs
+    as attnc.CascadeAttention).
     """
 
     def __init__(self, model, backend="attnc", num_pages=4096, page_size=16,
                  kv_dtype=torch.float16, storage="own", policy="lpm",
                  token_budget=None, max_running=None, sampler=greedy,
                  stop_tokens=(), record_logits=False, overlap=False,
-                 host_pages=0, **scheduler_options):
+                 host_pages=0, time_attention=False, **scheduler_options):
         config = model.config
         self.model = model
         model.set_attn_implementation(ENGINE_ATTENTION)
@@ -157,7 +165,8 @@ class Engine:
             config.num_hidden_layers, num_pages, page_size,
             config.num_key_value_heads, config.head_dim, kv_dtype,
             self.device, host_pages=host_pages)
-        self.backend = make_backend(backend, config, page_size, kv_dtype) \
+        self.backend = make_backend(backend, config, page_size, kv_dtype,
+                                    time_attention) \
             if isinstance(backend, str) else backend
         self.pool = self.caches.pool
         self.cache = attnc.RadixCache(self.pool, host_pages=host_pages)
@@ -197,9 +206,14 @@ class Engine:
     def _form(self):
         step = self.scheduler.step()
         pending = int((step.tensor("token_from_sample") >= 0).sum())
+        listed = int(step.page_table[0][-1]) if step.num_tokens else 0
+        levels = step.cascade_levels
+        read = (sum(int(level[1][-1]) for level in levels) if levels
+                else listed)
         self.history.append(StepRecord(
             step.num_requests, step.num_decodes, step.prefill_tokens,
-            len(step.page_copies), len(step.preempted), pending))
+            len(step.page_copies), len(step.preempted), pending, listed,
+            read))
         return step
 
     def _step_tokens(self, step, previous):
@@ -225,7 +239,8 @@ class Engine:
         self.caches.copy_pages(step.page_copies)
         self.caches.transfer_pages(step.page_transfers)
         if step.num_tokens:
-            self.backend.plan(*step.page_table, step.tensor("qo_indptr"))
+            self.backend.plan(*step.page_table, step.tensor("qo_indptr"),
+                              cascade_levels=step.cascade_levels)
             context = StepContext(self.caches, self.backend,
                                   step.tensor("slot_mapping"), device,
                                   self.kv_dtype)

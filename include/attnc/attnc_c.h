@@ -56,8 +56,11 @@ extern "C" {
  * 16: speculative decoding: speculative_tokens in the scheduler config,
  * attnc_scheduler_propose, a step's num_drafts, a sample's rejected,
  * attnc_scheduler_commit_verdict_arrays.
- * 17: shared_keys in the spec (cascade attention's shared levels). */
-#define ATTNC_C_API_VERSION 17
+ * 17: shared_keys in the spec (cascade attention's shared levels).
+ * 18: cascade attention: cascade, cascade_min_sharers and
+ * cascade_min_shared_tokens in the scheduler config, a step's cascade
+ * levels (num_cascade_levels and the cascade_* arrays). */
+#define ATTNC_C_API_VERSION 18
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -477,7 +480,14 @@ typedef enum attnc_policy {
   /* Version 13. >= 0: waiting requests DFS-weight orders; 0: all. */          \
   FIELD(int64_t, dfs_weight_window)                                            \
   /* Version 16. 0 .. 2^31-1: drafts a step verifies per request; 0: off. */   \
-  FIELD(int64_t, speculative_tokens)
+  FIELD(int64_t, speculative_tokens)                                           \
+  /* Version 18. 0 or 1: plan cascade attention (a step's cascade levels;      \
+   * its decodes, and its prefills, in the radix tree's DFS order). */         \
+  FIELD(int, cascade)                                                          \
+  /* Version 18. 1 .. 2^31-1: the requests and the tokens a shared node run    \
+   * needs to be a cascade level's entry. */                                   \
+  FIELD(int64_t, cascade_min_sharers)                                          \
+  FIELD(int64_t, cascade_min_shared_tokens)
 ATTNC_RECORD(attnc_scheduler_config, ATTNC_SCHEDULER_CONFIG_FIELDS)
 
 /* A request as it arrives; attnc_request_init fills the defaults. */
@@ -580,7 +590,26 @@ ATTNC_RECORD(attnc_sample, ATTNC_SAMPLE_FIELDS)
    * sample (attnc_scheduler_propose), 0 for a plain decode or a prefill: a    \
    * decode of d drafts feeds d + 1 rows, every one a sampler whose sample     \
    * commit takes with its verdict (attnc_sample's rejected). */               \
-  FIELD(const int32_t *, num_drafts)
+  FIELD(const int32_t *, num_drafts)                                           \
+  /* Version 18. Cascade attention's levels (attnc::EngineBatch::cascade;      \
+   * none unless the scheduler's config asks, nor when nothing is shared),     \
+   * each as FlashInfer's MultiLevelCascadeAttentionWrapper takes it:          \
+   * level l has cascade_level_entries[l] = E entries over all num_tokens      \
+   * rows, its qo_indptr and kv_indptr E + 1 entries each, concatenated        \
+   * level after level in cascade_qo_indptr and cascade_kv_indptr              \
+   * (num_cascade_indptr in all: entries + levels), its E last page lengths    \
+   * in cascade_kv_last_page_len (num_cascade_entries in all), and its pages   \
+   * (each level's kv_indptr starts at 0) after the levels' before it in       \
+   * cascade_kv_indices (num_cascade_kv_indices in all). */                    \
+  FIELD(int64_t, num_cascade_levels)                                           \
+  FIELD(const int32_t *, cascade_level_entries)                                \
+  FIELD(int64_t, num_cascade_indptr)                                           \
+  FIELD(const int32_t *, cascade_qo_indptr)                                    \
+  FIELD(const int32_t *, cascade_kv_indptr)                                    \
+  FIELD(int64_t, num_cascade_entries)                                          \
+  FIELD(const int32_t *, cascade_kv_last_page_len)                             \
+  FIELD(int64_t, num_cascade_kv_indices)                                       \
+  FIELD(const int32_t *, cascade_kv_indices)
 ATTNC_RECORD(attnc_step_info, ATTNC_STEP_INFO_FIELDS)
 
 /* A scheduler's queue and its totals since it was made (prompt tokens are

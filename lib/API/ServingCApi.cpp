@@ -97,6 +97,10 @@ struct StepObject {
   /// The batch's page transfers as C's (host page, device page, direction)
   /// triples.
   std::vector<int32_t> pageTransfers;
+  /// The batch's cascade levels, each array concatenated level after level
+  /// (attnc_step_info's cascade_* fields).
+  std::vector<int32_t> cascadeEntries, cascadeQoIndptr, cascadeKvIndptr,
+      cascadeKvLastPageLen, cascadeKvIndices;
 };
 
 // Never destroyed, like CApi.cpp's: a device pool alive at exit must not be
@@ -171,6 +175,8 @@ attnc_status schedulerConfigFromC(const attnc_scheduler_config &c,
   if (!isFlag(c.protect_waiting_prefixes))
     return invalid("protect_waiting_prefixes must be 0 or 1, got " +
                    std::to_string(c.protect_waiting_prefixes));
+  if (!isFlag(c.cascade))
+    return invalid("cascade must be 0 or 1, got " + std::to_string(c.cascade));
   config.policy = attnc::Policy(policy);
   config.tokenBudget = c.token_budget;
   config.maxRunning = c.max_running;
@@ -183,6 +189,9 @@ attnc_status schedulerConfigFromC(const attnc_scheduler_config &c,
   config.clipMaxNewTokens = c.clip_max_new_tokens;
   config.dfsWeightWindow = c.dfs_weight_window;
   config.speculativeTokens = c.speculative_tokens;
+  config.cascade = c.cascade != 0;
+  config.cascadeMinSharers = c.cascade_min_sharers;
+  config.cascadeMinSharedTokens = c.cascade_min_shared_tokens;
   if (attnc::Status status = attnc::checkConfig(config); !status.ok())
     return fail(status);
   return ATTNC_OK;
@@ -549,6 +558,9 @@ void attnc_scheduler_config_init(attnc_scheduler_config *c) {
   c->clip_max_new_tokens = defaults.clipMaxNewTokens;
   c->dfs_weight_window = defaults.dfsWeightWindow;
   c->speculative_tokens = defaults.speculativeTokens;
+  c->cascade = defaults.cascade ? 1 : 0;
+  c->cascade_min_sharers = defaults.cascadeMinSharers;
+  c->cascade_min_shared_tokens = defaults.cascadeMinSharedTokens;
 }
 
 void attnc_request_init(attnc_request *request) {
@@ -666,6 +678,18 @@ attnc_status attnc_scheduler_step(attnc_scheduler handle, attnc_step *out) {
                                         ? ATTNC_TRANSFER_LOAD
                                         : ATTNC_TRANSFER_OFFLOAD);
     }
+    for (const attnc::CascadeLevel &level : step->stats.batch.cascade) {
+      step->cascadeEntries.push_back(
+          static_cast<int32_t>(level.kvLastPageLen.size()));
+      auto append = [](std::vector<int32_t> &to,
+                       const std::vector<int32_t> &from) {
+        to.insert(to.end(), from.begin(), from.end());
+      };
+      append(step->cascadeQoIndptr, level.qoIndptr);
+      append(step->cascadeKvIndptr, level.kvIndptr);
+      append(step->cascadeKvLastPageLen, level.kvLastPageLen);
+      append(step->cascadeKvIndices, level.kvIndices);
+    }
     *out = steps().add(std::move(step));
     return ATTNC_OK;
   });
@@ -712,6 +736,15 @@ attnc_status attnc_step_get_info(attnc_step handle, attnc_step_info *out) {
     info.num_page_transfers = sizeOf(batch.pageTransfers.size());
     info.page_transfers = dataOf(step->pageTransfers);
     info.num_drafts = dataOf(batch.numDrafts);
+    info.num_cascade_levels = sizeOf(batch.cascade.size());
+    info.cascade_level_entries = dataOf(step->cascadeEntries);
+    info.num_cascade_indptr = sizeOf(step->cascadeQoIndptr.size());
+    info.cascade_qo_indptr = dataOf(step->cascadeQoIndptr);
+    info.cascade_kv_indptr = dataOf(step->cascadeKvIndptr);
+    info.num_cascade_entries = sizeOf(step->cascadeKvLastPageLen.size());
+    info.cascade_kv_last_page_len = dataOf(step->cascadeKvLastPageLen);
+    info.num_cascade_kv_indices = sizeOf(step->cascadeKvIndices.size());
+    info.cascade_kv_indices = dataOf(step->cascadeKvIndices);
     *out = info;
     return ATTNC_OK;
   });

@@ -36,7 +36,22 @@ _ARRAYS = {
     # (host page, device page, direction) triples; direction 0 offloads
     # the device page to the host page, 1 loads it back (version 14).
     "page_transfers": ("page_transfers", "num_page_transfers", 3, 0),
+    # Cascade attention's levels (version 18), each array concatenated
+    # level after level: cascade_levels splits them.
+    "cascade_level_entries": ("cascade_level_entries", "num_cascade_levels",
+                              1, 0),
+    "cascade_qo_indptr": ("cascade_qo_indptr", "num_cascade_indptr", 1, 0),
+    "cascade_kv_indptr": ("cascade_kv_indptr", "num_cascade_indptr", 1, 0),
+    "cascade_kv_indices": ("cascade_kv_indices", "num_cascade_kv_indices",
+                           1, 0),
+    "cascade_kv_last_page_len": ("cascade_kv_last_page_len",
+                                 "num_cascade_entries", 1, 0),
 }
+# The arrays of a cascade level, in CascadeAttention.plan's order, and how
+# many entries each has beyond the level's entries (None: as many as the
+# level has pages).
+_CASCADE = (("cascade_qo_indptr", 1), ("cascade_kv_indptr", 1),
+            ("cascade_kv_indices", None), ("cascade_kv_last_page_len", 0))
 # Arrays whose entries are tuples: their tensors are [count, width], their
 # lists of tuples.
 _TUPLE_WIDTH = {name: times for name, (_, _, times, _) in _ARRAYS.items()
@@ -139,7 +154,8 @@ class Step:
     TRANSFER_OFFLOAD: device page to host page) or loaded back (1,
     TRANSFER_LOAD). The tier made them in the scheduler's pool already; an
     engine whose caches are its own keeps host pages of its own and must
-    apply them, in order."""
+    apply them, in order. `cascade_levels` (Scheduler(cascade=True)) are
+    the step's shared-prefix levels for cascade attention."""
 
     __slots__ = ("_held", "_fields", "_views", "_lists")
 
@@ -220,6 +236,49 @@ class Step:
         arguments."""
         return tuple(self.tensor(name) for name in
                      ("kv_indptr", "kv_indices", "kv_last_page_len"))
+
+    def _cascade_spans(self):
+        """Each level's [begin, end) in each of _CASCADE's arrays."""
+        spans, at = [], [0] * len(_CASCADE)
+        kv_indptr = self.view("cascade_kv_indptr")
+        for entries in self.view("cascade_level_entries"):
+            # The level's pages: the last entry of its kv_indptr.
+            pages = kv_indptr[at[1] + entries]
+            level = []
+            for k, (name, extra) in enumerate(_CASCADE):
+                length = pages if extra is None else entries + extra
+                level.append((at[k], at[k] + length))
+                at[k] += length
+            spans.append(level)
+        return spans
+
+    def cascade_level_views(self):
+        """cascade_levels as memoryviews (format "i") over the step's own
+        buffers, for code without torch."""
+        return [tuple(self.view(name)[begin:end] for (name, _), (begin, end)
+                      in zip(_CASCADE, level))
+                for level in self._cascade_spans()]
+
+    @property
+    def cascade_levels(self):
+        """Cascade attention's levels (Scheduler(cascade=True)), as
+        attnc.CascadeAttention.plan and FlashInfer's
+        MultiLevelCascadeAttentionWrapper.plan take them: a list of
+        (qo_indptr, kv_indptr, kv_indices, kv_last_page_len) int32 CPU
+        tensors over the step's buffers, one tuple a level. Each level's
+        entries partition the step's rows; those of every level but the
+        last are shared prefixes (pages of the radix cache read once for
+        all the rows under them, without a causal mask) or gaps (no pages);
+        the last has one entry per request, the rest of its pages, causal.
+        A request's pages level by level are its pages in page_table.
+        Empty when nothing is shared: plain paged attention (page_table)."""
+        spans = self._cascade_spans()
+        if not spans:
+            return []
+        tensors = {name: self.tensor(name) for name, _ in _CASCADE}
+        return [tuple(tensors[name][begin:end] for (name, _), (begin, end)
+                      in zip(_CASCADE, level))
+                for level in spans]
 
     def _list(self, name):
         values = self._lists.get(name)

@@ -63,6 +63,8 @@ class CascadeAttention:
         self.dtype, self.return_lse = self._own.dtype, bool(return_lse)
         self._levels = None
         self._side_stream = None  # made by the first plan with shared levels
+        self._states = []  # (out, lse) buffers of the levels, by index
+        self._merge_plans = {}  # by (states, rows)
 
     def plan(self, levels):
         """levels: a sequence of (qo_indptr, kv_indptr, kv_indices,
@@ -136,27 +138,45 @@ class CascadeAttention:
                     kv_indptr=arrays[1].data_ptr() + 4 * first,
                     page_indices=arrays[2].data_ptr(),
                     last_page_len=arrays[3].data_ptr() + 4 * first))
-            out = torch.zeros((tokens, self.num_qo_heads, self.head_dim),
-                              dtype=getattr(torch, self.dtype),
-                              device=device)
-            lse = torch.full((tokens, self.num_qo_heads), float("-inf"),
-                             dtype=torch.float32, device=device)
+            out, lse = self._state(len(self._shared), tokens, device)
+            lse.fill_(float("-inf"))
             self._shared.append((kernel, parts, arrays, out, lse))
         if self._shared:
-            self._own_out = torch.empty(
-                (tokens, self.num_qo_heads, self.head_dim),
-                dtype=getattr(torch, self.dtype), device=device)
-            self._own_lse = torch.empty((tokens, self.num_qo_heads),
-                                        dtype=torch.float32, device=device)
+            self._own_out, self._own_lse = self._state(len(self._shared),
+                                                       tokens, device)
             states = len(self._shared) + 1
             self._merge = merge_kernel(states, self.dtype, self.num_qo_heads,
                                        self.head_dim)
-            self._merge_plan = self._merge.plan(1, tokens, 0, tokens)
+            key = (states, tokens)
+            if key not in self._merge_plans:
+                if len(self._merge_plans) >= 64:
+                    self._merge_plans.clear()
+                self._merge_plans[key] = self._merge.plan(1, tokens, 0,
+                                                          tokens)
+            self._merge_plan = self._merge_plans[key]
         self._side_stream = (torch.cuda.Stream(device)
                              if self._shared and self._side_stream is None
                              else self._side_stream)
         self._levels = len(levels)
         return self
+
+    def _state(self, index, tokens, device):
+        """Views of `tokens` rows of attention-state buffer `index` (out,
+        lse), kept across plans. Outputs start zeroed: rows a level never
+        writes stay finite (their lse is -inf, and 0 * NaN would be NaN)."""
+        import torch
+        while len(self._states) <= index:
+            self._states.append(None)
+        held = self._states[index]
+        if held is None or held[0].shape[0] < tokens:
+            rows = max(tokens, 2 * held[0].shape[0] if held else 0)
+            held = (torch.zeros((rows, self.num_qo_heads, self.head_dim),
+                                dtype=getattr(torch, self.dtype),
+                                device=device),
+                    torch.empty((rows, self.num_qo_heads),
+                                dtype=torch.float32, device=device))
+            self._states[index] = held
+        return held[0][:tokens], held[1][:tokens]
 
     def _own_on_device(self, x):
         import torch

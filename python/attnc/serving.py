@@ -410,7 +410,10 @@ class Scheduler:
     budget and the memory the pool has, chunks long prompts, preempts when
     decodes run out of pages. Settings left None take the library's
     defaults (serving/sched/Scheduler.h explains each). A cache serves one
-    scheduler at a time."""
+    scheduler at a time. With cascade=True each step also plans cascade
+    attention (Step.cascade_levels): a shared prefix becomes a level's entry
+    when cascade_min_sharers requests and cascade_min_shared_tokens tokens
+    share it."""
 
     _FIELDS = dict(_capi.SchedulerConfig._fields_)
 
@@ -419,7 +422,9 @@ class Scheduler:
                  protect_waiting_prefixes=None, aging_steps=None,
                  initial_new_token_ratio=None, min_new_token_ratio=None,
                  new_token_ratio_decay=None, clip_max_new_tokens=None,
-                 dfs_weight_window=None, speculative_tokens=None):
+                 dfs_weight_window=None, speculative_tokens=None,
+                 cascade=None, cascade_min_sharers=None,
+                 cascade_min_shared_tokens=None):
         if not isinstance(pool, KVPool):
             raise TypeError(f"pool must be an attnc.KVPool, got "
                             f"{type(pool).__name__}")
@@ -438,13 +443,15 @@ class Scheduler:
             new_token_ratio_decay=new_token_ratio_decay,
             clip_max_new_tokens=clip_max_new_tokens,
             dfs_weight_window=dfs_weight_window,
-            speculative_tokens=speculative_tokens)
+            speculative_tokens=speculative_tokens, cascade=cascade,
+            cascade_min_sharers=cascade_min_sharers,
+            cascade_min_shared_tokens=cascade_min_shared_tokens)
         for name, value in given.items():
             if value is None:
                 continue
             if name == "policy":
                 value = _enum(name, value, _capi.POLICIES)
-            elif name == "protect_waiting_prefixes":
+            elif name in ("protect_waiting_prefixes", "cascade"):
                 value = as_flag(name, value)
             elif self._FIELDS[name] is ctypes.c_double:
                 value = _as_real(name, value)

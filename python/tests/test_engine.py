@@ -63,10 +63,11 @@ Run = namedtuple(
     "Run", "mismatches min_margin max_error history stats outputs")
 
 
-def run(name, backend, device="cpu", storage="own", overlap=False):
+def run(name, backend, device="cpu", storage="own", overlap=False,
+        **scheduler_options):
     model, prompts, outputs = reference(name, device)
     engine = check.run_engine(model, prompts, WORKLOAD, backend, storage,
-                              overlap=overlap)
+                              overlap=overlap, **scheduler_options)
     mismatches, min_margin, max_error = check.compare(engine, outputs,
                                                       prompts)
     result = Run(mismatches, min_margin, max_error, engine.history,
@@ -75,9 +76,10 @@ def run(name, backend, device="cpu", storage="own", overlap=False):
     return result
 
 
-def assert_matches_generate(name, backend, device, storage, overlap=False):
+def assert_matches_generate(name, backend, device, storage, overlap=False,
+                            **scheduler_options):
     mismatches, min_margin, max_error, history, stats, _ = run(
-        name, backend, device, storage, overlap)
+        name, backend, device, storage, overlap, **scheduler_options)
     loop = "overlapped" if overlap else "synchronous"
     print(f"{name} {storage} {loop} on {device}: smallest top-1 margin "
           f"{min_margin:.2e}, largest logit error {max_error:.2e} "
@@ -97,6 +99,9 @@ def assert_matches_generate(name, backend, device, storage, overlap=False):
     assert mismatches == [], (
         f"(request, branch, index, margin, logit error) differing from "
         f"generate(): {mismatches}")
+    if scheduler_options.get("cascade"):
+        assert any(r.pages_read < r.pages_listed for r in history), \
+            "no step read a shared prefix once"
     fed_by_pending = sum(1 for r in history if r.pending_rows)
     if overlap:
         assert fed_by_pending > 0, "no step read an uncommitted sample"
@@ -302,6 +307,101 @@ def test_the_attnc_backend_plans_a_wrapper_per_layer_kind(monkeypatch):
     assert [w.plans for w in CpuPagedAttention.made] == [steps, steps]
 
 
+# Any sharing at all becomes a cascade level (the scheduler's defaults
+# wait for longer prefixes and more sharers than the workload has).
+CASCADE = dict(cascade=True, cascade_min_sharers=2,
+               cascade_min_shared_tokens=16)
+
+
+class CpuCascadeAttention:
+    """attnc.CascadeAttention's interface over float32 torch attention that
+    reads only the levels (never a whole page table): each entry's state
+    over its pages (shared levels unmasked, the last causal), merged per
+    row. The engine's tokens with it are the scheduler's levels checked
+    end to end without a GPU."""
+
+    made = []
+    causal_shared_levels = False  # a planted bug when True
+
+    def __init__(self, num_qo_heads, num_kv_heads, head_dim, page_size,
+                 kv_layout, dtype, causal, softcap, scale):
+        assert (kv_layout, causal) == ("NHD", True)
+        self.page_size, self.softcap, self.scale = page_size, softcap, scale
+        self.plans = 0
+        CpuCascadeAttention.made.append(self)
+
+    def plan(self, levels):
+        self.plans += 1
+        self.levels = [[a.tolist() for a in level] for level in levels]
+
+    def run(self, q, k_cache, v_cache):
+        rows = q.shape[0]
+        k_rows = k_cache.reshape(-1, k_cache.shape[-2], q.shape[2])
+        v_rows = v_cache.reshape(-1, v_cache.shape[-2], q.shape[2])
+        in_page = torch.arange(self.page_size)
+        states = []
+        for index, (qo, kv, indices, last) in enumerate(self.levels):
+            causal = (index == len(self.levels) - 1 or
+                      self.causal_shared_levels)
+            out = torch.zeros(q.shape, dtype=torch.float32)
+            lse = torch.full(q.shape[:2], float("-inf"))
+            for e in range(len(qo) - 1):
+                pages = torch.tensor(indices[kv[e]:kv[e + 1]]).long()
+                if len(pages) == 0 or qo[e] == qo[e + 1]:
+                    continue
+                kv_len = (len(pages) - 1) * self.page_size + last[e]
+                slots = (pages[:, None] * self.page_size +
+                         in_page).flatten()[:kv_len].to(q.device)
+                group = q.shape[1] // k_rows.shape[1]
+                k = k_rows[slots].float().repeat_interleave(group, dim=1)
+                v = v_rows[slots].float().repeat_interleave(group, dim=1)
+                s = torch.einsum("qhd,khd->hqk", q[qo[e]:qo[e + 1]].float(),
+                                 k) * self.scale
+                if self.softcap is not None:
+                    s = self.softcap * torch.tanh(s / self.softcap)
+                if causal:
+                    q_len = qo[e + 1] - qo[e]
+                    at = torch.arange(q_len)[:, None] + (kv_len - q_len)
+                    s = s.masked_fill(torch.arange(kv_len)[None, :] > at,
+                                      float("-inf"))
+                lse[qo[e]:qo[e + 1]] = s.logsumexp(-1).transpose(0, 1)
+                out[qo[e]:qo[e + 1]] = torch.einsum(
+                    "hqk,khd->qhd", s.softmax(-1), v)
+            states.append((out, lse))
+        total = torch.logsumexp(torch.stack([l for _, l in states]), 0)
+        merged = sum(o * (l - total).exp()[..., None] for o, l in states)
+        return merged.to(q.dtype)
+
+
+def test_cascade_levels_serve_generate_tokens_on_the_cpu(monkeypatch):
+    """The scheduler's cascade levels for every step (shared prompts,
+    chunked prefill, forks, preemption), read level by level: generate()'s
+    tokens; Gemma-2's sliding layers stay on PagedAttention."""
+    import attnc
+    monkeypatch.setattr(attnc, "PagedAttention", CpuPagedAttention)
+    monkeypatch.setattr(attnc, "CascadeAttention", CpuCascadeAttention)
+    CpuCascadeAttention.made = []
+    CpuPagedAttention.made = []
+    for name in ("llama", "gemma2"):
+        assert_matches_generate(name, "attnc", "cpu", "own", **CASCADE)
+    assert CpuCascadeAttention.made and all(
+        w.plans > 0 for w in CpuCascadeAttention.made)
+    # Gemma-2's sliding layers: paged attention, never a cascade.
+    assert any(w.spec.window == 47 for w in CpuPagedAttention.made)
+
+
+def test_the_cascade_check_fails_with_a_causal_shared_level(monkeypatch):
+    """Shared levels masked as the last one is (causally, bottom-right
+    aligned on the node's keys): a shared prefix's rows lose some of its
+    keys."""
+    import attnc
+    monkeypatch.setattr(CpuCascadeAttention, "causal_shared_levels", True)
+    monkeypatch.setattr(attnc, "PagedAttention", CpuPagedAttention)
+    monkeypatch.setattr(attnc, "CascadeAttention", CpuCascadeAttention)
+    mismatches = run("llama", "attnc", **CASCADE)[0]
+    assert mismatches, "a shared level read twice went unnoticed"
+
+
 class PlantedBug(TorchBackend):
     """The torch reference with one of a layer's settings replaced."""
 
@@ -342,6 +442,21 @@ def test_the_check_fails_without_the_fork_page_copies(monkeypatch):
                          ids=["synchronous", "overlapped"])
 def test_attnc_engine_matches_generate_on_the_gpu(name, storage, overlap):
     assert_matches_generate(name, "attnc", "cuda", storage, overlap)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="no CUDA GPU on this machine")
+@pytest.mark.parametrize("name, storage", [
+    ("llama", "own"), ("llama", "pool"), ("gemma2", "pool")])
+@pytest.mark.parametrize("overlap", [False, True],
+                         ids=["synchronous", "overlapped"])
+def test_attnc_engine_with_cascade_matches_generate_on_the_gpu(name, storage,
+                                                               overlap):
+    """attnc.CascadeAttention for every layer without a window, planned
+    from the scheduler's levels."""
+    assert_matches_generate(name, "attnc", "cuda", storage, overlap,
+                            **CASCADE)
 
 
 @pytest.mark.gpu

@@ -37,7 +37,8 @@ def test_every_array_is_a_view_of_the_steps_own_buffer():
     for name in attnc.serving.Step.__dict__:
         if not isinstance(getattr(type(step), name), property) or \
                 name.startswith("num_") or name in (
-                    "page_table", "prefill_tokens", "decode_tokens"):
+                    "page_table", "cascade_levels", "prefill_tokens",
+                    "decode_tokens"):
             continue
         seen.add(name)
         view = step.view(name)
@@ -57,7 +58,8 @@ def test_every_array_is_a_view_of_the_steps_own_buffer():
             assert start == step._address(name), name
         else:
             assert step._address(name) == 0, "the library's NULL"
-    assert len(seen) == 17 and "page_transfers" in seen
+    assert len(seen) == 22 and "page_transfers" in seen
+    assert "cascade_kv_indices" in seen
     assert step.view("qo_indptr").tolist() == [0, 9, 15]
     assert step.view("samplers").tolist() == [1, 2]
     assert step.view("token_from_sample").tolist() == [-1] * 15

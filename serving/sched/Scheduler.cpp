@@ -1,6 +1,7 @@
 //===- Scheduler.cpp - cache-aware batch scheduling -----------------------===//
 
 #include "sched/Scheduler.h"
+#include "sched/CascadePlanner.h"
 
 #include <algorithm>
 #include <climits>
@@ -73,6 +74,13 @@ Status checkConfig(const SchedulerConfig &config) {
   if (config.speculativeTokens < 0 || config.speculativeTokens > INT32_MAX)
     return bad("speculative tokens", "in [0 (off), 2147483647]",
                std::to_string(config.speculativeTokens));
+  if (config.cascadeMinSharers < 1 || config.cascadeMinSharers > INT32_MAX)
+    return bad("cascade sharers", "in [1, 2147483647]",
+               std::to_string(config.cascadeMinSharers));
+  if (config.cascadeMinSharedTokens < 1 ||
+      config.cascadeMinSharedTokens > INT32_MAX)
+    return bad("cascade shared tokens", "in [1, 2147483647]",
+               std::to_string(config.cascadeMinSharedTokens));
   return Status();
 }
 
@@ -1133,6 +1141,34 @@ EngineBatch Scheduler::batchOf(const std::vector<Fed> &fed) const {
   return batch;
 }
 
+std::vector<std::vector<const RadixCache::Node *>>
+Scheduler::orderForCascade(std::vector<Fed> &fed, size_t decodes) const {
+  using Path = std::vector<const RadixCache::Node *>;
+  struct Keyed {
+    Fed fed;
+    Path path;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(fed.size());
+  for (const Fed &f : fed)
+    keyed.push_back(
+        {f, shareablePath(running_[f.index], f.begin, pool_.pageSize())});
+  // Decodes stay first; the order within each part is free (a step's
+  // samplers and records follow whatever order it has), and stable.
+  auto byKey = [](const Keyed &a, const Keyed &b) {
+    return cascadeOrderLess(a.path, b.path);
+  };
+  std::stable_sort(keyed.begin(), keyed.begin() + ptrdiff_t(decodes), byKey);
+  std::stable_sort(keyed.begin() + ptrdiff_t(decodes), keyed.end(), byKey);
+  std::vector<Path> paths;
+  paths.reserve(keyed.size());
+  for (size_t k = 0; k < keyed.size(); ++k) {
+    fed[k] = keyed[k].fed;
+    paths.push_back(std::move(keyed[k].path));
+  }
+  return paths;
+}
+
 bool Scheduler::decodesNext(const RunningRequest &running) const {
   int64_t produced =
       running.known() - static_cast<int64_t>(running.request.prompt.size());
@@ -1234,8 +1270,24 @@ StatusOr<StepStats> Scheduler::step() {
   // evict, so that commit changes nothing before its copies succeed.
   if (Status status = reserveForkPages(fed); !status.ok())
     return status;
+  std::vector<std::vector<const RadixCache::Node *>> paths;
+  if (config_.cascade) {
+    paths = orderForCascade(fed, size_t(decodes));
+    // A prompt chunk's rows are compute-bound against their prefix: read
+    // once or per request, its keys cost the same, while a shared level's
+    // mma.sync tiles run them at a fraction of the prefill schedule's
+    // rate (H200: an engine loop whose prefill rows shared too spent as
+    // long in attention as without sharing; docs/perf-log/
+    // 2026-11-28-5-twenty-third-session.md). Only decodes share.
+    for (size_t i = size_t(decodes); i < paths.size(); ++i)
+      paths[i].clear();
+  }
   stats.batch = batchOf(fed);
   stats.batch.numDecodes = decodes;
+  if (config_.cascade)
+    stats.batch.cascade = planCascadeLevels(
+        stats.batch, paths, pool_.pageSize(),
+        {config_.cascadeMinSharers, config_.cascadeMinSharedTokens});
   stats.batch.pageCopies = std::move(pendingCopies_);
   pendingCopies_.clear();
   // The transfers between the tiers since the last step was formed (the

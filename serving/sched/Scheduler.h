@@ -128,6 +128,15 @@
 // (orderOperations counts its work). The scheduler is its cache's only
 // reader of changes.
 //
+// Cascade attention (SchedulerConfig::cascade; issue 47): each step also
+// says which of its rows share which cached pages (EngineBatch::cascade,
+// planned by CascadePlanner.h from the locked radix nodes), so that the
+// kernels read a shared prefix once for every request under it. The rows
+// of requests under one node must be contiguous: the step orders its
+// decodes, and apart from them its prefills, by the tree's DFS order (a
+// step's order is otherwise free: its samplers, records and the next
+// step's pending rows follow whatever order it has).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTNC_RUNTIME_SCHED_SCHEDULER_H
@@ -196,13 +205,35 @@ struct SchedulerConfig {
   /// step to verify (speculative decoding, the header comment). 0 (the
   /// default): off.
   int64_t speculativeTokens = 0;
+  /// Plan cascade (shared-prefix) attention for each step
+  /// (EngineBatch::cascade): its decodes, and separately its prefills, come
+  /// in a DFS order of the radix tree, so that requests under one node are
+  /// contiguous rows; only decodes share levels (a prompt chunk's rows are
+  /// compute-bound against their prefix). Off (the default): no levels,
+  /// batch order as ever.
+  bool cascade = false;
+  /// A shared node run gets a level entry of its own only when at least
+  /// this many of the step's requests (contiguous in its rows) read it and
+  /// it holds at least this many tokens; otherwise its pages are read with
+  /// its members' next entry. A shared entry saves (sharers - 1) reads of
+  /// its pages but costs the cascade's launches and a merge of partial
+  /// states, and a node of few rows fills little of the level's 128-row
+  /// tiles. Measured on an H200 (GQA 4, d128; docs/perf-log/
+  /// 2026-11-28-5-twenty-third-session.md): 64 decodes under one 8192-token
+  /// prefix 2.64x plain paged decode, groups of 16 and 64 over 2048 tokens
+  /// 1.30x and 1.18x, 512 tokens or groups of 4 slower; in the engine
+  /// loop, groups of 16 over 4096 tokens spent 0.87x as long in attention
+  /// without cascade. 32 sharers of a GQA-4 model fill the tiles.
+  int64_t cascadeMinSharers = 32;
+  int64_t cascadeMinSharedTokens = 2048;
 };
 
 /// InvalidArgument naming the first field out of range: a token budget or
 /// running cap below 1, a share threshold outside [1, 2^31), negative aging
 /// steps, ratios outside [0, 1] or a minimum above the initial ratio, a
 /// negative decay, a clip of max_tokens below 1, a negative DFS-weight
-/// window, speculative tokens outside [0, 2^31).
+/// window, speculative tokens outside [0, 2^31), cascade sharers or tokens
+/// outside [1, 2^31).
 Status checkConfig(const SchedulerConfig &config);
 
 /// One scheduled request as the attention kernels see it.
@@ -290,6 +321,19 @@ struct RunningRequest {
 /// (EngineBatch::tokenFromSample): a placeholder the engine replaces.
 constexpr Token kPendingSampleToken = -1;
 
+/// One level of cascade attention over a step's rows (EngineBatch::cascade),
+/// as FlashInfer's MultiLevelCascadeAttentionWrapper.plan takes it: entry e
+/// feeds the rows [qoIndptr[e], qoIndptr[e+1]) (the entries partition all
+/// of the step's rows) and reads the pages kvIndices[kvIndptr[e],
+/// kvIndptr[e+1]), its last holding kvLastPageLen[e] keys (0 for an entry of
+/// no pages).
+struct CascadeLevel {
+  std::vector<int32_t> qoIndptr;
+  std::vector<int32_t> kvIndptr;
+  std::vector<int32_t> kvIndices;
+  std::vector<int32_t> kvLastPageLen;
+};
+
 /// The attention inputs of one forward pass, as PagedAttention.plan
 /// (Python) and Kernel::plan (C++) take them, over the pool's caches.
 /// Requests come in batch order, decodes first, then prefill chunks; each
@@ -359,6 +403,17 @@ struct EngineBatch {
   /// host pages of its own and must apply them, in order: a page
   /// offloaded may be loaded into in the same step.
   std::vector<PageTransfer> pageTransfers;
+  /// Cascade attention's levels (SchedulerConfig::cascade; CascadePlanner.h):
+  /// empty when nothing is shared (plain paged attention over pageTable),
+  /// else shared levels and then a last one. An entry of a shared level with
+  /// pages is a run of full pages of the radix cache read once for all its
+  /// rows, which are exactly the rows of the requests under it, without a
+  /// causal mask (they all precede those rows); an entry without pages is a
+  /// gap, rows sharing nothing at that level. The last level has one entry
+  /// per request (as qoIndptr), the rest of its pages (at least one, and
+  /// every key of its rows), causal, lastPageLen as pageTable's. A request's
+  /// entries' pages, level by level, are its pages in pageTable.
+  std::vector<CascadeLevel> cascade;
 };
 
 /// What the model sampled for one of a step's samplers.
@@ -639,6 +694,12 @@ private:
   /// every request of n > 1 whose prompt this step completes.
   Status reserveForkPages(const std::vector<Fed> &fed);
   EngineBatch batchOf(const std::vector<Fed> &fed) const;
+  /// Orders the step's decodes (the first `decodes` of `fed`) and then its
+  /// prefills by the radix-tree DFS order of what they may share
+  /// (CascadePlanner.h), so that requests under one node are contiguous;
+  /// returns each one's shareablePath, in the new order.
+  std::vector<std::vector<const RadixCache::Node *>>
+  orderForCascade(std::vector<Fed> &fed, size_t decodes) const;
   /// Inserts the whole pages of the first `tokens` tokens of the sequence
   /// into the cache and locks them for the request instead of its older
   /// prefix; pages the cache held already replace the request's copies,

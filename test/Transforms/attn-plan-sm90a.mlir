@@ -332,3 +332,17 @@ func.func @shared_keys_split(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x
       -> !attn.out<?x32x128xbf16, ragged>, !attn.lse<?x32, ragged>
   return %out : !attn.out<?x32x128xbf16, ragged>
 }
+
+// -----
+
+// A shared node of an MLA cache takes the latent schedule, which packs a
+// token's heads into its rows and splits the keys already.
+// CHECK-LABEL: func.func @shared_keys_latent
+// CHECK: attn_gpu.plan = #attn_gpu.plan<latent, block = 64 x 64, warps = 12 x 1, stages = 2, kv_splits = 16, q_in_regs = false>
+func.func @shared_keys_latent(%q: !attn.q<?x16x576xbf16, ragged>, %kv: !attn.latent_kv<?x576xbf16, rope = 64, paged<64, nhd>>)
+    -> !attn.out<?x16x512xbf16, ragged> {
+  %out, %lse = attn.attention(%q, %kv) {shared_keys}
+      : !attn.q<?x16x576xbf16, ragged>, !attn.latent_kv<?x576xbf16, rope = 64, paged<64, nhd>>
+      -> !attn.out<?x16x512xbf16, ragged>, !attn.lse<?x16, ragged>
+  return %out : !attn.out<?x16x512xbf16, ragged>
+}

@@ -93,6 +93,12 @@ std::vector<LatentCase> cases() {
        "", shapeOf(2, 1, 701, 3)});
   add({"h16_chunked_causal_paged1", 16, 576, 64, "bf16", false, "paged<1, nhd>",
        "causal", shapeOf(2, 7, 150)});
+  // Shared levels of cascade attention over a latent cache: each node's
+  // rows (many requests' tokens) see all its keys, split across CTAs.
+  add({"h16_shared_keys_paged64", 16, 576, 64, "bf16", false, "paged<64, nhd>",
+       "shared_keys", shapeOf(3, 40, 2000)});
+  add({"h128_shared_keys_paged1_split3", 128, 576, 64, "bf16", false,
+       "paged<1, nhd>", "shared_keys", shapeOf(2, 6, 433, 3)});
   // One split, and more splits than the planner would choose.
   add({"h128_one_split", 128, 576, 64, "bf16", true, "paged<64, nhd>", "",
        shapeOf(2, 1, 800, 1)});
@@ -140,6 +146,9 @@ std::vector<LatentCase> cases() {
           "f8E4M3FN"));
   add(fp8({"h16_fp8_chunked_causal_ragged", 16, 576, 64, "bf16", false,
            "ragged", "causal", shapeOf(2, 9, 250)},
+          "f8E4M3FN"));
+  add(fp8({"h32_fp8_shared_keys_paged16_hnd_f16", 32, 576, 64, "f16", false,
+           "paged<16, hnd>", "shared_keys", shapeOf(2, 12, 700)},
           "f8E4M3FN"));
   add(fp8({"h128_fp8_softcap_grid2", 128, 576, 64, "bf16", true,
            "paged<64, nhd>", "softcap = 30.0 : f32", shapeOf(3, 1, 600, 0, 2)},

@@ -136,6 +136,40 @@ attnc::StepStats readStep(attnc_step step) {
   batch.samplerBranches = copy(info.sampler_branches, info.num_samplers);
   batch.sampleRows = copy(info.sample_rows, info.num_samplers);
   batch.numDrafts = copy(info.num_drafts, requests);
+  // Cascade levels: each array concatenated level after level.
+  std::vector<int32_t> entries =
+      copy(info.cascade_level_entries, info.num_cascade_levels);
+  std::vector<int32_t> qo =
+      copy(info.cascade_qo_indptr, info.num_cascade_indptr);
+  std::vector<int32_t> kv =
+      copy(info.cascade_kv_indptr, info.num_cascade_indptr);
+  std::vector<int32_t> last =
+      copy(info.cascade_kv_last_page_len, info.num_cascade_entries);
+  std::vector<int32_t> pages =
+      copy(info.cascade_kv_indices, info.num_cascade_kv_indices);
+  size_t indptrAt = 0, entryAt = 0, pageAt = 0;
+  for (int32_t count : entries) {
+    attnc::CascadeLevel level;
+    auto take = [](const std::vector<int32_t> &from, size_t &at, size_t n) {
+      EXPECT_LE(at + n, from.size());
+      n = std::min(n, from.size() - std::min(at, from.size()));
+      std::vector<int32_t> part(from.begin() + ptrdiff_t(at),
+                                from.begin() + ptrdiff_t(at + n));
+      at += n;
+      return part;
+    };
+    size_t before = indptrAt;
+    level.qoIndptr = take(qo, indptrAt, size_t(count) + 1);
+    level.kvIndptr = take(kv, before, size_t(count) + 1);
+    level.kvLastPageLen = take(last, entryAt, size_t(count));
+    level.kvIndices =
+        take(pages, pageAt,
+             level.kvIndptr.empty() ? 0 : size_t(level.kvIndptr.back()));
+    batch.cascade.push_back(std::move(level));
+  }
+  EXPECT_EQ(indptrAt, qo.size());
+  EXPECT_EQ(entryAt, last.size());
+  EXPECT_EQ(pageAt, pages.size());
   stats.admitted = copy(info.admitted, info.num_admitted);
   stats.preempted = copy(info.preempted, info.num_preempted);
   stats.prefillTokens = info.prefill_tokens;
@@ -161,7 +195,12 @@ attnc::StepStats readStep(attnc_step step) {
   return stats;
 }
 
+/// Steps expectSameStep compared with cascade levels (a test's evidence that
+/// its workload reached them).
+int64_t stepsWithCascadeLevels = 0;
+
 void expectSameStep(const attnc::StepStats &c, const attnc::StepStats &cpp) {
+  stepsWithCascadeLevels += !cpp.batch.cascade.empty();
   const attnc::EngineBatch &a = c.batch, &b = cpp.batch;
   EXPECT_EQ(a.requests, b.requests);
   EXPECT_EQ(a.branches, b.branches);
@@ -180,6 +219,14 @@ void expectSameStep(const attnc::StepStats &c, const attnc::StepStats &cpp) {
   EXPECT_EQ(a.numDrafts, b.numDrafts);
   EXPECT_EQ(a.pageCopies, b.pageCopies);
   EXPECT_EQ(a.pageTransfers, b.pageTransfers);
+  ASSERT_EQ(a.cascade.size(), b.cascade.size());
+  for (size_t l = 0; l < a.cascade.size(); ++l) {
+    EXPECT_EQ(a.cascade[l].qoIndptr, b.cascade[l].qoIndptr) << "level " << l;
+    EXPECT_EQ(a.cascade[l].kvIndptr, b.cascade[l].kvIndptr) << "level " << l;
+    EXPECT_EQ(a.cascade[l].kvIndices, b.cascade[l].kvIndices) << "level " << l;
+    EXPECT_EQ(a.cascade[l].kvLastPageLen, b.cascade[l].kvLastPageLen)
+        << "level " << l;
+  }
   EXPECT_EQ(c.admitted, cpp.admitted);
   EXPECT_EQ(c.preempted, cpp.preempted);
   EXPECT_EQ(c.prefillTokens, cpp.prefillTokens);
@@ -247,6 +294,9 @@ TEST(ServingCApi, DefaultsAndNamesComeFromTheRuntime) {
   EXPECT_EQ(config.new_token_ratio_decay, defaults.newTokenRatioDecay);
   EXPECT_EQ(config.clip_max_new_tokens, defaults.clipMaxNewTokens);
   EXPECT_EQ(config.dfs_weight_window, defaults.dfsWeightWindow);
+  EXPECT_EQ(config.cascade, int(defaults.cascade));
+  EXPECT_EQ(config.cascade_min_sharers, defaults.cascadeMinSharers);
+  EXPECT_EQ(config.cascade_min_shared_tokens, defaults.cascadeMinSharedTokens);
 
   attnc_kv_pool_config pool;
   attnc_kv_pool_config_init(&pool);
@@ -535,6 +585,7 @@ TEST(ServingCApi, RandomConfigurationsMatchTheRuntimeScheduler) {
     return lo + int64_t(rng() % uint64_t(hi - lo + 1));
   };
   int64_t preemptionsSeen = 0, cachedSeen = 0, abortsSeen = 0;
+  stepsWithCascadeLevels = 0;
   for (int round = 0; round < 40; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     attnc_scheduler_config c;
@@ -551,6 +602,9 @@ TEST(ServingCApi, RandomConfigurationsMatchTheRuntimeScheduler) {
     c.new_token_ratio_decay = double(uniform(0, 20)) / 100;
     c.clip_max_new_tokens = uniform(1, 16);
     c.dfs_weight_window = uniform(0, 4);
+    c.cascade = int(uniform(0, 1));
+    c.cascade_min_sharers = uniform(1, 4);
+    c.cascade_min_shared_tokens = uniform(1, 12);
     attnc::SchedulerConfig config;
     config.policy = attnc::Policy(c.policy);
     config.tokenBudget = c.token_budget;
@@ -563,6 +617,9 @@ TEST(ServingCApi, RandomConfigurationsMatchTheRuntimeScheduler) {
     config.newTokenRatioDecay = c.new_token_ratio_decay;
     config.clipMaxNewTokens = c.clip_max_new_tokens;
     config.dfsWeightWindow = c.dfs_weight_window;
+    config.cascade = c.cascade == 1;
+    config.cascadeMinSharers = c.cascade_min_sharers;
+    config.cascadeMinSharedTokens = c.cascade_min_shared_tokens;
 
     int64_t pageSize = int64_t(1) << uniform(0, 3);
     std::vector<std::vector<int32_t>> prefixes = {
@@ -604,6 +661,7 @@ TEST(ServingCApi, RandomConfigurationsMatchTheRuntimeScheduler) {
   EXPECT_GT(preemptionsSeen, 0);
   EXPECT_GT(cachedSeen, 0);
   EXPECT_GT(abortsSeen, 0);
+  EXPECT_GT(stepsWithCascadeLevels, 0) << "no step shared a prefix";
 }
 
 TEST(ServingCApi, HostPoolAppendsAtTheSlotsInBothPageOrders) {
@@ -853,6 +911,14 @@ TEST(ServingCApi, SchedulerConfigIsChecked) {
        [](attnc_scheduler_config &c) { c.speculative_tokens = -1; },
        "scheduler speculative tokens must be in [0 (off), 2147483647], got "
        "-1"},
+      {"cascade 2", [](attnc_scheduler_config &c) { c.cascade = 2; },
+       "cascade must be 0 or 1, got 2"},
+      {"sharers 0",
+       [](attnc_scheduler_config &c) { c.cascade_min_sharers = 0; },
+       "scheduler cascade sharers must be in [1, 2147483647], got 0"},
+      {"shared tokens 0",
+       [](attnc_scheduler_config &c) { c.cascade_min_shared_tokens = 0; },
+       "scheduler cascade shared tokens must be in [1, 2147483647], got 0"},
       {"window -1", [](attnc_scheduler_config &c) { c.dfs_weight_window = -1; },
        "scheduler DFS-weight window must be 0 (the whole queue) or more, got "
        "-1"},

@@ -316,8 +316,6 @@ LogicalResult AttentionOp::verify() {
              << positional
              << ": a shared node's queries are many requests' rows, whose "
                 "positions it does not know";
-    if (isLatent())
-      return emitOpError("with shared_keys does not take a latent cache yet");
   }
   if (getCaptures().size() > size_t(limits::kMaxCaptures))
     return emitOpError("captures at most ")

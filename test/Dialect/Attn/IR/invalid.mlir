@@ -938,16 +938,6 @@ func.func @f(%q: !attn.q<?x8x64xbf16, ragged>, %k: !attn.kv<?x8x64xbf16, ragged>
 
 // -----
 
-// The latent schedule does not split a shared node's keys yet.
-func.func @f(%q: !attn.q<?x16x576xbf16, ragged>, %kv: !attn.latent_kv<?x576xbf16, rope = 64, paged<64, nhd>>) {
-  // expected-error @+1 {{'attn.attention' op with shared_keys does not take a latent cache yet}}
-  %out = attn.attention(%q, %kv) {shared_keys}
-      : !attn.q<?x16x576xbf16, ragged>, !attn.latent_kv<?x576xbf16, rope = 64, paged<64, nhd>> -> !attn.out<?x16x512xbf16, ragged>
-  return
-}
-
-// -----
-
 // A score_mod reading a query's index would see the node's row, not the request's.
 func.func @f(%q: !attn.q<?x8x64xbf16, ragged>, %k: !attn.kv<?x8x64xbf16, paged<16, nhd>>, %v: !attn.kv<?x8x64xbf16, paged<16, nhd>>) {
   // expected-error @+1 {{'attn.attention' op with shared_keys, 'score_mod' may not read its qi argument: a shared node's rows belong to many requests}}
