@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds attnc and runs every test: the lit suite, then the remaining ctest
 # tests (unit tests, generated-docs checks, the fuzz regression inputs; GPU
-# tests skip without a GPU), then the Python package's tests; then, in their
-# own instrumented builds (docs/TESTING.md), a bounded fuzz run under ASan
-# and UBSan, and the unit and API tests under ASan and UBSan.
+# tests skip without a GPU), then the installed tree's check
+# (scripts/install-check.sh: C and C++ consumers built against it with
+# find_package and pkg-config), then the Python package's tests; then, in
+# their own instrumented builds (docs/TESTING.md), a bounded fuzz run under
+# ASan and UBSan, and the unit and API tests under ASan and UBSan.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Each section's wall time, printed at the end: CI must stay well under its
@@ -29,6 +31,9 @@ lap lit
 echo "== ctest"
 ctest --test-dir "$root/build" --output-on-failure -LE lit || status=1
 lap ctest
+echo "== install (cmake --install into a temporary prefix; consumers built against it)"
+"$root/scripts/install-check.sh" "$root/build" || status=1
+lap install
 echo "== pytest (python/tests; GPU cases skip with their reason)"
 python="$(command -v python3)"
 if ! "$python" -c "import pytest" 2>/dev/null; then

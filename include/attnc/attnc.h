@@ -37,6 +37,22 @@
 #include <utility>
 #include <vector>
 
+// libattnc.so exports these classes as built against libstdc++ (its
+// std::string, std::vector, std::optional and std::function are in their
+// members and signatures). Another standard library, libstdc++'s debug
+// containers or its old string ABI lays them out differently, and
+// VariantSpec would still link: refuse them here. attnc_c.h has no such
+// tie.
+#if defined(_LIBCPP_VERSION)
+#error "attnc.h needs libstdc++, libattnc.so's C++ library; use attnc_c.h"
+#endif
+#if defined(_GLIBCXX_DEBUG)
+#error "attnc.h cannot be used with _GLIBCXX_DEBUG: libattnc.so is not"
+#endif
+#if defined(_GLIBCXX_USE_CXX11_ABI) && !_GLIBCXX_USE_CXX11_ABI
+#error "attnc.h needs _GLIBCXX_USE_CXX11_ABI=1, as libattnc.so has"
+#endif
+
 namespace attnc {
 
 /// The builder's description of a single-attention variant. Tensors are
