@@ -26,6 +26,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import attnc  # noqa: E402
 
+import flashinfer_peer  # noqa: E402
 from bench import copy_ceiling_gbs, time_ms  # noqa: E402
 
 HEADS, KV_HEADS, DIM, PAGE = 32, 8, 128, 16
@@ -143,7 +144,25 @@ def graphed(fn):
     return graph.replay
 
 
-def run_row(name, tree, caches, ceiling_gbs, cudnn=False, iters=30):
+def flashinfer_ms(fi, tree, q, caches, out_ref, iters):
+    """FlashInfer's MultiLevelCascadeAttentionWrapper on the same levels:
+    (device ms, relative error against attnc's plain paged output), its
+    calls replayed from a CUDA graph where it captures, else eager."""
+    fn = flashinfer_peer.cascade(fi, q, *caches, tree.tensors(), causal=True)
+    out = fn()
+    torch.cuda.synchronize()
+    err = ((out.double() - out_ref.double()).norm() /
+           out_ref.double().norm()).item()
+    try:
+        timed = graphed(fn)
+    except RuntimeError:
+        torch.cuda.synchronize()
+        timed = fn
+    return time_ms(timed, iters), err
+
+
+def run_row(name, tree, caches, ceiling_gbs, cudnn=False, iters=30,
+            fi=None):
     k_cache, v_cache = caches
     q = torch.randn(tree.requests, HEADS, DIM, device="cuda", dtype=BF16)
     cascade = attnc.CascadeAttention(HEADS, KV_HEADS, DIM, PAGE, causal=True)
@@ -191,6 +210,13 @@ def run_row(name, tree, caches, ceiling_gbs, cudnn=False, iters=30):
                own_level_ms=own_ms, serial_cascade_ms=serial_ms,
                kv_read_once=1 - stored / sum(per_request),
                unique_bytes_bound_ms=unique_ms)
+    if fi is not None:
+        try:
+            row["flashinfer_cascade_ms"], row["flashinfer_rel_err"] = \
+                flashinfer_ms(fi, tree, q, caches, out_p, iters)
+        except Exception as error:  # a peer's failure is reported, not fatal
+            row["flashinfer_cascade_ms"] = None
+            row["flashinfer_error"] = flashinfer_peer.short_error(error)
     if cudnn:
         length = per_request[0]
         assert all(n == length for n in per_request)
@@ -211,28 +237,56 @@ def run_row(name, tree, caches, ceiling_gbs, cudnn=False, iters=30):
     return row
 
 
+def fi_cell(row):
+    if "flashinfer_cascade_ms" not in row:
+        return ""
+    if row["flashinfer_cascade_ms"] is None:
+        return f"failed: {row['flashinfer_error']}"
+    return (f"{row['flashinfer_cascade_ms']:.4f} "
+            f"({row['flashinfer_cascade_ms'] / row['cascade_ms']:.2f}x, "
+            f"err {row['flashinfer_rel_err']:.1e})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="/tmp/cascade")
     parser.add_argument("--no-sweep", action="store_true")
+    parser.add_argument("--flashinfer", action="store_true",
+                        help="also FlashInfer's cascade wrapper on C1 and C3 "
+                        "(its sdist under .peers/, JIT-built first)")
     args = parser.parse_args()
+    fi = None
+    if args.flashinfer:
+        try:
+            fi = flashinfer_peer.load()
+            took, built = flashinfer_peer.prebuild(fi, [
+                flashinfer_peer.prefill_key("fa2", DIM),
+                flashinfer_peer.prefill_key("fa3", DIM),
+                flashinfer_peer.cascade_key()])
+            print(f"FlashInfer {flashinfer_peer.version(fi)}: {built} "
+                  f"modules built in {took:.0f} s", flush=True)
+        except Exception as error:
+            print(f"FlashInfer unavailable: "
+                  f"{flashinfer_peer.short_error(error)}", flush=True)
+            fi = None
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(0)
     ceiling = copy_ceiling_gbs()
     rows = []
-    trees = [("C1 64 x (8192 shared + 256)", c1(), True),
-             ("C3 4096 / 8 x 2048 / 128-512", c3(), False),
-             ("N 64 x 8448 unshared", no_sharing(), False)]
+    trees = [("C1 64 x (8192 shared + 256)", c1(), True, fi),
+             ("C3 4096 / 8 x 2048 / 128-512", c3(), False, fi),
+             ("N 64 x 8448 unshared", no_sharing(), False, None)]
     if not args.no_sweep:
         for prefix in (128, 512, 2048):
             for sharers in (2, 4, 16, 64):
                 trees.append((f"sweep prefix {prefix} x {sharers} sharers",
-                              sweep(prefix, sharers), False))
-    for name, tree, cudnn in trees:
+                              sweep(prefix, sharers), False, None))
+    for name, tree, cudnn, peer in trees:
         shape = (tree.pages, PAGE, KV_HEADS, DIM)
         caches = (torch.randn(shape, device="cuda", dtype=BF16),
                   torch.randn(shape, device="cuda", dtype=BF16))
-        rows.append(run_row(name, tree, caches, ceiling, cudnn=cudnn))
+        rows.append(run_row(name, tree, caches, ceiling, cudnn=cudnn,
+                            fi=peer))
         del caches
     result = dict(device=torch.cuda.get_device_name(),
                   date=datetime.date.today().isoformat(),
@@ -243,12 +297,14 @@ def main():
     print(f"\n{result['device']}, copy {ceiling:.0f} GB/s")
     print("Device times from CUDA-graph replays; eager: host-bound calls.")
     print("| row | cascade ms | plain paged ms | speedup | cuDNN replicated "
-          "ms | read once | bound ms | eager cascade / plain ms | rel err |")
+          "ms | FlashInfer cascade ms | read once | bound ms | "
+          "eager cascade / plain ms | rel err |")
     for r in rows:
         cudnn = r.get("cudnn_replicated_ms")
         print(f"| {r['name']} | {r['cascade_ms']:.4f} | {r['plain_ms']:.4f} "
               f"| {r['speedup']:.2f}x | "
               f"{'' if cudnn is None else f'{cudnn:.4f}'} | "
+              f"{fi_cell(r)} | "
               f"{100 * r['kv_read_once']:.0f}% | "
               f"{r['unique_bytes_bound_ms']:.4f} | "
               f"{r['eager_cascade_ms']:.3f} / {r['eager_plain_ms']:.3f} | "

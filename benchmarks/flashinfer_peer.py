@@ -213,6 +213,8 @@ def _spec(fi, key):
     """The JitSpec of a module key (writes its generated sources)."""
     import torch
     bf16, i32 = torch.bfloat16, torch.int32
+    if key[0] == "cascade":
+        return fi.cascade.gen_cascade_module()
     if key[0] == "prefill":
         _, backend, dim, dim_vo, posenc, window, softcap = key
         return fi.jit.gen_batch_prefill_module(
@@ -377,3 +379,23 @@ def paged_decode(fi, q, k_cache, v_cache, kv_indptr, kv_indices,
                  page, q_data_type=q.dtype, kv_data_type=k_cache.dtype)
     out = torch.empty_like(q)
     return lambda: wrapper.run(q, (k_cache, v_cache), out=out)
+
+
+def cascade_key():
+    return ("cascade",)
+
+
+def cascade(fi, q, k_cache, v_cache, levels, causal):
+    """MultiLevelCascadeAttentionWrapper on q [tokens, heads, dim] over NHD
+    pages, the levels as (qo_indptr, kv_indptr, kv_indices,
+    kv_last_page_len) int32 tensors; fn() returns out."""
+    heads, dim = q.shape[1], q.shape[2]
+    kv_heads, page = k_cache.shape[2], k_cache.shape[1]
+    wrapper = fi.MultiLevelCascadeAttentionWrapper(
+        len(levels), _workspace(q.device), "NHD")
+    on = [[a.to(q.device) for a in level] for level in levels]
+    wrapper.plan([l[0] for l in on], [l[1] for l in on], [l[2] for l in on],
+                 [l[3] for l in on], heads, kv_heads, dim, page,
+                 causal=causal, q_data_type=q.dtype,
+                 kv_data_type=k_cache.dtype)
+    return lambda: wrapper.run(q, (k_cache, v_cache))

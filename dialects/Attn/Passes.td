@@ -81,9 +81,11 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
     sm_90a: every query head of a token packed into 64-row blocks, 64-key
     tiles of whole cache rows, as many stages as fit. A `shared_keys`
     attention (a shared level of cascade attention, whose few rows per
-    request face a long prefix) is `prefill` on every target, with up to
-    `max-splits` KV splits: the warp-specialized loop does not split keys
-    (over a latent cache it is `latent`, which splits them).
+    request face a long prefix) splits its keys up to `max-splits` ways: on
+    sm_90a over a 16-bit cache `warp_specialized`, each split's state
+    merged by a second launch; elsewhere (and on sm_90a with
+    `prefill-warps`) `prefill`, whose CTAs merge their own splits; over a
+    latent cache `latent`.
 
     The plan's register model is measured, not exact: where ptxas still
     reports local memory (spills or a stack frame), the driver compiles
@@ -119,7 +121,8 @@ def AttnPlan : Pass<"attn-plan", "::mlir::ModuleOp"> {
            "most KV splits of a decode or shared_keys launch">,
     Option<"prefillWarps", "prefill-warps", "int64_t", "0",
            "warps of a prefill CTA, 16 query rows each; 0 for the "
-           "planner's choice (tuning)">,
+           "planner's choice (tuning; on sm_90a it puts a shared_keys "
+           "attention on the mma.sync prefill CTA)">,
     Option<"decodeStages", "decode-stages", "int64_t", "0",
            "pipeline stages of a decode or shared_keys CTA; 0 for the "
            "planner's choice (tuning)">,

@@ -237,7 +237,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
   /// dim 128, 80 above 192 (at head dim 256, 80 keys ran 4 % faster than
   /// 64), 96 between. Two stages of K and V fit the 227 KiB of shared
   /// memory at every head dim (at 256 with 80-key tiles: 225 KiB).
-  PlanAttr warpSpecialized(AttentionOp op) {
+  PlanAttr warpSpecialized(AttentionOp op, int64_t splits = 1) {
     int64_t dims = std::max(op.getQKHeadDim(), op.getVHeadDim());
     // Per-score work of three or more (regions with masks or modifiers)
     // spills wider tiles on sm_90a (measured: 100 bytes at head dim 64 with
@@ -272,7 +272,7 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
     auto plan = [&](int64_t stages, int64_t queryBuffers) {
       return PlanAttr::get(&getContext(), attnc::Schedule::WarpSpecialized,
                            attnc::hopper::kWgmmaM * count, blockN,
-                           4 * (count + 1), 1, stages, 1,
+                           4 * (count + 1), 1, stages, splits,
                            /*queryInRegisters=*/false, queryBuffers,
                            /*staticOrder=*/false, /*clusterCtas=*/1,
                            /*leanTileLoop=*/false);
@@ -411,13 +411,16 @@ struct AttnPlanPass : public attn::impl::AttnPlanBase<AttnPlanPass> {
       while (stages > 2 && !fits(decode(stages)))
         --stages;
       plan = decode(stages);
-    } else if (op.getSharedKeys()) {
+    } else if (op.getSharedKeys() && StringRef(arch) == "sm_90a" &&
+               kvBytes == 2 && prefillWarps == 0) {
       // A shared node's rows are a few tokens of many requests against a
-      // long prefix: the rows of one request per KV head fill few tiles,
-      // so the keys are split across CTAs to fill the GPU, which the
-      // mma.sync loop does and the warp-specialized one does not.
-      // A third or fourth stage measured no faster on an H200 (C1's
-      // shared level: 0.080 ms with 2, 3 or 4; docs/PERFORMANCE.md).
+      // long prefix: few row tiles, so the keys are split across CTAs to
+      // fill the GPU, each split's state merged by a second launch.
+      plan = warpSpecialized(op, maxSplits);
+    } else if (op.getSharedKeys()) {
+      // The mma.sync loop packs the GQA group into its rows and merges its
+      // own splits. A third or fourth stage measured no faster on an H200
+      // (C1's shared level: 0.080 ms with 2, 3 or 4; docs/PERFORMANCE.md).
       int64_t stages = decodeStages > 0 ? decodeStages : 2;
       while (stages > 2 && !fits(rowTilePlan(op, maxSplits, stages)))
         --stages;

@@ -124,20 +124,31 @@ class CascadeAttention:
             self._pages_needed = max(
                 self._pages_needed,
                 pages_in_use([kv[runs[0][0]], kv[runs[-1][1]]], indices))
-            arrays = [self._own_on_device(levels[l][i]) for i in range(4)]
+            # Each run is a launch over its own rows alone: its queries,
+            # outputs and LSE from its first row on, its qo_indptr counted
+            # from there (a launch that merges its splits in a second pass
+            # writes every row it is given).
+            rebased = []
+            for first, end in runs:
+                rebased += [x - qo[first] for x in qo[first:end + 1]]
+            arrays = [self._own_on_device(torch.tensor(rebased,
+                                                       dtype=torch.int32))] + \
+                [self._own_on_device(levels[l][i]) for i in range(1, 4)]
             kernel = kernel_for(self._shared_spec)
-            parts = []
+            parts, at = [], 0
             for first, end in runs:
                 kv_lens = [(kv[e + 1] - kv[e] - 1) * self.page_size + last[e]
                            for e in range(first, end)]
-                q_lens = [qo[e + 1] - qo[e] for e in range(first, end)]
-                parts.append(kernel.plan(
-                    end - first, max(q_lens), max(kv_lens), tokens,
-                    kv_tokens=sum(kv_lens),
-                    q_indptr=arrays[0].data_ptr() + 4 * first,
+                rows = qo[end] - qo[first]
+                parts.append((qo[first], kernel.plan(
+                    end - first, max(qo[e + 1] - qo[e]
+                                     for e in range(first, end)),
+                    max(kv_lens), rows, kv_tokens=sum(kv_lens),
+                    q_indptr=arrays[0].data_ptr() + 4 * at,
                     kv_indptr=arrays[1].data_ptr() + 4 * first,
                     page_indices=arrays[2].data_ptr(),
-                    last_page_len=arrays[3].data_ptr() + 4 * first))
+                    last_page_len=arrays[3].data_ptr() + 4 * first)))
+                at += end - first + 1
             out, lse = self._state(len(self._shared), tokens, device)
             lse.fill_(float("-inf"))
             self._shared.append((kernel, parts, arrays, out, lse))
@@ -228,14 +239,18 @@ class CascadeAttention:
         side.wait_stream(stream)
         with torch.cuda.stream(side):
             self._own.run(q, k_cache, v_cache, **own)
-        scales = self._own._scales(k_scale, v_scale, q.device)
-        inputs = ([q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr()] +
-                  [s.data_ptr() for s in scales])
+        scales = [s.data_ptr() for s in
+                  self._own._scales(k_scale, v_scale, q.device)]
+        q_row = q.stride(0) * q.element_size()
         handle = current_stream(q)
         for kernel, parts, _, level_out, level_lse in self._shared:
-            for plan in parts:
-                kernel.run(plan, inputs,
-                           [level_out.data_ptr(), level_lse.data_ptr()],
+            out_row = level_out.stride(0) * level_out.element_size()
+            for row, plan in parts:
+                kernel.run(plan, [q.data_ptr() + row * q_row,
+                                  k_cache.data_ptr(), v_cache.data_ptr()] +
+                           scales,
+                           [level_out.data_ptr() + row * out_row,
+                            level_lse.data_ptr() + row * 4 * self.num_qo_heads],
                            handle)
         stream.wait_stream(side)
         states = []

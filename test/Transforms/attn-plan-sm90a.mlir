@@ -320,15 +320,30 @@ func.func @mla_segments(%q: !attn.q<?x16x576xbf16, ragged>, %kv: !attn.latent_kv
 
 // -----
 
-// A shared node of cascade attention takes the mma.sync loop, whose packed
-// (token, head) rows split their keys across CTAs, rather than the
-// warp-specialized one, which does not split them.
+// A shared node of cascade attention on sm_90a is warp-specialized with
+// its keys split across CTAs (each split's state merged by a second
+// launch): few row tiles face a long prefix.
 // CHECK-LABEL: func.func @shared_keys_split
-// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 128 x 64, warps = 8 x 1, stages = 2, kv_splits = 16, q_in_regs = true>
+// CHECK: attn_gpu.plan = #attn_gpu.plan<warp_specialized, block = 128 x 128, warps = 12 x 1, stages = 2, kv_splits = 16, q_in_regs = false, q_buffers = 2>
 func.func @shared_keys_split(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xbf16, paged<16, nhd>>,
                              %v: !attn.kv<?x8x128xbf16, paged<16, nhd>>) -> !attn.out<?x32x128xbf16, ragged> {
   %out, %lse = attn.attention(%q, %k, %v) {shared_keys}
       : !attn.q<?x32x128xbf16, ragged>, !attn.kv<?x8x128xbf16, paged<16, nhd>>, !attn.kv<?x8x128xbf16, paged<16, nhd>>
+      -> !attn.out<?x32x128xbf16, ragged>, !attn.lse<?x32, ragged>
+  return %out : !attn.out<?x32x128xbf16, ragged>
+}
+
+// -----
+
+// Over an fp8 cache (which wgmma does not read as stored) a shared node
+// takes the mma.sync loop, the GQA group packed into its rows, with split
+// keys it merges itself.
+// CHECK-LABEL: func.func @shared_keys_fp8_split
+// CHECK: attn_gpu.plan = #attn_gpu.plan<prefill, block = 128 x 64, warps = 8 x 1, stages = 2, kv_splits = 16, q_in_regs = true>
+func.func @shared_keys_fp8_split(%q: !attn.q<?x32x128xbf16, ragged>, %k: !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>>,
+                                 %v: !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>>) -> !attn.out<?x32x128xbf16, ragged> {
+  %out, %lse = attn.attention(%q, %k, %v) {shared_keys}
+      : !attn.q<?x32x128xbf16, ragged>, !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>>, !attn.kv<?x8x128xf8E4M3FN, paged<16, nhd>>
       -> !attn.out<?x32x128xbf16, ragged>, !attn.lse<?x32, ragged>
   return %out : !attn.out<?x32x128xbf16, ragged>
 }

@@ -67,7 +67,8 @@ void addTuningOptions(CLI::App &command, CompileOptions &options) {
   command
       .add_option("--prefill-warps", options.prefillWarps,
                   "tuning: warps of a prefill CTA, 16 query rows each "
-                  "(0: the planner's)")
+                  "(0: the planner's; on sm_90a it puts a shared_keys "
+                  "attention on the mma.sync prefill CTA)")
       ->check(CLI::Range(0, 8));
   command
       .add_option("--decode-stages", options.decodeStages,
