@@ -19,7 +19,7 @@ PyTorch tensors through libattnc's C API (ctypes; no compiled extension).
     scheduler.commit([attnc.Sample(0, token)])             # what it sampled
 """
 
-from .cascade import CascadeAttention
+from .cascade import CascadeAttention, CascadeMLAAttention
 from .errors import AttncError, InvalidArgumentError
 from .functional import attention, merge_states
 from .kernel import Kernel, Plan, Variant
@@ -31,7 +31,8 @@ from .trace import MATH as _MATH
 from .trace import TraceError, abs, ceil, clamp, exp, exp2, floor, log, \
     log2, maximum, minimum, rsqrt, sigmoid, sqrt, tanh, where
 
-__all__ = ["AttncError", "CascadeAttention", "InvalidArgumentError", "KVPool", "Kernel",
+__all__ = ["AttncError", "CascadeAttention", "CascadeMLAAttention",
+           "InvalidArgumentError", "KVPool", "Kernel",
            "MLAAttention", "PagedAttention", "Plan", "RadixCache", "Sample", "Scheduler",
            "SchedulerStats", "Step", "TraceError", "Variant", "attention",
            "merge_states"] + _MATH

@@ -10,13 +10,15 @@ of every request under one radix-tree node, which see all of its keys
 is rows that share nothing at that level. The last level holds each
 request's own pages, attended to causally or not as the wrapper says.
 Each shared entry runs as one request of a `shared_keys` kernel, whose
-CTAs pack the entry's rows of a KV head together and split its keys; the
-levels' states are merged per row by attn.merge_states."""
+CTAs split its keys; the levels' states are merged per row by
+attn.merge_states. CascadeAttention takes K/V caches (PagedAttention's
+own level), CascadeMLAAttention a latent cache (MLAAttention's)."""
 
 from ._capi import LIMITS
 from ._tensors import check_tensor, current_stream, require
 from ._values import as_sequence
-from .functional import host_ints, kernel_for, merge_kernel
+from .functional import host_ints, kernel_for, merge_kernel, scale_tensor
+from .mla import MLAAttention
 from .paged import PagedAttention, pages_in_use
 
 _LEVEL_ARRAYS = ("qo_indptr", "kv_indptr", "kv_indices", "kv_last_page_len")
@@ -38,29 +40,19 @@ def shared_runs(qo_indptr, kv_indptr):
     return runs
 
 
-class CascadeAttention:
-    """Attention over a paged cache whose pages are shared as levels of
-    prefixes. Constructed like PagedAttention (no window, sinks, ALiBi or
-    mods: a shared prefix's rows belong to many requests, whose positions
-    it does not know); plan takes the levels, run the queries [tokens,
-    heads, dim] in the levels' row order."""
+class _Cascade:
+    """What a cascade does whatever its cache: plans the shared levels (a
+    shared_keys launch per run of nodes, each level's state), merges them
+    with the own level's state. A front end gives the own level's wrapper
+    (its plan and run writing out and lse) and the shared kernels'
+    inputs."""
 
-    def __init__(self, num_qo_heads, num_kv_heads, head_dim, page_size,
-                 kv_layout="NHD", dtype="bfloat16", causal=False,
-                 softcap=None, scale=None, return_lse=False, kv_dtype=None,
-                 kv_scales=None):
-        # The last level is each request's own keys: a paged attention
-        # whose state is merged with the shared levels'.
-        self._own = PagedAttention(
-            num_qo_heads, num_kv_heads, head_dim, page_size, kv_layout,
-            dtype, causal=causal, softcap=softcap, scale=scale,
-            return_lse=True, kv_dtype=kv_dtype, kv_scales=kv_scales)
-        self._shared_spec = dict(self._own._spec, query_layout="ragged",
-                                 queries_per_request=0, causal=0,
-                                 shared_keys=1)
-        self.num_qo_heads, self.num_kv_heads = num_qo_heads, num_kv_heads
-        self.head_dim, self.page_size = head_dim, page_size
-        self.dtype, self.return_lse = self._own.dtype, bool(return_lse)
+    def _setup(self, own, shared_spec, heads, out_dim, page_size, dtype,
+               return_lse):
+        self._own, self._shared_spec = own, shared_spec
+        self._heads, self._out_dim = heads, out_dim
+        self.page_size, self.dtype = page_size, dtype
+        self.return_lse = bool(return_lse)
         self._levels = None
         self._side_stream = None  # made by the first plan with shared levels
         self._states = []  # (out, lse) buffers of the levels, by index
@@ -107,8 +99,7 @@ class CascadeAttention:
         most = LIMITS["max_merge_states"]
         require(len(levels) <= most, f"levels holds at most {most} levels "
                 f"(the states merge_states merges), got {len(levels)}")
-        own = levels[-1]
-        self._own.plan(own[1], own[2], own[3], qo_indptr=own[0])
+        self._plan_own(levels[-1], host[-1])
         import torch
         device = torch.device("cuda", 0)
         self._tokens = tokens
@@ -156,8 +147,8 @@ class CascadeAttention:
             self._own_out, self._own_lse = self._state(len(self._shared),
                                                        tokens, device)
             states = len(self._shared) + 1
-            self._merge = merge_kernel(states, self.dtype, self.num_qo_heads,
-                                       self.head_dim)
+            self._merge = merge_kernel(states, self.dtype, self._heads,
+                                       self._out_dim)
             key = (states, tokens)
             if key not in self._merge_plans:
                 if len(self._merge_plans) >= 64:
@@ -181,10 +172,10 @@ class CascadeAttention:
         held = self._states[index]
         if held is None or held[0].shape[0] < tokens:
             rows = max(tokens, 2 * held[0].shape[0] if held else 0)
-            held = (torch.zeros((rows, self.num_qo_heads, self.head_dim),
+            held = (torch.zeros((rows, self._heads, self._out_dim),
                                 dtype=getattr(torch, self.dtype),
                                 device=device),
-                    torch.empty((rows, self.num_qo_heads),
+                    torch.empty((rows, self._heads),
                                 dtype=torch.float32, device=device))
             self._states[index] = held
         return held[0][:tokens], held[1][:tokens]
@@ -196,6 +187,86 @@ class CascadeAttention:
         staged = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
         staged.copy_(x)
         return staged.to(torch.device("cuda", 0), non_blocking=True)
+
+    def _outputs(self, like, out, lse):
+        """The merged out and lse, made where not given, checked."""
+        import torch
+        tokens, heads = self._tokens, self._heads
+        if out is None:
+            out = like.new_empty(tokens, heads, self._out_dim)
+        check_tensor("out", out, 3, (self.dtype,))
+        require(tuple(out.shape) == (tokens, heads, self._out_dim),
+                f"out must be [{tokens}, {heads}, {self._out_dim}]")
+        if lse is None:
+            lse = torch.empty(tokens, heads, dtype=torch.float32,
+                              device=like.device)
+        check_tensor("lse", lse, 2, ("float32",))
+        require(tuple(lse.shape) == (tokens, heads),
+                f"lse must be [{tokens}, {heads}], got {tuple(lse.shape)}")
+        return out, lse
+
+    def _run_levels(self, run_own, q, q_row, inputs, out, lse):
+        """Runs the own level (`run_own(out, lse)`) beside the shared ones
+        (queries at address q, q_row bytes a row, then `inputs`: caches and
+        scales), and merges their states into out and lse."""
+        import torch
+        # The own level (each request's pages: a decode launch of few CTAs)
+        # runs beside the shared levels, on a stream that joins this one
+        # before the merge (a fork and join a CUDA graph captures too).
+        stream = torch.cuda.current_stream(out.device)
+        side = self._side_stream or stream
+        side.wait_stream(stream)
+        with torch.cuda.stream(side):
+            run_own(self._own_out, self._own_lse)
+        handle = current_stream(out)
+        for kernel, parts, _, level_out, level_lse in self._shared:
+            out_row = level_out.stride(0) * level_out.element_size()
+            for row, plan in parts:
+                kernel.run(plan, [q + row * q_row] + inputs,
+                           [level_out.data_ptr() + row * out_row,
+                            level_lse.data_ptr() + row * 4 * self._heads],
+                           handle)
+        stream.wait_stream(side)
+        states = []
+        for _, _, _, level_out, level_lse in self._shared:
+            states += [level_out.data_ptr(), level_lse.data_ptr()]
+        states += [self._own_out.data_ptr(), self._own_lse.data_ptr()]
+        self._merge.run(self._merge_plan, states,
+                        [out.data_ptr(), lse.data_ptr()], handle)
+        return (out, lse) if self.return_lse else out
+
+    def _check_pages(self, name, cache):
+        if cache.shape[0] < self._pages_needed:
+            raise ValueError(f"{name} has {cache.shape[0]} pages, the plan "
+                             f"reads page {self._pages_needed - 1}")
+
+
+class CascadeAttention(_Cascade):
+    """Attention over a paged cache whose pages are shared as levels of
+    prefixes. Constructed like PagedAttention (no window, sinks, ALiBi or
+    mods: a shared prefix's rows belong to many requests, whose positions
+    it does not know); plan takes the levels, run the queries [tokens,
+    heads, dim] in the levels' row order."""
+
+    def __init__(self, num_qo_heads, num_kv_heads, head_dim, page_size,
+                 kv_layout="NHD", dtype="bfloat16", causal=False,
+                 softcap=None, scale=None, return_lse=False, kv_dtype=None,
+                 kv_scales=None):
+        # The last level is each request's own keys: a paged attention
+        # whose state is merged with the shared levels'.
+        own = PagedAttention(
+            num_qo_heads, num_kv_heads, head_dim, page_size, kv_layout,
+            dtype, causal=causal, softcap=softcap, scale=scale,
+            return_lse=True, kv_dtype=kv_dtype, kv_scales=kv_scales)
+        self._setup(own, dict(own._spec, query_layout="ragged",
+                              queries_per_request=0, causal=0,
+                              shared_keys=1),
+                    num_qo_heads, head_dim, page_size, own.dtype, return_lse)
+        self.num_qo_heads, self.num_kv_heads = num_qo_heads, num_kv_heads
+        self.head_dim = head_dim
+
+    def _plan_own(self, level, host):
+        self._own.plan(level[1], level[2], level[3], qo_indptr=level[0])
 
     def run(self, q, k_cache, v_cache, out=None, lse=None, k_scale=None,
             v_scale=None):
@@ -215,48 +286,72 @@ class CascadeAttention:
                              f"this plan, got {tuple(q.shape)}")
         for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
             check_tensor(name, cache, 4, (self._own.kv_dtype,))
-            if cache.shape[0] < self._pages_needed:
-                raise ValueError(f"{name} has {cache.shape[0]} pages, the "
-                                 f"plan reads page {self._pages_needed - 1}")
-        import torch
-        if out is None:
-            out = q.new_empty(q.shape)
-        check_tensor("out", out, 3, (self.dtype,))
-        require(tuple(out.shape) == tuple(q.shape), "out must have q's shape")
-        if lse is None:
-            lse = torch.empty(q.shape[:2], dtype=torch.float32,
-                              device=q.device)
-        check_tensor("lse", lse, 2, ("float32",))
-        require(tuple(lse.shape) == tuple(q.shape[:2]),
-                f"lse must be {tuple(q.shape[:2])}, got {tuple(lse.shape)}")
-        own = dict(out=self._own_out, lse=self._own_lse, k_scale=k_scale,
-                   v_scale=v_scale)
-        # The own level (each request's pages: a decode launch of few CTAs)
-        # runs beside the shared levels, on a stream that joins this one
-        # before the merge (a fork and join a CUDA graph captures too).
-        stream = torch.cuda.current_stream(q.device)
-        side = self._side_stream or stream
-        side.wait_stream(stream)
-        with torch.cuda.stream(side):
-            self._own.run(q, k_cache, v_cache, **own)
+            self._check_pages(name, cache)
+        out, lse = self._outputs(q, out, lse)
         scales = [s.data_ptr() for s in
                   self._own._scales(k_scale, v_scale, q.device)]
-        q_row = q.stride(0) * q.element_size()
-        handle = current_stream(q)
-        for kernel, parts, _, level_out, level_lse in self._shared:
-            out_row = level_out.stride(0) * level_out.element_size()
-            for row, plan in parts:
-                kernel.run(plan, [q.data_ptr() + row * q_row,
-                                  k_cache.data_ptr(), v_cache.data_ptr()] +
-                           scales,
-                           [level_out.data_ptr() + row * out_row,
-                            level_lse.data_ptr() + row * 4 * self.num_qo_heads],
-                           handle)
-        stream.wait_stream(side)
-        states = []
-        for _, _, _, level_out, level_lse in self._shared:
-            states += [level_out.data_ptr(), level_lse.data_ptr()]
-        states += [self._own_out.data_ptr(), self._own_lse.data_ptr()]
-        self._merge.run(self._merge_plan, states,
-                        [out.data_ptr(), lse.data_ptr()], handle)
-        return (out, lse) if self.return_lse else out
+        return self._run_levels(
+            lambda o, l: self._own.run(q, k_cache, v_cache, out=o, lse=l,
+                                       k_scale=k_scale, v_scale=v_scale),
+            q.data_ptr(), q.stride(0) * q.element_size(),
+            [k_cache.data_ptr(), v_cache.data_ptr()] + scales, out, lse)
+
+
+class CascadeMLAAttention(_Cascade):
+    """Absorbed MLA over a latent cache whose pages are shared as levels of
+    prefixes: MLAAttention's configuration and run arguments, the levels as
+    CascadeAttention's plan takes them."""
+
+    def __init__(self, num_heads, head_dim_ckv=512, head_dim_kpe=64,
+                 page_size=64, dtype="bfloat16", causal=False, sm_scale=None,
+                 return_lse=False, kv_dtype=None):
+        own = MLAAttention(num_heads, head_dim_ckv, head_dim_kpe, page_size,
+                           dtype, causal=causal, sm_scale=sm_scale,
+                           return_lse=True, kv_dtype=kv_dtype)
+        self._setup(own, dict(own._spec, query_layout="ragged",
+                              queries_per_request=0, causal=0,
+                              shared_keys=1),
+                    num_heads, head_dim_ckv, page_size, own.dtype, return_lse)
+
+    def _plan_own(self, level, host):
+        qo, kv, _, last = host
+        kv_lens = [(b - a - 1) * self.page_size + n
+                   for a, b, n in zip(kv, kv[1:], last)]
+        import torch
+        self._own.plan(level[0], level[1], level[2],
+                       torch.tensor(kv_lens, dtype=torch.int32))
+
+    def run(self, q_nope, q_pe, ckv_cache, kpe_cache, out=None, lse=None,
+            kv_scale=None):
+        """Runs on the current stream; with `out` (and `lse`, and an fp8
+        cache's kv_scale as a tensor) given, free of allocation."""
+        require(self._levels is not None, "call plan() before run()",
+                RuntimeError)
+        own = self._own
+        if not self._shared:
+            result = own.run(q_nope, q_pe, ckv_cache, kpe_cache, out=out,
+                             lse=lse, kv_scale=kv_scale)
+            return result if self.return_lse else result[0]
+        self._check_pages("the cache", ckv_cache)
+        out, lse = self._outputs(q_nope, out, lse)
+        # One query buffer for every level: the own level reads its two
+        # column ranges in place.
+        if own._parts_of_one(q_nope, q_pe, (self._heads, 1)):
+            import torch
+            q = torch.as_strided(q_nope, (self._tokens, self._heads, own.dim),
+                                 (self._heads * own.dim, own.dim, 1))
+        else:
+            q = own._q
+            q[..., :own.head_dim_ckv].copy_(q_nope)
+            q[..., own.head_dim_ckv:].copy_(q_pe)
+        nope, pe = q[..., :own.head_dim_ckv], q[..., own.head_dim_ckv:]
+        inputs = [ckv_cache.data_ptr()]
+        if own._fp8:
+            scale = (own._unit_scale if kv_scale is None else
+                     scale_tensor("kv_scale", kv_scale, 1, out.device))
+            inputs += [scale.data_ptr(), scale.data_ptr()]
+        return self._run_levels(
+            lambda o, l: own.run(nope, pe, ckv_cache, kpe_cache, out=o,
+                                 lse=l, kv_scale=kv_scale),
+            q.data_ptr(), self._heads * own.dim * q.element_size(), inputs,
+            out, lse)

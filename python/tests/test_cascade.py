@@ -70,3 +70,14 @@ def test_shared_levels_refuse_positions():
         attnc.Variant.from_spec(query_heads=32, kv_heads=8, head_dim=128,
                                 query_layout="ragged", kv_layout="paged",
                                 shared_keys=True, causal=True)
+
+
+def test_mla_cascade_checks_as_the_gqa_one():
+    wrapper = attnc.CascadeMLAAttention(16, page_size=64)
+    with pytest.raises(RuntimeError, match="call plan\\(\\) before run\\(\\)"):
+        wrapper.run(FakeTensor((2, 16, 512)), FakeTensor((2, 16, 64)),
+                    FakeTensor((8, 64, 512)), FakeTensor((8, 64, 64)))
+    with pytest.raises(ValueError,
+                       match="levels\\[0\\].kv_last_page_len must be in "
+                             "1..64"):
+        wrapper.plan([level([0, 2], [0, 2], [4, 5], [0]), level(*OWN)])

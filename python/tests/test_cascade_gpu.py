@@ -268,3 +268,45 @@ def test_cascade_run_is_captured_by_a_cuda_graph():
         v = request_keys(v_cache, chunks[r], page_size, "NHD")
         ref, _ = reference(q[r:r + 1], k, v, True, 1 / math.sqrt(dim))
         assert relative_error(out[r:r + 1], ref) < 1e-2, f"request {r}"
+
+
+@pytest.mark.parametrize("page_size, rows_per", [(64, 1), (1, 3)])
+def test_mla_cascade_matches_whole_page_lists(page_size, rows_per):
+    """A latent cache (one 576-wide row a token: keys, and their first 512
+    columns the values) under a tree of depth 2; q given as its nope and
+    pe parts apart."""
+    rng = random.Random(40 + page_size + rows_per)
+    torch.manual_seed(rng.randint(0, 1 << 30))
+    requests, heads, ckv, kpe = 9, 16, 512, 64
+    rows = [rng.randint(1, rows_per) for _ in range(requests)]
+    causal = rows_per > 1
+    total, levels, chunks = build_case(
+        rng, requests, 2, page_size, rows, 30, 1, ckv + kpe, torch.bfloat16,
+        max_prefix_pages=max(2, 300 // page_size))
+    cache = torch.randn(total, page_size, ckv + kpe, device="cuda",
+                        dtype=torch.bfloat16)
+    tokens = sum(rows)
+    q_nope = torch.randn(tokens, heads, ckv, device="cuda",
+                         dtype=torch.bfloat16)
+    q_pe = torch.randn(tokens, heads, kpe, device="cuda",
+                       dtype=torch.bfloat16)
+    scale = 1 / math.sqrt(192)
+    wrapper = attnc.CascadeMLAAttention(heads, ckv, kpe, page_size,
+                                        causal=causal, sm_scale=scale,
+                                        return_lse=True)
+    wrapper.plan(levels)
+    out = torch.full((tokens, heads, ckv), float("nan"), device="cuda",
+                     dtype=torch.bfloat16)
+    lse = torch.full((tokens, heads), float("nan"), device="cuda")
+    wrapper.run(q_nope, q_pe, cache[..., :ckv], cache[..., ckv:], out=out,
+                lse=lse)
+    q = torch.cat([q_nope, q_pe], -1)
+    start = 0
+    for r in range(requests):
+        s = slice(start, start + rows[r])
+        keys = request_keys(cache[:, :, None, :], chunks[r], page_size,
+                            "NHD")
+        ref, ref_lse = reference(q[s], keys, keys[..., :ckv], causal, scale)
+        assert relative_error(out[s], ref) < 1e-2, f"request {r}"
+        assert relative_error(lse[s], ref_lse) < 1e-3, f"request {r} lse"
+        start += rows[r]
