@@ -235,6 +235,16 @@ StatusOr<SimResult> simulate(const Workload &workload,
     for (const PageTransfer &transfer : step.batch.pageTransfers)
       if (transfer.direction == TransferDirection::Offload)
         result.offloadedTokens += options.pageSize;
+    int64_t listed = step.batch.pageTable.indptr.empty()
+                         ? 0
+                         : step.batch.pageTable.indptr.back();
+    result.pagesListed += listed;
+    if (step.batch.cascade.empty()) {
+      result.pagesRead += listed;
+    } else {
+      for (const CascadeLevel &level : step.batch.cascade)
+        result.pagesRead += level.kvIndptr.back();
+    }
     utilisation +=
         seconds * double((*pool)->numUsedPages()) / double((*pool)->numPages());
     busySeconds += seconds;
@@ -342,6 +352,8 @@ std::string toJson(const SimResult &r) {
   field("host_tokens", integer(r.hostTokens));
   field("host_loaded_tokens", integer(r.hostLoadedTokens));
   field("offloaded_tokens", integer(r.offloadedTokens));
+  field("kv_pages_listed", integer(r.pagesListed));
+  field("kv_pages_read", integer(r.pagesRead));
   return out + "}";
 }
 

@@ -95,6 +95,12 @@ struct SimResult {
   int64_t hostTokens = 0;
   int64_t hostLoadedTokens = 0;
   int64_t offloadedTokens = 0;
+  /// Over every step, the KV pages its requests' page tables list (each
+  /// layer's attention reads them) and those it reads with cascade levels
+  /// (SchedulerConfig::cascade): a shared node's pages once for all the
+  /// requests under it. Equal without cascade.
+  int64_t pagesListed = 0;
+  int64_t pagesRead = 0;
   int64_t steps = 0;
   /// Model time (seconds, from 0) at which the last request finished.
   double seconds = 0;

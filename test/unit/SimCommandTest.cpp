@@ -65,10 +65,17 @@ TEST(SimCommand, RejectsEveryBadNumericFlag) {
   const std::string host = "attnc sim: --host-tokens must be 0 (no host "
                            "tier) or an integer in [16, 67108864] (at least "
                            "one page of --page-size 16), got '";
+  const std::string sharers = "attnc sim: --cascade-min-sharers must be an "
+                              "integer in [1, 2^31), got '";
+  const std::string sharedTokens = "attnc sim: --cascade-min-tokens must be "
+                                   "an integer in [1, 2^31), got '";
   struct Case {
     std::string args;
     std::string message;
   } cases[] = {
+      {"--cascade-min-sharers 0", sharers + "0'"},
+      {"--cascade-min-sharers 2147483648", sharers + "2147483648'"},
+      {"--cascade-min-tokens -3", sharedTokens + "-3'"},
       {"--host-tokens -1", host + "-1'"},
       {"--host-tokens 15", host + "15'"},
       {"--host-tokens 67108865", host + "67108865'"},
@@ -221,4 +228,41 @@ TEST(SimCommand, ReportsLatencyBesideTheHitRate) {
   EXPECT_NE(flag.output.find("\"cache_tokens\": " + cache(64) + ","),
             std::string::npos)
       << flag.output;
+}
+
+// With cascade levels, the steps of a workload whose prompts share a
+// system prompt read some of their listed pages once for several
+// requests: the JSON counts both, the table says the share.
+TEST(SimCommand, ReportsTheKVCascadeLevelsReadOnce) {
+  std::string shared = "\"prompt\": [" + [] {
+    std::string tokens;
+    for (int t = 1; t <= 64; ++t)
+      tokens += (t > 1 ? ", " : "") + std::to_string(t);
+    return tokens;
+  }();
+  std::string trace;
+  for (int r = 0; r < 6; ++r)
+    trace += "{" + shared + ", " + std::to_string(100 + r) +
+             "], \"output_len\": 8, \"arrival\": " +
+             std::to_string(r == 0 ? 0.0 : 1.0) + "}\n";
+  std::string path = writeTrace("cascade.jsonl", trace);
+  std::string flags = "--trace '" + path + "' --policy lpm --page-size 16 " +
+                      "--arrival online --cascade --cascade-min-sharers 2 " +
+                      "--cascade-min-tokens 16";
+  Outcome json = runSim(flags + " --json");
+  ASSERT_EQ(json.exitCode, 0) << json.output;
+  double listed = jsonNumber(json.output, "kv_pages_listed");
+  double read = jsonNumber(json.output, "kv_pages_read");
+  EXPECT_GT(listed, 0) << json.output;
+  EXPECT_LT(read, listed) << json.output;
+  Outcome text = runSim(flags);
+  ASSERT_EQ(text.exitCode, 0) << text.output;
+  EXPECT_NE(text.output.find("read once for several requests"),
+            std::string::npos)
+      << text.output;
+  // Without cascade every listed page is read per request.
+  Outcome plain = runSim("--trace '" + path + "' --policy lpm --json");
+  ASSERT_EQ(plain.exitCode, 0) << plain.output;
+  EXPECT_EQ(jsonNumber(plain.output, "kv_pages_read"),
+            jsonNumber(plain.output, "kv_pages_listed"));
 }

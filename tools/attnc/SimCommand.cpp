@@ -37,6 +37,10 @@ struct SimArgs {
   std::string hostTokensText = "0";
   bool json = false;
   bool all = false;
+  bool cascade = false;
+  std::string sharersText = std::to_string(SchedulerConfig().cascadeMinSharers);
+  std::string sharedTokensText =
+      std::to_string(SchedulerConfig().cascadeMinSharedTokens);
   CLI::Option *cacheTokensOption = nullptr;
 
   /// Set by parseFlags; 0 cache tokens picks the sizes from the workload.
@@ -45,6 +49,7 @@ struct SimArgs {
   uint64_t seed = 1;
   double rate = 10;
   int64_t agingSteps = 0;
+  int64_t cascadeMinSharers = 0, cascadeMinSharedTokens = 0;
   /// Negative: the scheduler's own (SGLang's) ratios.
   double newTokenRatio = -1;
   /// max_tokens of trace requests that give none.
@@ -144,6 +149,15 @@ bool parseFlags(SimArgs &args) {
                args.rateText);
   if (!parseInteger(args.agingText, 0, int64_t(1) << 40, args.agingSteps))
     return bad("--aging-steps", "an integer in [0, 2^40]", args.agingText);
+  constexpr int64_t kMaxCascadeSetting = (int64_t(1) << 31) - 1;
+  if (!parseInteger(args.sharersText, 1, kMaxCascadeSetting,
+                    args.cascadeMinSharers))
+    return bad("--cascade-min-sharers", "an integer in [1, 2^31)",
+               args.sharersText);
+  if (!parseInteger(args.sharedTokensText, 1, kMaxCascadeSetting,
+                    args.cascadeMinSharedTokens))
+    return bad("--cascade-min-tokens", "an integer in [1, 2^31)",
+               args.sharedTokensText);
   if (!args.ratioText.empty() &&
       !parseReal(args.ratioText, 0, 1, args.newTokenRatio))
     return bad("--new-token-ratio", "a number in [0, 1]", args.ratioText);
@@ -195,6 +209,13 @@ void printTable(const std::vector<SimResult> &results) {
                 static_cast<long long>(r.preemptions), r.makespan, r.ttft.mean,
                 r.ttft.p50, r.ttft.p99, 1e3 * r.tpot.mean, 1e3 * r.tpot.p50,
                 1e3 * r.tpot.p99);
+  for (const SimResult &r : results)
+    if (r.pagesRead != r.pagesListed)
+      std::printf("  %-11s cascade: %.1f%% of the KV pages the steps' page "
+                  "tables list read once for several requests\n",
+                  r.policy.c_str(),
+                  100.0 * double(r.pagesListed - r.pagesRead) /
+                      double(r.pagesListed));
 }
 
 int run(SimArgs &args) {
@@ -285,6 +306,10 @@ int run(SimArgs &args) {
           options.pageSize = args.pageSize;
           options.arrival = mode;
           options.hostTokens = args.hostTokens;
+          options.scheduler.cascade = args.cascade;
+          options.scheduler.cascadeMinSharers = args.cascadeMinSharers;
+          options.scheduler.cascadeMinSharedTokens =
+              args.cascadeMinSharedTokens;
           StatusOr<SimResult> result = simulate(*workload, options);
           if (!result.ok()) {
             std::fprintf(stderr, "attnc sim: %s\n",
@@ -363,6 +388,19 @@ void addSimCommand(CLI::App &app, int &exitCode) {
                   "eviction moves pages to and admission loads them back "
                   "from, from --page-size to " +
                       std::to_string(kMaxCacheTokens) + " (default: 0, none)")
+      ->type_name("INT");
+  sim->add_flag("--cascade", args->cascade,
+                "plan cascade levels every step (the scheduler's defaults "
+                "for which shared prefixes get one) and report the KV pages "
+                "they read once for several requests");
+  sim->add_option("--cascade-min-sharers", args->sharersText,
+                  "requests a shared prefix needs for a cascade level of its "
+                  "own (default: the scheduler's, " +
+                      args->sharersText + ")")
+      ->type_name("INT");
+  sim->add_option("--cascade-min-tokens", args->sharedTokensText,
+                  "tokens it needs (default: the scheduler's, " +
+                      args->sharedTokensText + ")")
       ->type_name("INT");
   sim->add_flag("--json", args->json,
                 "one JSON object per line (hit rate, makespan, TTFT and TPOT "
