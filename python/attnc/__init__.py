@@ -8,7 +8,8 @@ PyTorch tensors through libattnc's C API (ctypes; no compiled extension).
     wrapper = attnc.PagedAttention(32, 8, 128, page_size=16)
     wrapper.plan(kv_indptr, kv_indices, kv_last_page_len)
     out = wrapper.run(q, k_cache, v_cache)                 # every layer
-    mla = attnc.MLAAttention(128, 512, 64, page_size=64)   # DeepSeek MLA
+    mla = attnc.MLAAttention(128, 512, 64, page_size=64,   # DeepSeek MLA
+                             sm_scale=192 ** -0.5)
     mla.plan(qo_indptr, kv_indptr, kv_indices, kv_len_arr)
     out = mla.run(q_nope, q_pe, cache[..., :512], cache[..., 512:])
 

@@ -20,7 +20,8 @@ class MLAAttention:
 
     Where it differs from FlashInfer's wrapper, and why:
     - the configuration (heads, dims, page size, dtype, causal, sm_scale)
-      goes to the constructor, which compiles one kernel for it; plan takes
+      goes to the constructor (sm_scale required: FlashInfer requires it
+      too, and no default fits every model), which compiles one kernel for it; plan takes
       the batch's index arrays only;
     - the cache is one tensor [pages, page_size, head_dim_ckv +
       head_dim_kpe] (FlashMLA's layout): the kernel copies each token's row
@@ -54,6 +55,13 @@ class MLAAttention:
                 f"kv_dtype must be {dtype} or an fp8 type "
                 f"({' or '.join(FP8_TYPES)}), got {kv_dtype}", TypeError)
         self.kv_dtype, self._fp8 = kv_dtype, kv_dtype in FP8_TYPES
+        # No default: the absorbed rows are 576 wide, but the softmax scale
+        # is the model's, 1/sqrt(qk_nope + qk_rope head dims) (DeepSeek:
+        # 1/sqrt(192)); a default of 1/sqrt(576) would be silently wrong.
+        require(sm_scale is not None,
+                "MLAAttention needs sm_scale, the model's softmax scale "
+                "(DeepSeek-V2/V3: 1/sqrt(192), its qk_nope_head_dim + "
+                "qk_rope_head_dim), not 1/sqrt(head_dim_ckv + head_dim_kpe)")
         self.num_heads = as_int("num_heads", num_heads)
         self.head_dim_ckv = as_int("head_dim_ckv", head_dim_ckv)
         self.head_dim_kpe = as_int("head_dim_kpe", head_dim_kpe)

@@ -73,7 +73,7 @@ def test_shared_levels_refuse_positions():
 
 
 def test_mla_cascade_checks_as_the_gqa_one():
-    wrapper = attnc.CascadeMLAAttention(16, page_size=64)
+    wrapper = attnc.CascadeMLAAttention(16, page_size=64, sm_scale=0.07)
     with pytest.raises(RuntimeError, match="call plan\\(\\) before run\\(\\)"):
         wrapper.run(FakeTensor((2, 16, 512)), FakeTensor((2, 16, 64)),
                     FakeTensor((8, 64, 512)), FakeTensor((8, 64, 64)))

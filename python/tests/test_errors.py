@@ -541,18 +541,29 @@ def test_paged_plan_checks_its_index_values(arrays, words):
         wrapper.plan(*tensors)
 
 
+MLA_SCALE = 192 ** -0.5
+
+
 def test_mla_configurations_are_checked_when_made():
     with pytest.raises(TypeError, match="dtype must be bfloat16 or float16"):
-        attnc.MLAAttention(16, dtype="float32")
+        attnc.MLAAttention(16, dtype="float32", sm_scale=MLA_SCALE)
     with pytest.raises(attnc.AttncError):
-        attnc.MLAAttention(0)
+        attnc.MLAAttention(0, sm_scale=MLA_SCALE)
     with pytest.raises(ValueError, match="head_dim_kpe must be positive"):
-        attnc.MLAAttention(16, 512, 0)
+        attnc.MLAAttention(16, 512, 0, sm_scale=MLA_SCALE)
+
+
+@pytest.mark.parametrize("make", [attnc.MLAAttention,
+                                  attnc.CascadeMLAAttention])
+def test_mla_needs_the_models_scale(make):
+    # 1/sqrt(576) would be DeepSeek's scale off by sqrt(3): no default.
+    with pytest.raises(ValueError, match="MLAAttention needs sm_scale"):
+        make(128, 512, 64, page_size=64)
 
 
 def test_mla_cache_types_are_checked_when_made():
     with pytest.raises(TypeError, match="kv_dtype must be bfloat16 or an fp8"):
-        attnc.MLAAttention(16, kv_dtype="int8")
+        attnc.MLAAttention(16, kv_dtype="int8", sm_scale=MLA_SCALE)
     # An fp8 latent cache is a variant the dialect accepts.
-    mla = attnc.MLAAttention(16, kv_dtype="float8_e4m3fn")
+    mla = attnc.MLAAttention(16, kv_dtype="float8_e4m3fn", sm_scale=MLA_SCALE)
     assert mla.kv_dtype == "float8_e4m3fn"

@@ -158,7 +158,7 @@ def test_mla_refuses_caches_it_cannot_read():
     heads, page_size = 16, 64
     cache, order, indptr, qo, q, kv_len = batch_of([1], [100], heads,
                                                    page_size, 9)
-    mla = attnc.MLAAttention(heads, CKV, KPE, page_size)
+    mla = attnc.MLAAttention(heads, CKV, KPE, page_size, sm_scale=SCALE)
     mla.plan(qo, indptr, order, kv_len)
     with pytest.raises(ValueError, match="of one contiguous"):
         mla.run(q[..., :CKV], q[..., CKV:], cache[..., :CKV].clone(),
