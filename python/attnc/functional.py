@@ -90,15 +90,32 @@ def modifier_fields(causal, window, sinks, softcap, scale, alibi,
                 return_lse=as_flag("return_lse", return_lse))
 
 
+# The tensors Python float scales became, by (value, device): a model's
+# scales are a few fixed numbers, so a call passing one allocates nothing
+# after its first. Bounded: a caller sweeping values evicts the oldest.
+_FLOAT_SCALES = OrderedDict()
+_MAX_FLOAT_SCALES = 256
+
+
 def scale_tensor(name, scale, kv_heads, device):
     """An fp8 cache's dequantization scale as attnc reads it: a float32
     CUDA tensor of one element or one per KV head. A Python float becomes
-    such a tensor here, an allocation per call: pass tensors where a call
-    is captured in a CUDA graph."""
+    such a tensor once per value and device (the first call with a value
+    allocates; pass tensors where that call is captured in a CUDA graph)."""
     if not hasattr(scale, "data_ptr"):
         value = as_float32(name, scale)
-        import torch
-        return torch.full((1,), value, dtype=torch.float32, device=device)
+        key = (value, str(device))
+        tensor = _FLOAT_SCALES.get(key)
+        if tensor is None:
+            import torch
+            tensor = torch.full((1,), value, dtype=torch.float32,
+                                device=device)
+            _FLOAT_SCALES[key] = tensor
+            if len(_FLOAT_SCALES) > _MAX_FLOAT_SCALES:
+                _FLOAT_SCALES.popitem(last=False)
+        else:
+            _FLOAT_SCALES.move_to_end(key)
+        return tensor
     check_tensor(name, scale, (0, 1), ("float32",))
     if scale_count(scale) not in (1, kv_heads):
         raise ValueError(f"{name} must hold 1 (per tensor) or {kv_heads} "

@@ -72,7 +72,7 @@ class PagedAttention:
     k / k_scale and v / v_scale; run takes both scales or neither (then
     both are 1): float32 tensors of one value (kv_scales="tensor", the
     default) or one per KV head (kv_scales="head"); with "tensor", floats
-    too (an allocation per call).
+    too (a value's first call allocates its tensor, later ones reuse it).
 
     alibi adds the standard ALiBi biases. score_mod and mask_mod are as
     attnc.attention's: FlexAttention's functions (traced once, here), q_idx

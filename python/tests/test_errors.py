@@ -567,3 +567,17 @@ def test_mla_cache_types_are_checked_when_made():
     # An fp8 latent cache is a variant the dialect accepts.
     mla = attnc.MLAAttention(16, kv_dtype="float8_e4m3fn", sm_scale=MLA_SCALE)
     assert mla.kv_dtype == "float8_e4m3fn"
+
+
+def test_a_float_scale_allocates_once_per_value():
+    # fp8 runs given Python floats: the same value is the same tensor (no
+    # allocation per call), another value another tensor.
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    from attnc.functional import scale_tensor
+    first = scale_tensor("k_scale", 0.5, 8, "cpu")
+    assert scale_tensor("k_scale", 0.5, 8, "cpu") is first
+    other = scale_tensor("k_scale", 0.25, 8, "cpu")
+    assert other is not first and float(other[0]) == 0.25
+    assert first.dtype == torch.float32 and float(first[0]) == 0.5
+    with pytest.raises(TypeError):
+        scale_tensor("k_scale", "half", 8, "cpu")
