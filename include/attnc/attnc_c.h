@@ -59,8 +59,10 @@ extern "C" {
  * 17: shared_keys in the spec (cascade attention's shared levels).
  * 18: cascade attention: cascade, cascade_min_sharers and
  * cascade_min_shared_tokens in the scheduler config, a step's cascade
- * levels (num_cascade_levels and the cascade_* arrays). */
-#define ATTNC_C_API_VERSION 18
+ * levels (num_cascade_levels and the cascade_* arrays).
+ * 19: attnc_radix_cache_take_transfers (a host tier's transfers for a
+ * cache no scheduler serves). */
+#define ATTNC_C_API_VERSION 19
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -442,7 +444,8 @@ attnc_status attnc_radix_cache_match_prefix(attnc_radix_cache cache,
 /* Frees the pages covering `tokens` tokens (whole pages, from the tail of
  * the least-recently-used unlocked leaf first; what is left of a leaf still
  * matches), or every evictable page when there are fewer; *evicted (may be
- * NULL) gets the count of tokens freed. */
+ * NULL) gets the count of tokens freed. With a host tier the pages go
+ * there while it has room, each an offload to take (below). */
 attnc_status attnc_radix_cache_evict(attnc_radix_cache cache, int64_t tokens,
                                      int64_t *evicted);
 
@@ -451,6 +454,29 @@ typedef enum attnc_transfer_direction {
   ATTNC_TRANSFER_OFFLOAD = 0, /* device page to host page: evicted */
   ATTNC_TRANSFER_LOAD = 1     /* host page to device page: loaded back */
 } attnc_transfer_direction;
+
+/* Version 19. Takes the page transfers the cache's host tier made since
+ * they were last taken (offloads of the pages eviction moved, loads back),
+ * in the order made, as (host page, device page, attnc_transfer_direction)
+ * triples like a step's page_transfers, written to `transfers`.
+ * *num_transfers is the capacity of `transfers` in triples on entry and
+ * the count on return; `transfers` may be NULL to ask the count only,
+ * taking nothing, and a smaller capacity than the count is
+ * ATTNC_INVALID_ARGUMENT, with the count set and nothing taken. A cache
+ * without a tier has none.
+ * The transfers have one reader, who must take them (the cache keeps each
+ * until then): while a scheduler serves the cache its steps do
+ * (page_transfers, with the offloads of an attnc_radix_cache_evict between
+ * two steps), and taking them here is ATTNC_INVALID_ARGUMENT; otherwise
+ * the cache's user does, with this call, and applies them in order to
+ * caches of its own, or drops them when its caches are the pool's (the
+ * tier moved those pages already). What was not taken when a scheduler
+ * starts serving the cache goes to its first step: an engine with caches
+ * of its own that never applied an offload would load back a host page it
+ * never wrote. */
+attnc_status attnc_radix_cache_take_transfers(attnc_radix_cache cache,
+                                              int32_t *transfers,
+                                              int64_t *num_transfers);
 
 /* attnc_policy_name gives the names ("fcfs", "lpm", "dfs-weight"). */
 typedef enum attnc_policy {

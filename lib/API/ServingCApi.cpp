@@ -204,6 +204,19 @@ template <typename T> const T *dataOf(const std::vector<T> &values) {
 
 int64_t sizeOf(size_t size) { return static_cast<int64_t>(size); }
 
+/// Writes `transfers` to `out` as C's (host page, device page, direction)
+/// triples: 3 entries each.
+void writeTriples(const std::vector<attnc::PageTransfer> &transfers,
+                  int32_t *out) {
+  for (const attnc::PageTransfer &transfer : transfers) {
+    *out++ = transfer.hostPage;
+    *out++ = transfer.devicePage;
+    *out++ = transfer.direction == attnc::TransferDirection::Load
+                 ? ATTNC_TRANSFER_LOAD
+                 : ATTNC_TRANSFER_OFFLOAD;
+  }
+}
+
 /// A number read from a live pool, 0 for a bad handle.
 template <typename F> auto readPool(attnc_kv_pool handle, F read) {
   std::shared_ptr<PoolObject> pool = pools().find(handle, "pool");
@@ -537,6 +550,38 @@ attnc_status attnc_radix_cache_evict(attnc_radix_cache handle, int64_t tokens,
   });
 }
 
+attnc_status attnc_radix_cache_take_transfers(attnc_radix_cache handle,
+                                              int32_t *transfers,
+                                              int64_t *numTransfers) {
+  if (!numTransfers)
+    return invalid("num_transfers must not be null");
+  if (transfers && *numTransfers < 0)
+    return invalid("num_transfers (the capacity of transfers) must not be "
+                   "negative, got " +
+                   str(*numTransfers));
+  return guarded([&] {
+    std::shared_ptr<CacheObject> cache = caches().find(handle, "cache");
+    if (!cache)
+      return ATTNC_INVALID_ARGUMENT;
+    Lock lock(cache->pool->mutex);
+    int64_t count = sizeOf(cache->cache->numTransfers());
+    int64_t capacity = transfers ? *numTransfers : 0; // read only with one
+    *numTransfers = count;
+    if (!transfers)
+      return ATTNC_OK;
+    // Its runner replays every transfer of a step: one taken here would
+    // leave it a load back of a host page it never wrote.
+    if (cache->served)
+      return invalid("cache serves a live attnc_scheduler, whose steps take "
+                     "its transfers");
+    if (capacity < count)
+      return invalid("transfers has room for " + str(capacity) +
+                     " transfers, the cache has " + str(count));
+    writeTriples(cache->cache->takeTransfers(), transfers);
+    return ATTNC_OK;
+  });
+}
+
 //===----------------------------------------------------------------------===//
 // attnc_scheduler and attnc_step
 //===----------------------------------------------------------------------===//
@@ -669,15 +714,8 @@ attnc_status attnc_scheduler_step(attnc_scheduler handle, attnc_step *out) {
       step->pageCopies.push_back(copy.from);
       step->pageCopies.push_back(copy.to);
     }
-    for (const attnc::PageTransfer &transfer :
-         step->stats.batch.pageTransfers) {
-      step->pageTransfers.push_back(transfer.hostPage);
-      step->pageTransfers.push_back(transfer.devicePage);
-      step->pageTransfers.push_back(transfer.direction ==
-                                            attnc::TransferDirection::Load
-                                        ? ATTNC_TRANSFER_LOAD
-                                        : ATTNC_TRANSFER_OFFLOAD);
-    }
+    step->pageTransfers.resize(3 * step->stats.batch.pageTransfers.size());
+    writeTriples(step->stats.batch.pageTransfers, step->pageTransfers.data());
     for (const attnc::CascadeLevel &level : step->stats.batch.cascade) {
       step->cascadeEntries.push_back(
           static_cast<int32_t>(level.kvLastPageLen.size()));

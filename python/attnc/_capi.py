@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import AttncError, InvalidArgumentError
 
-API_VERSION = 18  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
+API_VERSION = 19  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
@@ -198,6 +198,9 @@ def _declare(lib):
         "attnc_radix_cache_create_with_host_tier": (c_int, [
             c_void_p, c_int64, P(c_void_p)]),
         "attnc_radix_cache_host_tokens": (c_int64, [c_void_p]),
+        # Its transfers, for a cache no scheduler serves (version 19).
+        "attnc_radix_cache_take_transfers": (c_int, [
+            c_void_p, _I32P, P(c_int64)]),
         "attnc_scheduler_config_init": (None, [P(SchedulerConfig)]),
         "attnc_request_init": (None, [P(Request)]),
         "attnc_policy_name": (c_char_p, [c_int]),

@@ -333,7 +333,8 @@ class RadixCache:
     scheduler reads instead of computing again. With `host_pages` > 0, a
     host tier of that many pages of the pool's geometry under it: eviction
     moves pages there and the scheduler loads them back instead of
-    computing them (each step's page_transfers)."""
+    computing them (each step's page_transfers; take_transfers() while no
+    scheduler serves the cache)."""
 
     def __init__(self, pool, host_pages=0):
         if not isinstance(pool, KVPool):
@@ -384,11 +385,39 @@ class RadixCache:
     def evict(self, tokens):
         """Frees the whole pages covering `tokens` tokens, from the tail of
         the least-recently-used unlocked leaf first, or all that is
-        evictable when less is; returns the tokens evicted."""
+        evictable when less is; returns the tokens evicted. With a host
+        tier the pages go there while it has room (take_transfers)."""
         evicted = ctypes.c_int64()
         check(lib.attnc_radix_cache_evict(
             self._live(), as_int("tokens", tokens), ctypes.byref(evicted)))
         return evicted.value
+
+    def take_transfers(self):
+        """The pages the host tier moved since they were last taken, in
+        order, as (host page, device page, direction) triples like a
+        step's page_transfers, and forgets them ([] without a tier).
+
+        Whoever drives the cache takes them: a scheduler serving it, at
+        each step (taking them here is then an InvalidArgumentError), else
+        its user, after evict(): an engine with caches of its own applies
+        them in order, one over the pool's caches drops them (the tier
+        moved the pages already). What no one took goes to the first step
+        of a scheduler made over the cache later."""
+        handle = self._live()
+        while True:
+            count = ctypes.c_int64()
+            check(lib.attnc_radix_cache_take_transfers(
+                handle, None, ctypes.byref(count)))
+            capacity = count.value
+            triples = (ctypes.c_int32 * max(1, 3 * capacity))()
+            status = lib.attnc_radix_cache_take_transfers(
+                handle, triples, ctypes.byref(count))
+            # Another thread's evict between the two calls: ask again.
+            if status == _capi.OK or count.value <= capacity:
+                check(status)
+                break
+        flat = triples[:3 * count.value]
+        return [tuple(flat[i:i + 3]) for i in range(0, len(flat), 3)]
 
     def close(self):
         if getattr(self, "_handle", None):

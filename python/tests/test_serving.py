@@ -884,6 +884,58 @@ def test_a_host_tier_loads_back_what_eviction_offloaded():
         attnc.RadixCache(pool, host_pages=-1)
 
 
+def test_the_transfers_go_to_whoever_drives_the_cache():
+    """A cache no scheduler serves hands its tier's transfers to its user
+    (take_transfers); one a scheduler serves keeps them for its steps, and
+    what no one took goes to the next scheduler's first step."""
+    pool = attnc.KVPool(8, page_size=4, memory="accounting")
+    cache = attnc.RadixCache(pool, host_pages=16)
+    assert cache.take_transfers() == []
+    scheduler = attnc.Scheduler(pool, cache)
+    scheduler.add(1, list(range(1, 18)), max_tokens=1)
+    pages = scheduler.step().kv_indices[:4]
+    scheduler.commit([attnc.Sample(1, 7, False)])
+    scheduler.close()
+    assert cache.evict(1 << 40) == 16
+    offloads = cache.take_transfers()
+    assert [t[2] for t in offloads] == [attnc._step.TRANSFER_OFFLOAD] * 4
+    assert sorted(t[1] for t in offloads) == sorted(pages)
+    assert len({t[0] for t in offloads}) == 4
+    assert cache.take_transfers() == []  # taken, forgotten
+
+    # Served: a direct eviction is the steps' to take.
+    scheduler = attnc.Scheduler(pool, cache)
+    scheduler.add(2, list(range(1, 17)) + [100, 101, 102, 103],
+                  max_tokens=1)
+    step = scheduler.step()
+    assert [(t[0], t[2]) for t in step.page_transfers] == [
+        (t[0], attnc._step.TRANSFER_LOAD) for t in offloads]
+    scheduler.commit([attnc.Sample(2, 7, False)])
+    assert cache.evict(8) == 8
+    with pytest.raises(InvalidArgumentError,
+                       match="cache serves a live attnc_scheduler, whose "
+                             "steps take its transfers"):
+        cache.take_transfers()
+    scheduler.add(3, [500, 501, 502, 503, 504], max_tokens=1)
+    step = scheduler.step()
+    assert [t[2] for t in step.page_transfers] == [
+        attnc._step.TRANSFER_OFFLOAD] * 2
+    scheduler.commit([attnc.Sample(3, 7, False)])
+    scheduler.close()
+
+    # Left untaken: the next scheduler's first step has them.
+    evicted = cache.evict(1 << 40)
+    scheduler = attnc.Scheduler(pool, cache)
+    scheduler.add(4, [900, 901, 902, 903, 904], max_tokens=1)
+    step = scheduler.step()
+    assert len(step.page_transfers) * 4 == evicted > 0
+    scheduler.close()
+    assert attnc.RadixCache(pool).take_transfers() == []
+    cache.close()
+    with pytest.raises(ValueError, match="this cache has been released"):
+        cache.take_transfers()
+
+
 def test_a_pool_of_layers_appends_and_copies_every_layer():
     pool = attnc.KVPool(4, page_size=2, num_kv_heads=1, head_dim=4,
                         dtype="float32", num_layers=3)

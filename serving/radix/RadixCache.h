@@ -173,7 +173,20 @@ public:
   /// pages eviction moved, loads of loadBack), in the order they were
   /// issued, and forgets them: what an engine whose caches are its own
   /// applies, in that order, before the next step's writes.
-  std::vector<PageTransfer> takeTransfers() { return std::move(transfers_); }
+  ///
+  /// The journal has one reader, who must take it: a scheduler serving the
+  /// cache at each step (EngineBatch::pageTransfers), else the cache's
+  /// direct user, who applies what it takes (caches of its own) or drops it
+  /// (an engine over the pool, which the tier moved already). Nothing is
+  /// dropped for them: an offload nobody replayed leaves a host page that a
+  /// later load back would read unwritten in an engine's own caches, so
+  /// what nobody took when a scheduler starts serving goes to its first
+  /// step. The journal holds one entry per page moved since the last take.
+  std::vector<PageTransfer> takeTransfers() {
+    return std::exchange(transfers_, {});
+  }
+  /// How many transfers takeTransfers would return.
+  size_t numTransfers() const { return transfers_.size(); }
 
   /// Inserts the first `pages.size()` pages of `tokens`. Returns how many
   /// leading tokens were already cached: the tree takes over the caller's

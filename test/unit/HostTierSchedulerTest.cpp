@@ -159,3 +159,43 @@ TEST(HostTierScheduler, EvictionsToLoadAreCounted) {
   EXPECT_EQ(f.scheduler->totals().evictedTokens, 8);
   f.expectNothingLeaked();
 }
+
+// The cache's transfers have one reader: between two schedulers over it,
+// its direct user. What that user took is gone; what it left goes to the
+// next scheduler's first step, ahead of the loads that read it, for an
+// engine with caches of its own would otherwise load back unwritten pages.
+TEST(HostTierScheduler, TransfersNobodyTookGoToTheNextSchedulersFirstStep) {
+  for (bool userTakes : {false, true}) {
+    SCOPED_TRACE(userTakes ? "the user takes them" : "nobody takes them");
+    TierFixture f;
+    ASSERT_TRUE(f.scheduler->add(requestOf(1, tokensFrom(1, 17))).ok());
+    f.runUntilFinished(1);
+    f.scheduler.reset();
+    ASSERT_EQ(f.cache->evict(INT64_MAX), 16);
+    ASSERT_EQ(f.cache->numTransfers(), 4u);
+    std::vector<PageTransfer> taken;
+    if (userTakes)
+      taken = f.cache->takeTransfers();
+    f.scheduler =
+        std::make_unique<Scheduler>(SchedulerConfig(), *f.pool, *f.cache);
+    std::vector<Token> prompt = tokensFrom(1, 16);
+    prompt.insert(prompt.end(), {100, 101, 102, 103});
+    ASSERT_TRUE(f.scheduler->add(requestOf(2, prompt)).ok());
+    StepStats stats = f.runUntilFinished(2);
+    EXPECT_EQ(f.scheduler->totals().hostLoadedTokens, 16);
+    const std::vector<PageTransfer> &transfers = stats.batch.pageTransfers;
+    ASSERT_EQ(transfers.size(), userTakes ? 4u : 8u);
+    std::vector<PageTransfer> offloads =
+        userTakes ? taken
+                  : std::vector<PageTransfer>(transfers.begin(),
+                                              transfers.begin() + 4);
+    for (size_t k = 0; k < 4; ++k) {
+      const PageTransfer &load = transfers[transfers.size() - 4 + k];
+      EXPECT_EQ(offloads[k].direction, TransferDirection::Offload);
+      EXPECT_EQ(load.direction, TransferDirection::Load);
+      EXPECT_EQ(load.hostPage, offloads[k].hostPage);
+    }
+    EXPECT_EQ(f.cache->numTransfers(), 0u);
+    f.expectNothingLeaked();
+  }
+}

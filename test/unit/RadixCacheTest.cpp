@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 
@@ -888,6 +889,94 @@ TEST(RadixCacheHostTier, RandomTripsKeepEveryByte) {
   f.cache.reset();
   EXPECT_EQ(f.pool->numFreePages(), f.pool->numPages());
   EXPECT_EQ(f.tier->numFreePages(), f.tier->numPages());
+}
+
+// A user that drives the cache itself, for an engine whose caches are its
+// own (an accounting pool), takes the journal and replays it before each
+// write of its own: then every page, on the device or in the tier, holds
+// in the engine's caches what the tree says, however seldom it takes it.
+TEST(RadixCacheHostTier, ADirectUserReplayingTheJournalLosesNothing) {
+  TierFixture f(/*pages=*/24, /*pageSize=*/2, /*hostPages=*/12);
+  std::mt19937 rng(29);
+  // The engine's caches: each page holds a prefix's KV, named by its hash.
+  std::map<PageId, uint64_t> device;
+  std::map<HostPageId, uint64_t> host;
+  int64_t replayed = 0, loads = 0;
+  auto replay = [&] {
+    size_t pending = f.cache->numTransfers();
+    std::vector<PageTransfer> transfers = f.cache->takeTransfers();
+    ASSERT_EQ(transfers.size(), pending);
+    EXPECT_EQ(f.cache->numTransfers(), 0u);
+    for (const PageTransfer &t : transfers) {
+      if (t.direction == TransferDirection::Offload) {
+        ASSERT_EQ(device.count(t.devicePage), 1u) << "an unwritten page";
+        host[t.hostPage] = device[t.devicePage];
+      } else {
+        ASSERT_EQ(host.count(t.hostPage), 1u) << "an unwritten host page";
+        device[t.devicePage] = host[t.hostPage];
+        ++loads;
+      }
+    }
+    replayed += static_cast<int64_t>(transfers.size());
+  };
+  auto expectCachesHoldTheTree = [&] {
+    std::vector<const RadixCache::Node *> stack = {f.cache->root()};
+    while (!stack.empty()) {
+      const RadixCache::Node *node = stack.back();
+      stack.pop_back();
+      for (const auto &[key, child] : node->children)
+        stack.push_back(child.get());
+      for (size_t k = 0; k < node->pages.size(); ++k)
+        ASSERT_EQ(device[node->pages[k]], node->hashes[k]);
+      for (size_t k = 0; k < node->hostPages.size(); ++k)
+        ASSERT_EQ(host[node->hostPages[k]], node->hashes[k]);
+    }
+  };
+  for (int op = 0; op < 2000; ++op) {
+    std::vector<Token> tokens(2 * (1 + rng() % 6));
+    for (Token &token : tokens)
+      token = static_cast<Token>(rng() % 3);
+    switch (rng() % 4) {
+    case 0: {
+      if (f.pool->numFreePages() < 6)
+        f.cache->evict(12);
+      int64_t count = static_cast<int64_t>(tokens.size()) / 2;
+      StatusOr<std::vector<PageId>> fresh = f.pool->allocate(count);
+      if (!fresh.ok())
+        break;
+      // Pages eviction freed may be among them: what it moved out of them
+      // is replayed before the engine writes them.
+      replay();
+      std::vector<uint64_t> hashes = pagePrefixHashes(tokens, 2);
+      for (size_t k = 0; k < fresh->size(); ++k)
+        device[(*fresh)[k]] = hashes[k];
+      int64_t present = *f.cache->insert(tokens, *fresh);
+      ASSERT_TRUE(f.pool
+                      ->release(std::vector<PageId>(
+                          fresh->begin(), fresh->begin() + present / 2))
+                      .ok());
+      break;
+    }
+    case 1: {
+      RadixCache::Match match =
+          f.cache->matchThroughHost(tokens.data(), tokens.size());
+      (void)f.cache->loadBack(match);
+      break;
+    }
+    default:
+      f.cache->evict(2 * (1 + rng() % 4));
+      break;
+    }
+    if (rng() % 5 == 0) {
+      replay();
+      expectCachesHoldTheTree();
+    }
+    ASSERT_TRUE(f.cache->checkInvariants().ok()) << "after op " << op;
+  }
+  replay();
+  expectCachesHoldTheTree();
+  EXPECT_GT(loads, 50) << "the trips the test is about happened";
+  EXPECT_GT(replayed, 2 * loads);
 }
 
 // The same trip over a device pool: offloads and loads on its stream, and

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -1981,6 +1982,219 @@ TEST(ServingCApi, AHostTierLoadsBackWhatEvictionOffloaded) {
   EXPECT_EQ(stats.host_loaded_tokens, 16);
   EXPECT_EQ(stats.cached_tokens, 16);
   EXPECT_EQ(attnc_scheduler_destroy(scheduler), ATTNC_OK);
+  EXPECT_EQ(attnc_radix_cache_destroy(cache), ATTNC_OK);
+  EXPECT_EQ(attnc_kv_pool_destroy(pool), ATTNC_OK);
+}
+
+namespace {
+
+/// Takes a cache's transfers as (host page, device page, direction)
+/// triples, checking that the count asked first is what was taken.
+std::vector<std::array<int32_t, 3>> takeTransfers(attnc_radix_cache cache) {
+  int64_t count = -1;
+  EXPECT_EQ(attnc_radix_cache_take_transfers(cache, nullptr, &count), ATTNC_OK)
+      << lastError();
+  std::vector<int32_t> flat(size_t(3 * count + 1), -1);
+  int64_t taken = count;
+  EXPECT_EQ(attnc_radix_cache_take_transfers(cache, flat.data(), &taken),
+            ATTNC_OK)
+      << lastError();
+  EXPECT_EQ(taken, count);
+  EXPECT_EQ(flat[size_t(3 * count)], -1) << "written past the transfers";
+  std::vector<std::array<int32_t, 3>> triples;
+  for (int64_t k = 0; k < taken; ++k)
+    triples.push_back({flat[size_t(3 * k)], flat[size_t(3 * k + 1)],
+                       flat[size_t(3 * k + 2)]});
+  return triples;
+}
+
+int64_t pendingTransfers(attnc_radix_cache cache) {
+  int64_t count = -1;
+  EXPECT_EQ(attnc_radix_cache_take_transfers(cache, nullptr, &count), ATTNC_OK)
+      << lastError();
+  return count;
+}
+
+/// The triples of a step's page_transfers.
+std::vector<std::array<int32_t, 3>> stepTransfers(const attnc_step_info &info) {
+  std::vector<std::array<int32_t, 3>> triples;
+  for (int64_t k = 0; k < info.num_page_transfers; ++k)
+    triples.push_back({info.page_transfers[3 * k],
+                       info.page_transfers[3 * k + 1],
+                       info.page_transfers[3 * k + 2]});
+  return triples;
+}
+
+/// Steps `scheduler` once with request `id` of `prompt` added, commits its
+/// sample (finishing it) and returns the step's transfers.
+std::vector<std::array<int32_t, 3>>
+serveOne(attnc_scheduler scheduler, int64_t id,
+         const std::vector<int32_t> &prompt) {
+  EXPECT_EQ(add(scheduler, id, prompt, 1), ATTNC_OK) << lastError();
+  attnc_step step = nullptr;
+  EXPECT_EQ(attnc_scheduler_step(scheduler, &step), ATTNC_OK) << lastError();
+  attnc_step_info info;
+  EXPECT_EQ(attnc_step_get_info(step, &info), ATTNC_OK);
+  std::vector<std::array<int32_t, 3>> transfers = stepTransfers(info);
+  attnc_sample sample = {id, 7, 0, 0};
+  EXPECT_EQ(attnc_scheduler_commit(scheduler, &sample, 1, nullptr, nullptr),
+            ATTNC_OK)
+      << lastError();
+  EXPECT_EQ(attnc_step_destroy(step), ATTNC_OK);
+  return transfers;
+}
+
+} // namespace
+
+// A cache no scheduler serves hands its tier's transfers to its user, who
+// takes them; one a scheduler serves keeps them for its steps, and what no
+// one took goes to the first step of the next scheduler over it.
+TEST(ServingCApi, TheTransfersGoToWhoeverDrivesTheCache) {
+  attnc_kv_pool_config poolConfig = accountingConfig(8, 4);
+  attnc_kv_pool pool = nullptr;
+  ASSERT_EQ(attnc_kv_pool_create(&poolConfig, &pool), ATTNC_OK);
+  attnc_radix_cache cache = nullptr;
+  ASSERT_EQ(attnc_radix_cache_create_with_host_tier(pool, 16, &cache),
+            ATTNC_OK);
+  attnc_scheduler_config config;
+  attnc_scheduler_config_init(&config);
+  attnc_scheduler scheduler = nullptr;
+  ASSERT_EQ(attnc_scheduler_create(&config, pool, cache, &scheduler), ATTNC_OK);
+  EXPECT_TRUE(serveOne(scheduler, 1, range(1, 17)).empty());
+  ASSERT_EQ(attnc_scheduler_destroy(scheduler), ATTNC_OK);
+  EXPECT_EQ(pendingTransfers(cache), 0);
+
+  // Served by no one: the user evicts and takes the four offloads.
+  int32_t pages[4];
+  int64_t matched = 0, numPages = 4;
+  ASSERT_EQ(attnc_radix_cache_match_prefix(cache, range(1, 16).data(), 16, 0,
+                                           &matched, pages, &numPages),
+            ATTNC_OK);
+  ASSERT_EQ(numPages, 4);
+  int64_t evicted = 0;
+  ASSERT_EQ(attnc_radix_cache_evict(cache, INT64_MAX, &evicted), ATTNC_OK);
+  EXPECT_EQ(evicted, 16);
+  EXPECT_EQ(pendingTransfers(cache), 4);
+  EXPECT_EQ(pendingTransfers(cache), 4) << "a count takes nothing";
+  std::vector<std::array<int32_t, 3>> offloads = takeTransfers(cache);
+  ASSERT_EQ(offloads.size(), 4u);
+  std::set<int32_t> hostPages, devicePages;
+  for (const std::array<int32_t, 3> &t : offloads) {
+    EXPECT_EQ(t[2], ATTNC_TRANSFER_OFFLOAD);
+    EXPECT_TRUE(t[0] >= 0 && t[0] < 16) << t[0];
+    hostPages.insert(t[0]);
+    devicePages.insert(t[1]);
+  }
+  EXPECT_EQ(hostPages.size(), 4u);
+  EXPECT_EQ(devicePages, std::set<int32_t>(pages, pages + 4))
+      << "the pages the prefix was in";
+  EXPECT_EQ(pendingTransfers(cache), 0) << "taken, they are forgotten";
+  EXPECT_TRUE(takeTransfers(cache).empty());
+
+  // A scheduler over it again: its first step has only the loads of what
+  // the user took, then a direct eviction is its steps' to take.
+  ASSERT_EQ(attnc_scheduler_create(&config, pool, cache, &scheduler), ATTNC_OK);
+  std::vector<std::array<int32_t, 3>> loads =
+      serveOne(scheduler, 2, concat(range(1, 16), range(100, 4)));
+  ASSERT_EQ(loads.size(), 4u);
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(loads[k][0], offloads[k][0]);
+    EXPECT_EQ(loads[k][2], ATTNC_TRANSFER_LOAD);
+  }
+  ASSERT_EQ(attnc_radix_cache_evict(cache, 8, &evicted), ATTNC_OK);
+  EXPECT_EQ(evicted, 8);
+  EXPECT_EQ(pendingTransfers(cache), 2) << "counted while served";
+  int32_t room[6];
+  int64_t capacity = 2;
+  EXPECT_ERROR(attnc_radix_cache_take_transfers(cache, room, &capacity),
+               ATTNC_INVALID_ARGUMENT,
+               "cache serves a live attnc_scheduler, whose steps take its "
+               "transfers");
+  std::vector<std::array<int32_t, 3>> next =
+      serveOne(scheduler, 3, range(500, 5));
+  ASSERT_EQ(next.size(), 2u) << "the eviction's offloads";
+  for (const std::array<int32_t, 3> &t : next)
+    EXPECT_EQ(t[2], ATTNC_TRANSFER_OFFLOAD);
+  EXPECT_EQ(pendingTransfers(cache), 0);
+
+  // Untaken when a scheduler starts serving the cache: its first step has
+  // them, before anything it moves itself.
+  ASSERT_EQ(attnc_scheduler_destroy(scheduler), ATTNC_OK);
+  ASSERT_EQ(attnc_radix_cache_evict(cache, INT64_MAX, &evicted), ATTNC_OK);
+  int64_t untaken = pendingTransfers(cache);
+  EXPECT_EQ(untaken * 4, evicted);
+  ASSERT_EQ(attnc_scheduler_create(&config, pool, cache, &scheduler), ATTNC_OK);
+  std::vector<std::array<int32_t, 3>> first =
+      serveOne(scheduler, 4, range(900, 5));
+  EXPECT_EQ(int64_t(first.size()), untaken);
+  for (const std::array<int32_t, 3> &t : first)
+    EXPECT_EQ(t[2], ATTNC_TRANSFER_OFFLOAD);
+  EXPECT_EQ(attnc_scheduler_destroy(scheduler), ATTNC_OK);
+  EXPECT_EQ(attnc_radix_cache_destroy(cache), ATTNC_OK);
+  EXPECT_EQ(attnc_kv_pool_destroy(pool), ATTNC_OK);
+}
+
+TEST(ServingCApi, TakeTransfersIsChecked) {
+  attnc_kv_pool_config poolConfig = accountingConfig(8, 4);
+  attnc_kv_pool pool = nullptr;
+  ASSERT_EQ(attnc_kv_pool_create(&poolConfig, &pool), ATTNC_OK);
+  attnc_radix_cache cache = nullptr;
+  ASSERT_EQ(attnc_radix_cache_create_with_host_tier(pool, 16, &cache),
+            ATTNC_OK);
+  int32_t room[12];
+  EXPECT_ERROR(attnc_radix_cache_take_transfers(cache, room, nullptr),
+               ATTNC_INVALID_ARGUMENT, "num_transfers must not be null");
+  EXPECT_ERROR(attnc_radix_cache_take_transfers(cache, nullptr, nullptr),
+               ATTNC_INVALID_ARGUMENT, "num_transfers must not be null");
+  int64_t capacity = -1;
+  EXPECT_ERROR(attnc_radix_cache_take_transfers(cache, room, &capacity),
+               ATTNC_INVALID_ARGUMENT,
+               "num_transfers (the capacity of transfers) must not be "
+               "negative, got -1");
+  EXPECT_EQ(capacity, -1) << "refused before anything is written";
+  // Without an array the capacity is not read.
+  capacity = -1;
+  EXPECT_EQ(attnc_radix_cache_take_transfers(cache, nullptr, &capacity),
+            ATTNC_OK);
+  EXPECT_EQ(capacity, 0);
+  int local = 0;
+  capacity = 4;
+  EXPECT_ERROR(
+      attnc_radix_cache_take_transfers(
+          reinterpret_cast<attnc_radix_cache>(&local), room, &capacity),
+      ATTNC_INVALID_ARGUMENT, "cache is not a live attnc_radix_cache");
+  EXPECT_ERROR(
+      attnc_radix_cache_take_transfers(
+          reinterpret_cast<attnc_radix_cache>(pool), nullptr, &capacity),
+      ATTNC_INVALID_ARGUMENT, "cache is not a live attnc_radix_cache");
+
+  // Too small an array: the count is set, nothing is taken or written.
+  attnc_scheduler_config config;
+  attnc_scheduler_config_init(&config);
+  attnc_scheduler scheduler = nullptr;
+  ASSERT_EQ(attnc_scheduler_create(&config, pool, cache, &scheduler), ATTNC_OK);
+  serveOne(scheduler, 1, range(1, 17));
+  ASSERT_EQ(attnc_scheduler_destroy(scheduler), ATTNC_OK);
+  ASSERT_EQ(attnc_radix_cache_evict(cache, INT64_MAX, nullptr), ATTNC_OK);
+  std::fill(std::begin(room), std::end(room), -1);
+  capacity = 3;
+  EXPECT_ERROR(attnc_radix_cache_take_transfers(cache, room, &capacity),
+               ATTNC_INVALID_ARGUMENT,
+               "transfers has room for 3 transfers, the cache has 4");
+  EXPECT_EQ(capacity, 4);
+  EXPECT_EQ(std::count(std::begin(room), std::end(room), -1), 12);
+  EXPECT_EQ(takeTransfers(cache).size(), 4u);
+  // Destroyed, its handle is no cache's.
+  ASSERT_EQ(attnc_radix_cache_destroy(cache), ATTNC_OK);
+  capacity = 4;
+  EXPECT_ERROR(attnc_radix_cache_take_transfers(cache, room, &capacity),
+               ATTNC_INVALID_ARGUMENT, "cache is not a live attnc_radix_cache");
+
+  // Without a tier there are none.
+  ASSERT_EQ(attnc_radix_cache_create(pool, &cache), ATTNC_OK);
+  capacity = 0;
+  EXPECT_EQ(attnc_radix_cache_take_transfers(cache, room, &capacity), ATTNC_OK);
+  EXPECT_EQ(capacity, 0);
   EXPECT_EQ(attnc_radix_cache_destroy(cache), ATTNC_OK);
   EXPECT_EQ(attnc_kv_pool_destroy(pool), ATTNC_OK);
 }
