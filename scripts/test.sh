@@ -3,7 +3,8 @@
 # tests (unit tests, generated-docs checks, the fuzz regression inputs; GPU
 # tests skip without a GPU), then the installed tree's check
 # (scripts/install-check.sh: C and C++ consumers built against it with
-# find_package and pkg-config), then the Python package's tests; then, in
+# find_package and pkg-config) and the Python wheel's
+# (scripts/wheel-check.sh), then the Python package's tests; then, in
 # their own instrumented builds (docs/TESTING.md), a bounded fuzz run under
 # ASan and UBSan, and the unit and API tests under ASan and UBSan.
 set -uo pipefail
@@ -34,6 +35,9 @@ lap ctest
 echo "== install (cmake --install into a temporary prefix; consumers built against it)"
 "$root/scripts/install-check.sh" "$root/build" || status=1
 lap install
+echo "== wheel (built outside the checkout, imported from where it unpacks)"
+"$root/scripts/wheel-check.sh" || status=1
+lap wheel
 echo "== pytest (python/tests; GPU cases skip with their reason)"
 python="$(command -v python3)"
 if ! "$python" -c "import pytest" 2>/dev/null; then

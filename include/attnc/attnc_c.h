@@ -61,8 +61,9 @@ extern "C" {
  * cascade_min_shared_tokens in the scheduler config, a step's cascade
  * levels (num_cascade_levels and the cascade_* arrays).
  * 19: attnc_radix_cache_take_transfers (a host tier's transfers for a
- * cache no scheduler serves). */
-#define ATTNC_C_API_VERSION 19
+ * cache no scheduler serves).
+ * 20: attnc_version (the library's version string). */
+#define ATTNC_C_API_VERSION 20
 
 typedef enum attnc_status {
   ATTNC_OK = 0,
@@ -231,6 +232,9 @@ const char *attnc_kv_scales_name(int scales); /* "none", "tensor", "head" */
 const attnc_limits *attnc_get_limits(void);
 const char *attnc_status_name(attnc_status status);
 int attnc_api_version(void);
+/* The library's version ("0.6.0"): the CLI's and the Python package's,
+ * from CMakeLists.txt's project(attnc VERSION ...) (version 20). */
+const char *attnc_version(void);
 /* The fields of the record named `record` ("attnc_variant_spec", ...), in
  * order; *num_fields gets their count and *size (may be NULL) the record's
  * size in bytes. NULL, with *num_fields 0, for a name that is no record.

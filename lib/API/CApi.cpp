@@ -251,6 +251,8 @@ const char *attnc_status_name(attnc_status status) {
 
 int attnc_api_version(void) { return ATTNC_C_API_VERSION; }
 
+const char *attnc_version(void) { return ATTNC_VERSION; }
+
 const char *attnc_dtype_name(int dtype) {
   return attnc::keyword(attnc::DType(dtype));
 }

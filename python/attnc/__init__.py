@@ -20,6 +20,7 @@ PyTorch tensors through libattnc's C API (ctypes; no compiled extension).
     scheduler.commit([attnc.Sample(0, token)])             # what it sampled
 """
 
+from ._capi import library_version as _library_version
 from .cascade import CascadeAttention, CascadeMLAAttention
 from .errors import AttncError, InvalidArgumentError
 from .functional import attention, merge_states
@@ -37,4 +38,4 @@ __all__ = ["AttncError", "CascadeAttention", "CascadeMLAAttention",
            "MLAAttention", "PagedAttention", "Plan", "RadixCache", "Sample", "Scheduler",
            "SchedulerStats", "Step", "TraceError", "Variant", "attention",
            "merge_states"] + _MATH
-__version__ = "0.1.0"
+__version__ = _library_version()  # the CLI's and the C API's

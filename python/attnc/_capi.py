@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import AttncError, InvalidArgumentError
 
-API_VERSION = 19  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
+API_VERSION = 20  # attnc_c.h's ATTNC_C_API_VERSION this package speaks
 
 c_void_p, c_int, c_int64, c_char_p = (ctypes.c_void_p, ctypes.c_int,
                                       ctypes.c_int64, ctypes.c_char_p)
@@ -135,6 +135,7 @@ def _declare(lib):
     P = ctypes.POINTER
     sigs = {
         "attnc_last_error": (c_char_p, []),
+        "attnc_version": (c_char_p, []),
         "attnc_status_name": (c_char_p, [c_int]),
         "attnc_dtype_name": (c_char_p, [c_int]),
         "attnc_layout_name": (c_char_p, [c_int]),
@@ -307,6 +308,11 @@ STATUS = _status_codes()
 OK = STATUS["ok"]
 INVALID_ARGUMENT = STATUS["invalid argument"]
 NOT_FOUND = STATUS["not found"]
+
+
+def library_version():
+    """libattnc.so's version: the CLI's, from CMakeLists.txt."""
+    return lib.attnc_version().decode()
 
 
 def last_error():

@@ -57,6 +57,13 @@ TEST(CApi, DefaultsAreAPlainVariant) {
   EXPECT_EQ(attnc_api_version(), ATTNC_C_API_VERSION);
 }
 
+// The library says the version the CLI prints and the Python package
+// reports: the project's, defined once in CMakeLists.txt.
+TEST(CApi, SaysTheProjectsVersion) {
+  ASSERT_NE(attnc_version(), nullptr);
+  EXPECT_STREQ(attnc_version(), ATTNC_VERSION);
+}
+
 // attnc_variant_spec_init's defaults are VariantSpec's member initializers
 // (both generated from ATTNC_VARIANT_SPEC): the same heads make the same
 // variant through either API.
