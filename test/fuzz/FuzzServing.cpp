@@ -21,9 +21,20 @@
 // Every handle an input makes is destroyed before it returns: the
 // registries outlive inputs, and each reproducer must stand alone.
 //
+// An input that ends in the two bytes kExtendedTrailer (dropped before it
+// is read) also drives cascade planning and speculative decoding: its
+// schedulers may plan cascade levels with small thresholds (every step's
+// levels checked against EngineBatch::cascade's contract,
+// test/support/CascadeLevelsCheck.h) and verify drafts
+// (speculative_tokens, attnc_scheduler_propose, commits with verdicts, good
+// and bad). Without the trailer an input reads exactly as before it
+// existed, so the regression inputs keep their meaning.
+//
 //===----------------------------------------------------------------------===//
 
+#include "../support/CascadeLevelsCheck.h"
 #include "attnc/attnc_c.h"
+#include "attnc/device/abi.h"
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -35,6 +46,8 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -78,6 +91,20 @@ constexpr int64_t kMaxHostPoolBytes = int64_t(16) << 20;
 constexpr int64_t kMaxAccountingPages = int64_t(1) << 20;
 /// Honest arrays stay this short: long ones only slow the fuzzer down.
 constexpr int64_t kMaxTokens = 2048;
+/// The last two bytes of an input that drives cascade and speculation too
+/// (the header comment): a trailer rather than new choices among the old
+/// ones, so that an input without it reads as it always has. None of the
+/// regression inputs end in it.
+constexpr uint8_t kExtendedTrailer[2] = {0x5c, 0xca};
+
+/// A broken invariant the checker states in words.
+[[noreturn]] void brokenSaying(const std::string &what, int line) {
+  std::fprintf(stderr,
+               "attnc-fuzz-serving: invariant broken at FuzzServing.cpp:%d: "
+               "%s; last error: %s\n",
+               line, what.c_str(), attnc_last_error());
+  __builtin_trap();
+}
 
 template <typename Handle> struct Slot {
   Handle handle = nullptr;
@@ -93,12 +120,22 @@ struct Cache : Slot<attnc_radix_cache> {
   /// Pages of its host tier; 0 without one.
   int64_t hostPages = 0;
 };
+/// One sampler of a step: its sequence and, on the first row of a
+/// verification, the drafts the rows after it fed.
+struct Sampler {
+  int64_t request = 0;
+  int32_t branch = 0;
+  std::vector<int32_t> drafts;
+};
 struct Scheduler : Slot<attnc_scheduler> {
   size_t pool = 0, cache = 0;
   attnc_scheduler_config config{};
-  /// The samplers of each uncommitted step (request, branch), oldest
-  /// first: commit takes the oldest's samples.
-  std::deque<std::vector<std::pair<int64_t, int32_t>>> uncommitted;
+  /// The samplers of each uncommitted step, oldest first: commit takes
+  /// the oldest's samples.
+  std::deque<std::vector<Sampler>> uncommitted;
+  /// The decodes of the last step formed (request, branch): what propose
+  /// gives drafts to.
+  std::vector<std::pair<int64_t, int32_t>> decodes;
 };
 struct Step : Slot<attnc_step> {};
 
@@ -106,12 +143,12 @@ struct Step : Slot<attnc_step> {};
 /// stay as stale handles to pass).
 class World {
 public:
-  explicit World(FuzzedDataProvider &in) : in_(in) {}
+  World(FuzzedDataProvider &in, bool extended) : in_(in), extended_(extended) {}
   ~World() { destroyAll(); }
 
   void run() {
     for (int op = 0; op < 256 && in_.remaining_bytes() > 0; ++op) {
-      call(in_.ConsumeIntegralInRange<int>(0, 20));
+      call(in_.ConsumeIntegralInRange<int>(0, extended_ ? 22 : 20));
       checkAll();
     }
   }
@@ -228,7 +265,9 @@ private:
                                         "drive",
                                         "read_pools",
                                         "init(NULL)",
-                                        "scheduler_stats"};
+                                        "scheduler_stats",
+                                        "propose",
+                                        "commit_verdict_arrays"};
     NOTE("%s\n", names[op]);
     switch (op) {
     case 0:
@@ -273,8 +312,12 @@ private:
       attnc_request_init(nullptr);
       return;
     }
-    default:
+    case 20:
       return readSchedulers();
+    case 21:
+      return propose();
+    default:
+      return commitArrays();
     }
   }
 
@@ -574,6 +617,27 @@ private:
       config.min_new_token_ratio = in_.PickValueInArray(ratios);
       config.new_token_ratio_decay = in_.PickValueInArray(ratios);
     }
+    if (extended_) {
+      // Cascade on, mostly, with thresholds small enough for the fuzzer's
+      // few requests to meet (the defaults, 32 sharers of 2048 tokens,
+      // would leave every step without levels); drafts of up to 4 tokens.
+      // Now and then a value out of range, which the config check refuses.
+      int cascade = in_.ConsumeIntegralInRange(0, 15);
+      config.cascade =
+          cascade == 0 ? in_.ConsumeIntegralInRange(-1, 2) : cascade < 12;
+      config.cascade_min_sharers =
+          in_.ConsumeIntegralInRange(0, 7)
+              ? in_.ConsumeIntegralInRange<int64_t>(1, 4)
+              : count(64);
+      config.cascade_min_shared_tokens =
+          in_.ConsumeIntegralInRange(0, 7)
+              ? in_.ConsumeIntegralInRange<int64_t>(1, 64)
+              : count(4096);
+      config.speculative_tokens =
+          in_.ConsumeIntegralInRange(0, 7)
+              ? in_.ConsumeIntegralInRange<int64_t>(0, 4)
+              : count(8);
+    }
     long poolIndex, cacheIndex;
     attnc_kv_pool pool = pick<attnc_kv_pool>(pools_, poolIndex);
     attnc_radix_cache cache = pick<attnc_radix_cache>(caches_, cacheIndex);
@@ -742,24 +806,148 @@ private:
         EXPECT(k >= 0 && scheduler->uncommitted.size() == 1 &&
                    size_t(k) < scheduler->uncommitted.front().size(),
                k, scheduler->uncommitted.size());
-        auto [request, branch] = scheduler->uncommitted.front()[size_t(k)];
-        EXPECT(request == info.requests[r] && branch == info.branches[r],
-               request, info.requests[r]);
+        const Sampler &sampler = scheduler->uncommitted.front()[size_t(k)];
+        EXPECT(sampler.request == info.requests[r] &&
+                   sampler.branch == info.branches[r],
+               sampler.request, info.requests[r]);
         EXPECT(info.tokens[t] == -1, info.tokens[t], t);
       }
     NOTE("  step: %lld rows, %lld from pending samples, %lld samplers, "
          "%lld page transfers\n",
          (long long)info.num_tokens, (long long)fromSamples,
          (long long)info.num_samplers, (long long)info.num_page_transfers);
-    if (scheduler) {
-      // A step follows at most one uncommitted step (Scheduler::step).
-      EXPECT(scheduler->uncommitted.size() <= 1, scheduler->uncommitted.size(),
-             0);
-      std::vector<std::pair<int64_t, int32_t>> samplers;
-      for (int64_t s = 0; s < info.num_samplers; ++s)
-        samplers.push_back({info.samplers[s], info.sampler_branches[s]});
-      scheduler->uncommitted.push_back(std::move(samplers));
+    if (!scheduler)
+      return;
+    std::vector<Sampler> samplers = checkDrafts(info, *scheduler);
+    checkCascade(info, *scheduler);
+    // A step follows at most one uncommitted step (Scheduler::step).
+    EXPECT(scheduler->uncommitted.size() <= 1, scheduler->uncommitted.size(),
+           0);
+    scheduler->uncommitted.push_back(std::move(samplers));
+    scheduler->decodes.clear();
+    for (int64_t r = 0; r < info.num_decodes; ++r)
+      scheduler->decodes.push_back({info.requests[r], info.branches[r]});
+  }
+
+  /// The request whose rows hold `row` (qo_indptr checked already).
+  static int64_t requestOfRow(const attnc_step_info &info, int64_t row) {
+    const int32_t *begin = info.qo_indptr,
+                  *end = info.qo_indptr + info.num_requests + 1;
+    return int64_t(std::upper_bound(begin, end, int32_t(row)) - begin) - 1;
+  }
+
+  /// Checks the step's verifications (num_drafts) and returns its
+  /// samplers, each verification's first with the drafts it verifies.
+  std::vector<Sampler> checkDrafts(const attnc_step_info &info,
+                                   const Scheduler &scheduler) {
+    int64_t n = info.num_requests;
+    EXPECT((n == 0) == (info.num_drafts == nullptr), n, 0);
+    std::vector<int64_t> sampled(size_t(n), 0);
+    for (int64_t s = 0; s < info.num_samplers; ++s)
+      ++sampled[size_t(requestOfRow(info, info.sample_rows[s]))];
+    for (int64_t r = 0; r < n; ++r) {
+      int64_t d = info.num_drafts[r];
+      EXPECT(d >= 0 && d <= scheduler.config.speculative_tokens, d,
+             scheduler.config.speculative_tokens);
+      if (d == 0)
+        continue;
+      // A verification is a decode fed its last sample and d drafts at the
+      // positions after it, every row a sampler, none a pending sample
+      // (drafts wait while a sample of theirs is pending).
+      EXPECT(r < info.num_decodes, r, info.num_decodes);
+      int64_t first = info.qo_indptr[r], rows = info.qo_indptr[r + 1] - first;
+      EXPECT(rows == d + 1 && sampled[size_t(r)] == d + 1, rows,
+             sampled[size_t(r)]);
+      for (int64_t t = first; t < first + rows; ++t) {
+        EXPECT(info.token_from_sample[t] == -1, t, info.token_from_sample[t]);
+        EXPECT(t == first || info.positions[t] == info.positions[t - 1] + 1, t,
+               info.positions[t]);
+      }
     }
+    std::vector<Sampler> samplers;
+    for (int64_t s = 0; s < info.num_samplers; ++s) {
+      Sampler sampler;
+      sampler.request = info.samplers[s];
+      sampler.branch = info.sampler_branches[s];
+      int64_t row = info.sample_rows[s], r = requestOfRow(info, row);
+      if (info.num_drafts[r] > 0) {
+        // Rows of a verification sample in order, one each.
+        int64_t k = row - info.qo_indptr[r];
+        EXPECT(info.requests[r] == sampler.request &&
+                   info.branches[r] == sampler.branch &&
+                   (k == 0 || info.sample_rows[s - 1] == row - 1),
+               s, row);
+        if (k == 0)
+          sampler.drafts.assign(info.tokens + row + 1,
+                                info.tokens + row + 1 + info.num_drafts[r]);
+      }
+      samplers.push_back(std::move(sampler));
+    }
+    return samplers;
+  }
+
+  /// Checks the step's cascade levels: none unless the scheduler plans
+  /// them, and otherwise EngineBatch::cascade's contract
+  /// (CascadeLevelsCheck.h) over the C arrays, once their sizes agree.
+  void checkCascade(const attnc_step_info &info, const Scheduler &scheduler) {
+    int64_t levels = info.num_cascade_levels;
+    EXPECT(levels >= 0 && (levels == 0 || scheduler.config.cascade), levels,
+           scheduler.config.cascade);
+    EXPECT((levels == 0) == (info.cascade_level_entries == nullptr), levels, 0);
+    int64_t entries = 0, indptr = 0, pages = 0;
+    std::vector<attnc::check::CascadeLevelView> views;
+    for (int64_t l = 0; l < levels; ++l) {
+      int64_t e = info.cascade_level_entries[l];
+      EXPECT(e >= 1 && indptr + e + 1 <= info.num_cascade_indptr &&
+                 entries + e <= info.num_cascade_entries,
+             e, info.num_cascade_indptr);
+      attnc::check::CascadeLevelView view;
+      view.entries = e;
+      view.qoIndptr = info.cascade_qo_indptr + indptr;
+      view.kvIndptr = info.cascade_kv_indptr + indptr;
+      view.kvLastPageLen = info.cascade_kv_last_page_len + entries;
+      // Each level's kv_indptr starts at 0; its pages follow the levels'
+      // before it.
+      view.numKvIndices = view.kvIndptr[e];
+      EXPECT(view.kvIndptr[0] == 0 && view.numKvIndices >= 0 &&
+                 pages + view.numKvIndices <= info.num_cascade_kv_indices,
+             view.numKvIndices, info.num_cascade_kv_indices);
+      view.kvIndices = info.cascade_kv_indices + pages;
+      indptr += e + 1;
+      entries += e;
+      pages += view.numKvIndices;
+      views.push_back(view);
+    }
+    EXPECT(indptr == info.num_cascade_indptr &&
+               entries == info.num_cascade_entries &&
+               pages == info.num_cascade_kv_indices,
+           indptr, info.num_cascade_indptr);
+    if (levels == 0)
+      return;
+    attnc::check::CascadeBatchView batch;
+    batch.numRequests = info.num_requests;
+    batch.numDecodes = info.num_decodes;
+    batch.numRows = info.num_tokens;
+    batch.qoIndptr = info.qo_indptr;
+    batch.pageIndptr = info.page_indptr;
+    batch.pageIndices = info.page_indices;
+    batch.lastPageLen = info.last_page_len;
+    batch.positions = info.positions;
+    attnc::check::CascadeRules rules{scheduler.config.cascade_min_sharers,
+                                     scheduler.config.cascade_min_shared_tokens,
+                                     attnc::limits::kMaxMergeStates};
+    attnc::check::CascadeLevelStats stats;
+    std::string failure = attnc::check::checkCascadeLevels(
+        batch, views, pools_[scheduler.pool].config.page_size, rules, stats);
+    if (!failure.empty())
+      brokenSaying(failure, __LINE__);
+    // The scheduler orders its decodes by the tree (a DFS order): no
+    // group's requests are apart, so none is split into runs.
+    EXPECT(stats.splitEntries == 0, stats.splitEntries, levels);
+    NOTE("  cascade: %lld levels, %lld shared entries, %lld page reads "
+         "saved\n",
+         (long long)levels, (long long)stats.sharedEntries,
+         (long long)stats.savedPages);
   }
 
   Scheduler *schedulerAt(long index) {
@@ -828,20 +1016,25 @@ private:
   /// Commits to the scheduler at `index`: honest samples for its oldest
   /// uncommitted step's samplers, or samples for other requests, or a
   /// count other than the samplers'.
-  void commitTo(attnc_scheduler handle, long index, bool honest) {
+  void commitTo(attnc_scheduler handle, long index, bool honest,
+                bool arrays = false) {
     Scheduler *scheduler = schedulerAt(index);
     std::vector<attnc_sample> samples;
     if (scheduler && !scheduler->uncommitted.empty())
-      for (auto [request, branch] : scheduler->uncommitted.front()) {
+      for (const Sampler &sampler : scheduler->uncommitted.front()) {
         attnc_sample sample{};
-        sample.request = request;
-        sample.branch = branch;
+        sample.request = sampler.request;
+        sample.branch = sampler.branch;
         sample.token = in_.ConsumeIntegralInRange<int32_t>(0, 50000);
         sample.stop = in_.ConsumeIntegralInRange(0, 7) == 0;
         samples.push_back(sample);
       }
     int64_t numSamples = int64_t(samples.size());
     bool lying = false;
+    // Verdicts: bytes are read only for a step that verifies drafts, which
+    // only an input with kExtendedTrailer makes.
+    if (scheduler && !scheduler->uncommitted.empty())
+      lying |= verdicts(scheduler->uncommitted.front(), samples);
     if (!honest) {
       switch (in_.ConsumeIntegralInRange(0, 7)) {
       case 0: // a count the last step does not await: refused unread
@@ -894,9 +1087,33 @@ private:
     Snapshot before;
     if (scheduler)
       before = snapshot(*scheduler);
-    attnc_status status = attnc_scheduler_commit(
-        handle, samplesAt, numSamples, finishedOut ? finished.data() : nullptr,
-        countOut ? &numFinished : nullptr);
+    attnc_status status;
+    if (arrays) {
+      // The same samples as the arrays of a binding: rejected NULL (none
+      // rejected) only where no sample is.
+      std::vector<int64_t> requests;
+      std::vector<int32_t> branches, tokens, stops, rejected;
+      bool anyRejected = false;
+      for (const attnc_sample &sample : samples) {
+        requests.push_back(sample.request);
+        branches.push_back(sample.branch);
+        tokens.push_back(sample.token);
+        stops.push_back(sample.stop);
+        rejected.push_back(sample.rejected);
+        anyRejected |= sample.rejected != 0;
+      }
+      bool noVerdicts = !anyRejected && in_.ConsumeBool();
+      status = attnc_scheduler_commit_verdict_arrays(
+          handle, numSamples, samplesAt ? requests.data() : nullptr,
+          branches.data(), tokens.data(), stops.data(),
+          noVerdicts ? nullptr : rejected.data(),
+          finishedOut ? finished.data() : nullptr,
+          countOut ? &numFinished : nullptr);
+    } else {
+      status = attnc_scheduler_commit(handle, samplesAt, numSamples,
+                                      finishedOut ? finished.data() : nullptr,
+                                      countOut ? &numFinished : nullptr);
+    }
     NOTE("  commit %lld samples: %s %s\n", (long long)numSamples,
          attnc_status_name(status), status ? attnc_last_error() : "");
     if (lying)
@@ -930,6 +1147,145 @@ private:
     long index;
     attnc_scheduler handle = pick<attnc_scheduler>(schedulers_, index);
     commitTo(handle, index, in_.ConsumeBool());
+  }
+
+  void commitArrays() {
+    long index;
+    attnc_scheduler handle = pick<attnc_scheduler>(schedulers_, index);
+    commitTo(handle, index, in_.ConsumeBool(), /*arrays=*/true);
+  }
+
+  /// The engine's verdict on each verification of `samplers` (the samples
+  /// made for them, in order): the first 1 to d + 1 samples accepted, each
+  /// but the last the draft the next row fed, the rest rejected. Now and
+  /// then a verdict the scheduler must refuse (Scheduler::checkVerdicts):
+  /// returns whether it made one.
+  bool verdicts(const std::vector<Sampler> &samplers,
+                std::vector<attnc_sample> &samples) {
+    bool bad = false;
+    bool anyDrafts = false;
+    for (size_t k = 0; k < samplers.size() && k < samples.size(); ++k) {
+      const std::vector<int32_t> &drafts = samplers[k].drafts;
+      size_t d = drafts.size();
+      if (d == 0 || k + d >= samples.size())
+        continue;
+      anyDrafts = true;
+      size_t accepted = in_.ConsumeIntegralInRange<size_t>(1, d + 1);
+      for (size_t i = 0; i + 1 < accepted; ++i)
+        samples[k + i].token = drafts[i];
+      for (size_t i = accepted; i <= d; ++i)
+        samples[k + i].rejected = 1;
+      if (in_.ConsumeIntegralInRange(0, 15) == 0) {
+        bad = true;
+        switch (in_.ConsumeIntegralInRange(0, 3)) {
+        case 0: // an accepted draft that is not the one fed
+          if (accepted >= 2) {
+            samples[k + accepted - 2].token = drafts[accepted - 2] + 1;
+            break;
+          }
+          [[fallthrough]];
+        case 1: // the target's token after the last sample is always taken
+          samples[k].rejected = 1;
+          break;
+        case 2: // accepted after a rejected one
+          if (accepted + 1 <= d)
+            samples[k + accepted + 1].rejected = 0;
+          else
+            samples[k].rejected = 1;
+          break;
+        default: { // neither 0 nor 1
+          size_t row = k + in_.ConsumeIntegralInRange<size_t>(0, d);
+          samples[row].rejected = in_.ConsumeBool() ? -1 : 2;
+        }
+        }
+      }
+      k += d;
+    }
+    // A rejection where no draft was verified.
+    if (anyDrafts && in_.ConsumeIntegralInRange(0, 15) == 0) {
+      std::vector<bool> verifies(samplers.size(), false);
+      for (size_t k = 0; k < samplers.size(); ++k)
+        for (size_t i = 0;
+             i <= samplers[k].drafts.size() && !samplers[k].drafts.empty() &&
+             k + i < samplers.size();
+             ++i)
+          verifies[k + i] = true;
+      for (size_t k = 0; k < samplers.size() && k < samples.size(); ++k)
+        if (!verifies[k]) {
+          samples[k].rejected = 1;
+          bad = true;
+          break;
+        }
+    }
+    return bad;
+  }
+
+  /// Gives the sequence (request, branch) drafts: as many as the
+  /// scheduler takes or one more (0 withdraws them), or now and then a
+  /// count, a buffer or a token it must refuse unread.
+  void proposeTo(attnc_scheduler handle, const Scheduler *scheduler,
+                 int64_t request, int32_t branch) {
+    int64_t limit = scheduler ? scheduler->config.speculative_tokens : 4;
+    int64_t count =
+        in_.ConsumeIntegralInRange<int64_t>(0, std::min<int64_t>(limit, 8) + 1);
+    std::vector<int32_t> drafts(size_t(count) + 1);
+    for (int64_t i = 0; i < count; ++i)
+      drafts[size_t(i)] = in_.ConsumeIntegralInRange<int32_t>(0, 50000);
+    const int32_t *draftsAt = drafts.data();
+    int64_t numDrafts = count;
+    bool lying = scheduler && count > limit;
+    switch (in_.ConsumeIntegralInRange(0, 15)) {
+    case 0:
+      numDrafts = -in_.ConsumeIntegralInRange<int64_t>(1, kInt64Max);
+      lying = true;
+      break;
+    case 1: // past any limit: refused before the buffer is read
+      numDrafts = in_.ConsumeIntegralInRange<int64_t>(kInt32Max + 1, kInt64Max);
+      lying = true;
+      break;
+    case 2:
+      if (count > 0) {
+        draftsAt = nullptr;
+        lying = true;
+      }
+      break;
+    case 3: // a negative token
+      if (count > 0) {
+        size_t at = in_.ConsumeIntegralInRange<size_t>(0, size_t(count) - 1);
+        drafts[at] =
+            -in_.ConsumeIntegralInRange<int32_t>(1, int32_t(kInt32Max));
+        lying = true;
+      }
+      break;
+    }
+    attnc_status status =
+        attnc_scheduler_propose(handle, request, branch, draftsAt, numDrafts);
+    NOTE("  propose %lld drafts for %lld/%d: %s %s\n", (long long)numDrafts,
+         (long long)request, branch, attnc_status_name(status),
+         status ? attnc_last_error() : "");
+    if (lying)
+      EXPECT(status != ATTNC_OK, numDrafts, limit);
+    if (status == ATTNC_OK)
+      EXPECT(scheduler != nullptr && numDrafts <= limit, numDrafts, limit);
+  }
+
+  /// A proposal to one of the last step's decodes, or to any sequence.
+  void propose() {
+    long index;
+    attnc_scheduler handle = pick<attnc_scheduler>(schedulers_, index);
+    const Scheduler *scheduler = schedulerAt(index);
+    int64_t request;
+    int32_t branch;
+    if (scheduler && !scheduler->decodes.empty() &&
+        in_.ConsumeIntegralInRange(0, 7) != 0) {
+      std::tie(request, branch) =
+          scheduler->decodes[in_.ConsumeIntegralInRange<size_t>(
+              0, scheduler->decodes.size() - 1)];
+    } else {
+      request = requestId();
+      branch = in_.ConsumeIntegralInRange<int32_t>(-1, 3);
+    }
+    proposeTo(handle, scheduler, request, branch);
   }
 
   void abort() {
@@ -968,9 +1324,20 @@ private:
       // Overlapped, the step just formed waits while the one before it is
       // committed (a refused commit leaves both: the next step is refused
       // and the drive ends).
-      if (!overlap || scheduler->uncommitted.size() >= 2)
-        commitTo(scheduler->handle, index, in_.ConsumeIntegralInRange(0, 7));
+      if (!overlap || scheduler->uncommitted.size() >= 2) {
+        bool honest = in_.ConsumeIntegralInRange(0, 7) != 0;
+        bool arrays = extended_ && in_.ConsumeBool();
+        commitTo(scheduler->handle, index, honest, arrays);
+      }
       checkScheduler(*scheduler);
+      // As a drafter would: drafts for some of the last step's decodes,
+      // which the next step that may feed them verifies.
+      if (extended_ && scheduler->config.speculative_tokens > 0) {
+        std::vector<std::pair<int64_t, int32_t>> decodes = scheduler->decodes;
+        for (auto [request, branch] : decodes)
+          if (in_.ConsumeIntegralInRange(0, 3) != 0)
+            proposeTo(scheduler->handle, scheduler, request, branch);
+      }
       if (in_.ConsumeIntegralInRange(0, 15) == 0)
         attnc_scheduler_abort(scheduler->handle, requestId());
     }
@@ -1090,6 +1457,8 @@ private:
   }
 
   FuzzedDataProvider &in_;
+  /// The input ends in kExtendedTrailer: cascade and speculation too.
+  const bool extended_;
   std::vector<Pool> pools_;
   std::vector<Cache> caches_;
   std::vector<Scheduler> schedulers_;
@@ -1099,7 +1468,9 @@ private:
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  FuzzedDataProvider in(data, size);
-  World(in).run();
+  bool extended = size >= 2 && data[size - 2] == kExtendedTrailer[0] &&
+                  data[size - 1] == kExtendedTrailer[1];
+  FuzzedDataProvider in(data, extended ? size - 2 : size);
+  World(in, extended).run();
   return 0;
 }

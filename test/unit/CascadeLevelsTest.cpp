@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../support/CascadeLevelsCheck.h"
 #include "ServingHarness.h"
 #include "TestPools.h"
 #include "sched/CascadePlanner.h"
@@ -29,90 +30,40 @@ using namespace attnc;
 
 namespace {
 
-/// What the steps' levels held: page reads a shared entry saves (one per
-/// request but the first), entries of decodes and prefills together, entries
-/// of a level reading the same pages as another (a group split into runs of
-/// rows), shared levels at most; the run's preemptions.
-struct LevelStats {
-  int64_t steps = 0, stepsWithLevels = 0, savedPages = 0, sharedEntries = 0,
-          deepest = 0, mixedEntries = 0, splitEntries = 0, preemptions = 0;
+/// What the steps' levels held (CascadeLevelStats), and the run's
+/// preemptions.
+struct LevelStats : check::CascadeLevelStats {
+  int64_t preemptions = 0;
 };
 
-/// Checks `batch.cascade` against the contract (EngineBatch::cascade).
+/// Checks `batch.cascade` against the contract (EngineBatch::cascade), with
+/// the checker the serving fuzz target applies to the C API's steps.
 void checkLevels(const EngineBatch &batch, int64_t pageSize,
                  const CascadeCost &cost, LevelStats &stats) {
-  ++stats.steps;
-  const std::vector<CascadeLevel> &levels = batch.cascade;
-  if (levels.empty())
-    return;
-  ++stats.stepsWithLevels;
-  ASSERT_GE(levels.size(), 2u) << "a shared level and the last";
-  stats.deepest = std::max(stats.deepest, int64_t(levels.size()) - 1);
-  size_t requests = batch.requests.size();
-  int32_t rows = int32_t(batch.tokens.size());
-  std::set<int32_t> bounds(batch.qoIndptr.begin(), batch.qoIndptr.end());
-  std::vector<std::vector<PageId>> rebuilt(requests);
-  bool anyShared = false;
-  for (size_t l = 0; l < levels.size(); ++l) {
-    const CascadeLevel &level = levels[l];
-    bool last = l + 1 == levels.size();
-    std::set<std::vector<PageId>> read;
+  check::CascadeBatchView view;
+  view.numRequests = int64_t(batch.requests.size());
+  view.numDecodes = batch.numDecodes;
+  view.numRows = int64_t(batch.tokens.size());
+  view.qoIndptr = batch.qoIndptr.data();
+  view.pageIndptr = batch.pageTable.indptr.data();
+  view.pageIndices = batch.pageTable.indices.data();
+  view.lastPageLen = batch.pageTable.lastPageLen.data();
+  view.positions = batch.positions.data();
+  std::vector<check::CascadeLevelView> levels;
+  for (const CascadeLevel &level : batch.cascade) {
+    // The view reads each array as long as its level says: sizes that
+    // disagree are a failure here, not a read past them there.
     size_t entries = level.kvLastPageLen.size();
     ASSERT_EQ(level.qoIndptr.size(), entries + 1);
     ASSERT_EQ(level.kvIndptr.size(), entries + 1);
-    ASSERT_EQ(level.qoIndptr.front(), 0);
-    ASSERT_EQ(level.qoIndptr.back(), rows);
-    ASSERT_EQ(level.kvIndptr.front(), 0);
-    ASSERT_EQ(size_t(level.kvIndptr.back()), level.kvIndices.size());
-    if (last) {
-      EXPECT_EQ(level.qoIndptr, batch.qoIndptr);
-      EXPECT_EQ(level.kvLastPageLen, batch.pageTable.lastPageLen);
-    }
-    for (size_t e = 0; e < entries; ++e) {
-      int32_t begin = level.qoIndptr[e], end = level.qoIndptr[e + 1];
-      ASSERT_LT(begin, end) << "level " << l << " entry " << e;
-      // Entries cut rows at requests' bounds only.
-      ASSERT_TRUE(bounds.count(begin) && bounds.count(end));
-      std::vector<PageId> pages(level.kvIndices.begin() + level.kvIndptr[e],
-                                level.kvIndices.begin() +
-                                    level.kvIndptr[e + 1]);
-      size_t first = standin::requestOfRow(batch, begin);
-      size_t past = standin::requestOfRow(batch, end - 1) + 1;
-      if (last) {
-        ASSERT_FALSE(pages.empty()) << "request " << batch.requests[e];
-        // Causal, bottom-right aligned: its keys hold every row's.
-        int64_t keys =
-            int64_t(pages.size() - 1) * pageSize + level.kvLastPageLen[e];
-        EXPECT_GE(keys, end - begin);
-      } else if (pages.empty()) {
-        EXPECT_EQ(level.kvLastPageLen[e], 0);
-      } else {
-        anyShared = true;
-        ++stats.sharedEntries;
-        stats.savedPages += int64_t(pages.size() * (past - first - 1));
-        EXPECT_EQ(level.kvLastPageLen[e], pageSize);
-        EXPECT_GE(int64_t(past - first), cost.minSharers);
-        EXPECT_GE(int64_t(pages.size()) * pageSize, cost.minSharedTokens);
-        bool decodes = int64_t(first) < batch.numDecodes;
-        bool prefills = int64_t(past) > batch.numDecodes;
-        stats.mixedEntries += decodes && prefills;
-        stats.splitEntries += !read.insert(pages).second;
-        // Not causal: every key precedes each request's first row.
-        for (size_t r = first; r < past; ++r)
-          EXPECT_LE(int64_t(rebuilt[r].size() + pages.size()) * pageSize,
-                    batch.positions[size_t(batch.qoIndptr[r])]);
-      }
-      for (size_t r = first; r < past; ++r)
-        rebuilt[r].insert(rebuilt[r].end(), pages.begin(), pages.end());
-    }
+    levels.push_back({int64_t(entries), level.qoIndptr.data(),
+                      level.kvIndptr.data(), level.kvLastPageLen.data(),
+                      level.kvIndices.data(), int64_t(level.kvIndices.size())});
   }
-  EXPECT_TRUE(anyShared) << "levels with nothing shared";
-  for (size_t r = 0; r < requests; ++r) {
-    std::vector<PageId> table(
-        batch.pageTable.indices.begin() + batch.pageTable.indptr[r],
-        batch.pageTable.indices.begin() + batch.pageTable.indptr[r + 1]);
-    EXPECT_EQ(rebuilt[r], table) << "request " << batch.requests[r];
-  }
+  check::CascadeRules rules{cost.minSharers, cost.minSharedTokens,
+                            cost.maxLevels};
+  EXPECT_EQ(check::checkCascadeLevels(view, levels, pageSize, rules, stats),
+            "");
 }
 
 /// Prompts from a random tree of segments: depth 1-4 shared, or nothing.
@@ -237,21 +188,19 @@ TEST(CascadeLevels, EveryRequestsPagesComeBackLevelByLevel) {
         all.sharedEntries += stats.sharedEntries;
         all.stepsWithLevels += stats.stepsWithLevels;
         all.savedPages += stats.savedPages;
-        all.mixedEntries += stats.mixedEntries;
         all.splitEntries += stats.splitEntries;
         all.deepest = std::max(all.deepest, stats.deepest);
         all.preemptions += stats.preemptions;
       }
   std::cout << all.steps << " steps, " << all.stepsWithLevels
             << " with levels, " << all.sharedEntries << " shared entries, "
-            << all.savedPages << " page reads saved, " << all.mixedEntries
-            << " entries of decodes and prefills, " << all.splitEntries
+            << all.savedPages << " page reads saved, " << all.splitEntries
             << " split\n";
   EXPECT_GT(all.savedPages, 0);
   // Prompt chunks read their prefixes in their own level (the scheduler
-  // shares decodes only), and a DFS order leaves no decode group apart:
-  // planCascadeLevels' run-splitting is tested on hand-made batches below.
-  EXPECT_EQ(all.mixedEntries, 0) << "a prompt chunk's rows shared a level";
+  // shares decodes only: checkLevels fails a step otherwise), and a DFS
+  // order leaves no decode group apart: planCascadeLevels' run-splitting is
+  // tested on hand-made batches below.
   EXPECT_EQ(all.splitEntries, 0) << "a decode group was split into runs";
   EXPECT_GE(all.deepest, 3) << "no request read three shared levels";
   EXPECT_GT(all.preemptions, 0) << "nothing was preempted";
