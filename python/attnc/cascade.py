@@ -17,9 +17,10 @@ own level), CascadeMLAAttention a latent cache (MLAAttention's)."""
 from ._capi import LIMITS
 from ._tensors import check_tensor, current_stream, require
 from ._values import as_sequence
-from .functional import host_ints, kernel_for, merge_kernel, scale_tensor
+from .functional import cached_plan, host_ints, kernel_for, merge_kernel, \
+    scale_tensor
 from .mla import MLAAttention
-from .paged import PagedAttention, pages_in_use
+from .paged import PagedAttention, index_array_on_device, pages_in_use
 
 _LEVEL_ARRAYS = ("qo_indptr", "kv_indptr", "kv_indices", "kv_last_page_len")
 
@@ -56,7 +57,6 @@ class _Cascade:
         self._levels = None
         self._side_stream = None  # made by the first plan with shared levels
         self._states = []  # (out, lse) buffers of the levels, by index
-        self._merge_plans = {}  # by (states, rows)
 
     def plan(self, levels):
         """levels: a sequence of (qo_indptr, kv_indptr, kv_indices,
@@ -122,9 +122,9 @@ class _Cascade:
             rebased = []
             for first, end in runs:
                 rebased += [x - qo[first] for x in qo[first:end + 1]]
-            arrays = [self._own_on_device(torch.tensor(rebased,
-                                                       dtype=torch.int32))] + \
-                [self._own_on_device(levels[l][i]) for i in range(1, 4)]
+            arrays = [index_array_on_device(
+                torch.tensor(rebased, dtype=torch.int32))] + \
+                [index_array_on_device(levels[l][i]) for i in range(1, 4)]
             kernel = kernel_for(self._shared_spec)
             parts, at = [], 0
             for first, end in runs:
@@ -149,13 +149,11 @@ class _Cascade:
             states = len(self._shared) + 1
             self._merge = merge_kernel(states, self.dtype, self._heads,
                                        self._out_dim)
-            key = (states, tokens)
-            if key not in self._merge_plans:
-                if len(self._merge_plans) >= 64:
-                    self._merge_plans.clear()
-                self._merge_plans[key] = self._merge.plan(1, tokens, 0,
-                                                          tokens)
-            self._merge_plan = self._merge_plans[key]
+            # The process's plan cache, as merge_states uses it: a merge
+            # holds no scratch, so one plan serves every stream.
+            self._merge_plan = cached_plan(self._merge, 0, (tokens,),
+                                           batch=1, max_query_len=tokens,
+                                           max_kv_len=0, query_tokens=tokens)
         self._side_stream = (torch.cuda.Stream(device)
                              if self._shared and self._side_stream is None
                              else self._side_stream)
@@ -179,14 +177,6 @@ class _Cascade:
                                 dtype=torch.float32, device=device))
             self._states[index] = held
         return held[0][:tokens], held[1][:tokens]
-
-    def _own_on_device(self, x):
-        import torch
-        if x.is_cuda:
-            return x.contiguous()
-        staged = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
-        staged.copy_(x)
-        return staged.to(torch.device("cuda", 0), non_blocking=True)
 
     def _outputs(self, like, out, lse):
         """The merged out and lse, made where not given, checked."""

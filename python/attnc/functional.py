@@ -28,22 +28,27 @@ def kernel_for(spec=None, mlir=None):
     return kernel
 
 
-def _plan(kernel, stream, key, **batch):
+def _cached(cache, key, make, most):
+    """cache[key], made by make() on a miss; the least recently used entry
+    goes once the cache holds more than `most`."""
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = make()
+        if len(cache) > most:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
+    return value
+
+
+def cached_plan(kernel, stream, key, **batch):
     """A plan per kernel, stream and batch (shapes, and a ragged batch's
     index pointers, which the plan holds), made once and reused. A plan
     serves one launch at a time (its split-KV scratch and arrival
     counters, a persistent prefill's item-claim counters), so each stream
     has its own; a new plan allocates and synchronizes."""
-    key = (id(kernel), stream) + key
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = kernel.plan(**batch)
-        _PLANS[key] = plan
-        if len(_PLANS) > _MAX_PLANS:
-            _PLANS.popitem(last=False)
-    else:
-        _PLANS.move_to_end(key)
-    return plan
+    return _cached(_PLANS, (id(kernel), stream) + key,
+                   lambda: kernel.plan(**batch), _MAX_PLANS)
 
 
 def _window(window):
@@ -104,18 +109,10 @@ def scale_tensor(name, scale, kv_heads, device):
     allocates; pass tensors where that call is captured in a CUDA graph)."""
     if not hasattr(scale, "data_ptr"):
         value = as_float32(name, scale)
-        key = (value, str(device))
-        tensor = _FLOAT_SCALES.get(key)
-        if tensor is None:
-            import torch
-            tensor = torch.full((1,), value, dtype=torch.float32,
-                                device=device)
-            _FLOAT_SCALES[key] = tensor
-            if len(_FLOAT_SCALES) > _MAX_FLOAT_SCALES:
-                _FLOAT_SCALES.popitem(last=False)
-        else:
-            _FLOAT_SCALES.move_to_end(key)
-        return tensor
+        import torch
+        return _cached(_FLOAT_SCALES, (value, str(device)),
+                       lambda: torch.full((1,), value, dtype=torch.float32,
+                                          device=device), _MAX_FLOAT_SCALES)
     check_tensor(name, scale, (0, 1), ("float32",))
     if scale_count(scale) not in (1, kv_heads):
         raise ValueError(f"{name} must hold 1 (per tensor) or {kv_heads} "
@@ -346,16 +343,18 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
         outputs.append(lse.data_ptr())
     stream = current_stream(q)
     if ragged:
-        plan = _plan(kernel, stream,
-                     (batch, q_len, kv_len, tokens, q_indptr.data_ptr(),
-                      kv_indptr.data_ptr(), k.shape[0]),
-                     batch=batch, max_query_len=q_len, max_kv_len=kv_len,
-                     query_tokens=tokens, q_indptr=q_indptr.data_ptr(),
-                     kv_indptr=kv_indptr.data_ptr(), kv_tokens=k.shape[0])
+        plan = cached_plan(kernel, stream,
+                           (batch, q_len, kv_len, tokens, q_indptr.data_ptr(),
+                            kv_indptr.data_ptr(), k.shape[0]),
+                           batch=batch, max_query_len=q_len,
+                           max_kv_len=kv_len, query_tokens=tokens,
+                           q_indptr=q_indptr.data_ptr(),
+                           kv_indptr=kv_indptr.data_ptr(),
+                           kv_tokens=k.shape[0])
     else:
-        plan = _plan(kernel, stream, (batch, q_len, kv_len), batch=batch,
-                     max_query_len=q_len, max_kv_len=kv_len,
-                     query_tokens=tokens)
+        plan = cached_plan(kernel, stream, (batch, q_len, kv_len),
+                           batch=batch, max_query_len=q_len,
+                           max_kv_len=kv_len, query_tokens=tokens)
     # The kernel's buffers in its operands' order: segment ids, scales,
     # captures.
     buffers = segment_ids + scales + captures
@@ -414,8 +413,8 @@ def merge_states(outs, lses):
     lse = torch.empty(first.shape[:-1], dtype=torch.float32,
                       device=first.device)
     stream = current_stream(first)
-    plan = _plan(kernel, stream, (rows,), batch=1, max_query_len=rows,
-                 max_kv_len=0, query_tokens=rows)
+    plan = cached_plan(kernel, stream, (rows,), batch=1,
+                       max_query_len=rows, max_kv_len=0, query_tokens=rows)
     inputs = []
     for o, s in zip(outs, lses):
         inputs += [o.data_ptr(), s.data_ptr()]

@@ -50,6 +50,22 @@ def reads_batch(kind, text):
                      text[end:]) is not None
 
 
+def index_array_on_device(x):
+    """An index array on the GPU, contiguous, copied without waiting for
+    the stream: from pageable memory a copy waits for the whole stream (the
+    last step's kernels, which an overlapped engine plans behind); staged
+    through pinned memory it is queued like a kernel (torch's host
+    allocator keeps the staging buffer until the copy has run). One on the
+    device already is made contiguous (a strided view would be passed as
+    it is)."""
+    if x.is_cuda:
+        return x.contiguous()
+    import torch
+    staged = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
+    staged.copy_(x)
+    return staged.to(torch.device("cuda", 0), non_blocking=True)
+
+
 class PagedAttention:
     """Attention of queries over a paged KV cache.
 
@@ -188,18 +204,7 @@ class PagedAttention:
         import torch
         device = torch.device("cuda", 0)
 
-        def on_device(x):
-            # A strided view on the device would be passed as it is.
-            if x.is_cuda:
-                return x.contiguous()
-            # From pageable memory a copy waits for the whole stream (the
-            # last step's kernels, which an overlapped engine plans behind);
-            # staged through pinned memory it is queued like a kernel.
-            # torch's host allocator keeps the staging buffer until the copy
-            # has run.
-            staged = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
-            staged.copy_(x)
-            return staged.to(device, non_blocking=True)
+        on_device = index_array_on_device
         self._indptr = on_device(kv_indptr)
         self._indices = on_device(kv_indices)
         self._last = on_device(kv_last_page_len)

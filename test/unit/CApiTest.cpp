@@ -653,8 +653,7 @@ TEST(CApi, EveryFieldReachesTheVariant) {
       {"value_head_dim",
        {none, [](attnc_variant_spec &s) { s.value_head_dim = 32; }}},
       {"segments", {none, [](attnc_variant_spec &s) { s.segments = 1; }}},
-      {"shared_keys",
-       {none, [](attnc_variant_spec &s) { s.shared_keys = 1; }}},
+      {"shared_keys", {none, [](attnc_variant_spec &s) { s.shared_keys = 1; }}},
   };
   int count = 0;
   const attnc_field *fields =
