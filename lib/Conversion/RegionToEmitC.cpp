@@ -225,13 +225,46 @@ struct MinMaxToConditional : public OpConversionPattern<Op> {
   }
 };
 
+/// A bitwise op or shift on index values, which ArithToEmitC lowers on
+/// integers only, computed on i64 (an index holds 64 bits on the GPU):
+/// traced mods read packed masks by a key's word and bit, `kv_idx >> 5`
+/// and `kv_idx & 31`. A logical right shift reads its operands unsigned.
+template <typename Op, bool Unsigned = false>
+struct IndexBitwiseOnI64 : OpRewritePattern<Op> {
+  using OpRewritePattern<Op>::OpRewritePattern;
+  LogicalResult matchAndRewrite(Op op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getType().isIndex())
+      return failure();
+    Location loc = op.getLoc();
+    Type i64 = rewriter.getI64Type();
+    auto widen = [&](Value value) -> Value {
+      if (Unsigned)
+        return arith::IndexCastUIOp::create(rewriter, loc, i64, value);
+      return arith::IndexCastOp::create(rewriter, loc, i64, value);
+    };
+    Value result =
+        Op::create(rewriter, loc, widen(op.getLhs()), widen(op.getRhs()));
+    if (Unsigned)
+      rewriter.replaceOpWithNewOp<arith::IndexCastUIOp>(op, op.getType(),
+                                                        result);
+    else
+      rewriter.replaceOpWithNewOp<arith::IndexCastOp>(op, op.getType(), result);
+    return success();
+  }
+};
+
 } // namespace
 
 LogicalResult mlir::attn::convertRegionFunction(func::FuncOp func) {
   MLIRContext *ctx = func.getContext();
   RewritePatternSet expansions(ctx);
   expansions
-      .add<ExpandFloorDivSI, ExpandCeilDivSI, ExpandCeilDivUI, ExpandAbsI>(ctx);
+      .add<ExpandFloorDivSI, ExpandCeilDivSI, ExpandCeilDivUI, ExpandAbsI,
+           IndexBitwiseOnI64<arith::AndIOp>, IndexBitwiseOnI64<arith::OrIOp>,
+           IndexBitwiseOnI64<arith::XOrIOp>, IndexBitwiseOnI64<arith::ShLIOp>,
+           IndexBitwiseOnI64<arith::ShRSIOp>,
+           IndexBitwiseOnI64<arith::ShRUIOp, /*Unsigned=*/true>>(ctx);
   if (failed(applyPatternsGreedily(func, std::move(expansions))))
     return failure();
 

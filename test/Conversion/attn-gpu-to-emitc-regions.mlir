@@ -1,7 +1,8 @@
 // RUN: attn-opt %s -attn-plan -attn-analyze-masks -attn-split-kv -attn-lower-to-gpu -attn-gpu-to-emitc | FileCheck %s
 
 // Every op regions admit lowers: each math function to its CUDA function,
-// signed index division on ptrdiff_t (size_t is unsigned), and the request's
+// signed index division on ptrdiff_t (size_t is unsigned), bitwise ops and
+// shifts on index values through 64-bit integers, and the request's
 // lengths reach both regions. The ctest regions-compile-to-cubin compiles
 // this file with NVRTC and requires no spills.
 // CHECK-LABEL: func.func @every_region_op
@@ -47,6 +48,12 @@
 // CHECK: %[[REL:.+]] = sub %[[KVI]], %[[POS]]
 // CHECK: %[[SREL:.+]] = cast %[[REL]] : !emitc.size_t to !emitc.ptrdiff_t
 // CHECK: div %[[SREL]], %{{.+}} : (!emitc.ptrdiff_t, !emitc.ptrdiff_t) -> !emitc.ptrdiff_t
+// CHECK: bitwise_right_shift %{{.+}}, %{{.+}} : (ui64, ui64) -> ui64
+// CHECK: bitwise_and %{{.+}}, %{{.+}} : (ui64, ui64) -> ui64
+// CHECK: bitwise_left_shift %{{.+}}, %{{.+}} : (ui64, ui64) -> ui64
+// CHECK: bitwise_right_shift %{{.+}}, %{{.+}} : (i64, ui64) -> i64
+// CHECK: bitwise_or %{{.+}}, %{{.+}} : (ui64, ui64) -> ui64
+// CHECK: bitwise_xor %{{.+}}, %{{.+}} : (ui64, ui64) -> ui64
 // CHECK: verbatim "struct attention_config {
 // CHECK-SAME: return i < qLen && j < kvLen ? attention_score_mod(s, b, h, i, j, qLen, kvLen, &p) : s;
 // CHECK-SAME: return attention_mask_mod(b, h, i, j, qLen, kvLen, &p);
@@ -166,7 +173,18 @@ func.func @every_region_op(%q: !attn.q<?x8x64xbf16>, %k: !attn.kv<?x8x64xbf16>,
         %n1 = arith.addi %n0, %m2 : index
         %n2 = arith.subi %n1, %m3 : index
         %n3 = math.absi %n2 : index
-        %i0 = arith.index_cast %n3 : index to i32
+        // Bitwise ops and shifts on index values: a packed mask's word and
+        // bit of a key.
+        %c5 = arith.constant 5 : index
+        %c31 = arith.constant 31 : index
+        %word = arith.shrui %kvi, %c5 : index
+        %bitpos = arith.andi %kvi, %c31 : index
+        %o0 = arith.shli %word, %c1 : index
+        %o1 = arith.shrsi %rel, %c1 : index
+        %o2 = arith.ori %o0, %bitpos : index
+        %o3 = arith.xori %o2, %o1 : index
+        %n4 = arith.addi %n3, %o3 : index
+        %i0 = arith.index_cast %n4 : index to i32
         %i1 = arith.index_castui %h : index to i64
         %i2 = arith.extsi %i0 : i32 to i64
         %i3 = arith.extui %i0 : i32 to i64
