@@ -481,11 +481,18 @@ attnc_status attnc_run(attnc_kernel kernelHandle, attnc_plan planHandle,
                      std::to_string(declaredOutputs) + " outputs, got " +
                      std::to_string(numInputs) + " and " +
                      std::to_string(numOutputs));
-    std::vector<std::vector<int64_t>> sizes;
+    // The arrays Kernel::run takes, kept per thread and refilled, so that
+    // a run allocates no host memory once a thread has made one: an engine
+    // calls this per layer per step. (A call never reenters it.)
+    thread_local std::vector<uint64_t> inputArray, outputArray;
+    thread_local std::vector<std::vector<int64_t>> sizeArrays;
+    static const std::vector<std::vector<int64_t>> noSizes;
     if (bufferSizes) {
       int buffers = 0;
       for (const attnc::TensorSpec &spec : kernel->inputs())
         buffers += spec.role == attnc::TensorSpec::Role::Buffer;
+      // resize keeps the first `buffers` arrays' storage for assign.
+      sizeArrays.resize(buffers);
       for (int b = 0; b < buffers; ++b) {
         int rank = bufferRanks[b];
         if (rank < 0 || rank > attnc::limits::kMaxCaptureRank)
@@ -495,15 +502,16 @@ attnc_status attnc_run(attnc_kernel kernelHandle, attnc_plan planHandle,
                          ", got " + std::to_string(rank));
         if (rank > 0 && !bufferSizes[b])
           return invalid("buffer_sizes[" + std::to_string(b) + "] is null");
-        sizes.emplace_back(bufferSizes[b], bufferSizes[b] + rank);
+        sizeArrays[b].assign(bufferSizes[b], bufferSizes[b] + rank);
       }
     }
     std::shared_ptr<attnc::Plan> plan = plans().find(planHandle, "plan");
     if (!plan)
       return ATTNC_INVALID_ARGUMENT;
-    attnc::Status status = kernel->run(
-        *plan, std::vector<uint64_t>(inputs, inputs + numInputs),
-        std::vector<uint64_t>(outputs, outputs + numOutputs), stream, sizes);
+    inputArray.assign(inputs, inputs + numInputs);
+    outputArray.assign(outputs, outputs + numOutputs);
+    attnc::Status status = kernel->run(*plan, inputArray, outputArray, stream,
+                                       bufferSizes ? sizeArrays : noSizes);
     if (!status.ok())
       return fail(status);
     return ATTNC_OK;

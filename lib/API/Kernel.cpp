@@ -29,6 +29,14 @@ struct Plan::State {
   std::vector<int> splits;
   std::map<int, cuda::DeviceBuffer> scratch;
   std::map<int, cuda::DeviceBuffer> workspaces; // by launch index
+  /// What every run binds the same way, bound once: the scratch values and
+  /// workspaces, the arrays sized; a run sets its inputs and outputs over
+  /// it, so that it allocates nothing. A plan serves one launch at a time,
+  /// so runs may rebind it without a lock.
+  Binding binding;
+  /// The executor its runs share (its program and module live as long as
+  /// `kernel`).
+  std::optional<Executor> executor;
 };
 
 namespace {
@@ -229,6 +237,14 @@ StatusOr<Plan> Kernel::plan(const Batch &batch) const {
   if (!plan->workspaces.empty())
     if (Status status = state_->driver->synchronize(); !status.ok())
       return status;
+  Binding &binding = plan->binding;
+  binding.values.assign(program.values.size(), 0);
+  binding.bufferSizes.assign(program.values.size(), {});
+  for (const auto &[value, buffer] : plan->scratch)
+    binding.values[value] = buffer.get();
+  for (const auto &[launch, buffer] : plan->workspaces)
+    binding.workspaces[launch] = {buffer.get(), buffer.size()};
+  plan->executor.emplace(*state_->driver, program, *state_->module);
   return Plan(std::move(plan));
 }
 
@@ -245,9 +261,7 @@ Status Kernel::run(const Plan &plan, const std::vector<uint64_t> &inputs,
                    std::to_string(program.outputs.size()) + " outputs, got " +
                    std::to_string(inputs.size()) + " and " +
                    std::to_string(outputs.size()));
-  Binding binding;
-  binding.values.assign(program.values.size(), 0);
-  binding.bufferSizes.assign(program.values.size(), {});
+  Binding &binding = plan.state_->binding;
   size_t buffers = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     int id = program.inputs[i];
@@ -257,9 +271,12 @@ Status Kernel::run(const Plan &plan, const std::vector<uint64_t> &inputs,
     const ValueSpec &value = program.values[id];
     if (value.kind != ValueSpec::Kind::Buffer)
       continue;
-    std::vector<int64_t> sizes = value.shape;
+    // Assigned into the plan's array, whose storage the next run reuses.
+    std::vector<int64_t> &sizes = binding.bufferSizes[id];
     if (buffers < bufferSizes.size() && !bufferSizes[buffers].empty())
       sizes = bufferSizes[buffers];
+    else
+      sizes = value.shape;
     ++buffers;
     if (sizes.size() != value.shape.size())
       return invalid("buffer input " + std::to_string(i) + " has rank " +
@@ -272,20 +289,14 @@ Status Kernel::run(const Plan &plan, const std::vector<uint64_t> &inputs,
                        (value.shape[d] >= 0
                             ? " to be " + std::to_string(value.shape[d])
                             : std::string(" (it is dynamic)")));
-    binding.bufferSizes[id] = std::move(sizes);
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i])
       return invalid("output " + std::to_string(i) + " is a null pointer");
     binding.values[program.outputs[i]] = outputs[i];
   }
-  for (const auto &[value, buffer] : plan.state_->scratch)
-    binding.values[value] = buffer.get();
-  for (const auto &[launch, buffer] : plan.state_->workspaces)
-    binding.workspaces[launch] = {buffer.get(), buffer.size()};
-  Executor executor(*state_->driver, program, *state_->module);
-  return executor.run(plan.state_->layout, binding,
-                      static_cast<cuda::CUstream>(stream));
+  return plan.state_->executor->run(plan.state_->layout, binding,
+                                    static_cast<cuda::CUstream>(stream));
 }
 
 Plan::Plan(std::unique_ptr<State> state) : state_(std::move(state)) {}

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <type_traits>
 
 namespace attnc {
 
@@ -130,7 +132,8 @@ static bool splitsKeys(const LaunchSpec &launch) {
   return launch.splitResults || launch.mergesSplits;
 }
 
-Status Executor::ensureWorkspace(int launch, size_t bytes, Binding &binding) {
+Status Executor::ensureWorkspace(int launch, size_t bytes, Binding &binding,
+                                 cuda::CUdeviceptr &base) {
   if (auto held = binding.workspaces.find(launch);
       held != binding.workspaces.end()) {
     // A launch split differently from the plan's would overrun it.
@@ -140,6 +143,7 @@ Status Executor::ensureWorkspace(int launch, size_t bytes, Binding &binding) {
                                std::to_string(bytes) +
                                " bytes of split workspace, its plan holds " +
                                std::to_string(held->second.second));
+    base = held->second.first;
     return Status();
   }
   StatusOr<cuda::DeviceBuffer> buffer =
@@ -152,7 +156,8 @@ Status Executor::ensureWorkspace(int launch, size_t bytes, Binding &binding) {
     return s;
   if (Status s = driver_.synchronize(); !s.ok())
     return s;
-  binding.workspaces[launch] = {buffer->get(), bytes};
+  base = buffer->get();
+  binding.workspaces[launch] = {base, bytes};
   ownedWorkspaces_[launch] = std::move(*buffer);
   return Status();
 }
@@ -161,12 +166,20 @@ KVSplits Executor::chooseSplits(const LaunchSpec &launch,
                                 const BatchLayout &layout) const {
   if (!splitsKeys(launch))
     return {};
-  int64_t ctas = rowBlocks(launch, layout) * headBlocks(launch) * layout.batch;
   // resolveKernels has measured the occupancy; one CTA per multiprocessor
   // stands in for a kernel it could not load.
   StatusOr<int64_t> resident =
       module_.residentCtas(launch.kernel, launch.threads, launch.smem);
-  int64_t slots = resident.ok() ? *resident : driver_.device().multiprocessors;
+  return splitsFor(launch, layout,
+                   resident.ok() ? *resident
+                                 : driver_.device().multiprocessors);
+}
+
+KVSplits Executor::splitsFor(const LaunchSpec &launch,
+                             const BatchLayout &layout, int64_t slots) const {
+  if (!splitsKeys(launch))
+    return {};
+  int64_t ctas = rowBlocks(launch, layout) * headBlocks(launch) * layout.batch;
   int64_t tile = std::max<int64_t>(launch.blockN, 1);
   int64_t keyTiles = (int64_t(layout.kvLen) + tile - 1) / tile;
   // Every request's last tile may be partial: at most one more each.
@@ -247,18 +260,28 @@ std::map<int, size_t> Executor::resultBytes(const BatchLayout &layout) const {
 }
 
 Status Executor::resolveKernels() {
+  std::vector<LoadedModule::ResolvedLaunch> resolved;
+  resolved.reserve(program_.launches.size());
   for (const LaunchSpec &launch : program_.launches) {
-    if (StatusOr<cuda::CUfunction> function = module_.function(
-            launch.kernel,
-            launch.kind == LaunchSpec::Kind::Attention ? launch.smem : 0);
-        !function.ok())
+    LoadedModule::ResolvedLaunch &r = resolved.emplace_back();
+    StatusOr<cuda::CUfunction> function = module_.function(
+        launch.kernel,
+        launch.kind == LaunchSpec::Kind::Attention ? launch.smem : 0);
+    if (!function.ok())
       return function.status();
-    if (walksWorkOrder(launch) || splitsKeys(launch))
-      if (StatusOr<int64_t> ctas =
-              module_.residentCtas(launch.kernel, launch.threads, launch.smem);
-          !ctas.ok())
+    r.function = *function;
+    if (walksWorkOrder(launch) || splitsKeys(launch)) {
+      StatusOr<int64_t> ctas =
+          module_.residentCtas(launch.kernel, launch.threads, launch.smem);
+      if (!ctas.ok())
         return ctas.status();
+      r.residentCtas = *ctas;
+    }
   }
+  // Every plan resolves; only the first records, so that a later plan
+  // never writes what runs on other threads read.
+  if (module_.resolved_.empty())
+    module_.resolved_ = std::move(resolved);
   return Status();
 }
 
@@ -286,7 +309,7 @@ Status Executor::run(const BatchLayout &layout, Binding &binding,
     Status s =
         launch.kind == LaunchSpec::Kind::Attention
             ? launchAttention(i, layout, binding, stream, splits, gridCtas)
-            : launchMerge(launch, layout, binding, stream);
+            : launchMerge(i, layout, binding, stream);
     if (!s.ok())
       return s;
   }
@@ -382,9 +405,14 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
   p.q_len = layout.qLen;
   p.kv_len = layout.kvLen;
 
+  // The kernel and its occupancy as the plan resolved them (no name
+  // lookups), or by name for an executor whose module was never resolved.
+  const LoadedModule::ResolvedLaunch *resolved = module_.resolved(launchIndex);
   KVSplits cut =
       forcedSplits > 0 && splitsKeys(launch)
           ? KVSplits{std::min<int64_t>(forcedSplits, launch.kvSplits), 0}
+      : resolved && resolved->residentCtas > 0
+          ? splitsFor(launch, layout, resolved->residentCtas)
           : chooseSplits(launch, layout);
   int splits = int(cut.splits);
   p.num_splits = splits;
@@ -404,7 +432,10 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
         !s.ok())
       return s;
     p.lse = reinterpret_cast<float *>(binding.values[lseValue]);
-    statesOf_[outValue] = splits;
+    // Only split results are read as `splits` states by a merge (a map
+    // node per run otherwise, for nothing).
+    if (launch.splitResults)
+      statesOf_[outValue] = splits;
   }
   p.partial_out = static_cast<float *>(p.out);
   p.partial_lse = p.lse;
@@ -412,11 +443,12 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
   LaunchWorkspace workspace = launchWorkspace(launch, layout, splits);
   char *workspaceBase = nullptr;
   if (workspace.total() > 0) {
-    if (Status s = ensureWorkspace(launchIndex, workspace.total(), binding);
+    cuda::CUdeviceptr base = 0;
+    if (Status s =
+            ensureWorkspace(launchIndex, workspace.total(), binding, base);
         !s.ok())
       return s;
-    workspaceBase =
-        reinterpret_cast<char *>(binding.workspaces[launchIndex].first);
+    workspaceBase = reinterpret_cast<char *>(base);
   }
   if (launch.mergesSplits) {
     p.partial_out = reinterpret_cast<float *>(workspaceBase);
@@ -427,7 +459,8 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
   }
 
   StatusOr<cuda::CUfunction> function =
-      module_.function(launch.kernel, launch.smem);
+      resolved ? StatusOr<cuda::CUfunction>(resolved->function)
+               : module_.function(launch.kernel, launch.smem);
   if (!function.ok())
     return function.status();
   int64_t mTiles = rowBlocks(launch, layout);
@@ -449,7 +482,9 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
     tma.order.claims = reinterpret_cast<i32 *>(
         workspaceBase + workspace.outs + workspace.lses + workspace.counters);
   StatusOr<int64_t> resident =
-      module_.residentCtas(launch.kernel, launch.threads, launch.smem);
+      resolved && resolved->residentCtas > 0
+          ? StatusOr<int64_t>(resolved->residentCtas)
+          : module_.residentCtas(launch.kernel, launch.threads, launch.smem);
   if (!resident.ok())
     return resident.status();
   // As many CTAs as the GPU holds at once: ragged batches' items without
@@ -517,6 +552,86 @@ Status Executor::resolveKVTokens(BatchLayout &layout) const {
   return Status();
 }
 
+namespace {
+/// One operand's tensor map as a call: the arguments of
+/// cuda::attentionOperandMap (`paged` 0) or cuda::pagedOperandMap
+/// (`paged` 1), the fields the other one has none of left 0, so that equal
+/// calls are equal bytes.
+struct OperandMapCall {
+  uint64_t address = 0;
+  int64_t tokens = 0, heads = 0, dim = 0, pageSize = 0, pageStride = 0;
+  int32_t paged = 0, boxRows = 0;
+  DType dtype = DType::BF16;
+  PageOrder pageOrder = PageOrder::NHD;
+
+  StatusOr<cuda::TensorMapArgs> args() const {
+    return paged ? cuda::pagedOperandMap(address, dtype, pageOrder, pageSize,
+                                         heads, dim, pageStride, boxRows)
+                 : cuda::attentionOperandMap(address, dtype, tokens, heads, dim,
+                                             boxRows);
+  }
+};
+
+/// Tensor maps already encoded on this thread, by their calls: a run whose
+/// operands are where an earlier run's were, with the same shapes (a plan
+/// reused over the same buffers, each layer's fixed KV cache), copies the
+/// map instead of building and validating its arguments and calling
+/// cuTensorMapEncodeTiled again. The arguments are a function of the call
+/// and the encoded map of the arguments (the address is one of them), so
+/// the call is the whole key: a hit is the map the driver would encode.
+/// Direct-mapped: a collision only costs the encode it would have cost
+/// anyway. Per thread, so that runs on several threads share no lock.
+class TensorMapMemo {
+public:
+  Status encode(cuda::Driver &driver, hopper::TensorMap &map,
+                const OperandMapCall &call) {
+    Entry &entry = entries_[slot(call)];
+    if (entry.valid && std::memcmp(&entry.call, &call, sizeof(call)) == 0) {
+      map = entry.map;
+      return Status();
+    }
+    entry.valid = false;
+    StatusOr<cuda::TensorMapArgs> args = call.args();
+    if (!args.ok())
+      return args.status();
+    if (Status s = driver.encodeTensorMap(map, *args); !s.ok())
+      return s;
+    entry.call = call;
+    entry.map = map;
+    entry.valid = true;
+    return Status();
+  }
+
+private:
+  // Compared and hashed as bytes: no padding may hold garbage.
+  static_assert(std::has_unique_object_representations_v<OperandMapCall> &&
+                    sizeof(OperandMapCall) % sizeof(uint64_t) == 0,
+                "OperandMapCall has padding");
+  static constexpr size_t kEntries = 256; // layers x k and v, and some q
+  struct Entry {
+    hopper::TensorMap map;
+    OperandMapCall call;
+    bool valid = false;
+  };
+  static size_t slot(const OperandMapCall &call) {
+    uint64_t words[sizeof(call) / sizeof(uint64_t)];
+    std::memcpy(words, &call, sizeof(call));
+    uint64_t h = 0;
+    for (uint64_t w : words)
+      h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+    return size_t(h >> 32) % kEntries;
+  }
+  // On the heap: 64 KB is too much for a thread's static TLS block.
+  std::unique_ptr<Entry[]> entries_ = std::make_unique<Entry[]>(kEntries);
+};
+
+Status encodeMemoized(cuda::Driver &driver, hopper::TensorMap &map,
+                      const OperandMapCall &call) {
+  thread_local TensorMapMemo memo;
+  return memo.encode(driver, map, call);
+}
+} // namespace
+
 Status Executor::encodeOperandMaps(const LaunchSpec &launch,
                                    const BatchLayout &layout,
                                    const ValueSpec &query, const ValueSpec &key,
@@ -552,40 +667,37 @@ Status Executor::encodeOperandMaps(const LaunchSpec &launch,
     // Pages gathered row by row by the kernel's producer need no map.
     if (!hopper::boxesFillAtoms(int(o.boxRows)))
       continue;
-    auto address = reinterpret_cast<uint64_t>(o.address);
-    bool paged = o.spec.kind == ValueSpec::Kind::KV &&
-                 o.spec.layout == TokenLayout::Paged;
-    // A CTA whose rows pack every query head of its tokens (the latent
-    // schedule) loads consecutive (token, head) rows: one head of
-    // tokens x heads rows.
+    OperandMapCall call;
+    call.address = reinterpret_cast<uint64_t>(o.address);
+    call.dtype = o.spec.dtype;
+    call.dim = o.spec.dim;
+    call.boxRows = int32_t(o.boxRows);
     if (o.spec.kind == ValueSpec::Kind::Query && launch.packedHeads > 1) {
-      StatusOr<cuda::TensorMapArgs> args = cuda::attentionOperandMap(
-          address, o.spec.dtype, rows(o.tokens * o.spec.heads), 1, o.spec.dim,
-          int(o.boxRows));
-      if (!args.ok())
-        return args.status();
-      if (Status s = driver_.encodeTensorMap(o.map, *args); !s.ok())
-        return s;
-      continue;
+      // A CTA whose rows pack every query head of its tokens (the latent
+      // schedule) loads consecutive (token, head) rows: one head of
+      // tokens x heads rows.
+      call.tokens = rows(o.tokens * o.spec.heads);
+      call.heads = 1;
+    } else if (o.spec.kind == ValueSpec::Kind::KV &&
+               o.spec.layout == TokenLayout::Paged) {
+      call.paged = 1;
+      call.pageOrder = o.spec.pageOrder;
+      call.pageSize = o.spec.pageSize;
+      call.heads = o.spec.heads;
+      call.pageStride = o.pageStride;
+    } else {
+      call.tokens = rows(o.tokens);
+      call.heads = o.spec.heads;
     }
-    StatusOr<cuda::TensorMapArgs> args =
-        paged ? cuda::pagedOperandMap(address, o.spec.dtype, o.spec.pageOrder,
-                                      o.spec.pageSize, o.spec.heads, o.spec.dim,
-                                      o.pageStride, int(o.boxRows))
-              : cuda::attentionOperandMap(address, o.spec.dtype, rows(o.tokens),
-                                          o.spec.heads, o.spec.dim,
-                                          int(o.boxRows));
-    if (!args.ok())
-      return args.status();
-    if (Status s = driver_.encodeTensorMap(o.map, *args); !s.ok())
+    if (Status s = encodeMemoized(driver_, o.map, call); !s.ok())
       return s;
   }
   return Status();
 }
 
-Status Executor::launchMerge(const LaunchSpec &launch,
-                             const BatchLayout &layout, Binding &binding,
-                             cuda::CUstream stream) {
+Status Executor::launchMerge(int launchIndex, const BatchLayout &layout,
+                             Binding &binding, cuda::CUstream stream) {
+  const LaunchSpec &launch = program_.launches[launchIndex];
   MergeParams p;
   std::memset(&p, 0, sizeof(p));
   size_t pairs = launch.args.size() / 2;
@@ -595,7 +707,8 @@ Status Executor::launchMerge(const LaunchSpec &launch,
     // The partial states of one split-KV attention, `rows` apart.
     int outs = launch.args[0], lses = launch.args[1];
     const ValueSpec &in = program_.values[outs];
-    int states = statesOf_.count(outs) ? statesOf_[outs] : 1;
+    auto recorded = statesOf_.find(outs);
+    int states = recorded != statesOf_.end() ? recorded->second : 1;
     p.num_states = states;
     for (int s = 0; s < states; ++s) {
       p.outs[s] = reinterpret_cast<const char *>(binding.values[outs]) +
@@ -623,7 +736,10 @@ Status Executor::launchMerge(const LaunchSpec &launch,
   p.out = reinterpret_cast<void *>(binding.values[launch.results[0]]);
   p.lse = reinterpret_cast<float *>(binding.values[launch.results[1]]);
   p.rows = rows;
-  StatusOr<cuda::CUfunction> function = module_.function(launch.kernel, 0);
+  const LoadedModule::ResolvedLaunch *resolved = module_.resolved(launchIndex);
+  StatusOr<cuda::CUfunction> function =
+      resolved ? StatusOr<cuda::CUfunction>(resolved->function)
+               : module_.function(launch.kernel, 0);
   if (!function.ok())
     return function.status();
   int64_t rowsPerBlock = launch.threads / 32;

@@ -64,11 +64,32 @@ public:
   StatusOr<int64_t> residentCtas(const std::string &name, int64_t threads,
                                  int64_t smem);
 
+  /// What a launch needs of its kernel at run time. A module holds one
+  /// program's kernels (its cubin's), so its launches are numbered by that
+  /// program's launch index.
+  struct ResolvedLaunch {
+    cuda::CUfunction function = nullptr;
+    /// residentCtas of the kernel; 0 where no run needs it (launches that
+    /// neither split keys nor walk a work order).
+    int64_t residentCtas = 0;
+  };
+  /// Launch `index`'s resolution, or null before Executor::resolveKernels
+  /// has set them: a run then reads its kernel by index, without the name
+  /// lookups above (string compares in a map) on every launch.
+  const ResolvedLaunch *resolved(int index) const {
+    return size_t(index) < resolved_.size() ? &resolved_[index] : nullptr;
+  }
+
 private:
+  friend class Executor;
   cuda::Driver *driver_ = nullptr;
   cuda::CUmodule module_ = nullptr;
   std::map<std::string, cuda::CUfunction> functions_;
   std::map<std::string, int64_t> residentCtas_;
+  /// Set once, by the first resolveKernels, before any run can read it
+  /// (a run needs a plan, and a plan resolves first); never written after,
+  /// so runs on several threads read it without a lock.
+  std::vector<ResolvedLaunch> resolved_;
 };
 
 class Executor {
@@ -103,7 +124,9 @@ public:
   /// kernel leaves them at zero.
   std::map<int, size_t> workspaceBytes(const BatchLayout &layout) const;
 
-  /// Resolves every kernel (and its shared-memory limit) ahead of `run`.
+  /// Resolves every kernel (and its shared-memory limit and occupancy)
+  /// ahead of `run`, and records them in the module by launch index
+  /// (LoadedModule::resolved) the first time.
   Status resolveKernels();
 
   /// Sets `layout.kvTokens` where a kernel loads k and v through tensor
@@ -113,13 +136,20 @@ public:
   Status resolveKVTokens(BatchLayout &layout) const;
 
 private:
+  /// chooseSplits on a GPU that holds `residentCtas` of the launch's CTAs
+  /// at once.
+  KVSplits splitsFor(const LaunchSpec &launch, const BatchLayout &layout,
+                     int64_t residentCtas) const;
   Status launchAttention(int launchIndex, const BatchLayout &layout,
                          Binding &binding, cuda::CUstream stream, int splits,
                          int64_t gridCtas);
-  Status launchMerge(const LaunchSpec &launch, const BatchLayout &layout,
+  Status launchMerge(int launchIndex, const BatchLayout &layout,
                      Binding &binding, cuda::CUstream stream);
   Status ensureBuffer(int value, size_t bytes, Binding &binding);
-  Status ensureWorkspace(int launch, size_t bytes, Binding &binding);
+  /// The workspace of launch `launch` in `base`, allocated (and zeroed)
+  /// if the binding has none.
+  Status ensureWorkspace(int launch, size_t bytes, Binding &binding,
+                         cuda::CUdeviceptr &base);
   /// A launch's workspace, each part's bytes: a merging launch's partial
   /// outputs, partial LSEs and arrival counters, then a claiming launch's
   /// two item-claim counters (WorkOrder::claims).
@@ -146,7 +176,10 @@ private:
   LoadedModule &module_;
   std::map<int, cuda::DeviceBuffer> owned_;
   std::map<int, cuda::DeviceBuffer> ownedWorkspaces_; // by launch index
-  std::map<int, int> statesOf_; // partial-state value -> splits it holds
+  /// Partial-state value -> the splits it holds, for a merge launch that
+  /// reads one split attention's states (only launches with splitResults
+  /// record theirs: any other attention's results are one state).
+  std::map<int, int> statesOf_;
 };
 
 } // namespace attnc
