@@ -253,7 +253,8 @@ def attnc_runner(ctx):
                                         k_scale=k_scale, v_scale=v_scale),
                     out.reshape(q.shape))
         out = torch.empty_like(q)
-        return (lambda: attnc.attention(q, k8, v8, out=out, k_scale=k_scale,
+        return (lambda: attnc.attention(q, k8, v8, layout="bshd", out=out,
+                                        k_scale=k_scale,
                                         v_scale=v_scale, **mods)), out
     if w.ragged_layout:
         q2, k2, v2, q_ptr, kv_ptr, max_q, max_kv = ctx.ragged()
@@ -266,7 +267,8 @@ def attnc_runner(ctx):
         return run, out.view(q.shape[:-1] + (w.v_dim,))
     if not w.paged:
         out = q.new_empty(q.shape[:-1] + (w.v_dim,))
-        return lambda: attnc.attention(q, k, v, out=out, **mods), out
+        return lambda: attnc.attention(q, k, v, layout="bshd", out=out,
+                                       **mods), out
     cache = ctx.paged
     if not w.decode:  # paged prefill: ragged queries, one request each
         wrapper = attnc.PagedAttention(w.heads, w.kv_heads, w.dim,
@@ -305,7 +307,7 @@ def attnc_mask_mod_runner(ctx):
     q, k, v = ctx.q, ctx.k, ctx.v
     ids = document_ids(ctx).view(1, -1)
     out = torch.empty_like(q)
-    return (lambda: attnc.attention(q, k, v, causal=True,
+    return (lambda: attnc.attention(q, k, v, layout="bshd", causal=True,
                                     mask_mod=DOC_MASK_MOD, captures=[ids],
                                     out=out)), out
 

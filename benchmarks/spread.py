@@ -38,7 +38,8 @@ def tensors(w, seed):
 
 def sample(w, q, k, v, iters):
     out = torch.empty_like(q)
-    ours = time_ms(lambda: attnc.attention(q, k, v, causal=w.causal, out=out),
+    ours = time_ms(lambda: attnc.attention(q, k, v, layout="bshd",
+                                           causal=w.causal, out=out),
                    iters)
     qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
 

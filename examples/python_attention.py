@@ -13,7 +13,7 @@ torch.manual_seed(0)
 q = torch.randn(2, 1024, 32, 128, device="cuda", dtype=torch.bfloat16)
 k = torch.randn(2, 1024, 8, 128, device="cuda", dtype=torch.bfloat16)
 v = torch.randn_like(k)
-out = attnc.attention(q, k, v, causal=True)  # [batch, len, heads, dim]
+out = attnc.attention(q, k, v, layout="bshd", causal=True)  # [B, L, H, D]
 ref = F.scaled_dot_product_attention(
     q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True,
     enable_gqa=True).transpose(1, 2)

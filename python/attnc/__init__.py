@@ -39,3 +39,10 @@ __all__ = ["AttncError", "CascadeAttention", "CascadeMLAAttention",
            "SchedulerStats", "Step", "TraceError", "Variant", "attention",
            "merge_states"] + _MATH
 __version__ = _library_version()  # the CLI's and the C API's
+
+try:
+    import torch as _torch  # noqa: F401
+except ImportError:  # no torch: the operators have nothing to register with
+    pass
+else:
+    from . import ops  # noqa: F401  torch.ops.attnc.*

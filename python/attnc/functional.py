@@ -3,6 +3,10 @@
 from collections import OrderedDict
 
 from ._capi import LIMITS
+from ._compiled import compiling, eagerly
+from ._launch import DenseCall
+from ._layouts import LAYOUTS, choose_route, fold_allowed, in_order, \
+    layout_help
 from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, KV_TYPES, \
     check_tensor, current_stream, dtype_name, require
 from ._values import INT32, as_float32, as_flag, as_int, as_sequence
@@ -171,12 +175,13 @@ def region_fields(score_mod, mask_mod, captures):
                 capture_types=tuple(capture_types)), captures
 
 
-def segment_tensors(segments, q, k, q_indptr, kv_indptr):
+def segment_tensors(segments, q_shape, k_shape, q_indptr, kv_indptr):
     """The queries' and the keys' document ids of `segments`: None (no
     ids, []), one int32 tensor labelling the tokens of q and k alike
     (self-attention: q and k are the same tokens), or a (q_segments,
     kv_segments) pair. Ids are indexed like the tokens they label: [tokens]
-    of a ragged batch, [batch, seq_len] of a dense one."""
+    of a ragged batch, [batch, seq_len] of a dense one (q_shape and k_shape
+    are [tokens, ..] or [batch, seq_len, ..])."""
     if segments is None:
         return []
     ragged = q_indptr is not None
@@ -190,23 +195,24 @@ def segment_tensors(segments, q, k, q_indptr, kv_indptr):
         # One tensor labels both only where q's tokens are k's.
         same = (q_indptr is kv_indptr or
                 host_ints(q_indptr) == host_ints(kv_indptr)
-                ) if ragged else q.shape[1] == k.shape[1]
+                ) if ragged else q_shape[1] == k_shape[1]
         if not same:
             raise ValueError(
                 "one segments tensor labels q's and k's tokens alike, and q "
                 "and k are not the same tokens (" +
                 ("q_indptr and kv_indptr differ" if ragged else
-                 f"q_len {q.shape[1]}, kv_len {k.shape[1]}") +
+                 f"q_len {q_shape[1]}, kv_len {k_shape[1]}") +
                 "): give segments=(q_segments, kv_segments)")
         pair = [("segments", segments), ("segments", segments)]
     tensors = []
-    for (name, ids), x in zip(pair, (q, k)):
-        shape = (x.shape[0],) if ragged else (x.shape[0], x.shape[1])
+    for (name, ids), (x, x_shape) in zip(pair, (("q", q_shape),
+                                                 ("k", k_shape))):
+        shape = (x_shape[0],) if ragged else (x_shape[0], x_shape[1])
         check_tensor(name, ids, len(shape), ("int32",))
         if tuple(ids.shape) != shape:
             raise ValueError(
                 f"{name} must be {list(shape)} (one id per token of "
-                f"{'q' if x is q else 'k'}), got {list(ids.shape)}")
+                f"{x}), got {list(ids.shape)}")
         tensors.append(ids)
     return tensors
 
@@ -226,18 +232,43 @@ def _check_indptr(name, values, rows_name, rows):
     return values
 
 
+_CALLS = OrderedDict()
+_MAX_CALLS = 256
+
+
+
+def _call_key(q, k, v, layout, causal, window, sinks, softcap, scale, alibi,
+              return_lse, out):
+    """What decides a dense call's kernel, route and checks: equal keys,
+    equal calls. Types are in it where a value of another type is refused
+    (causal=1.0, window=2.0) but compares equal."""
+    return (layout, q.shape, q.stride(), q.dtype, q.device, k.shape,
+            k.stride(), k.dtype, k.device, v.shape, v.stride(), v.dtype,
+            v.device, causal, type(causal), window, type(window), sinks,
+            type(sinks), softcap, scale, alibi, type(alibi), return_lse,
+            type(return_lse), None if out is None else
+            (out.shape, out.stride(), out.dtype, out.device))
+
+
 def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
               scale=None, alibi=False, score_mod=None, mask_mod=None,
               captures=(), segments=None, return_lse=False, q_indptr=None,
               kv_indptr=None, max_q_len=None, max_kv_len=None, out=None,
-              k_scale=None, v_scale=None):
+              k_scale=None, v_scale=None, layout=None):
     """Attention of q over (k, v), FlashAttention's conventions.
 
-    Dense: q [batch, q_len, heads, dim], k and v [batch, kv_len, kv_heads,
-    dim]. Ragged: q [tokens, heads, dim] and k, v [tokens, kv_heads, dim]
-    with int32 index pointers q_indptr and kv_indptr [batch + 1]. v may
-    have another head dim than q and k (DeepSeek's MLA prefill: 192 and
-    128); out and the output then have v's. Queries
+    Dense: `layout` says how the 4-D tensors are laid out, and must be
+    given (shapes cannot tell): "bshd", q [batch, q_len, heads, dim] and k,
+    v [batch, kv_len, kv_heads, dim] (FlashAttention's), or "bhsd", q
+    [batch, heads, q_len, dim] and k, v [batch, kv_heads, kv_len, dim]
+    (SDPA's and FlexAttention's). Any strides: tensors are read where they
+    lie when their memory is in either order, and copied otherwise. out
+    (and lse, [batch, q_len, heads] or [batch, heads, q_len]) come back in
+    the call's layout. Ragged: q [tokens, heads, dim] and k, v [tokens,
+    kv_heads, dim], contiguous, with int32 index pointers q_indptr and
+    kv_indptr [batch + 1] (layout None or "thd"). v may have another head
+    dim than q and k (DeepSeek's MLA prefill: 192 and 128); out and the
+    output then have v's. Queries
     are bottom-right aligned when q_len < kv_len. heads must be a multiple
     of kv_heads (GQA / MQA). window is an int (keys to the left) or a
     (left, right) pair; sinks keeps the first keys visible. score_mod and
@@ -259,15 +290,145 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     and v / v_scale:
     the scales are floats or float32 tensors of 1 or kv_heads values (None:
     1). Returns out, or (out, lse) with
-    lse [.., heads] in float32, natural log. Ragged index pointers are read
+    lse in float32, natural log. Ragged index pointers are read
     on the host and checked against q and k unless max_q_len and max_kv_len
     are given: then they are trusted, and those must be the true maxima.
+    A dense call's checks and kernel are resolved once per shape, strides,
+    dtypes and options: later such calls only launch.
     """
+    if compiling():
+        return _traced_attention(q, k, v, causal, window, sinks, softcap,
+                                 scale, alibi, return_lse, layout, dict(
+                                     score_mod=score_mod, mask_mod=mask_mod,
+                                     captures=captures, segments=segments,
+                                     q_indptr=q_indptr, kv_indptr=kv_indptr,
+                                     max_q_len=max_q_len,
+                                     max_kv_len=max_kv_len, out=out,
+                                     k_scale=k_scale, v_scale=v_scale))
+    plain = (score_mod is None and mask_mod is None and segments is None
+             and q_indptr is None and kv_indptr is None and k_scale is None
+             and v_scale is None and type(captures) is tuple and
+             not captures)
+    key = None
+    if plain:
+        try:
+            key = _call_key(q, k, v, layout, causal, window, sinks, softcap,
+                            scale, alibi, return_lse, out)
+            call = _CALLS.get(key)
+        except (AttributeError, TypeError):  # not tensors; a list window
+            key = call = None
+        if call is not None:
+            return call.launch(q, k, v, out)
     ragged = q_indptr is not None or kv_indptr is not None
-    rank = 3 if ragged else 4
-    check_tensor("q", q, rank, ELEMENT_TYPES)
-    check_tensor("k", k, rank, KV_TYPES)
-    check_tensor("v", v, rank, KV_TYPES)
+    if ragged:
+        require(layout in (None, "thd"), f"ragged tensors are [tokens, "
+                f"heads, dim] (layout None or 'thd'), got layout={layout!r}")
+        return _ragged_attention(
+            q, k, v, causal, window, sinks, softcap, scale, alibi, score_mod,
+            mask_mod, captures, segments, return_lse, q_indptr, kv_indptr,
+            max_q_len, max_kv_len, out, k_scale, v_scale)
+    require(max_q_len is None and max_kv_len is None,
+            "max_q_len and max_kv_len are for ragged attention (with "
+            "q_indptr and kv_indptr)")
+    if layout not in LAYOUTS:
+        raise ValueError(f"dense attention needs layout= (shapes cannot "
+                         f"tell which dimension holds the heads): "
+                         f"{layout_help()}; got {layout!r}")
+    for name, x, types in (("q", q, ELEMENT_TYPES), ("k", k, KV_TYPES),
+                           ("v", v, KV_TYPES)):
+        check_tensor(name, x, 4, types, contiguous=False)
+    # The shapes as [batch, seq_len, heads, dim], whatever the layout.
+    qs, ks, vs = ((tuple(x.shape) if layout == "bshd" else
+                   (x.shape[0], x.shape[2], x.shape[1], x.shape[3]))
+                  for x in (q, k, v))
+    dtype, kv_dtype, heads, dim, kv_heads, v_dim = _check_kinds(
+        q, k, v, qs, ks, vs)
+    if ks[0] != qs[0]:
+        raise ValueError(f"q has batch {qs[0]}, k has {ks[0]}")
+    batch, q_len, kv_len = qs[0], qs[1], ks[1]
+    regions, captures = region_fields(score_mod, mask_mod, captures)
+    segment_ids = segment_tensors(segments, qs, ks, None, None)
+    kv_fields, scales = kv_scale_fields(kv_dtype, k_scale, v_scale,
+                                        kv_heads, q.device)
+    route = choose_route(q, k, v, layout, fold_allowed(
+        heads, kv_heads, q_len, alibi, bool(segment_ids) or
+        regions["score_mod"] is not None or regions["mask_mod"] is not None))
+    order = route.order()
+    if route.fold:
+        kernel_heads, kernel_kv_heads = heads // kv_heads, 1
+        kernel_batch = batch * kv_heads
+    else:
+        kernel_heads, kernel_kv_heads, kernel_batch = heads, kv_heads, batch
+    # One query per request is decode: a kernel specialized for it splits
+    # the keys instead of tiling queries.
+    spec = dict(query_heads=kernel_heads, kv_heads=kernel_kv_heads,
+                head_dim=dim, value_head_dim=0 if v_dim == dim else v_dim,
+                dtype=IR_NAMES[dtype], query_layout="dense", **kv_fields,
+                queries_per_request=1 if q_len == 1 else 0,
+                kv_layout="dense", segments=int(bool(segment_ids)),
+                **regions, **modifier_fields(causal, window, sinks, softcap,
+                                             scale, alibi, return_lse))
+    out_logical = qs[:3] + (v_dim,)
+    out_direct = False
+    if out is not None:
+        check_tensor("out", out, 4, (dtype,), contiguous=False)
+        want = out_logical if layout == "bshd" else _swap(out_logical)
+        require(tuple(out.shape) == want,
+                f"out must have q's shape with v's head dim, "
+                f"{list(want)}, got {list(out.shape)}")
+        out_direct = in_order(out, layout, order)
+    kernel = kernel_for(spec)
+    call = DenseCall(
+        kernel, dict(batch=kernel_batch, max_query_len=q_len,
+                     max_kv_len=kv_len, query_tokens=kernel_batch * q_len),
+        layout, route,
+        out_logical if order == "bshd" else _swap(out_logical),
+        qs[:3] if order == "bshd" else (qs[0], qs[2], qs[1]),
+        out_direct, bool(return_lse))
+    buffers = segment_ids + scales + captures
+    if key is not None:
+        _CALLS[key] = call
+        if len(_CALLS) > _MAX_CALLS:
+            _CALLS.popitem(last=False)
+    return call.launch(q, k, v, out, buffers,
+                       [list(b.shape) for b in buffers])
+
+
+def _traced_attention(q, k, v, causal, window, sinks, softcap, scale, alibi,
+                      return_lse, layout, rest):
+    """attention() as torch.compile traces it: torch.ops.attnc.attention,
+    which takes a dense call's declarative options; any other argument is
+    run eagerly, outside the graph (a graph break)."""
+    if any(value is not None for name, value in rest.items()
+           if name != "captures") or tuple(rest["captures"]):
+        return _EAGER_ATTENTION(
+            q, k, v, causal=causal, window=window, sinks=sinks,
+            softcap=softcap, scale=scale, alibi=alibi, return_lse=return_lse,
+            layout=layout, **rest)
+    left, right = _window(window)
+    import torch
+    out, lse = torch.ops.attnc.attention(
+        q, k, v, layout, bool(causal), left, right, int(sinks),
+        float(softcap or 0.0), float(scale or 0.0), bool(alibi),
+        bool(return_lse))
+    return (out, lse) if return_lse else out
+
+
+# attention() as a compiled graph calls it given what its operator lacks.
+_EAGER_ATTENTION = eagerly(
+    attention, "attnc.attention with score_mod, mask_mod, captures, "
+    "segments, ragged tensors, fp8 scales or out= runs eagerly: "
+    "torch.ops.attnc.attention takes dense tensors and declarative options")
+
+
+def _swap(shape):
+    """[b, s, h, d] as [b, h, s, d], or back."""
+    return (shape[0], shape[2], shape[1]) + tuple(shape[3:])
+
+
+def _check_kinds(q, k, v, qs, ks, vs):
+    """dtype, kv_dtype, heads, dim, kv_heads and v_dim of q, k and v (shapes
+    qs, ks, vs: [.., heads, dim]), checked to fit one another."""
     dtype = dtype_name(q)
     kv_dtype = dtype_name(k)
     if dtype_name(v) != kv_dtype or (kv_dtype != dtype and
@@ -276,59 +437,57 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
                         f"fp8 cache, got {kv_dtype} and {dtype_name(v)}")
     # Head counts and their group are the verifier's to check (a zero
     # included); only what the spec cannot say is checked here.
-    heads, dim = q.shape[-2], q.shape[-1]
-    kv_heads = k.shape[-2]
-    # Messages are formatted only on failure: decode steps come here often.
-    if tuple(k.shape[:-1]) != tuple(v.shape[:-1]):
+    heads, dim = qs[-2], qs[-1]
+    kv_heads = ks[-2]
+    if tuple(ks[:-1]) != tuple(vs[:-1]):
         raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must "
                          f"have one shape but for the head dim")
-    v_dim = v.shape[-1]
-    if k.shape[-1] != dim:
-        raise ValueError(f"k's head dim {k.shape[-1]} differs from q's {dim}")
-    if ragged:
-        require(q_indptr is not None and kv_indptr is not None,
-                "ragged attention needs both q_indptr and kv_indptr")
-        check_tensor("q_indptr", q_indptr, 1, ("int32",))
-        check_tensor("kv_indptr", kv_indptr, 1, ("int32",))
-        require(q_indptr.shape[0] == kv_indptr.shape[0] >= 2,
-                "q_indptr and kv_indptr must both have batch + 1 entries")
-        batch = q_indptr.shape[0] - 1
-        if max_q_len is None or max_kv_len is None:
-            # Read anyway: check that the kernel stays inside q and k.
-            qs = _check_indptr("q_indptr", host_ints(q_indptr), "q",
-                               q.shape[0])
-            ks = _check_indptr("kv_indptr", host_ints(kv_indptr), "k",
-                               k.shape[0])
-            max_q_len = max(b - a for a, b in zip(qs, qs[1:]))
-            max_kv_len = max(b - a for a, b in zip(ks, ks[1:]))
-        q_len = as_int("max_q_len", max_q_len, (0, INT32[1]))
-        kv_len = as_int("max_kv_len", max_kv_len, (0, INT32[1]))
-        tokens = q.shape[0]
-    else:
-        require(max_q_len is None and max_kv_len is None,
-                "max_q_len and max_kv_len are for ragged attention (with "
-                "q_indptr and kv_indptr)")
-        if k.shape[0] != q.shape[0]:
-            raise ValueError(f"q has batch {q.shape[0]}, k has {k.shape[0]}")
-        batch, q_len, kv_len = q.shape[0], q.shape[1], k.shape[1]
-        tokens = batch * q_len
+    if ks[-1] != dim:
+        raise ValueError(f"k's head dim {ks[-1]} differs from q's {dim}")
+    return dtype, kv_dtype, heads, dim, kv_heads, vs[-1]
+
+
+def _ragged_attention(q, k, v, causal, window, sinks, softcap, scale, alibi,
+                      score_mod, mask_mod, captures, segments, return_lse,
+                      q_indptr, kv_indptr, max_q_len, max_kv_len, out,
+                      k_scale, v_scale):
+    """attention() of ragged [tokens, heads, dim] tensors."""
+    check_tensor("q", q, 3, ELEMENT_TYPES)
+    check_tensor("k", k, 3, KV_TYPES)
+    check_tensor("v", v, 3, KV_TYPES)
+    dtype, kv_dtype, heads, dim, kv_heads, v_dim = _check_kinds(
+        q, k, v, tuple(q.shape), tuple(k.shape), tuple(v.shape))
+    require(q_indptr is not None and kv_indptr is not None,
+            "ragged attention needs both q_indptr and kv_indptr")
+    check_tensor("q_indptr", q_indptr, 1, ("int32",))
+    check_tensor("kv_indptr", kv_indptr, 1, ("int32",))
+    require(q_indptr.shape[0] == kv_indptr.shape[0] >= 2,
+            "q_indptr and kv_indptr must both have batch + 1 entries")
+    batch = q_indptr.shape[0] - 1
+    if max_q_len is None or max_kv_len is None:
+        # Read anyway: check that the kernel stays inside q and k.
+        qs = _check_indptr("q_indptr", host_ints(q_indptr), "q", q.shape[0])
+        ks = _check_indptr("kv_indptr", host_ints(kv_indptr), "k",
+                           k.shape[0])
+        max_q_len = max(b - a for a, b in zip(qs, qs[1:]))
+        max_kv_len = max(b - a for a, b in zip(ks, ks[1:]))
+    q_len = as_int("max_q_len", max_q_len, (0, INT32[1]))
+    kv_len = as_int("max_kv_len", max_kv_len, (0, INT32[1]))
+    tokens = q.shape[0]
     regions, captures = region_fields(score_mod, mask_mod, captures)
-    segment_ids = segment_tensors(segments, q, k, q_indptr, kv_indptr)
-    # One query per request is decode: a kernel specialized for it splits
-    # the keys instead of tiling queries.
-    decode = not ragged and q_len == 1
-    layout = "ragged" if ragged else "dense"
+    segment_ids = segment_tensors(segments, q.shape, k.shape, q_indptr,
+                                  kv_indptr)
     kv_fields, scales = kv_scale_fields(kv_dtype, k_scale, v_scale,
                                         kv_heads, q.device)
     spec = dict(query_heads=heads, kv_heads=kv_heads, head_dim=dim,
                 value_head_dim=0 if v_dim == dim else v_dim,
-                dtype=IR_NAMES[dtype], query_layout=layout, **kv_fields,
-                queries_per_request=1 if decode else 0, kv_layout=layout,
+                dtype=IR_NAMES[dtype], query_layout="ragged", **kv_fields,
+                queries_per_request=0, kv_layout="ragged",
                 segments=int(bool(segment_ids)), **regions,
                 **modifier_fields(causal, window, sinks, softcap, scale,
                                   alibi, return_lse))
     if out is not None:
-        check_tensor("out", out, rank, (dtype,))
+        check_tensor("out", out, 3, (dtype,))
         require(tuple(out.shape) == tuple(q.shape[:-1]) + (v_dim,),
                 "out must have q's shape with v's head dim")
     kernel = kernel_for(spec)
@@ -342,19 +501,14 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
         lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
         outputs.append(lse.data_ptr())
     stream = current_stream(q)
-    if ragged:
-        plan = cached_plan(kernel, stream,
-                           (batch, q_len, kv_len, tokens, q_indptr.data_ptr(),
-                            kv_indptr.data_ptr(), k.shape[0]),
-                           batch=batch, max_query_len=q_len,
-                           max_kv_len=kv_len, query_tokens=tokens,
-                           q_indptr=q_indptr.data_ptr(),
-                           kv_indptr=kv_indptr.data_ptr(),
-                           kv_tokens=k.shape[0])
-    else:
-        plan = cached_plan(kernel, stream, (batch, q_len, kv_len),
-                           batch=batch, max_query_len=q_len,
-                           max_kv_len=kv_len, query_tokens=tokens)
+    plan = cached_plan(kernel, stream,
+                       (batch, q_len, kv_len, tokens, q_indptr.data_ptr(),
+                        kv_indptr.data_ptr(), k.shape[0]),
+                       batch=batch, max_query_len=q_len,
+                       max_kv_len=kv_len, query_tokens=tokens,
+                       q_indptr=q_indptr.data_ptr(),
+                       kv_indptr=kv_indptr.data_ptr(),
+                       kv_tokens=k.shape[0])
     # The kernel's buffers in its operands' order: segment ids, scales,
     # captures.
     buffers = segment_ids + scales + captures
@@ -384,6 +538,9 @@ def merge_states(outs, lses):
     """Merges attention states over disjoint key sets: outs[i] [.., heads,
     dim] (bf16 or f16), lses[i] [.., heads] float32 (natural log). Returns
     (out, lse); a state with lse -inf contributes nothing."""
+    if compiling():
+        import torch
+        return torch.ops.attnc.merge_states(list(outs), list(lses))
     outs = as_sequence("outs", outs)
     lses = as_sequence("lses", lses)
     require(len(outs) == len(lses) >= 2, "merge_states needs two or more "

@@ -4,6 +4,7 @@ FlashInfer's BatchMLAPagedAttentionWrapper: plan once per batch, then run
 for every layer with no allocation and no host-device synchronization, so
 that run can be captured in a CUDA graph."""
 
+from ._compiled import compiling, eagerly, operator_handle, traced_run
 from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, check_tensor, \
     current_stream, require
 from ._values import as_int
@@ -139,6 +140,7 @@ class MLAAttention:
             kv_indptr=self._indptr.data_ptr(),
             page_indices=self._indices.data_ptr(),
             last_page_len=self._last.data_ptr()))
+        operator_handle(self)  # what torch.compile's graph names it by
         return self
 
     @staticmethod
@@ -157,6 +159,11 @@ class MLAAttention:
         head_dim_ckv] (and lse [tokens, heads] with return_lse). Pass `out`
         (and `lse`, and an fp8 cache's kv_scale as a tensor) to keep run
         free of allocation."""
+        if compiling():
+            return traced_run(self, "mla_run",
+                              (q_nope, q_pe, ckv_cache, kpe_cache),
+                              dict(out=out, lse=lse, kv_scale=kv_scale),
+                              _EAGER_RUN)
         require(self._parts is not None, "call plan() before run()",
                 RuntimeError)
         tokens, heads = self._tokens, self.num_heads
@@ -218,3 +225,10 @@ class MLAAttention:
         kernel, plan = self._parts
         kernel.run(plan, inputs, outputs, current_stream(out))
         return (out, lse) if self.return_lse else out
+
+
+# run as a compiled graph calls it given out, lse or kv_scale, which
+# torch.ops.attnc.mla_run does not take.
+_EAGER_RUN = eagerly(
+    MLAAttention.run, "MLAAttention.run with out, lse or kv_scale runs "
+    "eagerly: torch.ops.attnc.mla_run takes the tensors only")

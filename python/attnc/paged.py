@@ -9,6 +9,8 @@ from ._capi import PAGE_ORDERS
 from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, check_tensor, \
     current_stream, dtype_name, require
 from ._values import as_int, as_sequence
+from ._launch import run as run_launch
+from ._compiled import compiling, eagerly, operator_handle, traced_run
 from .functional import host_ints, kernel_for, modifier_fields, \
     region_fields, scale_count, scale_tensor
 from .kernel import Variant
@@ -150,6 +152,7 @@ class PagedAttention:
         self.kv_dtype, self._fp8 = kv_dtype, fp8
         self.return_lse = bool(return_lse)
         self._plan = None  # the kernel's Plan, once plan() has run
+        self._checked = None  # the last run's tensors, as checked
 
     def _decode_spec(self):
         return dict(self._spec, query_layout="dense", queries_per_request=1)
@@ -239,6 +242,8 @@ class PagedAttention:
                 page_indices=self._indices.data_ptr(),
                 last_page_len=self._last.data_ptr() + 4 * decodes)))
         self._plan = self._parts[-1][1]
+        self._checked = None  # run's checks are against this plan
+        operator_handle(self)  # what torch.compile's graph names it by
         return self
 
     def _scale_count(self):
@@ -288,9 +293,55 @@ class PagedAttention:
         free of allocation, e.g. under CUDA-graph capture; fp8 scales are
         then tensors (or None). captures: None, the wrapper's `captures`;
         or tensors to read in their place, one for each, of its dtype and
-        rank."""
+        rank. The checks of a call like the last one checked (shapes,
+        strides, dtypes, devices) are not run again."""
+        if compiling():
+            return traced_run(self, "paged_run", (q, k_cache, v_cache),
+                              dict(out=out, lse=lse, k_scale=k_scale,
+                                   v_scale=v_scale, captures=captures),
+                              _EAGER_RUN)
         require(self._plan is not None, "call plan() before run()",
                 RuntimeError)
+        key = None
+        if k_scale is None and v_scale is None and captures is None:
+            key = (q.shape, q.stride(), q.dtype, q.device, k_cache.shape,
+                   k_cache.stride(), k_cache.dtype, k_cache.device,
+                   v_cache.shape, v_cache.stride(), v_cache.dtype,
+                   v_cache.device, None if out is None else
+                   (out.shape, out.stride(), out.dtype, out.device),
+                   None if lse is None else
+                   (lse.shape, lse.stride(), lse.dtype, lse.device))
+        if key is None or key != self._checked:
+            self._check_run(q, k_cache, v_cache, out, lse)
+            self._checked = key
+        if out is None:
+            out = q.new_empty(q.shape)
+        outputs = [out.data_ptr()]
+        if self.return_lse:
+            if lse is None:
+                import torch
+                lse = torch.empty(q.shape[:2], dtype=torch.float32,
+                                  device=q.device)
+            outputs.append(lse.data_ptr())
+        inputs = [q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr()]
+        stream = current_stream(q)
+        if key is not None and not self.captures and not self._fp8:
+            for kernel, plan in self._parts:
+                run_launch(kernel, plan, inputs, outputs, stream)
+            return (out, lse) if self.return_lse else out
+        scales = self._scales(k_scale, v_scale, q.device)
+        captures = self._captures(captures)
+        buffers = list(scales) + list(captures)
+        inputs += [b.data_ptr() for b in buffers]
+        # Captures are read through their sizes; without any, none are
+        # passed (the decode step's common case).
+        sizes = [list(b.shape) for b in buffers] if captures else None
+        for kernel, plan in self._parts:
+            kernel.run(plan, inputs, outputs, stream, sizes)
+        return (out, lse) if self.return_lse else out
+
+    def _check_run(self, q, k_cache, v_cache, out, lse):
+        """run's checks of its tensors against the plan."""
         check_tensor("q", q, 3, (self.dtype,))
         # Messages are formatted only on failure: run is every decode step.
         if tuple(q.shape) != (self._tokens, self.num_qo_heads, self.head_dim):
@@ -310,33 +361,23 @@ class PagedAttention:
             if cache.shape[0] < self._pages_needed:
                 raise ValueError(f"{name} has {cache.shape[0]} pages, the "
                                  f"plan reads page {self._pages_needed - 1}")
-        if out is None:
-            out = q.new_empty(q.shape)
-        check_tensor("out", out, 3, (self.dtype,))
-        require(tuple(out.shape) == tuple(q.shape), "out must have q's shape")
-        outputs = [out.data_ptr()]
-        if self.return_lse:
-            if lse is None:
-                import torch
-                lse = torch.empty(q.shape[:2], dtype=torch.float32,
-                                  device=q.device)
+        if out is not None:
+            check_tensor("out", out, 3, (self.dtype,))
+            require(tuple(out.shape) == tuple(q.shape),
+                    "out must have q's shape")
+        if not self.return_lse:
+            require(lse is None, "lse given, but the wrapper was made "
+                    "without return_lse")
+        elif lse is not None:
             check_tensor("lse", lse, 2, ("float32",))
             if tuple(lse.shape) != tuple(q.shape[:2]):
                 raise ValueError(f"lse must be {tuple(q.shape[:2])}, got "
                                  f"{tuple(lse.shape)}")
-            outputs.append(lse.data_ptr())
-        else:
-            require(lse is None, "lse given, but the wrapper was made "
-                    "without return_lse")
-        scales = self._scales(k_scale, v_scale, q.device)
-        captures = self._captures(captures)
-        buffers = list(scales) + list(captures)
-        inputs = ([q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr()] +
-                  [b.data_ptr() for b in buffers])
-        # Captures are read through their sizes; without any, none are
-        # passed (the decode step's common case).
-        sizes = [list(b.shape) for b in buffers] if captures else None
-        stream = current_stream(q)
-        for kernel, plan in self._parts:
-            kernel.run(plan, inputs, outputs, stream, sizes)
-        return (out, lse) if self.return_lse else out
+
+
+# run as a compiled graph calls it given out, lse, k_scale, v_scale or
+# captures, which torch.ops.attnc.paged_run does not take.
+_EAGER_RUN = eagerly(
+    PagedAttention.run, "PagedAttention.run with out, lse, k_scale, v_scale "
+    "or captures runs eagerly: torch.ops.attnc.paged_run takes the tensors "
+    "only")

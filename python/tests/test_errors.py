@@ -207,7 +207,7 @@ def test_from_mlir_checks_its_text(text, error, words):
 
 def dense(**change):
     args = dict(q=FakeTensor((2, 16, 8, 64)), k=FakeTensor((2, 16, 2, 64)),
-                v=FakeTensor((2, 16, 2, 64)))
+                v=FakeTensor((2, 16, 2, 64)), layout="bshd")
     args.update(change)
     return args
 
@@ -296,8 +296,29 @@ def ragged(q_values, kv_values, **change):
      "k_scale must be a number, got str"),
     (dense(v=FakeTensor((2, 16, 2, 64), device="cpu")), ValueError,
      "v must be on a CUDA device"),
-    (dense(k=FakeTensor((2, 16, 2, 64), contiguous=False)), ValueError,
-     "k must be contiguous"),
+    (ragged([0, 5, 16], [0, 10, 20], k=FakeTensor((20, 2, 64),
+                                                  contiguous=False)),
+     ValueError, "k must be contiguous"),
+    # Shapes cannot tell [B, S, H, D] from [B, H, S, D]: the call says.
+    (dense(layout=None), ValueError, "dense attention needs layout= "
+     "\\(shapes cannot tell which dimension holds the heads\\): 'bshd' "
+     "\\[batch, seq_len, heads, dim\\], FlashAttention's; 'bhsd' "
+     "\\[batch, heads, seq_len, dim\\], SDPA's and FlexAttention's; got "
+     "None"),
+    (dense(layout="BSHD"), ValueError, "needs layout=.*got 'BSHD'"),
+    (ragged([0, 5, 16], [0, 10, 20], layout="bshd"), ValueError,
+     "ragged tensors are \\[tokens, heads, dim\\] \\(layout None or "
+     "'thd'\\), got layout='bshd'"),
+    # In SDPA's layout the heads are the second dimension: 8 heads of 16
+    # queries over 2 KV heads, whose batch and head dim are checked there.
+    (dense(q=FakeTensor((2, 8, 16, 64)), k=FakeTensor((2, 2, 16, 64)),
+           v=FakeTensor((2, 2, 12, 64)), layout="bhsd"), ValueError,
+     "must have one shape but for the head dim"),
+    (dense(q=FakeTensor((2, 8, 16, 64)), k=FakeTensor((2, 2, 16, 64)),
+           v=FakeTensor((2, 2, 16, 64)), layout="bhsd",
+           out=FakeTensor((2, 16, 8, 64))), ValueError,
+     "out must have q's shape with v's head dim, \\[2, 8, 16, 64\\], got "
+     "\\[2, 16, 8, 64\\]"),
     (dense(out=FakeTensor((2, 16, 8, 32))), ValueError,
      "out must have q's shape"),
     # Ragged index pointers are read on the host (no max lengths given)

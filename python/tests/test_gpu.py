@@ -55,7 +55,8 @@ def test_gqa_causal_prefill_matches_sdpa(dtype, batch, q_len, kv_len, heads,
     q = torch.randn(batch, q_len, heads, dim, device="cuda", dtype=dtype)
     k = torch.randn(batch, kv_len, kv_heads, dim, device="cuda", dtype=dtype)
     v = torch.randn(batch, kv_len, kv_heads, dim, device="cuda", dtype=dtype)
-    out = attnc.attention(q, k, v, causal=True, out=poisoned(q))
+    out = attnc.attention(q, k, v, layout="bshd", causal=True,
+                          out=poisoned(q))
     assert relative_error(out, sdpa(q, k, v, causal=True)) < 1e-2
 
 
@@ -84,8 +85,8 @@ def test_scores_rising_along_the_keys_match_sdpa(causal):
     torch.manual_seed(11)
     q, k, v = rising_scores(2, 300, 1100, 8, 4, 128,
                             [0.002, 0.02, 0.05, 0.4], torch.bfloat16)
-    out, lse = attnc.attention(q, k, v, causal=causal, return_lse=True,
-                               out=poisoned(q))
+    out, lse = attnc.attention(q, k, v, layout="bshd", causal=causal,
+                               return_lse=True, out=poisoned(q))
     assert relative_error(out, sdpa(q, k, v, causal)) < 1e-2
     scores = torch.einsum("bqhd,bkhd->bhqk", q.double(),
                           k.double().repeat_interleave(2, dim=2))
@@ -105,7 +106,8 @@ def test_values_of_their_own_head_dim_match_sdpa(q_len, kv_len):
     q = torch.randn(2, q_len, 16, 192, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(2, kv_len, 16, 192, device="cuda", dtype=torch.bfloat16)
     v = torch.randn(2, kv_len, 16, 128, device="cuda", dtype=torch.bfloat16)
-    out = attnc.attention(q, k, v, causal=True, out=poisoned(v[:, :q_len]))
+    out = attnc.attention(q, k, v, layout="bshd", causal=True,
+                          out=poisoned(v[:, :q_len]))
     assert out.shape == (2, q_len, 16, 128)
     assert relative_error(out, sdpa(q, k, v, causal=True)) < 1e-2
 
@@ -116,9 +118,11 @@ def test_lse_and_merge_states_rebuild_full_attention():
     k = torch.randn(2, 1024, 8, 128, device="cuda", dtype=torch.bfloat16)
     v = torch.randn_like(k)
     o1, l1 = attnc.attention(q, k[:, :400].contiguous(),
-                             v[:, :400].contiguous(), return_lse=True)
+                             v[:, :400].contiguous(), layout="bshd",
+                             return_lse=True)
     o2, l2 = attnc.attention(q, k[:, 400:].contiguous(),
-                             v[:, 400:].contiguous(), return_lse=True)
+                             v[:, 400:].contiguous(), layout="bshd",
+                             return_lse=True)
     merged, lse = attnc.merge_states([o1, o2], [l1, l2])
     assert relative_error(merged, sdpa(q, k, v, causal=False)) < 1e-2
     scores = torch.einsum("bqhd,bkhd->bqhk", q.double(), k.double())
@@ -309,7 +313,8 @@ def test_score_mod_with_a_captured_table():
         %x = memref.load %bias[%kvi] : memref<?xf32>
         %y = arith.addf %s, %x : f32
         attn.yield %y : f32"""
-    out = attnc.attention(q, k, v, score_mod=score_mod, captures=[bias])
+    out = attnc.attention(q, k, v, layout="bshd", score_mod=score_mod,
+                          captures=[bias])
     # The bias is added after the scale, as SDPA adds a float mask.
     ref = F.scaled_dot_product_attention(
         q.double().transpose(1, 2), k.double().transpose(1, 2),
@@ -340,8 +345,8 @@ def test_fp8_decode_matches_sdpa_over_the_dequantized_cache(fp8, per_head):
     count = kv_heads if per_head else 1
     k_scale = torch.rand(count, device="cuda") + 0.25
     v_scale = torch.rand(count, device="cuda") + 0.25
-    out = attnc.attention(q, k, v, k_scale=k_scale, v_scale=v_scale,
-                          out=poisoned(q))
+    out = attnc.attention(q, k, v, layout="bshd", k_scale=k_scale,
+                          v_scale=v_scale, out=poisoned(q))
     shape = (kv_heads, 1) if per_head else (1,)
     ref = sdpa(q, k.double() * k_scale.double().reshape(shape),
                v.double() * v_scale.double().reshape(shape), causal=False)

@@ -74,9 +74,9 @@ def test_a_paged_cache_with_segments_is_refused_by_name():
 # --- segments: attention()'s keyword ------------------------------------
 
 DENSE = dict(q=FakeTensor((2, 16, 8, 64)), k=FakeTensor((2, 16, 2, 64)),
-             v=FakeTensor((2, 16, 2, 64)))
+             v=FakeTensor((2, 16, 2, 64)), layout="bshd")
 CHUNK = dict(q=FakeTensor((2, 4, 8, 64)), k=FakeTensor((2, 16, 2, 64)),
-             v=FakeTensor((2, 16, 2, 64)))
+             v=FakeTensor((2, 16, 2, 64)), layout="bshd")
 INDPTR = FakeTensor((3,), "torch.int32", values=[0, 5, 16])
 OTHER_INDPTR = FakeTensor((3,), "torch.int32", values=[0, 9, 16])
 RAGGED = dict(q=FakeTensor((16, 8, 64)), k=FakeTensor((16, 2, 64)),

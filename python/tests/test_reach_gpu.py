@@ -135,7 +135,8 @@ def test_dense_document_ids_match_the_reference(batch, q_len, kv_len,
     kv_ids = torch.stack([document_ids(kv_len, 5) for _ in range(batch)])
     q_ids = kv_ids[:, kv_len - q_len:].contiguous()
     segments = kv_ids if q_len == kv_len else (q_ids, kv_ids)
-    out = attnc.attention(q, k, v, causal=causal, segments=segments,
+    out = attnc.attention(q, k, v, layout="bshd", causal=causal,
+                          segments=segments,
                           out=poisoned(q))
     for b in range(batch):
         ref = attend(q[b], k[b], v[b], causal,
@@ -154,8 +155,10 @@ def test_segments_agree_with_the_traced_document_mask():
     def same_doc(b, h, q_idx, kv_idx):
         return doc[b, q_idx] == doc[b, kv_idx]
 
-    declarative = attnc.attention(q, k, v, causal=True, segments=doc)
-    traced = attnc.attention(q, k, v, causal=True, mask_mod=same_doc)
+    declarative = attnc.attention(q, k, v, layout="bshd", causal=True,
+                                  segments=doc)
+    traced = attnc.attention(q, k, v, layout="bshd", causal=True,
+                             mask_mod=same_doc)
     assert relative_error(declarative, traced.double()) < 2e-3
 
 

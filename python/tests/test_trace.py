@@ -733,10 +733,11 @@ def test_attention_checks_the_tensors_a_function_reads():
     k = FakeTensor((2, 16, 2, 64))
     with pytest.raises(ValueError, match="on_cpu \\(read by a traced mod\\) "
                        "must be on a CUDA device"):
-        attnc.attention(q, k, k, mask_mod=lambda b, h, q_idx, kv_idx:
+        attnc.attention(q, k, k, layout="bshd",
+                        mask_mod=lambda b, h, q_idx, kv_idx:
                         on_cpu[q_idx] == on_cpu[kv_idx])
     with pytest.raises(TraceError, match="bool\\(\\) of a symbolic value"):
-        attnc.attention(q, k, k, mask_mod=python_if)
+        attnc.attention(q, k, k, layout="bshd", mask_mod=python_if)
 
 
 # With torch (CPU is enough; marked gpu so that the GPU machine, which has

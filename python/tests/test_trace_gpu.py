@@ -67,7 +67,8 @@ def inputs(shape, seed):
 def check(shape, seed, causal=False, score_mod=None, mask_mod=None,
           plain_differs=True):
     q, k, v = inputs(shape, seed)
-    out = attnc.attention(q, k, v, causal=causal, score_mod=score_mod,
+    out = attnc.attention(q, k, v, layout="bshd", causal=causal,
+                          score_mod=score_mod,
                           mask_mod=mask_mod)
     ref = reference(q, k, v, score_mod, mask_mod, causal)
     assert relative_error(out, ref) < 1e-2

@@ -3,7 +3,7 @@
     def alibi(score, b, h, q_idx, kv_idx):
         return score + slopes[h] * (kv_idx - q_idx)
 
-    out = attnc.attention(q, k, v, score_mod=alibi)
+    out = attnc.attention(q, k, v, layout="bshd", score_mod=alibi)
 
 The function is called once on symbolic values (trace/values.py) and what
 it computes becomes the region of docs/regions.md; the tensors it reads
