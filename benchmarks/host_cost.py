@@ -2,11 +2,12 @@
 SDPA and a bare torch.add, in one run (issue 46: users call attnc eagerly
 from Python, where a decode step of a small batch is bound by the host).
 
-Each row issues `--calls` back-to-back calls with no synchronization and
-divides the wall time by the calls: the GPU work of one call (a 1 x 512
-decode, a few microseconds) is shorter than the host's, so the queue never
-fills and the figure is the host's cost. The median of `--repeats` such
-samples is reported. Then one long request (1 x 32k keys), where eager
+Each sample issues `--calls` back-to-back calls with no synchronization
+and divides the wall time by the calls: the GPU work of one call (a 1 x
+512 decode, a few microseconds) is shorter than the host's, so the queue
+never fills and the figure is the host's cost. Rows take turns, one
+sample each per round, and the median of `--repeats` rounds is
+reported. Then one long request (1 x 32k keys), where eager
 decode was host-bound against cuDNN, is timed the same way (GPU and host
 together, as a model's forward pass sees them).
 
@@ -33,20 +34,45 @@ BF16 = torch.bfloat16
 DEV = "cuda"
 
 
-def us_per_call(fn, calls, repeats):
-    """Median over `repeats` samples of the wall time per call of `calls`
-    back-to-back calls, the stream drained before each sample."""
-    for _ in range(10):
-        fn()
-    samples = []
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append((time.perf_counter() - start) / calls * 1e6)
+def sample_us(fn, calls):
+    """Wall time per call of `calls` back-to-back calls, the stream drained
+    before them."""
     torch.cuda.synchronize()
-    return statistics.median(samples)
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    us = (time.perf_counter() - start) / calls * 1e6
+    torch.cuda.synchronize()
+    return us
+
+
+def round_robin(rows, calls, repeats):
+    """{name: median us per call}: every row sampled once per round, for
+    `repeats` rounds, so that the host's drift (clocks, other processes)
+    spreads over all rows alike instead of favouring the ones timed
+    first. A row that raises is reported as unavailable."""
+    def inside(fn, action):
+        """action(), inside fn's backend context where it has one."""
+        context = getattr(fn, "context", None)
+        if context is None:
+            return action()
+        with context():  # a generator's context: one per use
+            return action()
+
+    samples, skipped = {}, {}
+    for name, fn in rows:
+        try:
+            inside(fn, lambda: [fn() for _ in range(10)])
+            samples[name] = []
+        except Exception as e:  # a backend this GPU or torch lacks
+            skipped[name] = f"{type(e).__name__}: {e}"
+    for _ in range(repeats):
+        for name, fn in rows:
+            if name in samples:
+                samples[name].append(inside(fn, lambda: sample_us(fn,
+                                                                  calls)))
+    return {name: statistics.median(v) for name, v in samples.items()}, \
+        skipped
 
 
 def decode_rows(kv_len):
@@ -74,7 +100,7 @@ def decode_rows(kv_len):
         """SDPA on one backend; the backend context is entered once, around
         the timed calls, as a model sets it once (entering it per call
         costs more than the call)."""
-        context = sdpa_kernel(backend)
+        context = lambda: sdpa_kernel(backend)  # noqa: E731
 
         def call():
             F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
@@ -101,18 +127,20 @@ def decode_rows(kv_len):
                  lambda: torch.ops.attnc.attention(
                      q, k, v, "bshd", False, -1, -1, 0, 0.0, 0.0, False,
                      False)))
-    compiled = torch.compile(
-        lambda q, k, v: attnc.attention(q, k, v, layout="bshd"),
-        fullgraph=True)
+    def layer(q, k, v):
+        return attnc.attention(q, k, v, layout="bshd")
+    compiled = torch.compile(layer, fullgraph=True)
+    graphed = torch.compile(layer, fullgraph=True, mode="reduce-overhead")
     rows.append(("torch.compile(attnc.attention)",
                  lambda: compiled(q, k, v)))
+    rows.append(("  mode=reduce-overhead", lambda: graphed(q, k, v)))
     return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--out", default="host-cost")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -123,19 +151,15 @@ def main():
                           (32768, "one long request 1 x 32k")):
         print(f"== {label}: microseconds per call (median of "
               f"{args.repeats} x {args.calls} calls)")
-        for name, fn in decode_rows(kv_len):
-            try:
-                context = getattr(fn, "context", None)
-                if context is not None:
-                    with context:
-                        us = us_per_call(fn, args.calls, args.repeats)
-                else:
-                    us = us_per_call(fn, args.calls, args.repeats)
-            except Exception as e:  # a backend this GPU or torch lacks
-                print(f"{name:28s} unavailable: {type(e).__name__}: {e}")
+        rows = decode_rows(kv_len)
+        medians, skipped = round_robin(rows, args.calls, args.repeats)
+        for name, _ in rows:
+            if name in skipped:
+                print(f"{name:32s} unavailable: {skipped[name]}")
                 continue
-            print(f"{name:28s} {us:8.2f}")
-            results["rows"].append({"shape": label, "name": name, "us": us})
+            print(f"{name:32s} {medians[name]:8.2f}")
+            results["rows"].append({"shape": label, "name": name,
+                                    "us": medians[name]})
     with open(os.path.join(args.out, "host_cost.json"), "w") as f:
         json.dump(results, f, indent=1)
 
