@@ -34,7 +34,7 @@ def _swap_middle(values):
     return (values[0], values[2], values[1], values[3])
 
 
-def _row_major(shape, strides):
+def row_major(shape, strides):
     """Whether sizes and strides are row-major contiguous (the stride of a
     size-1 dimension aside, as torch's is_contiguous)."""
     expected = 1
@@ -51,7 +51,7 @@ def in_order(x, layout, order):
     shape, strides = tuple(x.shape), tuple(x.stride())
     if layout != order:
         shape, strides = _swap_middle(shape), _swap_middle(strides)
-    return _row_major(shape, strides)
+    return row_major(shape, strides)
 
 
 def as_order(x, layout, order):

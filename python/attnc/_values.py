@@ -69,3 +69,27 @@ def as_sequence(name, value):
         raise TypeError(f"{name} must be a list or tuple, got "
                         f"{_type_name(value)}")
     return value
+
+
+def window_extents(window):
+    """(left, right) of a window argument: None (no window, (-1, -1), the
+    C spec's spelling), an int (keys to the left) or a (left, right)
+    pair. A negative extent must not reach the C spec, where -1 means
+    none."""
+    if window is None:
+        return -1, -1
+    if isinstance(window, (list, tuple)):
+        if len(window) != 2:
+            raise ValueError(f"window must be an int or a (left, right) "
+                             f"pair, got {len(window)} values")
+        left = as_int("window[0]", window[0])
+        right = as_int("window[1]", window[1])
+    elif isinstance(window, bool) or not hasattr(type(window), "__index__"):
+        raise TypeError(f"window must be None, an int or a (left, right) "
+                        f"pair, got {_type_name(window)}")
+    else:
+        left, right = as_int("window", window), 0
+    if left < 0 or right < 0:
+        raise ValueError(f"window extents must be non-negative (None: no "
+                         f"window), got ({left}, {right})")
+    return left, right

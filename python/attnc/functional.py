@@ -9,7 +9,8 @@ from ._layouts import LAYOUTS, choose_route, fold_allowed, in_order, \
     layout_help
 from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, KV_TYPES, \
     check_tensor, current_stream, dtype_name, require
-from ._values import INT32, as_float32, as_flag, as_int, as_sequence
+from ._values import INT32, as_float32, as_flag, as_int, as_sequence, \
+    window_extents
 from . import trace
 from .kernel import Kernel, Variant
 from .trace.captures import memref_type
@@ -55,43 +56,20 @@ def cached_plan(kernel, stream, key, **batch):
                    lambda: kernel.plan(**batch), _MAX_PLANS)
 
 
-def _window(window):
-    """(left, right) of a window argument: None, an int (keys to the left)
-    or a (left, right) pair. The C spec spells "no window" -1, so a
-    negative extent must not reach it."""
-    if window is None:
-        return -1, -1
-    if isinstance(window, (list, tuple)):
-        if len(window) != 2:
-            raise ValueError(f"window must be an int or a (left, right) "
-                             f"pair, got {len(window)} values")
-        left = as_int("window[0]", window[0])
-        right = as_int("window[1]", window[1])
-    elif isinstance(window, bool) or not hasattr(type(window), "__index__"):
-        raise TypeError(f"window must be None, an int or a (left, right) "
-                        f"pair, got {type(window).__name__}")
-    else:
-        left, right = as_int("window", window), 0
-    require(left >= 0 and right >= 0,
-            f"window extents must be non-negative (None: no window), got "
-            f"({left}, {right})")
-    return left, right
-
-
 def modifier_fields(causal, window, sinks, softcap, scale, alibi,
                     return_lse):
     """The attnc_variant_spec fields of masks, score modifiers and the LSE
     result. window is None, an int (keys to the left) or (left, right).
     softcap None or 0 is none (FlashAttention's convention); scale None is
     1/sqrt(head_dim)."""
-    left, right = _window(window)
+    window_extents(window)  # checked here, converted by from_spec
     if scale is not None:
         scale = as_float32("scale", scale)
         # The C spec spells the default scale 0: a 0 must not become it.
         require(scale != 0, "scale must be positive, got 0 (None: "
                 "1/sqrt(head_dim))")
-    return dict(causal=as_flag("causal", causal), window_left=left,
-                window_right=right, sinks=as_int("sinks", sinks),
+    return dict(causal=as_flag("causal", causal), window=window,
+                sinks=as_int("sinks", sinks),
                 scale=scale or 0.0,
                 softcap=0.0 if softcap is None else as_float32("softcap",
                                                                softcap),
@@ -139,7 +117,7 @@ def kv_scale_fields(kv_dtype, k_scale, v_scale, kv_heads, device):
                 f"k_scale and v_scale dequantize fp8 caches; the cache is "
                 f"{kv_dtype}")
         return {}, []
-    fields = dict(kv_dtype=IR_NAMES[kv_dtype])
+    fields = dict(kv_dtype=kv_dtype)
     if k_scale is None and v_scale is None:
         return fields, []
     require(k_scale is not None and v_scale is not None,
@@ -363,7 +341,7 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     # the keys instead of tiling queries.
     spec = dict(query_heads=kernel_heads, kv_heads=kernel_kv_heads,
                 head_dim=dim, value_head_dim=0 if v_dim == dim else v_dim,
-                dtype=IR_NAMES[dtype], query_layout="dense", **kv_fields,
+                dtype=dtype, query_layout="dense", **kv_fields,
                 queries_per_request=1 if q_len == 1 else 0,
                 kv_layout="dense", segments=int(bool(segment_ids)),
                 **regions, **modifier_fields(causal, window, sinks, softcap,
@@ -405,7 +383,7 @@ def _traced_attention(q, k, v, causal, window, sinks, softcap, scale, alibi,
             q, k, v, causal=causal, window=window, sinks=sinks,
             softcap=softcap, scale=scale, alibi=alibi, return_lse=return_lse,
             layout=layout, **rest)
-    left, right = _window(window)
+    left, right = window_extents(window)
     import torch
     out, lse = torch.ops.attnc.attention(
         q, k, v, layout, bool(causal), left, right, int(sinks),
@@ -481,7 +459,7 @@ def _ragged_attention(q, k, v, causal, window, sinks, softcap, scale, alibi,
                                         kv_heads, q.device)
     spec = dict(query_heads=heads, kv_heads=kv_heads, head_dim=dim,
                 value_head_dim=0 if v_dim == dim else v_dim,
-                dtype=IR_NAMES[dtype], query_layout="ragged", **kv_fields,
+                dtype=dtype, query_layout="ragged", **kv_fields,
                 queries_per_request=0, kv_layout="ragged",
                 segments=int(bool(segment_ids)), **regions,
                 **modifier_fields(causal, window, sinks, softcap, scale,

@@ -5,9 +5,9 @@ import os
 
 from . import _capi, trace
 from ._capi import check, lib
-from ._tensors import TORCH_NAMES
+from ._tensors import IR_NAMES, TORCH_NAMES
 from ._values import (INT32, INT64, UINT64, as_flag, as_float32, as_int,
-                      as_sequence, as_text)
+                      as_sequence, as_text, window_extents)
 
 # attnc_variant_spec's fields as the library describes them: how each
 # keyword converts (an enumerator's name, a flag, None for "no value") comes
@@ -16,23 +16,50 @@ _SPEC = {field.name: field for field in _capi.VariantSpec.fields}
 # A count follows from its list (num_captures from capture_types).
 _COUNTS = {field.counts: field.name for field in _SPEC.values()
            if field.encoding == _capi.ENCODING_COUNT}
+# The window's two fields, which Python spells as one argument, window=,
+# as every front end does.
+_WINDOW_FIELDS = ("window_left", "window_right")
 SPEC_FIELDS = tuple(name for name, field in _SPEC.items()
-                    if field.encoding != _capi.ENCODING_COUNT)
+                    if field.encoding != _capi.ENCODING_COUNT and
+                    name not in _WINDOW_FIELDS) + ("window",)
 # Enum fields' names, by the enum's C name: {"attnc_dtype": DTYPES, ...}.
 _ENUM_NAMES = {field.enum_type: _capi.enum_names(field.enum_type)
                for field in _SPEC.values()
                if field.encoding == _capi.ENCODING_ENUM}
+# Where Python spells an enum its own way, as every front end does:
+# element types by torch's names (or torch dtypes), page orders as
+# FlashInfer's kv_layout. {enum: {Python's name: the library's}}.
+PYTHON_NAMES = {
+    "attnc_dtype": {torch: ir for torch, ir in IR_NAMES.items()
+                    if ir in _ENUM_NAMES["attnc_dtype"]},
+    "attnc_page_order": {name.upper(): name
+                         for name in _ENUM_NAMES["attnc_page_order"]},
+}
 
 
-def _enum(field, value, names):
-    """An enum field: the library's name ("bf16", "ragged", "hnd") or its
-    int value (which the library checks)."""
-    if isinstance(value, str):
+def _enum(field, enum_type, value, names):
+    """An enum field: its name ("ragged", "bfloat16", "NHD": Python's where
+    PYTHON_NAMES has them, and a torch dtype for a dtype) or its int value
+    (which the library checks). The library's own spelling of a name
+    Python spells otherwise is refused, naming Python's."""
+    python = PYTHON_NAMES.get(enum_type)
+    if python is not None and str(value).startswith("torch."):
+        value = str(value)[len("torch."):]
+    if not isinstance(value, str):
+        return as_int(field, value, INT32)
+    if python is None:
         if value not in names:
             raise ValueError(f"{field} must be one of {', '.join(names)}, "
                              f"got {value!r}")
         return names[value]
-    return as_int(field, value, INT32)
+    if value in python:
+        return names[python[value]]
+    spelled = {ir: name for name, ir in python.items()}.get(value)
+    if spelled is not None:
+        raise ValueError(f"{field}={value!r} is the C API's spelling: "
+                         f"Python's is {spelled!r}")
+    raise ValueError(f"{field} must be one of {', '.join(python)}, got "
+                     f"{value!r}")
 
 
 def _spec_value(name, value):
@@ -43,7 +70,8 @@ def _spec_value(name, value):
         # "No value": the kv_dtype of the queries, no window, no region.
         return None if field.kind == _capi.KIND_STRING else field.none
     if field.encoding == _capi.ENCODING_ENUM:
-        return _enum(name, value, _ENUM_NAMES[field.enum_type])
+        return _enum(name, field.enum_type, value,
+                     _ENUM_NAMES[field.enum_type])
     if field.encoding == _capi.ENCODING_FLAG:
         return as_flag(name, value)
     if field.kind == _capi.KIND_INT64:
@@ -107,19 +135,33 @@ class Variant:
 
     @classmethod
     def from_spec(cls, **fields):
-        """Fields of attnc_variant_spec (attnc_c.h), by name; enum fields
-        by the library's names ("bf16", "ragged", "hnd") or values; None
-        for "no value" where the library's table gives a field one (e.g.
-        kv_dtype None: the queries' dtype); capture_types a list of memref
-        type strings (its count follows). score_mod and mask_mod are MLIR
+        """Fields of attnc_variant_spec (attnc_c.h), by name, in Python's
+        vocabulary, the one every front end speaks: element types by
+        torch's names or dtypes ("bfloat16", torch.float8_e4m3fn), page
+        orders "NHD" and "HND", the window as window= (None, keys to the
+        left, or a (left, right) pair) for window_left and window_right;
+        other enum fields by the library's names ("ragged", "paged") or
+        values. None for "no value" where the library's table gives a
+        field one (e.g. kv_dtype None: the queries' dtype); capture_types
+        a list of memref type strings (its count follows). score_mod and mask_mod are MLIR
         text or Python functions (traced, as attnc.attention's): the
         tensors functions read follow capture_types, and the variant's
         `captures` lists them, the buffers to pass after the listed ones."""
+        spelled = [name for name in _WINDOW_FIELDS if name in fields]
+        if spelled:
+            raise TypeError(f"{' and '.join(spelled)} are the C API's "
+                            f"fields: Python's is window= (None, an int of "
+                            f"keys to the left, or a (left, right) pair), "
+                            f"as attnc.attention takes it")
         unknown = sorted(set(fields) - set(SPEC_FIELDS))
         if unknown:
             raise TypeError(f"unknown variant spec field(s): "
                             f"{', '.join(unknown)} (the fields are "
                             f"{', '.join(SPEC_FIELDS)})")
+        fields = dict(fields)
+        if "window" in fields:
+            left, right = window_extents(fields.pop("window"))
+            fields.update(window_left=left, window_right=right)
         captures = ()
         if any(callable(fields.get(name)) for name in REGIONS):
             fields, captures = _traced_regions(fields)

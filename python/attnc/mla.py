@@ -5,7 +5,7 @@ for every layer with no allocation and no host-device synchronization, so
 that run can be captured in a CUDA graph."""
 
 from ._compiled import compiling, eagerly, operator_handle, traced_run
-from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, check_tensor, \
+from ._tensors import ELEMENT_TYPES, FP8_TYPES, check_tensor, \
     current_stream, require
 from ._values import as_int
 from .functional import host_ints, kernel_for, modifier_fields, \
@@ -74,9 +74,9 @@ class MLAAttention:
         self.return_lse = bool(return_lse)
         self._spec = dict(
             query_heads=self.num_heads, kv_heads=1, head_dim=self.dim,
-            rope_dim=self.head_dim_kpe, dtype=IR_NAMES[dtype],
-            kv_layout="paged", page_size=self.page_size, page_order="nhd",
-            **(dict(kv_dtype=IR_NAMES[kv_dtype], kv_scales="tensor")
+            rope_dim=self.head_dim_kpe, dtype=dtype,
+            kv_layout="paged", page_size=self.page_size, page_order="NHD",
+            **(dict(kv_dtype=kv_dtype, kv_scales="tensor")
                if self._fp8 else {}),
             **modifier_fields(causal, None, 0, None, sm_scale, False,
                               return_lse))

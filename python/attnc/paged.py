@@ -6,10 +6,11 @@ that run can be captured in a CUDA graph."""
 import re
 
 from ._capi import PAGE_ORDERS
-from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, check_tensor, \
+from ._tensors import ELEMENT_TYPES, FP8_TYPES, check_tensor, \
     current_stream, dtype_name, require
 from ._values import as_int, as_sequence
 from ._launch import run as run_launch
+from ._layouts import row_major
 from ._compiled import compiling, eagerly, operator_handle, traced_run
 from .functional import host_ints, kernel_for, modifier_fields, \
     region_fields, scale_count, scale_tensor
@@ -126,7 +127,7 @@ class PagedAttention:
         require(kv_scales in ((None, "tensor", "head") if fp8 else (None,)),
                 f"kv_scales must be None, 'tensor' or 'head' for an fp8 "
                 f"cache and None otherwise, got {kv_scales!r}")
-        kv_fields = (dict(kv_dtype=IR_NAMES[kv_dtype],
+        kv_fields = (dict(kv_dtype=kv_dtype,
                           kv_scales=kv_scales or "tensor") if fp8 else {})
         regions, captures = region_fields(score_mod, mask_mod, captures)
         self.captures = tuple(captures)
@@ -138,9 +139,9 @@ class PagedAttention:
         self._spec = dict(
             query_heads=as_int("num_qo_heads", num_qo_heads),
             kv_heads=as_int("num_kv_heads", num_kv_heads),
-            head_dim=as_int("head_dim", head_dim), dtype=IR_NAMES[dtype],
+            head_dim=as_int("head_dim", head_dim), dtype=dtype,
             kv_layout="paged", page_size=as_int("page_size", page_size),
-            page_order=kv_layout.lower(), **kv_fields, **regions,
+            page_order=kv_layout, **kv_fields, **regions,
             **modifier_fields(causal, window, sinks, softcap, scale, alibi,
                               return_lse))
         # Verified now, so that a configuration the attn dialect refuses
@@ -220,31 +221,64 @@ class PagedAttention:
                                             self._scale_count()).contiguous()
                              if self._fp8 else None)
         # Each part reads its requests' entries of the same device arrays
-        # (int32: 4 bytes an entry) and writes its rows of the same output.
-        self._parts = []
+        # (int32: 4 bytes an entry) and writes its rows of the same output:
+        # (spec, plan arguments) here, planned per pair of page strides the
+        # caches come with (_parts_for).
+        self._part_plans = []
         if decodes:
-            kernel = kernel_for(self._decode_spec())
-            self._parts.append((kernel, kernel.plan(
-                decodes, 1, max(kv_lens[:decodes]), decodes,
+            self._part_plans.append((self._decode_spec(), dict(
+                batch=decodes, max_query_len=1,
+                max_kv_len=max(kv_lens[:decodes]), query_tokens=decodes,
                 kv_tokens=sum(kv_lens[:decodes]),
                 kv_indptr=self._indptr.data_ptr(),
                 page_indices=self._indices.data_ptr(),
                 last_page_len=self._last.data_ptr())))
         if decodes < batch:
-            kernel = kernel_for(dict(self._spec, query_layout="ragged",
-                                     queries_per_request=0))
-            self._parts.append((kernel, kernel.plan(
-                batch - decodes, max(q_lens[decodes:]),
-                max(kv_lens[decodes:]), tokens,
-                kv_tokens=sum(kv_lens[decodes:]),
-                q_indptr=self._qo.data_ptr() + 4 * decodes,
-                kv_indptr=self._indptr.data_ptr() + 4 * decodes,
-                page_indices=self._indices.data_ptr(),
-                last_page_len=self._last.data_ptr() + 4 * decodes)))
+            self._part_plans.append((dict(
+                self._spec, query_layout="ragged", queries_per_request=0),
+                dict(batch=batch - decodes,
+                     max_query_len=max(q_lens[decodes:]),
+                     max_kv_len=max(kv_lens[decodes:]), query_tokens=tokens,
+                     kv_tokens=sum(kv_lens[decodes:]),
+                     q_indptr=self._qo.data_ptr() + 4 * decodes,
+                     kv_indptr=self._indptr.data_ptr() + 4 * decodes,
+                     page_indices=self._indices.data_ptr(),
+                     last_page_len=self._last.data_ptr() + 4 * decodes)))
+        self._parts_by_strides = {}
+        self._parts = self._parts_for((0, 0))
         self._plan = self._parts[-1][1]
         self._checked = None  # run's checks are against this plan
         operator_handle(self)  # what torch.compile's graph names it by
         return self
+
+    def _parts_for(self, page_strides):
+        """The (kernel, plan) parts of this step for caches whose pages are
+        page_strides (k's, v's) elements apart, 0 where packed: planned on
+        the first run with such caches (an allocation and a sync)."""
+        parts = self._parts_by_strides.get(page_strides)
+        if parts is None:
+            k_stride, v_stride = page_strides
+            parts = self._parts_by_strides[page_strides] = [
+                (kernel, kernel.plan(**args, k_page_stride=k_stride,
+                                     v_page_stride=v_stride))
+                for kernel, args in ((kernel_for(spec), args)
+                                     for spec, args in self._part_plans)]
+        return parts
+
+    def _split_cache(self, kv_cache):
+        """k and v of FlashInfer's cache forms: a (k_cache, v_cache) pair,
+        or one interleaved [pages, 2, ...] tensor (k then v in each page,
+        read where they lie)."""
+        if isinstance(kv_cache, (tuple, list)):
+            require(len(kv_cache) == 2, f"a paged cache given alone is a "
+                    f"(k_cache, v_cache) pair, got {len(kv_cache)} tensors")
+            return kv_cache[0], kv_cache[1]
+        check_tensor("kv_cache", kv_cache, 5, (self.kv_dtype,),
+                     contiguous=False)
+        require(kv_cache.shape[1] == 2, f"an interleaved kv_cache is "
+                f"[pages, 2, ...] (k, then v), got shape "
+                f"{tuple(kv_cache.shape)}")
+        return kv_cache[:, 0], kv_cache[:, 1]
 
     def _scale_count(self):
         return (self.num_kv_heads if self._spec.get("kv_scales") == "head"
@@ -287,14 +321,21 @@ class PagedAttention:
             check_tensor(f"captures[{i}]", c, rank, (dtype,))
         return captures
 
-    def run(self, q, k_cache, v_cache, out=None, lse=None, k_scale=None,
-            v_scale=None, captures=None):
-        """Runs on the current stream. Pass `out` (and `lse`) to keep run
+    def run(self, q, k_cache, v_cache=None, out=None, lse=None,
+            k_scale=None, v_scale=None, captures=None):
+        """Runs on the current stream. The caches: k_cache and v_cache, or,
+        as FlashInfer takes them, one (k_cache, v_cache) pair or one
+        interleaved [pages, 2, ...] tensor in k_cache's place. Pages may lie
+        any distance apart (each page's rows packed): the first run with
+        new page strides plans for them (an allocation and a sync: run
+        once before capturing such a run in a CUDA graph). Pass `out` (and `lse`) to keep run
         free of allocation, e.g. under CUDA-graph capture; fp8 scales are
         then tensors (or None). captures: None, the wrapper's `captures`;
         or tensors to read in their place, one for each, of its dtype and
         rank. The checks of a call like the last one checked (shapes,
         strides, dtypes, devices) are not run again."""
+        if v_cache is None:
+            k_cache, v_cache = self._split_cache(k_cache)
         if compiling():
             return traced_run(self, "paged_run", (q, k_cache, v_cache),
                               dict(out=out, lse=lse, k_scale=k_scale,
@@ -312,7 +353,7 @@ class PagedAttention:
                    None if lse is None else
                    (lse.shape, lse.stride(), lse.dtype, lse.device))
         if key is None or key != self._checked:
-            self._check_run(q, k_cache, v_cache, out, lse)
+            self._active = self._check_run(q, k_cache, v_cache, out, lse)
             self._checked = key
         if out is None:
             out = q.new_empty(q.shape)
@@ -326,7 +367,7 @@ class PagedAttention:
         inputs = [q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr()]
         stream = current_stream(q)
         if key is not None and not self.captures and not self._fp8:
-            for kernel, plan in self._parts:
+            for kernel, plan in self._active:
                 run_launch(kernel, plan, inputs, outputs, stream)
             return (out, lse) if self.return_lse else out
         scales = self._scales(k_scale, v_scale, q.device)
@@ -336,12 +377,13 @@ class PagedAttention:
         # Captures are read through their sizes; without any, none are
         # passed (the decode step's common case).
         sizes = [list(b.shape) for b in buffers] if captures else None
-        for kernel, plan in self._parts:
+        for kernel, plan in self._active:
             kernel.run(plan, inputs, outputs, stream, sizes)
         return (out, lse) if self.return_lse else out
 
     def _check_run(self, q, k_cache, v_cache, out, lse):
-        """run's checks of its tensors against the plan."""
+        """run's checks of its tensors against the plan; returns the parts
+        planned for the caches' page strides."""
         check_tensor("q", q, 3, (self.dtype,))
         # Messages are formatted only on failure: run is every decode step.
         if tuple(q.shape) != (self._tokens, self.num_qo_heads, self.head_dim):
@@ -351,9 +393,12 @@ class PagedAttention:
         page = ((self.page_size, self.num_kv_heads)
                 if self.kv_layout == "NHD"
                 else (self.num_kv_heads, self.page_size))
+        page_shape = page + (self.head_dim,)
+        packed = page_shape[0] * page_shape[1] * page_shape[2]
+        page_strides = []
         for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
-            check_tensor(name, cache, 4, (self.kv_dtype,))
-            if tuple(cache.shape[1:]) != page + (self.head_dim,):
+            check_tensor(name, cache, 4, (self.kv_dtype,), contiguous=False)
+            if tuple(cache.shape[1:]) != page_shape:
                 raise ValueError(f"{name} must be [pages, {page[0]}, "
                                  f"{page[1]}, {self.head_dim}] "
                                  f"({self.kv_layout}), got "
@@ -361,6 +406,16 @@ class PagedAttention:
             if cache.shape[0] < self._pages_needed:
                 raise ValueError(f"{name} has {cache.shape[0]} pages, the "
                                  f"plan reads page {self._pages_needed - 1}")
+            strides = tuple(cache.stride())
+            if cache.shape[0] == 1:  # one page: no distance to keep
+                strides = (packed,) + strides[1:]
+            if not row_major(page_shape, strides[1:]) or strides[0] < packed:
+                raise ValueError(
+                    f"{name}'s pages must each be packed and apart from one "
+                    f"another (strides [>= {packed}, "
+                    f"{page_shape[1] * page_shape[2]}, {page_shape[2]}, 1]), "
+                    f"got strides {list(strides)}")
+            page_strides.append(0 if strides[0] == packed else strides[0])
         if out is not None:
             check_tensor("out", out, 3, (self.dtype,))
             require(tuple(out.shape) == tuple(q.shape),
@@ -373,6 +428,7 @@ class PagedAttention:
             if tuple(lse.shape) != tuple(q.shape[:2]):
                 raise ValueError(f"lse must be {tuple(q.shape[:2])}, got "
                                  f"{tuple(lse.shape)}")
+        return self._parts_for(tuple(page_strides))
 
 
 # run as a compiled graph calls it given out, lse, k_scale, v_scale or

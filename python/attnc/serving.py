@@ -479,7 +479,7 @@ class Scheduler:
             if value is None:
                 continue
             if name == "policy":
-                value = _enum(name, value, _capi.POLICIES)
+                value = _enum(name, "attnc_policy", value, _capi.POLICIES)
             elif name in ("protect_waiting_prefixes", "cascade"):
                 value = as_flag(name, value)
             elif self._FIELDS[name] is ctypes.c_double:

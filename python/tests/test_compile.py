@@ -9,7 +9,7 @@ from fakes import FakeTensor
 
 def test_spec_becomes_the_expected_mlir():
     variant = Variant.from_spec(query_heads=32, kv_heads=8, head_dim=128,
-                                causal=1, window_left=256, window_right=0,
+                                causal=1, window=256,
                                 sinks=4, softcap=30.0, return_lse=1)
     text = variant.mlir
     assert "!attn.q<?x32x128xbf16>" in text
@@ -28,15 +28,14 @@ FIELD_CHANGES = {
     "query_heads": ({}, dict(query_heads=32)),
     "kv_heads": ({}, dict(kv_heads=8)),
     "head_dim": ({}, dict(head_dim=128)),
-    "dtype": ({}, dict(dtype="f16")),
+    "dtype": ({}, dict(dtype="float16")),
     "query_layout": ({}, dict(query_layout="ragged")),
     "queries_per_request": ({}, dict(queries_per_request=1)),
     "kv_layout": ({}, dict(kv_layout="ragged")),
     "page_size": (dict(kv_layout="paged"), dict(page_size=32)),
-    "page_order": (dict(kv_layout="paged"), dict(page_order="hnd")),
+    "page_order": (dict(kv_layout="paged"), dict(page_order="HND")),
     "causal": ({}, dict(causal=True)),
-    "window_left": ({}, dict(window_left=128, window_right=0)),
-    "window_right": ({}, dict(window_left=0, window_right=128)),
+    "window": ({}, dict(window=(0, 128))),
     "sinks": ({}, dict(sinks=4)),
     "scale": ({}, dict(scale=0.125)),
     "softcap": ({}, dict(softcap=30.0)),
@@ -49,8 +48,8 @@ FIELD_CHANGES = {
     "capture_types": ({}, dict(
         score_mod=SCORE_MOD.format(", %t: memref<4xf32>"),
         capture_types=["memref<4xf32>"])),
-    "kv_dtype": ({}, dict(kv_dtype="f8E4M3FN")),
-    "kv_scales": (dict(kv_dtype="f8E4M3FN"), dict(kv_scales="tensor")),
+    "kv_dtype": ({}, dict(kv_dtype="float8_e4m3fn")),
+    "kv_scales": (dict(kv_dtype="float8_e4m3fn"), dict(kv_scales="tensor")),
     "rope_dim": (dict(kv_heads=1, head_dim=576), dict(rope_dim=64)),
     "value_head_dim": ({}, dict(value_head_dim=32)),
     "segments": ({}, dict(segments=True)),
@@ -73,7 +72,7 @@ def test_every_spec_keyword_reaches_the_variant(name):
 def test_paged_spec_names_page_size_and_order():
     text = Variant.from_spec(query_heads=28, kv_heads=4, head_dim=128,
                              kv_layout="paged", page_size=64,
-                             page_order="hnd",
+                             page_order="HND",
                              queries_per_request=1).mlir
     assert "!attn.kv<?x4x128xbf16, paged<64, hnd>>" in text
     assert "!attn.q<1x28x128xbf16>" in text
@@ -109,7 +108,7 @@ def test_compiles_for_an_explicit_arch_without_a_gpu():
 def test_a_cold_compile_logs_its_progress(caplog):
     # A kernel no other test compiles: the process's cache has not seen it.
     variant = Variant.from_spec(query_heads=12, kv_heads=3, head_dim=64,
-                                window_left=45, window_right=0)
+                                window=45)
     with caplog.at_level("INFO", logger="attnc"):
         Kernel(variant, arch="sm_90a", cache_dir="-")
         cold = [r.getMessage() for r in caplog.records]

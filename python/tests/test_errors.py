@@ -15,7 +15,7 @@ import pytest
 import attnc
 from attnc import _capi
 from attnc.errors import InvalidArgumentError
-from attnc.kernel import SPEC_FIELDS, Kernel, Plan, Variant
+from attnc.kernel import PYTHON_NAMES, SPEC_FIELDS, Kernel, Plan, Variant
 from fakes import FakeTensor
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -109,12 +109,25 @@ def test_former_crashes_are_exceptions(body, expected):
     (dict(query_heads="8"), TypeError, "query_heads must be an int, got str"),
     (dict(query_heads=True), TypeError, "query_heads must be an int, got "
      "bool"),
-    (dict(dtype="float32"), ValueError,
-     "dtype must be one of bf16, f16, f32, i32, i64, f8E4M3FN, f8E5M2, got "
-     "'float32'"),
+    (dict(dtype="bfloat17"), ValueError,
+     "dtype must be one of bfloat16, float16, float32, int32, int64, "
+     "float8_e4m3fn, float8_e5m2, got 'bfloat17'"),
+    # One vocabulary: the C API's spellings are refused, naming Python's.
+    (dict(dtype="bf16"), ValueError,
+     "dtype='bf16' is the C API's spelling: Python's is 'bfloat16'"),
+    (dict(kv_dtype="f8E4M3FN"), ValueError,
+     "kv_dtype='f8E4M3FN' is the C API's spelling: Python's is "
+     "'float8_e4m3fn'"),
+    (dict(page_order="nhd"), ValueError,
+     "page_order='nhd' is the C API's spelling: Python's is 'NHD'"),
+    (dict(window_left=128, window_right=0), TypeError,
+     "window_left and window_right are the C API's fields: Python's is "
+     "window="),
     (dict(kv_scales="row"), ValueError, "kv_scales must be one of none, "
      "tensor, head"),
-    (dict(page_order="ndh"), ValueError, "page_order must be one of nhd, hnd"),
+    (dict(page_order="ndh"), ValueError, "page_order must be one of NHD, HND"),
+    (dict(window=(-1, 5)), ValueError, "window extents must be non-negative"),
+    (dict(window=2.5), TypeError, "window must be None, an int or a"),
     (dict(scale=1e300), ValueError, "scale 1e\\+300 does not fit a float32"),
     (dict(scale="1"), TypeError, "scale must be a number, got str"),
     (dict(softcap=True), TypeError, "softcap must be a number, got bool"),
@@ -126,8 +139,6 @@ def test_former_crashes_are_exceptions(body, expected):
     # What the spec encodes is the library's to judge, in its words.
     (dict(kv_heads=0), InvalidArgumentError,
      "key/value head count must be in \\[1, 1024\\], got 0"),
-    (dict(window_left=-1, window_right=5), InvalidArgumentError,
-     "both be -1 \\(no window\\)"),
     (dict(capture_types=["memref<4xf32>) -> () {"], score_mod="x"),
      InvalidArgumentError, "capture type 0 is not a type"),
 ])
@@ -152,21 +163,29 @@ def test_every_flag_takes_a_bool_and_refuses_two(name):
 @pytest.mark.parametrize("name", [name for name, field in SPEC.items()
                                   if field.encoding == _capi.ENCODING_ENUM])
 def test_every_enum_takes_its_enums_names(name):
-    names = _capi.enum_names(SPEC[name].enum_type)
+    # Python's names where it has its own (torch's dtypes, NHD and HND),
+    # else the library's.
+    enum_type = SPEC[name].enum_type
+    names = PYTHON_NAMES.get(enum_type, _capi.enum_names(enum_type))
     with pytest.raises(ValueError, match=f"{name} must be one of "
                        f"{', '.join(names)}, got 'bogus'"):
         Variant.from_spec(**GQA, **{name: "bogus"})
 
 
 @pytest.mark.parametrize("name", [name for name, field in SPEC.items()
-                                  if field.none is not _capi.NO_NONE])
+                                  if field.none is not _capi.NO_NONE and
+                                  name not in ("window_left",
+                                               "window_right")] +
+                         ["window"])
 def test_none_is_no_value_where_a_field_has_one(name):
     assert Variant.from_spec(**GQA, **{name: None}).mlir == \
         Variant.from_spec(**GQA).mlir
 
 
 def test_every_field_but_a_count_is_a_keyword():
-    assert set(SPEC_FIELDS) == set(SPEC) - {"num_captures"}
+    # The window's two fields are one keyword, as in every front end.
+    assert set(SPEC_FIELDS) == (set(SPEC) - {"num_captures", "window_left",
+                                             "window_right"}) | {"window"}
     # The cases above are drawn from these encodings.
     assert SPEC["causal"].encoding == _capi.ENCODING_FLAG
     assert SPEC["page_order"].encoding == _capi.ENCODING_ENUM
@@ -179,10 +198,10 @@ def test_library_refusals_are_value_errors_and_attnc_errors():
     assert caught.value.kind == "invalid argument"
 
 
-def test_enum_fields_take_the_librarys_names():
-    text = Variant.from_spec(**GQA, dtype="f16", query_layout="ragged",
+def test_enum_fields_take_pythons_names():
+    text = Variant.from_spec(**GQA, dtype="float16", query_layout="ragged",
                              kv_layout="paged", page_size=32,
-                             page_order="hnd").mlir
+                             page_order="HND").mlir
     assert "!attn.q<?x8x64xf16, ragged>" in text
     assert "!attn.kv<?x2x64xf16, paged<32, hnd>>" in text
     for name, value in _capi.DTYPES.items():
@@ -465,6 +484,19 @@ def planned(return_lse=False, tokens=4, pages_needed=10):
      "lse given, but the wrapper was made without return_lse"),
     (planned(), dict(out=FakeTensor((4, 32, 64))), ValueError,
      "out must have q's shape"),
+    # FlashInfer's cache forms, and pages that are not packed.
+    (planned(), dict(k_cache=(FakeTensor((10, 16, 8, 128)),) * 3,
+                     v_cache=None), ValueError,
+     "a paged cache given alone is a \\(k_cache, v_cache\\) pair, got 3"),
+    (planned(), dict(k_cache=FakeTensor((10, 3, 16, 8, 128)), v_cache=None),
+     ValueError, "an interleaved kv_cache is \\[pages, 2, ...\\]"),
+    (planned(), dict(k_cache=FakeTensor((10, 2, 16, 8, 128),
+                                        "torch.float16"), v_cache=None),
+     TypeError, "kv_cache must be bfloat16"),
+    (planned(), dict(v_cache=FakeTensor((10, 16, 8, 128), contiguous=False)),
+     ValueError, "v_cache's pages must each be packed and apart from one "
+     "another \\(strides \\[>= 16384, 1024, 128, 1\\]\\), got strides "
+     "\\[32768, 2048, 256, 1\\]"),
 ])
 def test_paged_run_checks_its_tensors(wrapper, args, error, words):
     call = dict(q=FakeTensor((4, 32, 128)),

@@ -462,3 +462,50 @@ def test_mixed_paged_steps_match_sdpa_per_request(q_lens):
         scores = scores.masked_fill(~causal[:, None, :], float("-inf"))
         ref_lse = torch.logsumexp(scores, dim=-1)
         assert relative_error(lse[rows], ref_lse) < 1e-3, f"request {b} lse"
+
+
+def caches_in_form(form, k_cache, v_cache):
+    """The run arguments after q of one cache in one of FlashInfer's forms,
+    holding k_cache's and v_cache's values: "apart" (two tensors), "pair"
+    ((k, v)), "interleaved" ([pages, 2, ...]) or "padded" (two tensors
+    whose pages lie further apart than their rows)."""
+    if form == "apart":
+        return (k_cache, v_cache)
+    if form == "pair":
+        return ((k_cache, v_cache),)
+    if form == "interleaved":
+        return (torch.stack([k_cache, v_cache], dim=1),)
+    pad = torch.full_like(k_cache[:, :1], float("nan"))
+    return tuple(torch.cat([c, pad], dim=1)[:, :-1] for c in (k_cache,
+                                                              v_cache))
+
+
+@pytest.mark.parametrize("form", ["pair", "interleaved", "padded"])
+@pytest.mark.parametrize("kv_layout", ["NHD", "HND"])
+def test_flashinfer_cache_forms_match_separate_caches(form, kv_layout):
+    """A mixed step (decodes, then prefill chunks: both schedules, the
+    prefill's pages through tensor maps on sm_90a) over a cache in each
+    form gives the separate caches' output, each page read where it
+    lies; a second run takes the checked path."""
+    torch.manual_seed(len(form))
+    heads, kv_heads, dim, page_size = 32, 8, 128, 16
+    q_lens = [1, 1, 40, 300]
+    kv_lens = [700, 33, 1000, 300]
+    total, order, indptr, last = page_table(kv_lens, page_size, 5)
+    shape = ((total, page_size, kv_heads, dim) if kv_layout == "NHD"
+             else (total, kv_heads, page_size, dim))
+    k_cache = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
+    v_cache = torch.randn_like(k_cache)
+    qo = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)),
+                      dtype=torch.int32)
+    q = torch.randn(int(qo[-1]), heads, dim, device="cuda",
+                    dtype=torch.bfloat16)
+    wrapper = attnc.PagedAttention(heads, kv_heads, dim, page_size,
+                                   kv_layout=kv_layout, causal=True)
+    wrapper.plan(indptr, order, last, qo_indptr=qo)
+    expected = wrapper.run(q, k_cache, v_cache, out=poisoned(q))
+    caches = caches_in_form(form, k_cache, v_cache)
+    for attempt in range(2):
+        out = wrapper.run(q, *caches, out=poisoned(q))
+        assert not torch.isnan(out).any(), attempt
+        assert torch.equal(out, expected), attempt

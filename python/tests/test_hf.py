@@ -43,10 +43,9 @@ def _verify(q, k, causal, window, softcap, scale, mask_mod, score_mod):
     key = (score_text, mask_text, causal, window, softcap, scale)
     if key in _VERIFIED:
         return
-    left, right = attnc.functional._window(window)
     Variant.from_spec(query_heads=q.shape[1], kv_heads=k.shape[1],
-                      head_dim=q.shape[3], dtype="bf16", causal=causal,
-                      window_left=left, window_right=right,
+                      head_dim=q.shape[3], dtype="bfloat16", causal=causal,
+                      window=window,
                       softcap=softcap or 0.0, scale=scale or 0.0,
                       score_mod=score_text, mask_mod=mask_text,
                       capture_types=[t for _, _, t in added])

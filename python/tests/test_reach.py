@@ -52,7 +52,7 @@ def test_dense_segments_are_per_batch_and_position():
 def test_segments_come_before_scales_and_captures():
     variant = Variant.from_spec(
         query_heads=8, kv_heads=2, head_dim=64, segments=True,
-        kv_dtype="f8E4M3FN", kv_scales="tensor",
+        kv_dtype="float8_e4m3fn", kv_scales="tensor",
         mask_mod=lambda b, h, q_idx, kv_idx: doc[b, kv_idx] >= 0)
     text = variant.mlir
     order = ["%attnc_q_segments:", "%attnc_kv_segments:", "%attnc_k_scale:",
