@@ -308,10 +308,7 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     require(max_q_len is None and max_kv_len is None,
             "max_q_len and max_kv_len are for ragged attention (with "
             "q_indptr and kv_indptr)")
-    if layout not in LAYOUTS:
-        raise ValueError(f"dense attention needs layout= (shapes cannot "
-                         f"tell which dimension holds the heads): "
-                         f"{layout_help()}; got {layout!r}")
+    _require_layout(layout)
     for name, x, types in (("q", q, ELEMENT_TYPES), ("k", k, KV_TYPES),
                            ("v", v, KV_TYPES)):
         check_tensor(name, x, 4, types, contiguous=False)
@@ -383,6 +380,7 @@ def _traced_attention(q, k, v, causal, window, sinks, softcap, scale, alibi,
             q, k, v, causal=causal, window=window, sinks=sinks,
             softcap=softcap, scale=scale, alibi=alibi, return_lse=return_lse,
             layout=layout, **rest)
+    _require_layout(layout)
     left, right = window_extents(window)
     import torch
     out, lse = torch.ops.attnc.attention(
@@ -397,6 +395,14 @@ _EAGER_ATTENTION = eagerly(
     attention, "attnc.attention with score_mod, mask_mod, captures, "
     "segments, ragged tensors, fp8 scales or out= runs eagerly: "
     "torch.ops.attnc.attention takes dense tensors and declarative options")
+
+
+def _require_layout(layout):
+    """A dense call's layout, which shapes cannot tell."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"dense attention needs layout= (shapes cannot "
+                         f"tell which dimension holds the heads): "
+                         f"{layout_help()}; got {layout!r}")
 
 
 def _swap(shape):

@@ -75,6 +75,14 @@ def test_fake_outputs_lie_in_the_eager_memory_order():
     assert lse.shape == (2, 8, 64)
 
 
+def test_a_dense_call_without_a_layout_is_refused_while_tracing():
+    q = torch.randn(2, 8, 64, 64, dtype=BF16)
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="dense attention needs layout="):
+        torch.compile(lambda q: attnc.attention(q, q, q), backend="eager",
+                      fullgraph=True)(q)
+
+
 def test_arguments_the_operator_lacks_break_the_graph_with_a_reason():
     q = torch.randn(2, 8, 64, 64, dtype=BF16)
     doc = torch.zeros(2, 64, dtype=torch.int32)
