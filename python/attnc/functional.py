@@ -308,7 +308,7 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     require(max_q_len is None and max_kv_len is None,
             "max_q_len and max_kv_len are for ragged attention (with "
             "q_indptr and kv_indptr)")
-    _require_layout(layout)
+    require_layout(layout)
     for name, x, types in (("q", q, ELEMENT_TYPES), ("k", k, KV_TYPES),
                            ("v", v, KV_TYPES)):
         check_tensor(name, x, 4, types, contiguous=False)
@@ -380,7 +380,7 @@ def _traced_attention(q, k, v, causal, window, sinks, softcap, scale, alibi,
             q, k, v, causal=causal, window=window, sinks=sinks,
             softcap=softcap, scale=scale, alibi=alibi, return_lse=return_lse,
             layout=layout, **rest)
-    _require_layout(layout)
+    require_layout(layout)
     left, right = window_extents(window)
     import torch
     out, lse = torch.ops.attnc.attention(
@@ -397,7 +397,7 @@ _EAGER_ATTENTION = eagerly(
     "torch.ops.attnc.attention takes dense tensors and declarative options")
 
 
-def _require_layout(layout):
+def require_layout(layout):
     """A dense call's layout, which shapes cannot tell."""
     if layout not in LAYOUTS:
         raise ValueError(f"dense attention needs layout= (shapes cannot "

@@ -83,6 +83,7 @@ def _(q, k, v, layout, causal, window_left, window_right, sinks, softcap,
       scale, alibi, return_lse):
     # The outputs in the memory order the eager call writes them in, which
     # the same route decides from the same strides.
+    functional.require_layout(layout)
     shape = list(q.shape)
     shape[-1] = v.shape[-1]
     heads_dim = 2 if layout == "bshd" else 1
