@@ -14,7 +14,7 @@ q, k and v are [batch, heads, seq_len, dim] in memory instead, each
 (request, KV head) is a request of its own: its query rows are contiguous
 where a KV head has one query head or a request one query, and nothing
 the kernel computes may depend on the request or head index then (ALiBi's
-slopes, score_mod/mask_mod, document ids). The cheaper of the two reads is
+slopes, a score_mod or mask_mod that reads them, document ids). The cheaper of the two reads is
 taken; an operand in neither order is copied into the chosen one."""
 
 from dataclasses import dataclass
@@ -79,8 +79,8 @@ def fold_allowed(heads, kv_heads, q_len, alibi, reads_indices):
     """Whether a call may read (request, KV head) pairs as requests: its
     heads group evenly, a pair's query rows are contiguous (one query per
     request, or one query head per KV head) and nothing reads the request
-    or head index (ALiBi's slopes; `reads_indices`: score_mod, mask_mod or
-    document ids)."""
+    or head index (ALiBi's slopes; `reads_indices`: a score_mod or mask_mod
+    reading them, or document ids)."""
     return (kv_heads > 0 and heads % kv_heads == 0 and not alibi and
             not reads_indices and (q_len == 1 or heads == kv_heads))
 

@@ -7,6 +7,7 @@ from ._compiled import compiling, eagerly
 from ._launch import DenseCall
 from ._layouts import LAYOUTS, choose_route, fold_allowed, in_order, \
     layout_help
+from ._regions import reads_argument
 from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, KV_TYPES, \
     check_tensor, current_stream, dtype_name, require
 from ._values import INT32, as_float32, as_flag, as_int, as_sequence, \
@@ -325,9 +326,14 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     segment_ids = segment_tensors(segments, qs, ks, None, None)
     kv_fields, scales = kv_scale_fields(kv_dtype, k_scale, v_scale,
                                         kv_heads, q.device)
+    # A mod may see folded requests only where it reads neither the
+    # request's index nor the head's.
+    reads_indices = bool(segment_ids) or any(
+        reads_argument(kind, regions[kind], argument)
+        for kind in ("score_mod", "mask_mod") for argument in ("batch",
+                                                               "head"))
     route = choose_route(q, k, v, layout, fold_allowed(
-        heads, kv_heads, q_len, alibi, bool(segment_ids) or
-        regions["score_mod"] is not None or regions["mask_mod"] is not None))
+        heads, kv_heads, q_len, alibi, reads_indices))
     order = route.order()
     if route.fold:
         kernel_heads, kernel_kv_heads = heads // kv_heads, 1

@@ -3,14 +3,13 @@ it: plan once per batch (index arrays, split decisions, scratch), then run
 for every layer with no allocation and no host-device synchronization, so
 that run can be captured in a CUDA graph."""
 
-import re
-
 from ._capi import PAGE_ORDERS
 from ._tensors import ELEMENT_TYPES, FP8_TYPES, check_tensor, \
     current_stream, dtype_name, require
 from ._values import as_int, as_sequence
 from ._launch import run as run_launch
 from ._layouts import row_major
+from ._regions import reads_argument
 from ._compiled import compiling, eagerly, operator_handle, traced_run
 from .functional import host_ints, kernel_for, modifier_fields, \
     region_fields, scale_count, scale_tensor
@@ -26,31 +25,6 @@ def pages_in_use(indptr, indices):
     used = indices[indptr[0]:indptr[-1]]
     require(min(used) >= 0, "kv_indices must not be negative")
     return max(used) + 1
-
-
-# An MLIR value name's characters after its first (`%b`, `%batch.0`).
-_NAME = r"[A-Za-z0-9_$.\-]"
-
-
-def reads_batch(kind, text):
-    """Whether a region's text (score_mod or mask_mod, None for none) uses
-    its batch argument: the second block argument of score_mod, the first
-    of mask_mod."""
-    if text is None:
-        return False
-    start = re.search(r"\^" + _NAME + r"*\s*\(", text)
-    if start is None:  # the verifier refuses a block without a header
-        return False
-    depth, end = 1, start.end()
-    while end < len(text) and depth:
-        depth += {"(": 1, ")": -1}.get(text[end], 0)
-        end += 1
-    names = re.findall(r"%(" + _NAME + r"+)\s*:", text[start.end():end - 1])
-    index = 1 if kind == "score_mod" else 0
-    if len(names) <= index:
-        return False
-    return re.search("%" + re.escape(names[index]) + r"(?!" + _NAME + ")",
-                     text[end:]) is not None
 
 
 def index_array_on_device(x):
@@ -134,7 +108,7 @@ class PagedAttention:
         # What run checks of the captures passed instead of these.
         self._capture_kinds = [(dtype_name(c), len(c.shape))
                                for c in captures]
-        self._reads_batch = any(reads_batch(kind, regions[kind])
+        self._reads_batch = any(reads_argument(kind, regions[kind], "batch")
                                 for kind in ("score_mod", "mask_mod"))
         self._spec = dict(
             query_heads=as_int("num_qo_heads", num_qo_heads),

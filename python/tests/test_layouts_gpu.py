@@ -149,3 +149,41 @@ def test_flex_layout_without_a_layout_is_refused():
     k = torch.randn(1, 2, 64, 64, device="cuda", dtype=BF16)
     with pytest.raises(ValueError, match="needs layout="):
         attnc.attention(q, k, k)
+
+
+@pytest.mark.parametrize("reads_head", [False, True])
+def test_mods_fold_unless_they_read_the_head(reads_head):
+    # SDPA-layout decode under a sliding mask_mod: a mod that reads neither
+    # the request's index nor the head's sees (request, KV head) pairs as
+    # requests, q, k and v read where they lie; one that reads the head
+    # keeps the real heads (then k and v are copied into tokens of heads).
+    torch.manual_seed(6 + reads_head)
+    batch, heads, kv_heads, kv_len, dim, window = 3, 32, 8, 700, 128, 200
+    q = torch.randn(batch, heads, 1, dim, device="cuda", dtype=BF16)
+    k = torch.randn(batch, kv_heads, kv_len, dim, device="cuda", dtype=BF16)
+    v = torch.randn_like(k)
+
+    def recent(b, h, q_idx, kv_idx):
+        return q_idx - kv_idx <= window
+
+    def recent_but_head_zero(b, h, q_idx, kv_idx):
+        return (q_idx - kv_idx <= window) | (h == 0)
+
+    mod = recent_but_head_zero if reads_head else recent
+    attnc.attention(q, k, v, layout="bhsd", mask_mod=mod)  # compiled
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    out = attnc.attention(q, k, v, layout="bhsd", mask_mod=mod)
+    # What the call allocated beyond its output: k's and v's copies, or
+    # nothing where it folds.
+    copied = torch.cuda.max_memory_allocated() - before - \
+        out.numel() * out.element_size()
+    kv_bytes = k.numel() * k.element_size()
+    assert (copied >= 2 * kv_bytes) if reads_head else (copied < kv_bytes)
+    ref, _ = reference(q, k, v, False, window=window)
+    if reads_head:
+        full, _ = reference(q, k, v, False)
+        ref[:, 0] = full[:, 0]  # head 0 sees every key
+    assert out.shape == q.shape
+    assert relative_error(out, ref) < 1e-2

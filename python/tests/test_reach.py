@@ -9,7 +9,7 @@ import pytest
 
 import attnc
 from attnc.kernel import Kernel, Variant
-from attnc.paged import reads_batch
+from attnc._regions import reads_argument
 from fakes import FakeTensor
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -238,9 +238,34 @@ def test_paged_run_checks_the_captures_it_is_given():
     ("score_mod", None, False),
 ])
 def test_mods_that_read_the_batch_index_are_found(kind, mod, reads):
+    assert reads_argument(kind, region_text(kind, mod), "batch") is reads
+
+
+def region_text(kind, mod):
+    """A mod's region text: itself, or a function's trace."""
     if callable(mod):
         score_mod, mask_mod, _ = attnc.trace.lower(
             mod if kind == "score_mod" else None,
             mod if kind == "mask_mod" else None)
         mod = score_mod or mask_mod
-    assert reads_batch(kind, mod) is reads
+    return mod
+
+
+# Which mods number heads: those keep a call's heads from folding into its
+# requests.
+@pytest.mark.parametrize("kind, mod, reads", [
+    ("score_mod", alibi_mod, True),
+    ("mask_mod", documents, False),
+    ("mask_mod", lambda b, h, q_idx, kv_idx: h > 0, True),
+    ("mask_mod", lambda b, h, q_idx, kv_idx: q_idx - kv_idx < 64, False),
+    ("score_mod", lambda score, b, h, q_idx, kv_idx: score + b, False),
+    ("score_mod", """^bb0(%s: f32, %b: index, %head: index, %qi: index,
+        %kvi: index, %q_len: index, %kv_len: index):
+      %c = arith.cmpi ult, %head, %kvi : index
+      %z = arith.constant 0.0 : f32
+      %r = arith.select %c, %s, %z : f32
+      attn.yield %r : f32""", True),
+    ("mask_mod", None, False),
+])
+def test_mods_that_read_the_head_index_are_found(kind, mod, reads):
+    assert reads_argument(kind, region_text(kind, mod), "head") is reads
