@@ -7,15 +7,15 @@ heads, dim] (FlashAttention's), or "bhsd", [batch, heads, seq_len, dim]
 heads of 1024 tokens read as 1024 heads of 32 tokens pass every check), so
 the call must say which.
 
-The kernels read a dense operand as tokens of heads: [batch, seq_len,
-heads, dim] in memory. An operand whose memory is in that order, whatever
-its logical layout (a transposed view included), is read as it is. When
-q, k and v are [batch, heads, seq_len, dim] in memory instead, each
-(request, KV head) is a request of its own: its query rows are contiguous
-where a KV head has one query head or a request one query, and nothing
-the kernel computes may depend on the request or head index then (ALiBi's
-slopes, a score_mod or mask_mod that reads them, document ids). The cheaper of the two reads is
-taken; an operand in neither order is copied into the chosen one."""
+The kernels read a dense operand as tokens of heads: [batch, seq_len, heads,
+dim] in memory. An operand whose memory is in that order, whatever its logical
+layout (a transposed view included), is read as it is. When q, k and v are
+[batch, heads, seq_len, dim] in memory instead, each (request, KV head) is a
+request of its own: its query rows are contiguous where a KV head has one query
+head or a request one query, and nothing the kernel computes may depend on the
+request or head index then (ALiBi's slopes, a score_mod or mask_mod that reads
+them, document ids). The cheaper of the two reads is taken; an operand in
+neither order is copied into the chosen one."""
 
 from dataclasses import dataclass
 

@@ -136,17 +136,17 @@ class Variant:
     @classmethod
     def from_spec(cls, **fields):
         """Fields of attnc_variant_spec (attnc_c.h), by name, in Python's
-        vocabulary, the one every front end speaks: element types by
-        torch's names or dtypes ("bfloat16", torch.float8_e4m3fn), page
-        orders "NHD" and "HND", the window as window= (None, keys to the
-        left, or a (left, right) pair) for window_left and window_right;
-        other enum fields by the library's names ("ragged", "paged") or
-        values. None for "no value" where the library's table gives a
-        field one (e.g. kv_dtype None: the queries' dtype); capture_types
-        a list of memref type strings (its count follows). score_mod and mask_mod are MLIR
-        text or Python functions (traced, as attnc.attention's): the
-        tensors functions read follow capture_types, and the variant's
-        `captures` lists them, the buffers to pass after the listed ones."""
+        vocabulary, the one every front end speaks: element types by torch's
+        names or dtypes ("bfloat16", torch.float8_e4m3fn), page orders "NHD"
+        and "HND", the window as window= (None, keys to the left, or a (left,
+        right) pair) for window_left and window_right; other enum fields by the
+        library's names ("ragged", "paged") or values. None for "no value"
+        where the library's table gives a field one (e.g. kv_dtype None: the
+        queries' dtype); capture_types a list of memref type strings (its count
+        follows). score_mod and mask_mod are MLIR text or Python functions
+        (traced, as attnc.attention's): the tensors functions read follow
+        capture_types, and the variant's `captures` lists them, the buffers to
+        pass after the listed ones."""
         spelled = [name for name in _WINDOW_FIELDS if name in fields]
         if spelled:
             raise TypeError(f"{' and '.join(spelled)} are the C API's "

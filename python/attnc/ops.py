@@ -6,10 +6,10 @@ Registered with torch.library's Library (a schema, a CUDA kernel and a
 fake) over the same Python front ends (ctypes over the C API), not as a
 C++ extension, which would have to be built against each installed
 torch; and not with torch.library.custom_op, whose wrappers cost 40-50
-us a call more on the GPU machine (docs/PERFORMANCE.md's host table). attnc.attention, merge_states and the
-wrappers' run call them only while torch.compile traces (their eager
-path is cheaper than any operator dispatch), so a compiled model and an
-eager one run the same kernels.
+us a call more on the GPU machine (docs/perf-log, 2026-11-29).
+attnc.attention, merge_states and the wrappers' run call them only while
+torch.compile traces (their eager path is cheaper than any operator
+dispatch), so a compiled model and an eager one run the same kernels.
 
     torch.ops.attnc.attention(q, k, v, layout, causal, window_left,
         window_right, sinks, softcap, scale, alibi, return_lse)
@@ -29,8 +29,11 @@ from . import functional
 from ._compiled import wrapper_of as _wrapper
 from ._layouts import choose_route, fold_allowed
 
+
 def _window(left, right):
-    return None if left < 0 and right < 0 else (max(left, 0), max(right, 0))
+    """attention()'s window of the operator's two extents, (-1, -1) for
+    none; any other negative extent is attention()'s to refuse."""
+    return None if (left, right) == (-1, -1) else (left, right)
 
 
 def _no_lse(q):

@@ -297,17 +297,17 @@ class PagedAttention:
 
     def run(self, q, k_cache, v_cache=None, out=None, lse=None,
             k_scale=None, v_scale=None, captures=None):
-        """Runs on the current stream. The caches: k_cache and v_cache, or,
-        as FlashInfer takes them, one (k_cache, v_cache) pair or one
-        interleaved [pages, 2, ...] tensor in k_cache's place. Pages may lie
-        any distance apart (each page's rows packed): the first run with
-        new page strides plans for them (an allocation and a sync: run
-        once before capturing such a run in a CUDA graph). Pass `out` (and `lse`) to keep run
-        free of allocation, e.g. under CUDA-graph capture; fp8 scales are
-        then tensors (or None). captures: None, the wrapper's `captures`;
-        or tensors to read in their place, one for each, of its dtype and
-        rank. The checks of a call like the last one checked (shapes,
-        strides, dtypes, devices) are not run again."""
+        """Runs on the current stream. The caches: k_cache and v_cache, or, as
+        FlashInfer takes them, one (k_cache, v_cache) pair or one interleaved
+        [pages, 2, ...] tensor in k_cache's place. Pages may lie any distance
+        apart (each page's rows packed): the first run with new page strides
+        plans for them (an allocation and a sync: run once before capturing
+        such a run in a CUDA graph). Pass `out` (and `lse`) to keep run free of
+        allocation, e.g. under CUDA-graph capture; fp8 scales are then tensors
+        (or None). captures: None, the wrapper's `captures`; or tensors to read
+        in their place, one for each, of its dtype and rank. The checks of a
+        call like the last one checked (shapes, strides, dtypes, devices) are
+        not run again."""
         if v_cache is None:
             k_cache, v_cache = self._split_cache(k_cache)
         if compiling():
