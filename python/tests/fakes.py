@@ -27,17 +27,17 @@ def _row_major(shape):
 
 class FakeTensor:
     """contiguous=False gives row-major strides with a gap after the
-    innermost dimension (a slice of a wider tensor)."""
+    innermost dimension (a slice of a wider tensor); strides= gives any."""
 
     def __init__(self, shape, dtype="torch.bfloat16", device="cuda", index=0,
-                 contiguous=True, values=None):
+                 contiguous=True, values=None, strides=None):
         self.shape, self.dtype = tuple(shape), dtype
         self.device = FakeDevice(device, index)
         self._contiguous = contiguous
         self._values = values
-        self._strides = _row_major(self.shape[:-1] + (2 * self.shape[-1],)
-                                   if self.shape and not contiguous
-                                   else self.shape)
+        self._strides = tuple(strides) if strides is not None else \
+            _row_major(self.shape[:-1] + (2 * self.shape[-1],)
+                       if self.shape and not contiguous else self.shape)
 
     def data_ptr(self):
         return 0x1000
