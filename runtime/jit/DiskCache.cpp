@@ -4,12 +4,14 @@
 
 #include "support/Sha256.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
@@ -323,7 +325,13 @@ std::optional<std::string> DiskCache::get(const std::string &key) const {
   if (!openCheckedDirectory(directory_, dirFd).ok())
     return std::nullopt;
   FileDescriptor dir(dirFd);
-  return readEntry(dirFd, key, maxEntryBytes_);
+  std::optional<std::string> payload = readEntry(dirFd, key, maxEntryBytes_);
+  // A hit is a use: prune keeps the recently used. A cache that cannot be
+  // written (a read-only mount) still serves hits.
+  if (payload)
+    ::utimensat(dirFd, (key + std::string(kSuffix)).c_str(), nullptr,
+                AT_SYMLINK_NOFOLLOW);
+  return payload;
 }
 
 Status DiskCache::put(const std::string &key,
@@ -432,6 +440,70 @@ StatusOr<std::vector<DiskCache::Entry>> DiskCache::list() const {
   return entries;
 }
 
+namespace {
+/// Removes whatever is under an entry's name (an empty directory too).
+bool removeEntryName(int dirFd, const std::string &name) {
+  return ::unlinkat(dirFd, name.c_str(), 0) == 0 ||
+         (errno == EISDIR &&
+          ::unlinkat(dirFd, name.c_str(), AT_REMOVEDIR) == 0);
+}
+} // namespace
+
+StatusOr<DiskCache::PruneResult> DiskCache::prune(uint64_t maxBytes,
+                                                  int64_t maxAgeSeconds) const {
+  int dirFd = -1;
+  if (Status s = openCheckedDirectory(directory_, dirFd); !s.ok()) {
+    if (s.code() == ErrorCode::NotFound)
+      return PruneResult(); // no cache yet
+    return s;
+  }
+  FileDescriptor dir(dirFd);
+  StatusOr<std::vector<std::string>> names = namesIn(dirFd, directory_);
+  if (!names.ok())
+    return names.status();
+  struct Live {
+    std::string name;
+    uint64_t bytes;
+    timespec used;
+  };
+  std::vector<Live> live;
+  PruneResult result;
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  for (const std::string &name : *names) {
+    if (!endsWith(name, kSuffix))
+      continue;
+    std::string key = name.substr(0, name.size() - kSuffix.size());
+    if (!isValidKey(key))
+      continue; // not a name put() gives
+    struct stat info;
+    if (::fstatat(dirFd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0)
+      continue; // gone meanwhile
+    bool valid = readEntry(dirFd, key, maxEntryBytes_).has_value();
+    bool stale = maxAgeSeconds > 0 &&
+                 int64_t(now.tv_sec - info.st_mtim.tv_sec) > maxAgeSeconds;
+    if (!valid || stale) {
+      result.removed += removeEntryName(dirFd, name);
+      continue;
+    }
+    live.push_back({name, uint64_t(info.st_size), info.st_mtim});
+  }
+  // The most recently used first: they stay while they fit.
+  std::sort(live.begin(), live.end(), [](const Live &a, const Live &b) {
+    return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec > b.used.tv_sec
+                                          : a.used.tv_nsec > b.used.tv_nsec;
+  });
+  for (const Live &entry : live) {
+    if (maxBytes == 0 || result.keptBytes + entry.bytes <= maxBytes) {
+      result.keptBytes += entry.bytes;
+      ++result.kept;
+    } else {
+      result.removed += removeEntryName(dirFd, entry.name);
+    }
+  }
+  return result;
+}
+
 StatusOr<int> DiskCache::clear() const {
   int dirFd = -1;
   if (Status s = openCheckedDirectory(directory_, dirFd); !s.ok()) {
@@ -447,11 +519,7 @@ StatusOr<int> DiskCache::clear() const {
   for (const std::string &name : *names) {
     if (endsWith(name, kSuffix) &&
         isValidKey(name.substr(0, name.size() - kSuffix.size()))) {
-      // Whatever is under an entry's name (an empty directory too).
-      if (::unlinkat(dirFd, name.c_str(), 0) == 0 ||
-          (errno == EISDIR &&
-           ::unlinkat(dirFd, name.c_str(), AT_REMOVEDIR) == 0))
-        ++removed;
+      removed += removeEntryName(dirFd, name);
     } else if (name.size() > 1 && name[0] == '.' &&
                name.find(kTempMarker) != std::string::npos) {
       // Temporary files of writers that died before their rename. A writer

@@ -67,6 +67,19 @@ public:
   /// one that cannot be read.
   StatusOr<int> clear() const;
 
+  /// What prune removed and what it kept.
+  struct PruneResult {
+    int removed = 0;
+    int kept = 0;
+    uint64_t keptBytes = 0;
+  };
+  /// Removes entries that are not valid, those last used more than
+  /// `maxAgeSeconds` ago (0: any age), and then the least recently used
+  /// until the rest take at most `maxBytes` of files (0: no limit). An
+  /// entry's last use is its file's modification time: put writes it and
+  /// a hit in get refreshes it. Errors as clear's.
+  StatusOr<PruneResult> prune(uint64_t maxBytes, int64_t maxAgeSeconds) const;
+
   const std::string &directory() const { return directory_; }
 
   /// Keys name files: 1 to 128 of [0-9A-Za-z_-], so that no key can reach

@@ -42,6 +42,75 @@ using test::freshDirectory;
 using test::readFile;
 using test::writeFile;
 
+/// Sets an entry's last use `daysAgo` days back.
+void usedDaysAgo(const DiskCache &cache, const std::string &key,
+                 double daysAgo) {
+  timespec times[2];
+  clock_gettime(CLOCK_REALTIME, &times[0]);
+  times[0].tv_sec -= time_t(daysAgo * 24 * 3600);
+  times[1] = times[0];
+  ASSERT_EQ(utimensat(AT_FDCWD,
+                      (cache.directory() + "/" + key + ".entry").c_str(), times,
+                      0),
+            0);
+}
+
+std::vector<std::string> keysOf(const DiskCache &cache) {
+  std::vector<std::string> keys;
+  auto entries = cache.list();
+  EXPECT_TRUE(entries.ok()) << entries.status().toString();
+  for (const DiskCache::Entry &entry : entries.value())
+    keys.push_back(entry.key);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+TEST(DiskCachePrune, KeepsTheRecentlyUsedWithinTheLimits) {
+  DiskCache cache(freshDirectory());
+  for (const char *key : {"a", "b", "c", "d"})
+    ASSERT_TRUE(cache.put(key, std::string(1000, *key)).ok());
+  usedDaysAgo(cache, "a", 40);
+  usedDaysAgo(cache, "b", 3);
+  usedDaysAgo(cache, "c", 2);
+  usedDaysAgo(cache, "d", 1);
+  // A hit is a use: b becomes the most recent.
+  ASSERT_TRUE(cache.get("b").has_value());
+  uint64_t entryBytes = 0;
+  auto entries = cache.list();
+  ASSERT_TRUE(entries.ok());
+  for (const DiskCache::Entry &entry : *entries)
+    entryBytes = std::max<uint64_t>(entryBytes, entry.bytes);
+  // Older than 30 days: a goes, whatever the size.
+  auto aged = cache.prune(0, 30 * 24 * 3600);
+  ASSERT_TRUE(aged.ok()) << aged.status().toString();
+  EXPECT_EQ(aged->removed, 1);
+  EXPECT_EQ(keysOf(cache), (std::vector<std::string>{"b", "c", "d"}));
+  // Room for two files: the least recently used, c, goes.
+  auto sized = cache.prune(2 * (entryBytes + 200), 0);
+  ASSERT_TRUE(sized.ok()) << sized.status().toString();
+  EXPECT_EQ(sized->removed, 1);
+  EXPECT_EQ(sized->kept, 2);
+  EXPECT_EQ(keysOf(cache), (std::vector<std::string>{"b", "d"}));
+  EXPECT_TRUE(cache.get("b").has_value());
+  EXPECT_TRUE(cache.get("d").has_value());
+}
+
+TEST(DiskCachePrune, RemovesEntriesThatAreNotValidAndRefusesWhatClearDoes) {
+  DiskCache cache(freshDirectory());
+  ASSERT_TRUE(cache.put("good", "payload").ok());
+  writeFile(cache.directory() + "/bad.entry", "not an entry");
+  auto pruned = cache.prune(0, 0);
+  ASSERT_TRUE(pruned.ok()) << pruned.status().toString();
+  EXPECT_EQ(pruned->removed, 1);
+  EXPECT_EQ(keysOf(cache), (std::vector<std::string>{"good"}));
+  // No cache yet: nothing to do.
+  EXPECT_EQ(DiskCache(freshDirectory() + "/none").prune(1, 1).value().kept, 0);
+  // A directory others can write is refused, as by clear.
+  std::string open = freshDirectory();
+  ASSERT_EQ(chmod(open.c_str(), 0777), 0);
+  EXPECT_FALSE(DiskCache(open).prune(0, 0).ok());
+}
+
 TEST(DiskCacheFailures, EntryOfAnotherKeyIsAMiss) {
   DiskCache cache(freshDirectory());
   ASSERT_TRUE(cache.put("a", "payload of a").ok());
