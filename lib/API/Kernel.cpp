@@ -203,7 +203,8 @@ StatusOr<Plan> Kernel::plan(const Batch &batch) const {
   }
   auto plan = std::make_unique<Plan::State>();
   plan->kernel = state_;
-  Executor executor(*state_->driver, program, *state_->module);
+  Executor &executor =
+      plan->executor.emplace(*state_->driver, program, *state_->module);
   if (Status status = executor.resolveKernels(); !status.ok())
     return status;
   if (Status status = executor.resolveKVTokens(layout); !status.ok())
@@ -244,7 +245,6 @@ StatusOr<Plan> Kernel::plan(const Batch &batch) const {
     binding.values[value] = buffer.get();
   for (const auto &[launch, buffer] : plan->workspaces)
     binding.workspaces[launch] = {buffer.get(), buffer.size()};
-  plan->executor.emplace(*state_->driver, program, *state_->module);
   return Plan(std::move(plan));
 }
 

@@ -29,9 +29,10 @@ def layout_help():
     return "; ".join(f"{name!r} {what}" for name, what in LAYOUTS.items())
 
 
-def _swap_middle(values):
-    """(a, b, c, d) as (a, c, b, d): one 4-D layout's order as the other's."""
-    return (values[0], values[2], values[1], values[3])
+def swap_middle(values):
+    """(a, b, c, ...) as (a, c, b, ...): a shape or strides in one dense
+    layout's order as in the other's (out's 4 dimensions, lse's 3)."""
+    return (values[0], values[2], values[1]) + tuple(values[3:])
 
 
 def row_major(shape, strides):
@@ -50,7 +51,7 @@ def in_order(x, layout, order):
     `order` ("bshd" or "bhsd") without gaps."""
     shape, strides = tuple(x.shape), tuple(x.stride())
     if layout != order:
-        shape, strides = _swap_middle(shape), _swap_middle(strides)
+        shape, strides = swap_middle(shape), swap_middle(strides)
     return row_major(shape, strides)
 
 
@@ -99,13 +100,3 @@ def choose_route(q, k, v, layout, foldable):
         return sum(x.numel() * x.element_size()
                    for x, copy in zip((q, k, v), route.copies) if copy)
     return min(routes, key=copied_bytes)
-
-
-def fold_heads(x, kv_heads):
-    """A [batch, heads, seq_len, dim] tensor, contiguous, as the kernel's
-    [batch * kv_heads, seq_len, heads / kv_heads, dim] operand: each
-    (request, KV head) a request of its group of query heads. A view, as
-    the route allows folding only where seq_len or the group is 1."""
-    batch, heads, seq_len, dim = x.shape
-    return x.view(batch * kv_heads, heads // kv_heads, seq_len,
-                  dim).transpose(1, 2)

@@ -6,7 +6,7 @@ from ._capi import LIMITS
 from ._compiled import compiling, eagerly
 from ._launch import DenseCall
 from ._layouts import LAYOUTS, choose_route, fold_allowed, in_order, \
-    layout_help
+    layout_help, swap_middle
 from ._regions import reads_argument
 from ._tensors import ELEMENT_TYPES, FP8_TYPES, IR_NAMES, KV_TYPES, \
     check_tensor, current_stream, dtype_name, require
@@ -315,8 +315,7 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
         check_tensor(name, x, 4, types, contiguous=False)
     # The shapes as [batch, seq_len, heads, dim], whatever the layout.
     qs, ks, vs = ((tuple(x.shape) if layout == "bshd" else
-                   (x.shape[0], x.shape[2], x.shape[1], x.shape[3]))
-                  for x in (q, k, v))
+                   swap_middle(tuple(x.shape))) for x in (q, k, v))
     dtype, kv_dtype, heads, dim, kv_heads, v_dim = _check_kinds(
         q, k, v, qs, ks, vs)
     if ks[0] != qs[0]:
@@ -353,7 +352,7 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
     out_direct = False
     if out is not None:
         check_tensor("out", out, 4, (dtype,), contiguous=False)
-        want = out_logical if layout == "bshd" else _swap(out_logical)
+        want = out_logical if layout == "bshd" else swap_middle(out_logical)
         require(tuple(out.shape) == want,
                 f"out must have q's shape with v's head dim, "
                 f"{list(want)}, got {list(out.shape)}")
@@ -363,8 +362,8 @@ def attention(q, k, v, causal=False, window=None, sinks=0, softcap=None,
         kernel, dict(batch=kernel_batch, max_query_len=q_len,
                      max_kv_len=kv_len, query_tokens=kernel_batch * q_len),
         layout, route,
-        out_logical if order == "bshd" else _swap(out_logical),
-        qs[:3] if order == "bshd" else (qs[0], qs[2], qs[1]),
+        out_logical if order == "bshd" else swap_middle(out_logical),
+        qs[:3] if order == "bshd" else swap_middle(qs[:3]),
         out_direct, bool(return_lse))
     buffers = segment_ids + scales + captures
     if key is not None:
@@ -409,11 +408,6 @@ def require_layout(layout):
         raise ValueError(f"dense attention needs layout= (shapes cannot "
                          f"tell which dimension holds the heads): "
                          f"{layout_help()}; got {layout!r}")
-
-
-def _swap(shape):
-    """[b, s, h, d] as [b, h, s, d], or back."""
-    return (shape[0], shape[2], shape[1]) + tuple(shape[3:])
 
 
 def _check_kinds(q, k, v, qs, ks, vs):

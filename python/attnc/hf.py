@@ -27,6 +27,7 @@ import weakref
 from collections import OrderedDict
 
 from ._tensors import dtype_name, require
+from ._compiled import eagerly
 from .functional import attention
 
 NAME = "attnc"
@@ -179,18 +180,6 @@ def _forget(mask_id):
         _MASKS.pop(key, None)
 
 
-def _outside_graphs(fn):
-    """fn as torch.compile runs it: eagerly, behind a graph break. The
-    mask cache keys on objects and their versions, which a graph would
-    bake in as constants."""
-    try:
-        import torch
-    except ImportError:  # nothing compiles
-        return fn
-    return torch.compiler.disable(fn)
-
-
-@_outside_graphs
 def _converted(mask, query, kv_len, sliding_window):
     """The mods of a transformers 4-D mask, made on the first layer that
     reads this mask (object and contents: an in-place change bumps the
@@ -211,6 +200,13 @@ def _converted(mask, query, kv_len, sliding_window):
     if len(_MASKS) > _MAX_MASKS:
         _MASKS.popitem(last=False)
     return mods
+
+
+# Run eagerly under torch.compile, behind a graph break: the mask cache
+# keys on objects and their versions, which a graph would bake in as
+# constants.
+_converted = eagerly(_converted, "attnc.hf converts a transformers mask "
+                     "eagerly: its cache keys on the mask object")
 
 
 def _convert(mask, query, kv_len, sliding_window):

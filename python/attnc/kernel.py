@@ -5,6 +5,7 @@ import os
 
 from . import _capi, trace
 from ._capi import check, lib
+from ._launch import addresses
 from ._tensors import IR_NAMES, TORCH_NAMES
 from ._values import (INT32, INT64, UINT64, as_flag, as_float32, as_int,
                       as_sequence, as_text, window_extents)
@@ -304,8 +305,7 @@ class Kernel:
         inputs = _addresses("inputs", inputs)
         outputs = _addresses("outputs", outputs)
         stream = as_int("stream", 0 if stream is None else stream, UINT64)
-        ins = (ctypes.c_uint64 * max(1, len(inputs)))(*inputs)
-        outs = (ctypes.c_uint64 * max(1, len(outputs)))(*outputs)
+        ins, outs = addresses(*inputs), addresses(*outputs)
         sizes = ranks = None
         if buffer_sizes is not None:
             # The library reads one entry per buffer input: no fewer.

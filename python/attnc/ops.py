@@ -27,7 +27,7 @@ import torch
 
 from . import functional
 from ._compiled import wrapper_of as _wrapper
-from ._layouts import choose_route, fold_allowed
+from ._layouts import choose_route, fold_allowed, swap_middle
 
 
 def _window(left, right):
@@ -97,14 +97,13 @@ def _(q, k, v, layout, causal, window_left, window_right, sinks, softcap,
     swap = order != layout
 
     def empty(logical, dtype):
-        if swap:
-            logical = [logical[0], logical[2], logical[1]] + logical[3:]
-        x = q.new_empty(logical, dtype=dtype)
-        return x.transpose(1, 2) if swap else x
-    out = empty(shape, q.dtype)
+        if not swap:
+            return q.new_empty(logical, dtype=dtype)
+        return q.new_empty(swap_middle(logical), dtype=dtype).transpose(1, 2)
+    out = empty(tuple(shape), q.dtype)
     if not return_lse:
         return out, _no_lse(q)
-    return out, empty(shape[:3], torch.float32)
+    return out, empty(tuple(shape[:3]), torch.float32)
 
 
 @_kernel("merge_states")
