@@ -57,11 +57,11 @@ void addCacheCommand(CLI::App &app, int &exitCode) {
   prune
       ->add_option("--max-bytes", *maxBytes,
                    "keep at most this many bytes of entries (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(uint64_t(0), uint64_t(1) << 62));
   prune
       ->add_option("--max-age-days", *maxAgeDays,
                    "remove entries unused for longer (0: any age)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t(0), int64_t(36500)));
   prune->callback([cache, maxBytes, maxAgeDays, &exitCode] {
     jit::DiskCache c = cache();
     StatusOr<jit::DiskCache::PruneResult> result =
