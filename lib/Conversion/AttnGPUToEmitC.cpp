@@ -129,20 +129,28 @@ private:
     member("attnc::PageOrder", "kPageOrder",
            attnc::spelling(paged ? kv.getPageOrder() : PageOrder::NHD));
     flag("kCausal", kernel.getCausal());
-    member("attnc::i64", "kWindowLeft", window ? window.getLeft() : -1);
-    member("attnc::i64", "kWindowRight", window ? window.getRight() : -1);
+    // Which of the variant's numbers apply; the numbers themselves are
+    // launch values (attnc::VariantValues, LaunchSpec::values), so that
+    // variants differing only in them emit the same source.
+    flag("kHasWindowLeft", window && window.getLeft() >= 0);
+    flag("kHasWindowRight", window && window.getRight() >= 0);
+    flag("kHasSinks", masks.getSinks() > 0);
+    flag("kHasSoftcap", kernel.getSoftcap().has_value());
+    // A soft-capped kernel compiles its scale and soft-cap in: its held
+    // tanh loop ran 2-4 % slower reading them at launch (P4, H200,
+    // 2026-11-29), which issue 49 does not allow. 0: launch values.
+    bool compiledScores = kernel.getSoftcap().has_value();
+    member("float", "kCompiledScale",
+           floatLiteral(compiledScores ? kernel.getScale().convertToDouble()
+                                       : 0.0));
+    member("float", "kCompiledSoftcap",
+           floatLiteral(compiledScores ? kernel.getSoftcap()->convertToDouble()
+                                       : 0.0));
     // attn-analyze-masks' classification of the KV tiles.
     flag("kLowerBound", masks.getLowerBound());
     flag("kUpperBound", masks.getUpperBound());
-    member("attnc::i64", "kSinks", masks.getSinks());
     member("attnc::PartialTiles", "kPartialTiles",
            attnc::spelling(masks.getPartial()));
-    member("float", "kScale",
-           floatLiteral(kernel.getScale().convertToDouble()));
-    member("float", "kSoftcap",
-           floatLiteral(kernel.getSoftcap()
-                            ? kernel.getSoftcap()->convertToDouble()
-                            : 0.0));
     flag("kAlibi", kernel.getAlibi());
     flag("kScoreMod", !kernel.getScoreMod().empty());
     flag("kMaskMod", !kernel.getMaskMod().empty());

@@ -214,6 +214,22 @@ FailureOr<ValueSpec> describeValue(Type type, Location loc) {
 
 /// Reads the host side of a module lowered to attn_gpu: one function whose
 /// body is launches.
+/// The numbers of an attention kernel that its launches pass (params.h):
+/// the device reads only those its config says apply.
+VariantValues variantValues(attn_gpu::KernelOp kernel) {
+  VariantValues values = LaunchSpec().values;
+  if (auto window =
+          dyn_cast_or_null<attn::WindowAttr>(kernel.getWindowAttr())) {
+    values.window_left = window.getLeft();
+    values.window_right = window.getRight();
+  }
+  values.sinks = kernel.getMasks().getSinks();
+  values.scale = float(kernel.getScale().convertToDouble());
+  if (kernel.getSoftcap())
+    values.softcap = float(kernel.getSoftcap()->convertToDouble());
+  return withScoreFactors(values);
+}
+
 LogicalResult describeProgram(ModuleOp module, Program &program) {
   auto funcs = module.getOps<func::FuncOp>();
   if (funcs.empty())
@@ -284,6 +300,7 @@ LogicalResult describeProgram(ModuleOp module, Program &program) {
           spec.mergesSplits && plan.mergesInSecondLaunch();
       spec.overlapsPreviousLaunch = plan.overlapsPreviousLaunch();
       spec.splitResults = spec.kvSplits > 1 && !spec.mergesSplits;
+      spec.values = variantValues(attention);
     } else {
       spec.kind = LaunchSpec::Kind::Merge;
     }

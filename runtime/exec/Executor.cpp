@@ -404,6 +404,7 @@ Status Executor::launchAttention(int launchIndex, const BatchLayout &layout,
   p.batch = layout.batch;
   p.q_len = layout.qLen;
   p.kv_len = layout.kvLen;
+  p.values = launch.values;
 
   // The kernel and its occupancy as the plan resolved them (no name
   // lookups), or by name for an executor whose module was never resolved.

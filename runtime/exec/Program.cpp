@@ -2,11 +2,24 @@
 
 #include "exec/Program.h"
 
+#include <cstring>
 #include <sstream>
 
 namespace attnc {
 
 namespace {
+/// Floats travel as their bits: the text form round-trips them exactly.
+uint32_t floatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+float bitsFloat(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
 template <typename T>
 void writeList(std::ostream &os, const std::vector<T> &v) {
   os << v.size();
@@ -43,7 +56,10 @@ std::string Program::serialize() const {
        << l.kvBoxRows << " " << l.blockN << " " << l.kvScales << " "
        << l.mergesSplits << " " << l.mergesInSecondLaunch << " "
        << l.overlapsPreviousLaunch << " " << l.claimsItems << " "
-       << l.clusterCtas << " " << int(l.schedule) << " ";
+       << l.clusterCtas << " " << int(l.schedule) << " " << l.values.window_left
+       << " " << l.values.window_right << " " << l.values.sinks << " "
+       << floatBits(l.values.scale) << " " << floatBits(l.values.softcap)
+       << " ";
     writeList(os, l.args);
     os << " ";
     writeList(os, l.results);
@@ -83,17 +99,22 @@ StatusOr<Program> Program::deserialize(const std::string &text) {
   for (size_t i = 0; i < numLaunches; ++i) {
     LaunchSpec l;
     int kind, schedule;
+    uint32_t scaleBits, softcapBits;
     if (!(is >> word >> kind >> l.kernel >> l.threads >> l.smem >> l.blockM >>
           l.kvSplits >> l.group >> l.kvHeads >> l.hasLse >> l.segments >>
           l.splitResults >> l.packedHeads >> l.qBoxRows >> l.kvBoxRows >>
           l.blockN >> l.kvScales >> l.mergesSplits >> l.mergesInSecondLaunch >>
           l.overlapsPreviousLaunch >> l.claimsItems >> l.clusterCtas >>
-          schedule) ||
+          schedule >> l.values.window_left >> l.values.window_right >>
+          l.values.sinks >> scaleBits >> softcapBits) ||
         word != "launch" || schedule < 0 || schedule >= kNumSchedules ||
         !readList(is, l.args) || !readList(is, l.results))
       return bad("launch " + std::to_string(i));
     l.kind = LaunchSpec::Kind(kind);
     l.schedule = Schedule(schedule);
+    l.values.scale = bitsFloat(scaleBits);
+    l.values.softcap = bitsFloat(softcapBits);
+    l.values = withScoreFactors(l.values);
     program.launches.push_back(l);
   }
   if (!(is >> word) || word != "io" || !readList(is, program.inputs) ||

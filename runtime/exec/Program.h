@@ -13,6 +13,7 @@
 
 #include "attnc/Status.h"
 #include "attnc/device/abi.h"
+#include "attnc/device/params.h"
 #include "attnc/device/schedules.h"
 
 #include <cstdint>
@@ -74,6 +75,8 @@ struct LaunchSpec {
   /// CTAs per cluster of a latent kernel that shares its loads
   /// (attn_gpu::PlanAttr's cluster_ctas): its grid is a multiple of it.
   int64_t clusterCtas = 1;
+  /// The variant's numbers, which its kernel reads at launch (params.h).
+  VariantValues values = withScoreFactors({-1, -1, 0, 1.0f, 0.0f});
 };
 
 struct Program {

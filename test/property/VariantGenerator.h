@@ -87,13 +87,15 @@ struct VariantId {
   int index;
 };
 
-/// Variants whose first plans spill on sm_90a (4 to 116 bytes: heavy score
-/// work at head dims 160-192, a gathering producer, an fp32 output beside
-/// three consumers), so that the driver plans them again with register
-/// relief: the compile property test holds each to that and to no spills,
-/// and the GPU tests run them against the reference.
+/// Variants whose first plans spill on sm_90a (heavy score work at head
+/// dims 160-192, a gathering producer, an fp32 output beside three
+/// consumers), so that the driver plans them again with register relief:
+/// the compile property test holds each to that and to no spills, and the
+/// GPU tests run them against the reference. Seed 8's three replaced
+/// (7, 12), (7, 42) and (20261122, 53) when the variants' numbers became
+/// launch values (2026-11-29) and their first plans stopped spilling.
 inline constexpr VariantId kReliefVariants[] = {
-    {7, 0}, {7, 12}, {7, 42}, {7, 121}, {20261122, 53}};
+    {7, 0}, {7, 121}, {8, 21}, {8, 64}, {8, 102}};
 
 } // namespace attnc::property
 

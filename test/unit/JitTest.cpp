@@ -90,6 +90,8 @@ TEST(Program, TextFormRoundTrips) {
   l.claimsItems = true;
   l.clusterCtas = 2;
   l.schedule = Schedule::Latent;
+  // Floats no decimal form of 6 digits round-trips.
+  l.values = {1000, 0, 4, 0.0883883476f, 30.000002f};
   p.launches = {l};
   p.inputs = {0, 1};
   p.outputs = {1};
@@ -109,6 +111,12 @@ TEST(Program, TextFormRoundTrips) {
   EXPECT_FALSE(back->launches[0].overlapsPreviousLaunch);
   EXPECT_TRUE(back->launches[0].claimsItems);
   EXPECT_EQ(back->launches[0].clusterCtas, 2);
+  const VariantValues &values = back->launches[0].values;
+  EXPECT_EQ(values.window_left, 1000);
+  EXPECT_EQ(values.window_right, 0);
+  EXPECT_EQ(values.sinks, 4);
+  EXPECT_EQ(values.scale, 0.0883883476f);
+  EXPECT_EQ(values.softcap, 30.000002f);
 }
 
 TEST(Program, BadTextIsAnError) {

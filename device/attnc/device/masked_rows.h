@@ -26,12 +26,13 @@ namespace attnc {
 #if ATTNC_IS_DEVICE
 
 template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
-  static constexpr bool kWindowLeft = C::kWindowLeft >= 0;
-  static constexpr bool kWindowRight = C::kWindowRight >= 0;
+  static constexpr bool kWindowLeft = C::kHasWindowLeft;
+  static constexpr bool kWindowRight = C::kHasWindowRight;
   static_assert(C::kLowerBound == kWindowLeft &&
                     C::kUpperBound == (C::kCausal || kWindowRight),
                 "the analyzed bounds are the declarative masks'");
-  static constexpr bool kMods = C::kSoftcap > 0.0f || C::kAlibi || C::kScoreMod;
+  static_assert(!C::kHasSinks || kWindowLeft, "sinks come with a window");
+  static constexpr bool kMods = C::kHasSoftcap || C::kAlibi || C::kScoreMod;
   static constexpr bool kAlwaysPartial =
       C::kPartialTiles == PartialTiles::Always;
 
@@ -44,6 +45,34 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
   float kScale = 1.0f, vScale = 1.0f;
   int sinkTiles, mainBegin, mainEnd, tileBegin, tileEnd;
   int requestSplits; // the splits with tiles of this request (at least 1)
+
+  // The variant's numbers, read where the launch put them (params.h); a
+  // kernel whose config compiles its scale and soft-cap in
+  // (kCompiledScale) uses its constants instead.
+  static constexpr bool kCompiledScores = C::kCompiledScale > 0.0f;
+  ATTNC_DEVICE i64 windowLeft() const { return p->values.window_left; }
+  ATTNC_DEVICE i64 windowRight() const { return p->values.window_right; }
+  ATTNC_DEVICE i64 sinks() const { return p->values.sinks; }
+  ATTNC_DEVICE float scale() const {
+    return kCompiledScores ? C::kCompiledScale : p->values.scale;
+  }
+  ATTNC_DEVICE float softcap() const {
+    return kCompiledScores ? C::kCompiledSoftcap : p->values.softcap;
+  }
+  ATTNC_DEVICE float softcapInverse() const {
+    return kCompiledScores ? 1.0f / C::kCompiledSoftcap : fastRcp(softcap());
+  }
+  ATTNC_DEVICE float scaleLog2() const {
+    return kCompiledScores ? C::kCompiledScale * kLog2E : p->values.scale_log2;
+  }
+  ATTNC_DEVICE float softcapLog2() const {
+    return kCompiledScores ? C::kCompiledSoftcap * kLog2E
+                           : p->values.softcap_log2;
+  }
+  ATTNC_DEVICE float tanhScale() const {
+    return kCompiledScores ? C::kCompiledScale / C::kCompiledSoftcap
+                           : p->values.tanh_scale;
+  }
 
   ATTNC_DEVICE int queryOf(int row) const { return row / RowsPerToken; }
   ATTNC_DEVICE int headOf(int row) const { return head0 + row % RowsPerToken; }
@@ -91,7 +120,7 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
       kvLen = params.kv_len;
     }
     if (C::kKVScales) {
-      int kvHead = firstHead / (C::kNumQHeads / C::kNumKVHeads);
+      int kvHead = firstHead / C::kGroup;
       kScale = params.k_scale[C::kKScalePerHead ? kvHead : 0];
       vScale = params.v_scale[C::kVScalePerHead ? kvHead : 0];
     }
@@ -118,11 +147,11 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     if (C::kUpperBound) {
       if (C::kCausal)
         hi = lastPos + 1 < hi ? lastPos + 1 : hi;
-      if (kWindowRight && lastPos + C::kWindowRight + 1 < hi)
-        hi = int(lastPos + C::kWindowRight + 1);
+      if (kWindowRight && lastPos + windowRight() + 1 < hi)
+        hi = int(lastPos + windowRight() + 1);
     }
-    if (C::kLowerBound && firstPos - C::kWindowLeft > lo)
-      lo = int(firstPos - C::kWindowLeft);
+    if (C::kLowerBound && firstPos - windowLeft() > lo)
+      lo = int(firstPos - windowLeft());
     if (hi < 0)
       hi = 0;
     mainBegin = lo / BlockN;
@@ -130,8 +159,8 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     if (mainEnd < mainBegin)
       mainEnd = mainBegin;
     sinkTiles = 0;
-    if (C::kLowerBound && C::kSinks > 0) {
-      int sinkKeys = C::kSinks < hi ? int(C::kSinks) : hi;
+    if (C::kLowerBound && C::kHasSinks) {
+      int sinkKeys = sinks() < hi ? int(sinks()) : hi;
       sinkTiles = (sinkKeys + BlockN - 1) / BlockN;
       if (sinkTiles >= mainBegin) { // the ranges touch: one range
         mainBegin = 0;
@@ -170,9 +199,10 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
       return true;
     if (C::kCausal && k1 > firstPos)
       return true;
-    if (kWindowRight && k1 > firstPos + C::kWindowRight)
+    if (kWindowRight && k1 > firstPos + windowRight())
       return true;
-    if (kWindowLeft && k0 < lastPos - C::kWindowLeft && !(k1 < C::kSinks))
+    if (kWindowLeft && k0 < lastPos - windowLeft() &&
+        !(C::kHasSinks && k1 < sinks()))
       return true;
     return false;
   }
@@ -191,7 +221,7 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     ATTNC_DEVICE bool has(int key) const {
       bool seen = key <= hi;
       if constexpr (kWindowLeft)
-        seen &= (key >= lo) | (C::kSinks > 0 && key < sinkEnd);
+        seen &= (key >= lo) | (C::kHasSinks && key < sinkEnd);
       return seen;
     }
   };
@@ -201,13 +231,13 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
     int hi = kvLen - 1;
     if (C::kCausal && pos < hi)
       hi = pos;
-    if (kWindowRight && pos + C::kWindowRight < hi)
-      hi = int(pos + C::kWindowRight);
+    if (kWindowRight && pos + windowRight() < hi)
+      hi = int(pos + windowRight());
     if (row - rowBegin >= rows)
       hi = -1;
     int lo =
-        kWindowLeft && pos - C::kWindowLeft > 0 ? int(pos - C::kWindowLeft) : 0;
-    int sinkEnd = C::kSinks < kvLen ? int(C::kSinks) : kvLen;
+        kWindowLeft && pos - windowLeft() > 0 ? int(pos - windowLeft()) : 0;
+    int sinkEnd = !C::kHasSinks ? 0 : sinks() < kvLen ? int(sinks()) : kvLen;
     return {lo - from, hi - from, sinkEnd - from};
   }
 
@@ -255,9 +285,9 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
   ATTNC_DEVICE float logit(float raw, int row, int key, float slope) const {
     float x = raw * keyScale();
     if (kMods) {
-      x *= C::kScale;
-      if (C::kSoftcap > 0.0f)
-        x = C::kSoftcap * fastTanh(x * (1.0f / C::kSoftcap));
+      x *= scale();
+      if (C::kHasSoftcap)
+        x = softcap() * fastTanh(x * softcapInverse());
       int query = queryOf(row);
       if (C::kAlibi)
         x += slope * float(key - (query + kvLen - qLen));
@@ -265,7 +295,7 @@ template <class C, int BlockM, int BlockN, int RowsPerToken> struct MaskedRows {
         x = C::scoreMod(x, batch, headOf(row), query, key, qLen, kvLen, *p);
       x *= kLog2E;
     } else {
-      x *= C::kScale * kLog2E;
+      x *= scaleLog2();
     }
     return masked<Partial, Segments>(x, row, key);
   }

@@ -11,9 +11,6 @@
 
 namespace attnc {
 
-constexpr float kLog2E = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
-
 ATTNC_DEVICE float negInf() {
   float r;
   asm("mov.b32 %0, 0xff800000;" : "=f"(r));

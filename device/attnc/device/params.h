@@ -19,6 +19,34 @@ struct CaptureParams {
   i64 strides[limits::kMaxCaptureRank];
 };
 
+/// The variant's numbers, given at launch rather than compiled in, so that
+/// variants differing only in them share one kernel (issue 49). Which of
+/// them apply is structure, in the kernel's config (kHasWindowLeft,
+/// kHasWindowRight, kHasSinks, kHasSoftcap); the others are unread.
+struct VariantValues {
+  i64 window_left;  // keys before a query's position that it sees
+  i64 window_right; // keys after it
+  i64 sinks;        // leading keys every query sees besides its window
+  float scale;      // of the raw products; positive (the verifiers')
+  float softcap;    // positive
+  // Products of the two the inner loops take as operands: a score then
+  // costs one FFMA with a parameter operand, as with a compiled-in
+  // constant, not a product per tile on the softmax's path (3-4 % on P2
+  // and P4, H200). Set by withScoreFactors.
+  float scale_log2;   // scale x log2(e)
+  float softcap_log2; // softcap x log2(e)
+  float tanh_scale;   // scale / softcap (0 without a soft-cap)
+};
+
+/// `values` with its score factors set from its scale and soft-cap.
+ATTNC_DEVICE VariantValues withScoreFactors(VariantValues values) {
+  values.scale_log2 = values.scale * kLog2E;
+  values.softcap_log2 = values.softcap * kLog2E;
+  values.tanh_scale =
+      values.softcap > 0.0f ? values.scale / values.softcap : 0.0f;
+  return values;
+}
+
 /// Arguments of one attention launch. Tensors are contiguous:
 /// q/out [tokens, heads, dim]; dense and ragged k/v [tokens, kv_heads, dim];
 /// paged k/v pages of [page, kv_heads, dim] (nhd) or [kv_heads, page, dim]
@@ -62,6 +90,7 @@ struct AttnParams {
   // as its tiles need, at most num_splits).
   i32 *split_counters;
   i32 split_tiles;
+  VariantValues values;
   CaptureParams captures[limits::kMaxCaptures];
 };
 

@@ -63,6 +63,11 @@ struct f8e5m2 {
   u8 bits;
 };
 
+// The online softmax works in base 2 (math.h); the host folds log2(e)
+// into the launch's score factors (params.h) with the device's constant.
+constexpr float kLog2E = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
 static_assert(sizeof(i64) == 8 && sizeof(u32) == 4 && sizeof(u16) == 2,
               "attnc's fixed-width types have the wrong size");
 } // namespace attnc

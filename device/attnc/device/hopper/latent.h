@@ -400,14 +400,14 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
     if (tileBegin >= tileEnd)
       return; // no keys: no page to look up
     Widening widening(int(threadIdx.x));
-    auto pagesOf = [&](int t, int(&pages)[kSets]) {
+    auto pagesOf = [&](int t, int (&pages)[kSets]) {
       for (u32 set = 0; set < kSets; ++set)
         pages[set] =
             S::kPaged ? hopper::pageOfKey<C>(*this, tileAt(t) * S::kBlockN +
                                                         int(widening.row(set)))
                       : 0;
     };
-    auto sourcesOf = [&](int t, const int(&pages)[kSets],
+    auto sourcesOf = [&](int t, const int (&pages)[kSets],
                          const u8 *(&rows)[kSets]) {
       for (u32 set = 0; set < kSets; ++set)
         rows[set] = hopper::keyRowSource<C, S::kD>(
@@ -632,13 +632,13 @@ struct LatentCta : MaskedRows<C, LatentShape<C>::kBlockM,
   /// row maxima of the raw products those of the logits: an fp8 cache's
   /// key scale, read at run time, joins it where it is positive, and
   /// otherwise the scores go through logit() (a uniform branch).
-  static constexpr bool kMayHoldRaw = !Rows::kMods && C::kScale > 0.0f;
+  static constexpr bool kMayHoldRaw = !Rows::kMods;
   ATTNC_DEVICE bool holdRaw() const {
     return kMayHoldRaw && (!Rows::kKeyScale || this->keyScale() > 0.0f);
   }
   /// The factor that turns held scores into base-2 logits.
   ATTNC_DEVICE float logitScale() const {
-    return holdRaw() ? C::kScale * kLog2E * this->keyScale() : 1.0f;
+    return holdRaw() ? this->scaleLog2() * this->keyScale() : 1.0f;
   }
 
   template <bool Partial> ATTNC_DEVICE void modifyScores(int t) {

@@ -543,7 +543,7 @@ struct WarpSpecializedCta
       slope[half] = this->slopeOf(rowBegin + localRow(half));
       if constexpr (kHoldAlibi) {
         // The bias slope x (key - position) in units of the raw products.
-        slope[half] *= 1.0f / C::kScale;
+        slope[half] *= fastRcp(this->scale());
         int position =
             this->queryOf(rowBegin + localRow(half)) + this->kvLen - this->qLen;
         alibiRow[half] = -slope[half] * float(position);
@@ -652,24 +652,25 @@ struct WarpSpecializedCta
 
   /// Scores are held in units the softmax scales inside exp2's argument
   /// (one FFMA per score instead of a multiply and a subtraction), with
-  /// kLogitScale converting them to base-2 logits. Without modifiers they
+  /// logitScale() converting them to base-2 logits. Without modifiers they
   /// stay raw products; with a soft-cap alone they are tanh(raw x scale /
-  /// cap), the cap and log2(e) going into kLogitScale; with ALiBi alone
+  /// cap), the cap and log2(e) going into logitScale(); with ALiBi alone
   /// they are raw products plus the bias over the scale (kHoldAlibi). A
-  /// positive scale keeps the row maxima of the held scores the maxima of
-  /// the logits.
-  static constexpr bool kHoldRaw = !Rows::kMods && C::kScale > 0.0f;
+  /// positive scale (the verifiers') keeps the row maxima of the held
+  /// scores the maxima of the logits.
+  static constexpr bool kHoldRaw = !Rows::kMods;
   static constexpr bool kHoldTanh =
-      C::kSoftcap > 0.0f && !C::kAlibi && !C::kScoreMod && C::kScale > 0.0f;
+      C::kHasSoftcap && !C::kAlibi && !C::kScoreMod;
   /// ALiBi alone costs an add and a multiply-add a score this way, where
   /// the logit took a conversion, two multiplies and a multiply-add (P5
   /// 12 % faster).
   static constexpr bool kHoldAlibi =
-      C::kAlibi && C::kSoftcap <= 0.0f && !C::kScoreMod && C::kScale > 0.0f;
-  static constexpr float kLogitScale = kHoldRaw || kHoldAlibi
-                                           ? C::kScale * kLog2E
-                                       : kHoldTanh ? C::kSoftcap * kLog2E
-                                                   : 1.0f;
+      C::kAlibi && !C::kHasSoftcap && !C::kScoreMod;
+  ATTNC_DEVICE float logitScale() const {
+    return kHoldRaw || kHoldAlibi ? this->scaleLog2()
+           : kHoldTanh            ? this->softcapLog2()
+                                  : 1.0f;
+  }
 
   /// Document segments: the rows' ids stay in registers (rowSegment) and
   /// each tile loads the ids of the thread's kBlockN / 4 columns once,
@@ -746,7 +747,7 @@ struct WarpSpecializedCta
         x += fmaf(slope[half], float(hopper::AccumulatorLayout::col(0, i)),
                   alibiFirst[half]);
       else if constexpr (kHoldTanh)
-        x = fastTanh(x * (C::kScale / C::kSoftcap));
+        x = fastTanh(x * this->tanhScale());
       else if constexpr (!kHoldRaw)
         x = this->template logit<false, false>(
             x, rowBegin + localRow(half),
@@ -783,7 +784,7 @@ struct WarpSpecializedCta
   /// all kept their references, and P rounded.
   ATTNC_DEVICE void onlineSoftmax() {
     float alpha[2];
-    hopper::exponentiateRows<kChains>(s, rowMax, rowSum, kLogitScale, alpha);
+    hopper::exponentiateRows<kChains>(s, rowMax, rowSum, logitScale(), alpha);
     waitValues();
     hopper::rescaleRows(o, alpha);
     hopper::toAFragments<Elem>(s, pf);
@@ -806,7 +807,7 @@ struct WarpSpecializedCta
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       factor[half] = sum > 0.0f ? fastRcp(sum) : 0.0f;
       lse[half] = sum > 0.0f
-                      ? (rowMax[half] * kLogitScale + fastLog2(sum)) * kLn2
+                      ? (rowMax[half] * logitScale() + fastLog2(sum)) * kLn2
                       : negInf();
     }
     if constexpr (S::kStagedOutput)

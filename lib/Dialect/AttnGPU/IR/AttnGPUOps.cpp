@@ -8,6 +8,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
 #include <numeric>
 
 using namespace mlir;
@@ -113,6 +114,17 @@ LogicalResult KernelOp::verify() {
         return emitOpError("head dims must be multiples of ")
                << attnc::limits::kKernelHeadDimStep << " up to "
                << attnc::limits::kMaxKernelHeadDim << ", got " << dim;
+  // The device keeps raw products in place of logits, which only a
+  // positive scale allows; a soft-cap is a divisor.
+  double scale = getScale().convertToDouble();
+  if (!std::isfinite(scale) || scale <= 0)
+    return emitOpError("scale must be positive and finite, got ") << scale;
+  if (getSoftcap()) {
+    double softcap = getSoftcap()->convertToDouble();
+    if (!std::isfinite(softcap) || softcap <= 0)
+      return emitOpError("softcap must be positive and finite, got ")
+             << softcap;
+  }
   // An fp8 cache's scales, as attn.attention's verifier admits them.
   if (getKeyScale().has_value() != getValueScale().has_value())
     return emitOpError("key and value scales must be given together");

@@ -414,3 +414,18 @@ attn_gpu.kernel @k target = #attn_gpu.target<"sm_80", sms = 108, smem = 166912> 
 func.func @f() attributes {p = #attn_gpu.plan<pipelined, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true>} {
   return
 }
+
+// -----
+
+// The device holds raw products in place of logits: only a positive scale
+// keeps their row maxima the logits'.
+// expected-error @below {{scale must be positive and finite, got -1.250000e-01}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = -1.250000e-01 : f32} {
+}
+
+// -----
+
+// A soft-cap divides the scores.
+// expected-error @below {{softcap must be positive and finite, got 0.000000e+00}}
+attn_gpu.kernel @k target = #attn_gpu.target<"sm_90a", sms = 132, smem = 232448> plan = #attn_gpu.plan<prefill, block = 64 x 64, warps = 4 x 1, stages = 2, kv_splits = 1, q_in_regs = true> masks = #attn_gpu.masks<lower = false, upper = false, sinks = 0, partial = never> query = !attn.q<?x8x64xbf16> key = !attn.kv<?x8x64xbf16> value = !attn.kv<?x8x64xbf16> output = !attn.out<?x8x64xbf16> captures = [] attributes {scale = 1.250000e-01 : f32, softcap = 0.0 : f32} {
+}
