@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the attnc wheel outside the checkout: stages python/ and
-# build/lib/libattnc.so in a temporary directory and runs setuptools
+# Builds the attnc wheel outside the checkout: stages python/,
+# build/lib/libattnc.so and attnc-kernels.bin in a temporary directory and runs setuptools
 # there, with the version CMakeLists.txt gives the CLI and the C API.
 # Usage: scripts/build-wheel.sh [OUT_DIR] (default dist/); prints the
 # wheel's path. Needs a built build/ (scripts/bootstrap.sh) and Debian's
@@ -25,6 +25,10 @@ cp -r "$root/python/attnc" "$root/python/pyproject.toml" "$root/python/setup.py"
   "$root/python/README.md" "$stage/"
 find "$stage" -name __pycache__ -prune -exec rm -rf {} +
 cp "$library" "$stage/attnc/libattnc.so"
+# The prebuilt kernels (cmake/KernelLibrary.cmake), found beside
+# libattnc.so; a build without them (no NVRTC) ships none.
+kernels="$root/build/lib/attnc-kernels.bin"
+[ -f "$kernels" ] && cp "$kernels" "$stage/attnc/attnc-kernels.bin"
 (cd "$stage" && ATTNC_VERSION="$version" "$python" setup.py -q bdist_wheel \
   -d "$out" >"$stage.log" 2>&1) || { cat "$stage.log" >&2; rm -f "$stage.log"; exit 1; }
 rm -f "$stage.log"

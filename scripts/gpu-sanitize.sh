@@ -18,6 +18,8 @@ set -uo pipefail
 out="${1:-gpu-logs}"
 mkdir -p "$out"
 tests=build/bin/attnc-gpu-tests
+# Line info in the kernels: a report names the device header and line.
+export ATTNC_LINEINFO=1
 sanitizer="${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}"
 
 unavailable() {

@@ -53,6 +53,11 @@ $lib/libattnc.so
 $lib/pkgconfig/attnc.pc
 EOF
 )"
+# The prebuilt kernel library, where the build made it (cmake/KernelLibrary.cmake).
+if [ -f "$build/lib/attnc-kernels.bin" ] && [ "$(cached ATTNC_KERNEL_LIBRARY)" != OFF ]; then
+  expected="$(LC_ALL=C sort <<<"$expected
+$lib/attnc-kernels.bin")"
+fi
 installed="$(cd "$prefix" && find . -type f -o -type l | sed 's|^\./||' | LC_ALL=C sort)"
 [ "$installed" = "$expected" ] ||
   fail "the installed files differ from the package's:

@@ -3,7 +3,8 @@
 # the checkout (scripts/build-wheel.sh) with a platform tag and
 # libattnc.so inside, unpacked where nothing of the checkout is on the
 # path, imported there, its version the CLI's; the checkout unchanged by
-# the build, and a build inside it refused by name. One summary line.
+# the build, and a build inside it refused by name; the prebuilt kernels
+# inside where the build made them. One summary line.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 start=$SECONDS
@@ -23,6 +24,11 @@ for member in attnc/libattnc.so attnc/__init__.py attnc/cascade.py \
   grep -q " *$member " <<<"$listing" || grep -q "^$member " <<<"$listing" ||
     fail "the wheel has no $member"
 done
+# The prebuilt kernels travel beside libattnc.so when the build made them.
+if [ -f "$root/build/lib/attnc-kernels.bin" ]; then
+  grep -q "attnc/attnc-kernels.bin " <<<"$listing" ||
+    fail "the build has attnc-kernels.bin, the wheel does not"
+fi
 "$python" -m zipfile -e "$wheel" "$work/site" || fail "the wheel does not unpack"
 version="$(cd "$work" && PYTHONPATH="$work/site" "$python" -c "
 import attnc, os, sys

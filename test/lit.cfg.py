@@ -19,6 +19,10 @@ config.substitutions.append(("%examples", os.path.join(config.attnc_src_root, "e
 config.substitutions.append(("%docs", os.path.join(config.attnc_obj_root, "docs")))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "XDG_CACHE_HOME"])
+# Tests compile what they say: the prebuilt kernel library beside attnc
+# (build/lib/attnc-kernels.bin) would answer some of their compiles. The
+# library's own test names its file.
+config.environment["ATTNC_KERNEL_LIBRARY"] = "-"
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.attnc_tools_dir, config.llvm_tools_dir]

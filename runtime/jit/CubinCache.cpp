@@ -22,6 +22,38 @@ const std::string &deviceLibraryKey() {
   return key;
 }
 
+std::string cubinKey(const std::string &cuda, const std::string &arch) {
+  std::string options;
+  for (const std::string &option : Nvrtc::cubinOptions(arch))
+    options += option + " ";
+  return contentKey("attnc cubin\nattnc-" ATTNC_VERSION "\n" +
+                    deviceLibraryKey() + "\n" + arch + "\n" + options + "\n" +
+                    cuda);
+}
+
+std::string encodeCubinEntry(const CubinEntry &entry) {
+  return std::to_string(entry.ptxasLog.size()) + "\n" + entry.ptxasLog +
+         entry.cubin;
+}
+
+std::optional<CubinEntry> decodeCubinEntry(std::string_view payload) {
+  // Digits only, at most 19 of them (no overflow), then a newline.
+  size_t at = 0;
+  uint64_t logSize = 0;
+  while (at < payload.size() && at < 19 && payload[at] >= '0' &&
+         payload[at] <= '9')
+    logSize = logSize * 10 + uint64_t(payload[at++] - '0');
+  if (at == 0 || at >= payload.size() || payload[at++] != '\n')
+    return std::nullopt;
+  uint64_t left = payload.size() - at;
+  if (logSize >= left) // the cubin must not be empty
+    return std::nullopt;
+  CubinEntry entry;
+  entry.ptxasLog = std::string(payload.substr(at, logSize));
+  entry.cubin = std::string(payload.substr(at + logSize));
+  return entry;
+}
+
 StatusOr<std::string> cachedCubin(const std::string &source,
                                   const std::string &arch,
                                   const std::string &cacheDir) {

@@ -11,7 +11,9 @@
 
 #include "attnc/Status.h"
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace attnc::jit {
 
@@ -26,6 +28,33 @@ const std::string &deviceLibraryKey();
 StatusOr<std::string> cachedCubin(const std::string &source,
                                   const std::string &arch,
                                   const std::string &cacheDir = "");
+
+/// The key of a cubin compiled from `cuda` for `arch`, shared by the
+/// in-process cubin cache, the prebuilt kernel library and the disk cache:
+/// the SHA-256 of attnc's version, the device library (deviceLibraryKey),
+/// the arch, NVRTC's options that change the cubin (Nvrtc::cubinOptions)
+/// and the CUDA source. It deliberately omits:
+/// - NVRTC's version: a cubin for an arch runs whatever NVRTC built it, so
+///   a library built with one toolkit serves machines with another (or
+///   with none);
+/// - attn-plan's options: they act on the cubin only through the CUDA text,
+///   so variants planned differently that emit the same CUDA (values that
+///   became launch parameters, a comment, a renamed SSA value) share one
+///   cubin.
+std::string cubinKey(const std::string &cuda, const std::string &arch);
+
+/// A cubin and ptxas's report of it. The report travels with the cubin
+/// (disk entries, the library): the register relief reads its local memory.
+struct CubinEntry {
+  std::string ptxasLog;
+  std::string cubin;
+};
+/// A cubin entry's payload: the log's size in decimal, a newline, the log,
+/// the cubin.
+std::string encodeCubinEntry(const CubinEntry &entry);
+/// The entry `payload` holds, or nothing when it is not one (sizes that do
+/// not fit, no cubin).
+std::optional<CubinEntry> decodeCubinEntry(std::string_view payload);
 
 } // namespace attnc::jit
 

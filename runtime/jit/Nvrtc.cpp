@@ -126,6 +126,22 @@ std::string Nvrtc::version() const {
   return std::to_string(major_) + "." + std::to_string(minor_);
 }
 
+std::vector<std::string> Nvrtc::cubinOptions(const std::string &arch) {
+  // A real target (sm_90a), not a virtual one, so NVRTC runs ptxas and its
+  // resource report (registers, spills) lands in the log. Line info names
+  // the device header and line in compute-sanitizer's and profilers'
+  // reports; it changes no instruction, but triples a cubin's bytes (the
+  // prebuilt library's among them) and writes the working directory into
+  // them, so it is asked for (ATTNC_LINEINFO=1), as the sanitizer runs do.
+  std::vector<std::string> options = {"--gpu-architecture=" + arch,
+                                      "-std=c++17", "--ptxas-options=-v",
+                                      "-default-device"};
+  const char *lineInfo = std::getenv("ATTNC_LINEINFO");
+  if (lineInfo && std::string(lineInfo) == "1")
+    options.push_back("-lineinfo");
+  return options;
+}
+
 StatusOr<CompiledCode> Nvrtc::compile(const std::string &source,
                                       const std::string &arch, bool ptx,
                                       bool driverCache) const {
@@ -142,16 +158,12 @@ StatusOr<CompiledCode> Nvrtc::compile(const std::string &source,
     return Status::error(ErrorCode::CompileError,
                          std::string("nvrtcCreateProgram: ") +
                              nvrtcGetErrorString(result));
-  // A real target (sm_90a), not a virtual one, so NVRTC runs ptxas and its
-  // resource report (registers, spills) lands in the log.
-  std::string archOption = "--gpu-architecture=" + arch;
+  std::vector<std::string> cubin = cubinOptions(arch);
   std::string include = findCudaIncludeDir();
   std::string includeOption = "-I" + include;
-  // Line info names the device header and line in compute-sanitizer's and
-  // profilers' reports; it changes no instruction.
-  std::vector<const char *> options = {archOption.c_str(), "-std=c++17",
-                                       "--ptxas-options=-v", "-default-device",
-                                       "-lineinfo"};
+  std::vector<const char *> options;
+  for (const std::string &option : cubin)
+    options.push_back(option.c_str());
   if (!include.empty())
     options.push_back(includeOption.c_str());
   if (!driverCache && (major_ > 12 || (major_ == 12 && minor_ >= 9)))

@@ -47,8 +47,13 @@ public:
   StatusOr<CompiledCode> compile(const std::string &source,
                                  const std::string &arch, bool ptx,
                                  bool driverCache) const;
-  /// "13.0": part of every cache key.
+  /// "13.0": part of the keys of cubins compiled for the runtime itself
+  /// (cachedCubin); a variant's cubin is keyed without it (cubinKey).
   std::string version() const;
+  /// The options `compile` passes NVRTC that change a cubin (the arch
+  /// among them); not the toolkit's include directory, nor --no-cache.
+  /// cubinKey hashes them.
+  static std::vector<std::string> cubinOptions(const std::string &arch);
   /// The toolkit's include directory, or "" when none was found.
   static std::string findCudaIncludeDir();
 

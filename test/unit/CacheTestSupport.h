@@ -22,6 +22,13 @@
 
 namespace attnc::test {
 
+/// These tests compile what they say: a prebuilt kernel library beside the
+/// test binary (build/lib/attnc-kernels.bin) would answer some of their
+/// compiles. Set before main, so before the library is first looked for;
+/// child `attnc` processes inherit it.
+inline const bool kNoKernelLibrary =
+    setenv("ATTNC_KERNEL_LIBRARY", "-", /*overwrite=*/1) == 0;
+
 /// Directories made by freshDirectory(), removed when the process exits
 /// (each ctest test is a process of its own). Never destroyed: the exit
 /// handler runs after static destructors may have.

@@ -11,6 +11,8 @@
 #include "CacheTestSupport.h"
 
 #include "attnc/Driver/Compile.h"
+#include "jit/CubinCache.h"
+#include "jit/DiskCache.h"
 #include "jit/Nvrtc.h"
 
 #include <gtest/gtest.h>
@@ -128,6 +130,48 @@ TEST(RegisterRelief, SpillingPlanIsPlannedAgainAndCachedAsKept) {
   EXPECT_EQ(again->registerRelief, 1);
   EXPECT_EQ(again->localMemoryBytes, 0);
   EXPECT_EQ(again->cubin, first->cubin);
+}
+
+// The relief walks its steps through cubin entries too: with only the
+// cubins on disk (the variant's own entry gone, as when another variant
+// emitted the same CUDA), the first step's cached ptxas report still says
+// it spilled, and the kept step's cubin comes back, with no NVRTC.
+TEST(RegisterRelief, ReliefStepsAreFoundAsCubinEntries) {
+  StatusOr<jit::Nvrtc *> nvrtc = jit::Nvrtc::get();
+  if (!nvrtc.ok())
+    GTEST_SKIP() << "no NVRTC: " << nvrtc.status().message();
+  forgetCompiledVariants();
+  std::string cache = test::freshDirectory();
+  StatusOr<CompiledVariant> first =
+      compileVariant(kSpillingVariant, "relief.mlir", CompileOptions(), cache);
+  ASSERT_TRUE(first.ok()) << first.status().toString();
+  ASSERT_EQ(first->registerRelief, 1);
+  jit::DiskCache disk(cache);
+  StatusOr<std::vector<jit::DiskCache::Entry>> entries = disk.list();
+  ASSERT_TRUE(entries.ok()) << entries.status().toString();
+  int cubins = 0;
+  for (const jit::DiskCache::Entry &entry : *entries) {
+    std::optional<std::string> payload = disk.get(entry.key);
+    ASSERT_TRUE(payload.has_value());
+    if (jit::decodeCubinEntry(*payload))
+      ++cubins;
+    else
+      ASSERT_EQ(unlink((cache + "/" + entry.key + ".entry").c_str()), 0);
+  }
+  EXPECT_EQ(cubins, 2) << "the spilling step's cubin and the kept one";
+
+  forgetCompiledVariants();
+  StatusOr<CompiledVariant> again =
+      compileVariant(kSpillingVariant, "relief.mlir", CompileOptions(), cache);
+  ASSERT_TRUE(again.ok()) << again.status().toString();
+  EXPECT_EQ(again->cubinSource, CubinSource::Disk);
+  EXPECT_TRUE(again->fromCache);
+  EXPECT_EQ(again->nvrtcMs, 0);
+  EXPECT_GT(again->frontendMs, 0);
+  EXPECT_EQ(again->registerRelief, 1);
+  EXPECT_EQ(again->localMemoryBytes, 0);
+  EXPECT_EQ(again->cubin, first->cubin);
+  EXPECT_EQ(again->cuda, first->cuda);
 }
 
 // A plan whose kernel fits its registers is kept as planned.

@@ -103,10 +103,14 @@ void addCacheCommand(CLI::App &app, int &exitCode) {
         exitCode = 1;
         continue;
       }
+      // A cubin from the prebuilt library or another variant's entry still
+      // leaves this variant's own entry behind: no NVRTC next time either.
       std::cout << file << ": "
-                << (compiled->fromCache
-                        ? "cached already"
-                        : "compiled in " + std::to_string(int64_t(ms)) + " ms")
+                << (!compiled->fromCache
+                        ? "compiled in " + std::to_string(int64_t(ms)) + " ms"
+                    : compiled->cubinSource == CubinSource::Library
+                        ? std::string("in the prebuilt kernel library")
+                        : std::string("cached already"))
                 << "\n";
       if (!compiled->cacheWrite.ok())
         std::cerr << "attnc: " << file

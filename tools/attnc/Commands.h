@@ -37,6 +37,8 @@ void addCompileCommand(CLI::App &app, int &exitCode);
 void addRunCommand(CLI::App &app, int &exitCode);
 /// `attnc cache list|clear`.
 void addCacheCommand(CLI::App &app, int &exitCode);
+/// `attnc library build`: the prebuilt kernel library.
+void addLibraryCommand(CLI::App &app, int &exitCode);
 
 } // namespace attnc
 

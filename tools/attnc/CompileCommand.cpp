@@ -184,9 +184,14 @@ int runCompile(const CompileArgs &args) {
     std::cerr << "attnc: warning: compiled, but not cached: "
               << compiled->cacheWrite.message() << "\n";
   if (args.time) {
-    if (compiled->fromCache) {
+    if (compiled->fromCache && compiled->frontendMs == 0) {
       std::cerr << "cache hit: " << totalMs
                 << " ms (frontend 0 ms, nvrtc 0 ms)\n";
+    } else if (compiled->fromCache) {
+      // Another variant's CUDA was the same: its cubin served this one.
+      std::cerr << "frontend (MLIR passes, C++ emission): "
+                << compiled->frontendMs
+                << " ms\nnvrtc + ptxas: 0 ms\ntotal: " << totalMs << " ms\n";
     } else {
       std::cerr << "frontend (MLIR passes, C++ emission): "
                 << compiled->frontendMs
@@ -202,6 +207,9 @@ int runCompile(const CompileArgs &args) {
     if (compiled->registerRelief > options.registerRelief)
       std::cerr << "register relief: " << compiled->registerRelief
                 << " (a plan with less room spilled)\n";
+    // Where the kernel came from: compiled by NVRTC here, or this
+    // process's memory, the disk cache or the prebuilt kernel library.
+    std::cerr << "cubin: " << toString(compiled->cubinSource) << "\n";
   }
   if (args.emit == "cubin") {
     if (!compiled->ptxasLog.empty())

@@ -23,6 +23,7 @@ int main(int argc, char **argv) {
              "  attnc run examples/causal_ragged_prefill.mlir --shape "
              "batch=2,q=512,kv=512 --check\n"
              "  attnc cache list\n"
+             "  attnc library build --out attnc-kernels.bin\n"
              "  attnc sim --workload branching --cache-tokens 8192\n"
              "  attnc sim --all --json\n"
              "  attnc sim --trace requests.jsonl --policy lpm");
@@ -31,6 +32,7 @@ int main(int argc, char **argv) {
   attnc::addCompileCommand(app, exitCode);
   attnc::addRunCommand(app, exitCode);
   attnc::addCacheCommand(app, exitCode);
+  attnc::addLibraryCommand(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &error) {

@@ -13,9 +13,21 @@
 // carries the Program the executor launches.
 #include "exec/Program.h"
 
+#include <map>
+
 namespace attnc {
 
-/// A variant compiled all the way: what the cache stores.
+/// Where a variant's cubin came from.
+enum class CubinSource {
+  Compiled, // NVRTC and ptxas, in this call
+  Memory,   // this process compiled (or loaded) it before
+  Disk,     // the disk cache
+  Library,  // the prebuilt kernel library (jit::KernelLibrary)
+};
+/// "compiled", "memory", "disk" or "library".
+const char *toString(CubinSource source);
+
+/// A variant compiled all the way: what the caches hold.
 struct CompiledVariant {
   Program program;
   std::string cuda;
@@ -36,15 +48,26 @@ struct CompiledVariant {
   /// Why a step of register relief could not be planned or compiled (a
   /// bug: its plans must compile); ok when none failed.
   Status reliefError;
+  /// Nothing was compiled by NVRTC for this call: the cubin came from a
+  /// cache or the library (cubinSource says which).
   bool fromCache = false;
+  CubinSource cubinSource = CubinSource::Compiled;
+  /// jit::cubinKey of `cuda`: the cubin's entry in the caches and library.
+  std::string cubinKey;
   /// Why this compile could not store its result in the disk cache
   /// (read-only, full, ...); ok when it did or had nothing to store. The
   /// compile itself succeeded: only the next process will pay for it again.
   Status cacheWrite;
 };
 
-/// Compiles `source` for `options.arch`, through the disk cache under
-/// `cacheDir` ("" for the default; "-" for none) and the in-process cache.
+/// Compiles `source` for `options.arch`, through the in-process cache and
+/// the disk cache under `cacheDir` ("" for the default; "-" for none, and
+/// then no prebuilt library either: a cold compile). Two levels: a
+/// variant's entry (keyed by kernelCacheKey) holds its program, its CUDA
+/// and the key of its cubin, so a hit skips attnc's pipeline; the cubin's
+/// entry (keyed by jit::cubinKey of the CUDA) holds ptxas's log and the
+/// cubin, looked up in memory, the prebuilt library, then the disk, so
+/// variants that emit the same CUDA share one NVRTC compile and one cubin.
 /// A kernel that ptxas reports local memory for is planned again with
 /// attn-plan's register-relief above `options.registerRelief`, up to
 /// attn::kMaxRegisterRelief (docs/ARCHITECTURE.md).
@@ -62,14 +85,21 @@ StatusOr<CompiledVariant> compileVariant(const std::string &source,
 /// declares, which the cache key hashes.
 std::string plannerOptionsText(const CompileOptions &options);
 
-/// The kernel caches' key of `source` compiled with `options` by NVRTC
-/// `nvrtcVersion`: the SHA-256 of everything the kernel depends on, every
-/// attn-plan option among it.
+/// The key of a variant's entry: the SHA-256 of `source`, `options` (every
+/// attn-plan option) and what else the program and the CUDA depend on,
+/// with `format` naming the entry's format. NVRTC's version is not part of
+/// it: the entry holds no cubin, only its key (jit::cubinKey).
 std::string kernelCacheKey(const std::string &source,
                            const CompileOptions &options,
-                           const std::string &nvrtcVersion);
+                           const std::string &format);
 
-/// Empties the in-process cache (compiles under way finish unaffected), so
+/// Every cubin this process holds in memory (compiled, or found in the
+/// disk cache or the library), as key → jit::encodeCubinEntry payload:
+/// what `attnc library build` writes.
+std::map<std::string, std::string> compiledCubinEntries();
+
+/// Empties the in-process caches, variants' and cubins' (compiles under
+/// way finish unaffected), so
 /// that a long-running host gets the memory back, or a test reaches the
 /// disk cache again. Returns how many variants it held.
 size_t forgetCompiledVariants();
