@@ -20,7 +20,10 @@
 // compile of a variant whose CUDA is in it runs no NVRTC. This function is
 // what attnc.PagedAttention(32, 8, 128, 16, causal=True) builds for decode.
 // LIST: prefill.bf16.d64.h32x8.none
+// LIST: paged-decode.bf16-kv.e4m3.d128.h32x8.none
 // LIST: paged-decode.f16.d256.h8x1.causal-softcap
+// LIST: paged-prefill.bf16.d128.h32x8.causal-window
+// LIST: latent-decode.bf16-kv.e4m3.d576.h16
 // LIST: {{[0-9]+}} variants
 // BUILD: attnc: library: 3 variants, {{[0-9]+}} kernels (0 reused from the library before), {{[0-9]+}} bytes of entries, in {{.*}} s on 2 threads: {{.*}}lib.bin
 // A rebuild takes every kernel whose CUDA did not change from the file it
