@@ -30,13 +30,6 @@ using namespace mlir;
 
 namespace attnc {
 
-namespace {
-/// The project version (CMakeLists.txt), bumped whenever the generated code
-/// changes meaning.
-constexpr const char *kCompilerVersion = "attnc-" ATTNC_VERSION;
-
-} // namespace
-
 std::string plannerOptionsText(const CompileOptions &options) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -46,7 +39,7 @@ std::string plannerOptionsText(const CompileOptions &options) {
 
 std::string kernelCacheKey(const std::string &source, const CompileOptions &o,
                            const std::string &format) {
-  return contentKey(std::string(kCompilerVersion) + "\n" +
+  return contentKey(std::string(jit::compilerVersion()) + "\n" +
                     jit::deviceLibraryKey() + "\n" + plannerOptionsText(o) +
                     "\n" + format + "\n" + source);
 }
@@ -81,20 +74,6 @@ std::string encodeVariantEntry(const CompiledVariant &v) {
          v.cubinKey;
 }
 
-/// Reads one decimal size and the separator after it; digits only, no
-/// overflow.
-bool readSize(const std::string &text, size_t &at, char separator,
-              uint64_t &value) {
-  size_t begin = at;
-  value = 0;
-  while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
-    if (at - begin >= 19)
-      return false;
-    value = value * 10 + uint64_t(text[at++] - '0');
-  }
-  return at > begin && at < text.size() && text[at++] == separator;
-}
-
 /// The disk cache has checked the entry's key, size and checksum; this
 /// checks that its parts fit in it, without overflow (the sizes are read
 /// from the file), and that what is left is a cubin key. The cubin is not
@@ -102,9 +81,9 @@ bool readSize(const std::string &text, size_t &at, char separator,
 std::optional<CompiledVariant> decodeVariantEntry(const std::string &entry) {
   size_t at = 0;
   uint64_t programSize = 0, cudaSize = 0, relief = 0;
-  if (!readSize(entry, at, ' ', programSize) ||
-      !readSize(entry, at, ' ', cudaSize) ||
-      !readSize(entry, at, '\n', relief) ||
+  if (!jit::readDecimalSize(entry, at, ' ', programSize) ||
+      !jit::readDecimalSize(entry, at, ' ', cudaSize) ||
+      !jit::readDecimalSize(entry, at, '\n', relief) ||
       relief > uint64_t(attn::kMaxRegisterRelief))
     return std::nullopt;
   uint64_t left = entry.size() - at;

@@ -22,11 +22,25 @@ const std::string &deviceLibraryKey() {
   return key;
 }
 
+const char *compilerVersion() { return "attnc-" ATTNC_VERSION; }
+
+bool readDecimalSize(std::string_view text, size_t &at, char separator,
+                     uint64_t &value) {
+  size_t begin = at;
+  value = 0;
+  while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+    if (at - begin >= 19)
+      return false;
+    value = value * 10 + uint64_t(text[at++] - '0');
+  }
+  return at > begin && at < text.size() && text[at++] == separator;
+}
+
 std::string cubinKey(const std::string &cuda, const std::string &arch) {
   std::string options;
   for (const std::string &option : Nvrtc::cubinOptions(arch))
     options += option + " ";
-  return contentKey("attnc cubin\nattnc-" ATTNC_VERSION "\n" +
+  return contentKey(std::string("attnc cubin\n") + compilerVersion() + "\n" +
                     deviceLibraryKey() + "\n" + arch + "\n" + options + "\n" +
                     cuda);
 }
@@ -37,13 +51,9 @@ std::string encodeCubinEntry(const CubinEntry &entry) {
 }
 
 std::optional<CubinEntry> decodeCubinEntry(std::string_view payload) {
-  // Digits only, at most 19 of them (no overflow), then a newline.
   size_t at = 0;
   uint64_t logSize = 0;
-  while (at < payload.size() && at < 19 && payload[at] >= '0' &&
-         payload[at] <= '9')
-    logSize = logSize * 10 + uint64_t(payload[at++] - '0');
-  if (at == 0 || at >= payload.size() || payload[at++] != '\n')
+  if (!readDecimalSize(payload, at, '\n', logSize))
     return std::nullopt;
   uint64_t left = payload.size() - at;
   if (logSize >= left) // the cubin must not be empty

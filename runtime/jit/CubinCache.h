@@ -11,6 +11,7 @@
 
 #include "attnc/Status.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +29,16 @@ const std::string &deviceLibraryKey();
 StatusOr<std::string> cachedCubin(const std::string &source,
                                   const std::string &arch,
                                   const std::string &cacheDir = "");
+
+/// "attnc-<version>" (CMakeLists.txt), bumped whenever the generated code
+/// changes meaning: part of every compile cache key.
+const char *compilerVersion();
+
+/// Reads, from `at` in `text`, one decimal size (digits only, at most 19,
+/// so no overflow) and the `separator` after it, moving `at` past both;
+/// false where there is none. The cache entries' sizes are read with it.
+bool readDecimalSize(std::string_view text, size_t &at, char separator,
+                     uint64_t &value);
 
 /// The key of a cubin compiled from `cuda` for `arch`, shared by the
 /// in-process cubin cache, the prebuilt kernel library and the disk cache:
