@@ -214,14 +214,14 @@ Status KernelLibrary::write(const std::string &path,
   std::string temp = path + ".tmp." + std::to_string(getpid());
   FILE *file = std::fopen(temp.c_str(), "wb");
   if (!file)
-    return Status::error(ErrorCode::Internal,
+    return Status::error(ErrorCode::InvalidArgument,
                          "cannot create " + temp + ": " + std::strerror(errno));
   bool written = std::fwrite(out.data(), 1, out.size(), file) == out.size();
   written = std::fclose(file) == 0 && written;
   if (!written || std::rename(temp.c_str(), path.c_str()) != 0) {
     std::string why = std::strerror(errno);
     std::remove(temp.c_str());
-    return Status::error(ErrorCode::Internal,
+    return Status::error(ErrorCode::InvalidArgument,
                          "cannot write kernel library " + path + ": " + why);
   }
   return Status();

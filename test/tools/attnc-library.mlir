@@ -1,6 +1,8 @@
 // REQUIRES: nvrtc
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: attnc library build --list | FileCheck %s --check-prefix=LIST
+// RUN: not attnc library build --filter no-such-variant --out %t/none.bin 2>&1 | FileCheck %s --check-prefix=NOMATCH
+// RUN: not attnc library build --filter latent-decode.bf16.d576.h16 --out %t/no-such-dir/lib.bin 2>&1 | FileCheck %s --check-prefix=NODIR
 // RUN: attnc library build --filter paged-decode.bf16.d128.h32x8.causal --out %t/lib.bin --jobs 2 | FileCheck %s --check-prefix=BUILD
 // RUN: cp %t/lib.bin %t/first.bin
 // RUN: attnc library build --filter paged-decode.bf16.d128.h32x8.causal --out %t/lib.bin --jobs 2 | FileCheck %s --check-prefix=REBUILD
@@ -25,6 +27,11 @@
 // LIST: paged-prefill.bf16.d128.h32x8.causal-window
 // LIST: latent-decode.bf16-kv.e4m3.d576.h16
 // LIST: {{[0-9]+}} variants
+// A filter that matches nothing, and an --out that cannot be written, are
+// refused by name before anything is compiled.
+// NOMATCH: attnc: library build: no variant of the library matches --filter 'no-such-variant'
+// NODIR: attnc: library build: cannot write --out {{.*}}no-such-dir/lib.bin: {{.*}}no-such-dir: No such file or directory
+// NODIR-NOT: compiled
 // BUILD: attnc: library: 3 variants, {{[0-9]+}} kernels (0 reused from the library before), {{[0-9]+}} bytes of entries, in {{.*}} s on 2 threads: {{.*}}lib.bin
 // A rebuild takes every kernel whose CUDA did not change from the file it
 // replaces, and writes the same file.

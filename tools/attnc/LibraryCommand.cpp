@@ -25,6 +25,7 @@
 #include <mutex>
 #include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 namespace attnc {
 
@@ -71,6 +72,12 @@ int buildLibrary(const LibraryArgs &args) {
   for (LibraryVariant &v : libraryVariants())
     if (v.name.find(args.filter) != std::string::npos)
       variants.push_back(std::move(v));
+  if (variants.empty()) {
+    std::cerr << "attnc: library build: no variant of the library matches "
+                 "--filter '"
+              << args.filter << "' (`attnc library build --list` names them)\n";
+    return 2;
+  }
   if (args.list) {
     for (const LibraryVariant &v : variants)
       std::cout << v.name << "\n";
@@ -79,6 +86,14 @@ int buildLibrary(const LibraryArgs &args) {
   }
   if (args.out.empty()) {
     std::cerr << "attnc: library build: --out FILE is needed (or --list)\n";
+    return 2;
+  }
+  // Said before minutes of compiles, not after them.
+  std::filesystem::path outDir =
+      std::filesystem::absolute(args.out).parent_path();
+  if (access(outDir.c_str(), W_OK) != 0) {
+    std::cerr << "attnc: library build: cannot write --out " << args.out << ": "
+              << outDir.string() << ": " << std::strerror(errno) << "\n";
     return 2;
   }
   auto start = std::chrono::steady_clock::now();
